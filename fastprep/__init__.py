@@ -1,0 +1,60 @@
+"""fastprep: declare a preprocessing pipeline in Python; get training-ready tensors, fast.
+
+>>> import fastprep as fp
+>>> schema = fp.Schema({"x": fp.Float(nullable=True), "c": fp.Category()})
+>>> pipeline = fp.Pipeline(
+...     schema=schema,
+...     features=[fp.col("x") >> fp.FillMissing(0) >> fp.Standardize(), fp.col("c") >> fp.OneHot()],
+... )
+"""
+
+from fastprep.dsl import col, cols, expr
+from fastprep.errors import (
+    BackendError,
+    DataValidationError,
+    ExprSyntaxError,
+    FastprepError,
+    FitError,
+    PipelineDefinitionError,
+    SchemaError,
+    SourceError,
+    StateFormatError,
+)
+from fastprep.execute import Output
+from fastprep.pipeline import FittedPipeline, Pipeline, load
+from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize
+from fastprep.schema import Bool, Category, Float, Int, Schema, String
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError",
+    "Bool",
+    "Category",
+    "Clip",
+    "DataValidationError",
+    "ExprSyntaxError",
+    "FastprepError",
+    "FillMissing",
+    "FitError",
+    "FittedPipeline",
+    "Float",
+    "Hash",
+    "Int",
+    "Log1p",
+    "MinMax",
+    "OneHot",
+    "Output",
+    "Pipeline",
+    "PipelineDefinitionError",
+    "Schema",
+    "SchemaError",
+    "SourceError",
+    "Standardize",
+    "StateFormatError",
+    "String",
+    "col",
+    "cols",
+    "expr",
+    "load",
+]

@@ -1,0 +1,5 @@
+"""``python -m fastprep`` is the ``fastprep`` command."""
+
+from fastprep.cli import main
+
+raise SystemExit(main())

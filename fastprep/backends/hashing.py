@@ -1,0 +1,325 @@
+"""Feature hashing straight to CSR, bit-identical to sklearn's FeatureHasher.
+
+Row ``i`` is hashed like ``FeatureHasher(input_type="dict")`` applied to the
+dict ``{name: value}`` over ``columns`` (missing values omitted) followed by one
+``"a=x^b=y"`` token (value 1) per cross.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["hash_columns"]
+
+_MAX_FEATURES = 2**31 - 1
+_INT32_MAX = 2**31 - 1
+# Dictionary path: only for long strings with few distinct values (murmur over
+# short strings is cheaper than arrow's dictionary hash table).
+_DICT_MIN_MEAN_BYTES = 24
+_DICT_MAX_DISTINCT_RATIO = 0.2
+_SAMPLE = 4096
+_TASK = 16384  # rows per parallel task
+
+
+def _to_arrow(name: str, values: Any):
+    """Return ``("str", ChunkedArray[large_string|dictionary])``,
+    ``("num", float64 ndarray with NaN for missing)`` or ``("null", None)``."""
+    import pyarrow as pa
+
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        return "num", np.asarray(values, dtype=np.float64).ravel()
+    if isinstance(values, np.ndarray) and values.dtype.kind == "S":
+        raise TypeError(f"column {name!r}: bytes values are not supported")
+    mod = type(values).__module__ or ""
+    if mod.startswith("pandas"):
+        import pandas as pd
+
+        dt = values.dtype
+        if (
+            not isinstance(dt, pd.CategoricalDtype)
+            and dt != object
+            and (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt))
+        ):
+            return "num", np.asarray(
+                values.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64
+            )
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        try:
+            values = pa.array(values, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise TypeError(f"column {name!r}: mixed or unsupported values") from exc
+    arr = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        vt = t.value_type
+        if pa.types.is_string(vt) or pa.types.is_large_string(vt):
+            return "str", arr
+        arr = arr.cast(vt)
+        t = vt
+    if pa.types.is_null(t):
+        return "null", None
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        if not pa.types.is_large_string(t):
+            arr = arr.cast(pa.large_string())
+        return "str", arr
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        out = arr.cast(pa.float64(), safe=False).to_numpy()
+        return "num", np.asarray(out, dtype=np.float64)
+    raise TypeError(f"column {name!r}: unsupported type {t}")
+
+
+def _buffers(chunk):
+    """(uint8 data, int64 offsets, bool validity) of a large_string Array."""
+    n = len(chunk)
+    bufs = chunk.buffers()
+    # All read-only (frombuffer) so numba sees one array type per typed list.
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
+    data = np.frombuffer(bufs[2] if bufs[2] is not None else b"\0", dtype=np.uint8)
+    if chunk.null_count:
+        valid = np.array(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    else:
+        valid = np.ones(n, dtype=np.bool_)
+    return data, offsets, valid
+
+
+def _separators(names: Sequence[str]):
+    parts = [names[0] + "="] + ["^" + nm + "=" for nm in names[1:]]
+    enc = [p.encode("utf-8") for p in parts] + [b""] * (3 - len(parts))
+    off = np.zeros(4, dtype=np.int64)
+    off[1:] = np.cumsum([len(e) for e in enc])
+    sep = np.frombuffer(b"".join(enc) or b"\0", dtype=np.uint8)
+    return sep, off
+
+
+def _use_dictionary(arr) -> bool:
+    """Cheap estimate: long strings with few distinct values -> dictionary path."""
+    import pyarrow.compute as pc
+
+    n = len(arr)
+    if n < 4 * _SAMPLE:
+        return False
+    total = 0
+    for c in arr.chunks:
+        if len(c):
+            off = np.frombuffer(c.buffers()[1], dtype=np.int64)
+            total += int(off[c.offset + len(c)] - off[c.offset])
+    if total < _DICT_MIN_MEAN_BYTES * n:
+        return False
+    sample = arr.take(np.linspace(0, n - 1, _SAMPLE).astype(np.int64))
+    return len(pc.unique(sample)) <= _DICT_MAX_DISTINCT_RATIO * _SAMPLE
+
+
+def _hash_string_feature(mm, names, arrays, out_h, out_valid) -> None:
+    """Hash one (possibly crossed) string feature into ``out_h`` / ``out_valid``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sep, sep_off = _separators(names)
+    if len(arrays) == 1 and (pa.types.is_dictionary(arrays[0].type) or _use_dictionary(arrays[0])):
+        arr = arrays[0]
+        if not pa.types.is_dictionary(arr.type):
+            arr = pc.dictionary_encode(arr.combine_chunks())
+        else:
+            arr = arr.unify_dictionaries().combine_chunks()
+        dic = arr.dictionary.cast(pa.large_string())
+        th = np.zeros(len(dic), dtype=np.int32)
+        tv = np.zeros(len(dic), dtype=np.bool_)
+        _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], th, tv)
+        codes = np.asarray(pc.fill_null(arr.indices, 0).cast(pa.int64()).to_numpy(), dtype=np.int64)
+        valid = (
+            arr.is_valid().to_numpy(zero_copy_only=False)
+            if arr.null_count
+            else np.ones(len(arr), np.bool_)
+        )
+        if len(dic) == 0:
+            out_valid[:] = False
+            out_h[:] = 0
+            return
+        mm.gather_codes(th, tv, codes, valid, out_h, out_valid)
+        return
+    _run_hash(mm, sep, sep_off, arrays, out_h, out_valid)
+
+
+def _run_hash(mm, sep, sep_off, arrays, out_h, out_valid) -> None:
+    """One kernel call over all chunks: split rows at the union of the members'
+    chunk boundaries (zero-copy slices), then into tasks of <= _TASK rows."""
+    import pyarrow as pa
+    from numba.typed import List
+
+    n = len(out_h)
+    arrays = [
+        a.cast(a.type.value_type).cast(pa.large_string()) if pa.types.is_dictionary(a.type) else a
+        for a in arrays
+    ]
+    bounds = sorted(
+        {0, n} | {int(b) for a in arrays for b in np.cumsum([len(c) for c in a.chunks])}
+    )
+    lists = [(List(), List(), List()) for _ in arrays]
+    seg_start, tasks = [], []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if hi <= lo:
+            continue
+        for a, (ld, lo_, lv) in zip(arrays, lists):
+            piece = a.slice(lo, hi - lo)
+            chunk = piece.chunks[0] if piece.num_chunks == 1 else piece.combine_chunks()
+            d, o, v = _buffers(chunk)
+            ld.append(d)
+            lo_.append(o)
+            lv.append(v)
+        sg = len(seg_start)
+        seg_start.append(lo)
+        tasks.extend((sg, t, min(t + _TASK, hi)) for t in range(lo, hi, _TASK))
+    if not tasks:
+        return
+    while len(lists) < 3:
+        lists.append(lists[0])
+    (d0, o0, v0), (d1, o1, v1), (d2, o2, v2) = lists
+    mm.hash_rows(
+        sep,
+        sep_off,
+        len(arrays),
+        d0,
+        o0,
+        v0,
+        d1,
+        o1,
+        v1,
+        d2,
+        o2,
+        v2,
+        np.array(seg_start, dtype=np.int64),
+        np.array(tasks, dtype=np.int64),
+        out_h,
+        out_valid,
+    )
+
+
+def hash_columns(
+    columns: Sequence[tuple[str, Any]],
+    n_features: int,
+    *,
+    alternate_sign: bool = True,
+    crosses: Sequence[Sequence[tuple[str, Any]]] = (),
+    dtype: Any = np.float32,
+):
+    """Hash columns (and column crosses) into a ``scipy.sparse.csr_matrix``.
+
+    Bit-identical to ``FeatureHasher(n_features, input_type="dict",
+    alternate_sign=alternate_sign, dtype=dtype)`` on per-row dicts
+    ``{name: value, ..., "a=x^b=y": 1, ...}``: a string value gives token
+    ``"name=value"`` (value 1), a numeric value gives token ``name`` with that
+    value; missing values (None/NaN/NA) and numeric zeros contribute nothing.
+    Each cross of 2-3 string columns gives one token per row, or nothing if a
+    member is missing.  Indices are sorted and duplicates summed per row.
+    """
+    import scipy.sparse as sp
+
+    from . import _murmur as mm
+
+    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
+        raise TypeError(f"n_features must be an int, got {type(n_features).__name__}")
+    if not 1 <= int(n_features) <= _MAX_FEATURES:
+        raise ValueError(f"n_features must be in [1, {_MAX_FEATURES}], got {n_features}")
+    n_features = int(n_features)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+
+    names = [nm for nm, _ in columns]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate column names in {names}")
+    n_rows = None
+    for nm, vals in [c for c in columns] + [m for cr in crosses for m in cr]:
+        if not isinstance(nm, str):
+            raise TypeError(f"column names must be str, got {nm!r}")
+        n = len(vals)
+        if n_rows is None:
+            n_rows = n
+        elif n != n_rows:
+            raise ValueError(f"column {nm!r} has length {n}, expected {n_rows}")
+    n_rows = n_rows or 0
+
+    # Feature list in dict order: columns, then crosses.
+    str_feats, num_feats, kinds = [], [], []
+    for nm, vals in columns:
+        kind, conv = _to_arrow(nm, vals)
+        if kind == "str":
+            kinds.append((0, len(str_feats)))
+            str_feats.append(([nm], [conv]))
+        elif kind == "num":
+            kinds.append((1, len(num_feats)))
+            num_feats.append((nm, conv))
+    for cr in crosses:
+        if not 2 <= len(cr) <= 3:
+            raise ValueError(f"a cross needs 2 or 3 columns, got {len(cr)}")
+        convs = [_to_arrow(nm, vals) for nm, vals in cr]
+        for (nm, _), (kind, _c) in zip(cr, convs):
+            if kind == "num":
+                raise TypeError(f"cross member {nm!r} must be string-like")
+        if any(kind == "null" for kind, _ in convs):
+            continue  # an all-missing member: the cross never fires
+        kinds.append((0, len(str_feats)))
+        str_feats.append(([nm for nm, _ in cr], [c for _, c in convs]))
+
+    s_h = np.empty((len(str_feats), n_rows), dtype=np.int32)
+    s_valid = np.empty((len(str_feats), n_rows), dtype=np.bool_)
+    for p, (nms, arrs) in enumerate(str_feats):
+        if n_rows:
+            _hash_string_feature(mm, nms, arrs, s_h[p], s_valid[p])
+    num_vals = np.empty((len(num_feats), n_rows), dtype=np.float64)
+    num_h = np.empty(len(num_feats), dtype=np.int32)
+    for p, (nm, vals) in enumerate(num_feats):
+        num_vals[p] = vals
+        num_h[p] = mm.murmur3_32(np.frombuffer(nm.encode("utf-8") or b"", np.uint8))
+
+    kind_arr = np.array([k for k, _ in kinds], dtype=np.int8)
+    pos_arr = np.array([p for _, p in kinds], dtype=np.int64)
+    counts = np.empty(n_rows, dtype=np.int64)
+    if n_rows:
+        mm.count_nnz(s_valid, num_vals, counts)
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    nnz = int(indptr[-1])
+    idx_dtype = np.int32 if nnz <= _INT32_MAX else np.int64
+    indices = np.empty(nnz, dtype=idx_dtype)
+    data = np.empty(nnz, dtype=dtype)
+    merged = np.empty(n_rows, dtype=np.int64)
+    fm_m, imin_idx = mm.fastmod_params(n_features)
+    if n_rows and len(kinds):
+        mm.fill_rows(
+            s_h,
+            s_valid,
+            num_h,
+            num_vals,
+            kind_arr,
+            pos_arr,
+            fm_m,
+            np.uint64(n_features),
+            imin_idx,
+            bool(alternate_sign),
+            indptr,
+            indices,
+            data,
+            merged,
+        )
+    else:
+        merged[:] = 0
+    total = int(merged.sum())
+    if total != nnz:
+        new_indptr = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(merged, out=new_indptr[1:])
+        new_indices = np.empty(total, dtype=idx_dtype)
+        new_data = np.empty(total, dtype=dtype)
+        mm.compact(indptr, indices, data, new_indptr, new_indices, new_data)
+        indptr, indices, data = new_indptr, new_indices, new_data
+    out = sp.csr_matrix(
+        (data, indices, indptr.astype(idx_dtype, copy=False)),
+        shape=(n_rows, n_features),
+        copy=False,
+    )
+    out.has_sorted_indices = True
+    out.has_canonical_format = True
+    return out

@@ -1,0 +1,62 @@
+"""Which backends exist, what they can run, and how ``"auto"`` resolves.
+
+Backends register by name with the step types they implement; optional dependencies are
+imported lazily, so a missing extra only matters when that backend is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from fastprep.errors import BackendError
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """A backend's name, its module, the packages it needs, and a one-line description."""
+
+    name: str
+    module: str
+    requires: tuple[str, ...]
+    description: str
+
+
+_BACKENDS: dict[str, BackendInfo] = {}
+
+
+def register(info: BackendInfo) -> None:
+    _BACKENDS[info.name] = info
+
+
+register(
+    BackendInfo(
+        "pandas",
+        "fastprep.backends.pandas_",
+        ("numpy", "pandas", "sklearn"),
+        "numpy-vectorized reference path; sklearn FeatureHasher for Hash",
+    )
+)
+
+
+def available() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def resolve(name: str) -> BackendInfo:
+    """``"auto"`` picks the best registered backend (the cost-based planner refines this)."""
+    if name == "auto":
+        name = "pandas"
+    if name not in _BACKENDS:
+        raise BackendError(
+            f"unknown backend {name!r}; available: {', '.join(['auto', *available()])}"
+        )
+    info = _BACKENDS[name]
+    for package in info.requires:
+        try:
+            importlib.import_module(package)
+        except ImportError:
+            raise BackendError(
+                f"backend {name!r} needs the package {package!r}: pip install {package}"
+            ) from None
+    return info

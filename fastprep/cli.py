@@ -1,0 +1,139 @@
+"""``fastprep`` command line: run a pipeline file, or apply a saved fitted pipeline.
+
+    fastprep run pipelines/flights.py [--input SRC] [--output out/] [--backend auto]
+    fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
+
+Errors fastprep raises on purpose print as one clear message (exit code 2), never a
+traceback; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from fastprep.errors import FastprepError, PipelineDefinitionError
+from fastprep.execute import Output
+from fastprep.pipeline import FittedPipeline, Pipeline, load
+
+STATE_FILE = "pipeline.fastprep"
+
+
+def load_pipeline_file(path: str | os.PathLike[str]) -> Pipeline:
+    """Run a pipeline file (the user's own Python) and return its ``fp.Pipeline``.
+
+    The file's variable ``pipeline`` is used; otherwise its only ``Pipeline`` instance.
+    A relative ``sample=`` path is resolved against the file's folder.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise PipelineDefinitionError(f"pipeline file {str(file)!r} does not exist")
+    namespace = runpy.run_path(str(file), run_name="__fastprep_pipeline__")
+    pipeline = namespace.get("pipeline")
+    if not isinstance(pipeline, Pipeline):
+        found = [v for v in namespace.values() if isinstance(v, Pipeline)]
+        if len(found) != 1:
+            raise PipelineDefinitionError(
+                f"{file}: define exactly one fp.Pipeline, ideally named 'pipeline' "
+                f"(found {len(found)})"
+            )
+        pipeline = found[0]
+    if pipeline.sample is not None and not os.path.isabs(pipeline.sample):
+        beside = (file.parent / pipeline.sample).resolve()
+        if beside.exists() or not Path(pipeline.sample).exists():
+            pipeline.sample = str(beside)
+    return pipeline
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args)
+    except FastprepError as exc:
+        if args.debug:
+            raise
+        print(f"fastprep: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    pipeline = load_pipeline_file(args.pipeline)
+    source = args.input or pipeline.sample
+    if source is None:
+        raise PipelineDefinitionError(
+            f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
+        )
+    started = time.perf_counter()
+    fitted = pipeline.fit(source, backend=args.backend)
+    output = fitted.transform(source, out_dtype=args.out_dtype)
+    fit_seconds = sum(fitted.fit_report.stages.values()) if fitted.fit_report else 0.0
+    _write(output, fitted, args.output, source, time.perf_counter() - started, fit_seconds)
+    return 0
+
+
+def _transform(args: argparse.Namespace) -> int:
+    fitted = load(args.state)
+    source = args.input or fitted.pipeline.sample
+    if source is None:
+        raise PipelineDefinitionError("pass --input PATH: the saved pipeline names no sample")
+    started = time.perf_counter()
+    output = fitted.transform(source, backend=args.backend, out_dtype=args.out_dtype)
+    _write(output, fitted, args.output, source, time.perf_counter() - started, None)
+    return 0
+
+
+def _write(
+    output: Output,
+    fitted: FittedPipeline,
+    folder: str,
+    source: object,
+    seconds: float,
+    fit_seconds: float | None,
+) -> None:
+    written = output.save(folder)
+    state = os.path.join(folder, STATE_FILE)
+    fitted.save(state)
+    print(f"fastprep: {source}")
+    print(output.report.summary())
+    if fit_seconds is not None:
+        print(f"fit (read + validate + fit): {fit_seconds:.3f}s; total {seconds:.3f}s")
+    files = ", ".join(os.path.basename(p) for p in written.values())
+    print(f"wrote {folder}: {files}, {STATE_FILE}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fastprep", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="fit a pipeline file on a source and transform it")
+    run.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
+    run.add_argument("--input", "-i", help="DataFrame source: CSV/Parquet file, folder or glob")
+    _common(run)
+    run.set_defaults(handler=_run)
+    transform = sub.add_parser("transform", help="apply a saved fitted pipeline to a source")
+    transform.add_argument("state", help=f"a saved fitted pipeline (e.g. out/{STATE_FILE})")
+    transform.add_argument("--input", "-i", help="CSV/Parquet file, folder or glob")
+    _common(transform)
+    transform.set_defaults(handler=_transform)
+    for p in (run, transform):
+        p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", "-o", default="out", help="output folder (default: out/)")
+    parser.add_argument("--backend", default="auto", help="auto (default) or pandas")
+    parser.add_argument("--out-dtype", default="float32", choices=["float32", "float64"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

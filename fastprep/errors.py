@@ -1,0 +1,61 @@
+"""Error types and reason codes.
+
+Every error fastprep raises derives from :class:`FastprepError`; each subclass also
+inherits the builtin a caller would naturally catch (``ValueError``, ``KeyError``...),
+so ``except ValueError`` keeps working for users who do not know fastprep's types.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class FastprepError(Exception):
+    """Root of every error fastprep raises on purpose."""
+
+
+class PipelineDefinitionError(FastprepError, ValueError):
+    """The pipeline itself is wrong: unknown column, op on the wrong type, bad argument."""
+
+
+class ExprSyntaxError(PipelineDefinitionError):
+    """An ``expr`` string could not be parsed or uses something outside the whitelist."""
+
+
+class SchemaError(FastprepError, ValueError):
+    """The data does not have the shape the schema declares (missing column, wrong dtype)."""
+
+
+class DataValidationError(FastprepError, ValueError):
+    """Values broke a rule whose policy is ``raise``."""
+
+
+class FitError(FastprepError, ValueError):
+    """A statistic could not be fitted (e.g. no non-missing value to take a median of)."""
+
+
+class SourceError(FastprepError, FileNotFoundError):
+    """A source path, glob or format could not be read."""
+
+
+class StateFormatError(FastprepError, ValueError):
+    """A saved fitted state is corrupt, tampered with, or from an unknown format version."""
+
+
+class BackendError(FastprepError, NotImplementedError):
+    """A backend does not implement an operation (never silently skipped)."""
+
+
+class Reason(str, Enum):
+    """Why a row was quarantined or a value repaired; stable strings used in reports."""
+
+    NULL = "null"
+    TYPE = "type"
+    BELOW_MIN = "below_min"
+    ABOVE_MAX = "above_max"
+    NOT_FINITE = "not_finite"
+    NOT_INTEGER = "not_integer"
+    CATEGORY = "category"
+    TOO_LONG = "too_long"
+    NONFINITE_FEATURE = "nonfinite_feature"
+    NONFINITE_TARGET = "nonfinite_target"

@@ -1,0 +1,137 @@
+"""Read a source — a DataFrame, a CSV/Parquet file, a directory or a glob — column-pruned.
+
+Only the columns the plan uses are read (pyarrow's column selection at the reader).
+Text columns of a CSV are read as strings so codes like ``"007"`` are not parsed as numbers.
+Files of a glob are read in sorted order; row ids are positions in that concatenation.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from fastprep.errors import SchemaError, SourceError
+
+Source = pd.DataFrame | str | os.PathLike[str]
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv")
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What was read, for the report."""
+
+    description: str
+    files: tuple[str, ...] = ()
+
+
+def read_source(
+    source: Source, columns: Iterable[str], text_columns: Iterable[str] = ()
+) -> tuple[pd.DataFrame, SourceInfo]:
+    """Read ``columns`` of ``source`` into a DataFrame with a fresh RangeIndex."""
+    columns = list(columns)
+    if isinstance(source, pd.DataFrame):
+        missing = [c for c in columns if c not in source.columns]
+        if missing:
+            raise SchemaError(_missing_message(missing, list(source.columns), "the DataFrame"))
+        frame = source.loc[:, columns].reset_index(drop=True)
+        return frame, SourceInfo(f"DataFrame ({len(source):,} rows × {source.shape[1]} columns)")
+    if not isinstance(source, (str, os.PathLike)):
+        raise SourceError(
+            f"source must be a pandas DataFrame or a path/glob to CSV or Parquet, "
+            f"got {type(source).__name__}"
+        )
+    files = resolve_files(source)
+    tables = [_read_file(path, columns, set(text_columns)) for path in files]
+    table = (
+        tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+    )
+    frame = table.to_pandas()
+    return frame, SourceInfo(f"{source} ({len(files)} file(s), {len(frame):,} rows)", tuple(files))
+
+
+def resolve_files(source: str | os.PathLike[str]) -> list[str]:
+    """Expand a file, a directory (its CSV/Parquet files) or a glob into sorted paths."""
+    text = os.fspath(source)
+    if any(ch in text for ch in "*?["):
+        files = sorted(p for p in globlib.glob(text, recursive=True) if os.path.isfile(p))
+    elif os.path.isdir(text):
+        files = sorted(
+            str(p) for p in Path(text).rglob("*") if p.is_file() and _format_of(str(p)) is not None
+        )
+    elif os.path.isfile(text):
+        files = [text]
+    else:
+        raise SourceError(f"source {text!r} does not exist")
+    if not files:
+        raise SourceError(f"source {text!r} matched no CSV or Parquet files")
+    unknown = [f for f in files if _format_of(f) is None]
+    if unknown:
+        raise SourceError(
+            f"cannot tell the format of {unknown[0]!r}: use a .csv(.gz) or .parquet file"
+        )
+    return files
+
+
+def _format_of(path: str) -> str | None:
+    lower = path.lower()
+    if lower.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if lower.endswith(CSV_SUFFIXES):
+        return "csv"
+    return None
+
+
+def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Table:
+    try:
+        if _format_of(path) == "parquet":
+            present = pq.read_schema(path).names
+            _require(columns, present, path)
+            return pq.read_table(path, columns=columns)
+        header = _csv_header(path)
+        _require(columns, header, path)
+        convert = pacsv.ConvertOptions(
+            include_columns=columns,
+            column_types={c: pa.string() for c in columns if c in text_columns},
+            strings_can_be_null=True,
+        )
+        parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
+        return pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {path!r}: {exc}") from exc
+
+
+def _csv_header(path: str) -> list[str]:
+    delimiter = "\t" if path.lower().endswith(".tsv") else ","
+    reader = pacsv.open_csv(
+        path,
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+        read_options=pacsv.ReadOptions(block_size=1 << 16),
+    )
+    return list(reader.schema.names)
+
+
+def _require(columns: list[str], present: list[str], where: str) -> None:
+    missing = [c for c in columns if c not in present]
+    if missing:
+        raise SchemaError(_missing_message(missing, present, where))
+
+
+def _missing_message(missing: list[str], present: list[str], where: str) -> str:
+    return (
+        f"{where} has no column(s) {missing} that the pipeline reads; "
+        f"it has: {', '.join(map(str, present[:40]))}"
+    )
+
+
+def describe_dtypes(frame: pd.DataFrame) -> Mapping[str, Any]:
+    return {str(k): str(v) for k, v in frame.dtypes.items()}

@@ -1,0 +1,174 @@
+"""``fp.Pipeline``: the declared pipeline, and ``FittedPipeline``: it plus fitted state.
+
+This module sits at the orchestration layer (it calls :mod:`fastprep.execute`), so the
+DSL builders below it never import a backend.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fastprep import execute
+from fastprep.dsl.builders import FeatureBuilder
+from fastprep.dsl.check import check_plan
+from fastprep.errors import PipelineDefinitionError, StateFormatError
+from fastprep.io import Source
+from fastprep.plan.expr import Col
+from fastprep.plan.nodes import Feature, Input, LogicalPlan
+from fastprep.schema import Schema
+from fastprep.state import read_state, write_state
+
+_OUT_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+class Pipeline:
+    """A declared preprocessing pipeline: schema, features in output order, optional target."""
+
+    def __init__(
+        self,
+        schema: Schema,
+        features: Sequence[FeatureBuilder | Feature],
+        target: FeatureBuilder | str | None = None,
+        *,
+        sample: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(schema, Schema):
+            raise PipelineDefinitionError("Pipeline(schema=...) needs an fp.Schema({...})")
+        if isinstance(features, (FeatureBuilder, Feature)) or not isinstance(features, Sequence):
+            raise PipelineDefinitionError("Pipeline(features=[...]) takes a list of features")
+        if not features:
+            raise PipelineDefinitionError("Pipeline(features=[...]) needs at least one feature")
+        built = tuple(_as_feature(f, i) for i, f in enumerate(features))
+        self.schema = schema
+        self.plan = LogicalPlan(built, _as_target(target))
+        self.sample = None if sample is None else os.fspath(sample)
+        self.name = name
+        check_plan(self.plan, {col: spec.ltype for col, spec in schema.items()})
+
+    def __repr__(self) -> str:
+        lines = [f"  {f.describe()}" for f in self.plan.features]
+        target = "" if self.plan.target is None else f"\n  target: {self.plan.target.name}"
+        return "Pipeline(\n" + "\n".join(lines) + target + "\n)"
+
+    def fit(self, source: Source, *, backend: str = "auto") -> FittedPipeline:
+        """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""
+        prepared = execute.prepare(self.plan, self.schema, source, phase="fit", backend=backend)
+        params = execute.fit_prepared(self.plan, prepared)
+        return FittedPipeline(self, params, backend=backend, fit_report=prepared.report)
+
+    def fit_transform(
+        self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
+    ) -> execute.Output:
+        """Fit and transform the same source, reading and validating it once."""
+        dtype = _out_dtype(out_dtype)
+        prepared = execute.prepare(self.plan, self.schema, source, phase="fit", backend=backend)
+        params = execute.fit_prepared(self.plan, prepared)
+        return execute.transform_prepared(self.plan, params, prepared, dtype)
+
+    def transform(self, source: Source, **_: Any) -> execute.Output:
+        raise PipelineDefinitionError(
+            "this pipeline is not fitted: call pipeline.fit(source) first, "
+            "or pipeline.fit_transform(source)"
+        )
+
+
+class FittedPipeline:
+    """A pipeline with its fitted statistics; transforms new data the same way every time."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        params: execute.Params,
+        *,
+        backend: str = "auto",
+        fit_report: Any = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.params = params
+        self.backend = backend
+        self.fit_report = fit_report
+
+    @property
+    def plan(self) -> LogicalPlan:
+        return self.pipeline.plan
+
+    @property
+    def schema(self) -> Schema:
+        return self.pipeline.schema
+
+    def transform(
+        self, source: Source, *, backend: str | None = None, out_dtype: str = "float32"
+    ) -> execute.Output:
+        """Apply the fitted pipeline to ``source``; statistics are never re-learned here."""
+        prepared = execute.prepare(
+            self.plan, self.schema, source, phase="transform", backend=backend or self.backend
+        )
+        return execute.transform_prepared(self.plan, self.params, prepared, _out_dtype(out_dtype))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
+        doc = {
+            "schema": self.schema.to_dict(),
+            "plan": self.plan.to_dict(),
+            "params": self.params,
+            "sample": self.pipeline.sample,
+            "name": self.pipeline.name,
+        }
+        write_state(path, doc, {})
+
+    def __repr__(self) -> str:
+        return f"Fitted{self.pipeline!r}"
+
+
+def load(path: str | os.PathLike[str]) -> FittedPipeline:
+    """Load a fitted pipeline saved by :meth:`FittedPipeline.save`."""
+    doc, _arrays = read_state(path)
+    try:
+        schema = Schema.from_dict(doc["schema"])
+        plan = LogicalPlan.from_dict(doc["plan"])
+        params = doc["params"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None
+    if not isinstance(params, list) or len(params) != len(plan.features):
+        raise StateFormatError(f"{os.fspath(path)!r}: fitted parameters do not match the plan")
+    pipeline = Pipeline.__new__(Pipeline)
+    pipeline.schema, pipeline.plan = schema, plan
+    pipeline.sample, pipeline.name = doc.get("sample"), doc.get("name")
+    check_plan(plan, {col: spec.ltype for col, spec in schema.items()})
+    return FittedPipeline(pipeline, params)
+
+
+def _as_feature(item: FeatureBuilder | Feature, index: int) -> Feature:
+    if isinstance(item, FeatureBuilder):
+        return item.build()
+    if isinstance(item, Feature):
+        return item
+    raise PipelineDefinitionError(
+        f"feature {index + 1}: expected fp.cols(...)/fp.col(...)/fp.expr(...) >> ops, got {item!r}"
+    )
+
+
+def _as_target(target: FeatureBuilder | str | None) -> Input | None:
+    if target is None:
+        return None
+    if isinstance(target, str):
+        return Input(target, Col(target))
+    if isinstance(target, FeatureBuilder):
+        if target.steps or len(target.inputs) != 1:
+            raise PipelineDefinitionError(
+                "target must be one column or expression without steps, e.g. "
+                'fp.expr("late = arr_delay > 15")'
+            )
+        return target.inputs[0]
+    raise PipelineDefinitionError(f"target must be a column name or fp.expr(...), got {target!r}")
+
+
+def _out_dtype(name: str) -> type:
+    if name not in _OUT_DTYPES:
+        raise PipelineDefinitionError(f"out_dtype={name!r}; choose one of {sorted(_OUT_DTYPES)}")
+    return _OUT_DTYPES[name]

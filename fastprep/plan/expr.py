@@ -1,0 +1,159 @@
+"""Expression nodes for ``fp.expr``: columns, constants, unary/binary operators, ``where``.
+
+Nodes are frozen dataclasses, so two structurally equal trees compare and hash equal —
+that is what lets the optimizer find duplicate sub-expressions and key kernel caches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: unary functions and operators: name -> surface syntax used by the printer
+UNARY_OPS: dict[str, str] = {
+    "neg": "-",
+    "not": "~",
+    "log": "log",
+    "log1p": "log1p",
+    "exp": "exp",
+    "sqrt": "sqrt",
+    "abs": "abs",
+    "isnull": "isnull",
+}
+
+#: binary operators: name -> (surface syntax, Python precedence, used by the printer).
+#: As in Python, ``&``/``|`` bind tighter than comparisons: ``(a > 1) & (b < 2)``.
+BINARY_OPS: dict[str, tuple[str, int]] = {
+    "eq": ("==", 3),
+    "ne": ("!=", 3),
+    "lt": ("<", 3),
+    "le": ("<=", 3),
+    "gt": (">", 3),
+    "ge": (">=", 3),
+    "or": ("|", 4),
+    "and": ("&", 5),
+    "add": ("+", 6),
+    "sub": ("-", 6),
+    "mul": ("*", 7),
+    "div": ("/", 7),
+    "mod": ("%", 7),
+    "pow": ("**", 9),
+}
+_UNARY_PRECEDENCE = 8
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+LOGICAL = frozenset({"and", "or"})
+
+
+@dataclass(frozen=True)
+class Col:
+    """A reference to an input column by name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal: a number, or a string only where compared with a text column."""
+
+    value: float | str
+
+
+@dataclass(frozen=True)
+class Unary:
+    """A unary operator or whitelisted function applied to one operand."""
+
+    op: str
+    arg: Expr
+
+    def __post_init__(self) -> None:
+        if self.op not in UNARY_OPS:
+            raise ValueError(f"unknown unary op {self.op!r}")
+
+
+@dataclass(frozen=True)
+class Binary:
+    """An arithmetic, comparison or logical operator over two operands."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+    def __post_init__(self) -> None:
+        if self.op not in BINARY_OPS:
+            raise ValueError(f"unknown binary op {self.op!r}")
+
+
+@dataclass(frozen=True)
+class Where:
+    """``where(cond, a, b)``: a where cond is true, b where false, missing where cond is."""
+
+    cond: Expr
+    then: Expr
+    otherwise: Expr
+
+
+Expr = Col | Const | Unary | Binary | Where
+
+
+def children(node: Expr) -> tuple[Expr, ...]:
+    """The direct operands of ``node``."""
+    if isinstance(node, Unary):
+        return (node.arg,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Where):
+        return (node.cond, node.then, node.otherwise)
+    return ()
+
+
+def walk(node: Expr):
+    """Yield ``node`` and every sub-expression, parents before children."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def columns_of(node: Expr) -> tuple[str, ...]:
+    """Input column names ``node`` reads, in first-appearance order, without repeats."""
+    seen: dict[str, None] = {}
+    for sub in walk(node):
+        if isinstance(sub, Col):
+            seen.setdefault(sub.name)
+    return tuple(seen)
+
+
+def to_source(node: Expr, parent_precedence: int = 0) -> str:
+    """Print ``node`` back as expression text that :mod:`fastprep.expr_parser` accepts."""
+    if isinstance(node, Col):
+        return node.name if node.name.isidentifier() else f"`{node.name}`"
+    if isinstance(node, Const):
+        return repr(node.value) if not isinstance(node.value, float) else _float_source(node.value)
+    if isinstance(node, Unary):
+        prefix = node.op in ("neg", "not")
+        inner = to_source(node.arg, _UNARY_PRECEDENCE if prefix else 0)
+        if prefix:
+            text = f"{UNARY_OPS[node.op]}{inner}"
+            return f"({text})" if parent_precedence > _UNARY_PRECEDENCE else text
+        return f"{node.op}({inner})"
+    if isinstance(node, Where):
+        args = ", ".join(to_source(a) for a in (node.cond, node.then, node.otherwise))
+        return f"where({args})"
+    symbol, precedence = BINARY_OPS[node.op]
+    # ``**`` is right-associative; every other operator here is left-associative
+    left_prec = precedence + 1 if node.op == "pow" else precedence
+    right_prec = precedence if node.op == "pow" else precedence + 1
+    if node.op in COMPARISONS:  # Python would chain ``a < b < c``; keep them apart
+        left_prec = right_prec = precedence + 1
+    text = f"{to_source(node.left, left_prec)} {symbol} {to_source(node.right, right_prec)}"
+    return f"({text})" if precedence < parent_precedence else text
+
+
+def _float_source(value: float) -> str:
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "(-inf)"
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)

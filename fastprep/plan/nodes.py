@@ -1,0 +1,145 @@
+"""Features and the logical plan: what to compute, before any backend is chosen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where, columns_of, to_source
+from fastprep.plan.steps import Step, step_from_dict
+
+
+@dataclass(frozen=True)
+class Input:
+    """One named input of a feature: a column, or a derived ``expr`` with its output name."""
+
+    name: str
+    expr: Expr
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return columns_of(self.expr)
+
+    @property
+    def is_plain_column(self) -> bool:
+        return isinstance(self.expr, Col) and self.expr.name == self.name
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A group of inputs and the chain of steps applied to each (or jointly, for encoders)."""
+
+    inputs: tuple[Input, ...]
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for item in self.inputs:
+            for name in item.columns:
+                seen.setdefault(name)
+        return tuple(seen)
+
+    @property
+    def encoder(self) -> Step | None:
+        """The trailing encoder step (OneHot, Hash), if the chain ends with one."""
+        if self.steps and self.steps[-1].kind == "encoder":
+            return self.steps[-1]
+        return None
+
+    def describe(self) -> str:
+        names = ", ".join(i.name for i in self.inputs)
+        chain = " >> ".join(s.describe() for s in self.steps)
+        return f"[{names}]" + (f" >> {chain}" if chain else "")
+
+
+@dataclass(frozen=True)
+class LogicalPlan:
+    """The whole pipeline as data: features in output order, and an optional target."""
+
+    features: tuple[Feature, ...]
+    target: Input | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every source column the plan reads, in first-use order."""
+        seen: dict[str, None] = {}
+        inputs = [i for f in self.features for i in f.inputs]
+        if self.target is not None:
+            inputs.append(self.target)
+        for item in inputs:
+            for name in item.columns:
+                seen.setdefault(name)
+        return tuple(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": [
+                {
+                    "inputs": [input_to_dict(i) for i in f.inputs],
+                    "steps": [s.to_dict() for s in f.steps],
+                }
+                for f in self.features
+            ],
+            "target": None if self.target is None else input_to_dict(self.target),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LogicalPlan:
+        features = tuple(
+            Feature(
+                inputs=tuple(input_from_dict(i) for i in f["inputs"]),
+                steps=tuple(step_from_dict(s) for s in f["steps"]),
+            )
+            for f in data["features"]
+        )
+        target = data.get("target")
+        return cls(features, None if target is None else input_from_dict(target))
+
+
+def input_to_dict(item: Input) -> dict[str, Any]:
+    return {"name": item.name, "expr": expr_to_dict(item.expr), "source": to_source(item.expr)}
+
+
+def input_from_dict(data: dict[str, Any]) -> Input:
+    return Input(str(data["name"]), expr_from_dict(data["expr"]))
+
+
+def expr_to_dict(node: Expr) -> dict[str, Any]:
+    """A JSON tree of the expression (no source text to re-parse, nothing to evaluate)."""
+    if isinstance(node, Col):
+        return {"col": node.name}
+    if isinstance(node, Const):
+        value = node.value
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return {"const": repr(value), "special": True}
+        return {"const": value}
+    if isinstance(node, Unary):
+        return {"op": node.op, "args": [expr_to_dict(node.arg)]}
+    if isinstance(node, Binary):
+        return {"op": node.op, "args": [expr_to_dict(node.left), expr_to_dict(node.right)]}
+    return {
+        "op": "where",
+        "args": [expr_to_dict(a) for a in (node.cond, node.then, node.otherwise)],
+    }
+
+
+def expr_from_dict(data: dict[str, Any]) -> Expr:
+    if "col" in data:
+        return Col(str(data["col"]))
+    if "const" in data:
+        value = data["const"]
+        if data.get("special"):
+            return Const(float(value))
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"bad constant {value!r} in saved expression")
+        return Const(float(value) if isinstance(value, int) else value)
+    args = [expr_from_dict(a) for a in data["args"]]
+    op = data["op"]
+    if op == "where" and len(args) == 3:
+        return Where(*args)
+    if len(args) == 1:
+        return Unary(op, args[0])
+    if len(args) == 2:
+        return Binary(op, args[0], args[1])
+    raise ValueError(f"bad expression node {data!r}")

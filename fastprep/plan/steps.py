@@ -1,0 +1,182 @@
+"""Pipeline steps (the ops users chain with ``>>``), one small frozen class each.
+
+A step is pure configuration; what it learns in ``fit`` lives in the fitted state, never
+on the step, so the same step object can be reused in many pipelines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from fastprep.errors import PipelineDefinitionError
+
+
+class Step:
+    """Base of every step. ``kind`` drives type checks and, later, fusion."""
+
+    #: "elementwise": numeric in, numeric out, row by row, no statistics
+    #: "fitted": numeric in, numeric out, with statistics learned in fit (an affine map)
+    #: "encoder": any type in, a block of output columns out; must end a chain
+    kind: ClassVar[str] = "elementwise"
+    needs_fit: ClassVar[bool] = False
+
+    def __rshift__(self, other: Step | StepChain) -> StepChain:
+        return StepChain((self,)) >> other
+
+    def describe(self) -> str:
+        """Short text used in plan trees and error messages, e.g. ``Clip(-60, 600)``."""
+        args = ", ".join(repr(getattr(self, f.name)) for f in fields(self))  # type: ignore[arg-type]
+        return f"{type(self).__name__}({args})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form: the op name and its arguments."""
+        out: dict[str, Any] = {"op": type(self).__name__}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True)
+class StepChain:
+    """Steps composed without an input yet: ``fp.FillMissing(0) >> fp.Standardize()``."""
+
+    steps: tuple[Step, ...]
+
+    def __rshift__(self, other: Step | StepChain) -> StepChain:
+        if isinstance(other, Step):
+            return StepChain(self.steps + (other,))
+        if isinstance(other, StepChain):
+            return StepChain(self.steps + other.steps)
+        raise PipelineDefinitionError(
+            f"cannot chain {type(other).__name__!r} after steps; expected an op such as "
+            "fp.Standardize()"
+        )
+
+
+def _finite_or_none(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise PipelineDefinitionError(f"{name} must be a number or None, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class FillMissing(Step):
+    """Replace missing values by a constant, or by the fitted ``"mean"``/``"median"``."""
+
+    value: float | str = 0.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, str):
+            if self.value not in ("mean", "median"):
+                raise PipelineDefinitionError(
+                    f"FillMissing({self.value!r}): use a number, 'mean' or 'median'"
+                )
+        elif isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            raise PipelineDefinitionError(
+                f"FillMissing({self.value!r}): use a number, 'mean' or 'median'"
+            )
+        elif not math.isfinite(self.value):
+            raise PipelineDefinitionError(f"FillMissing({self.value!r}): the fill must be finite")
+        else:
+            object.__setattr__(self, "value", float(self.value))
+
+    @property
+    def needs_fit(self) -> bool:  # type: ignore[override]
+        return isinstance(self.value, str)
+
+
+@dataclass(frozen=True)
+class Clip(Step):
+    """Limit values to ``[lower, upper]``; ``None`` leaves that side open. Missing stays."""
+
+    lower: float | None = None
+    upper: float | None = None
+
+    def __post_init__(self) -> None:
+        lower = _finite_or_none("Clip lower", self.lower)
+        upper = _finite_or_none("Clip upper", self.upper)
+        if lower is not None and upper is not None and lower > upper:
+            raise PipelineDefinitionError(f"Clip({lower}, {upper}): lower is above upper")
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+
+
+@dataclass(frozen=True)
+class Log1p(Step):
+    """``log(1 + x)``; values below -1 become missing and are reported, never emitted."""
+
+
+@dataclass(frozen=True)
+class Standardize(Step):
+    """``(x - mean) / std`` with population std, like sklearn's ``StandardScaler``."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    with_mean: bool = True
+    with_std: bool = True
+
+
+@dataclass(frozen=True)
+class MinMax(Step):
+    """Scale to ``feature_range`` from the fitted min and max, like ``MinMaxScaler``."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    feature_range: tuple[float, float] = (0.0, 1.0)
+
+    def __post_init__(self) -> None:
+        low, high = (float(v) for v in self.feature_range)
+        if not low < high:
+            raise PipelineDefinitionError(
+                f"MinMax(feature_range={self.feature_range}): need low < high"
+            )
+        object.__setattr__(self, "feature_range", (low, high))
+
+
+@dataclass(frozen=True)
+class OneHot(Step):
+    """One column per fitted category (sorted), like ``OneHotEncoder(handle_unknown="ignore")``.
+
+    ``sparse=None`` lets fastprep pick: a CSR block when there are many categories.
+    """
+
+    kind: ClassVar[str] = "encoder"
+    needs_fit: ClassVar[bool] = True
+    sparse: bool | None = None
+
+
+@dataclass(frozen=True)
+class Hash(Step):
+    """Feature hashing of the group's ``{column: value}`` dict, like sklearn ``FeatureHasher``."""
+
+    kind: ClassVar[str] = "encoder"
+    n_features: int = 2**20
+    alternate_sign: bool = True
+
+    def __post_init__(self) -> None:
+        n = self.n_features
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 2**31 - 1:
+            raise PipelineDefinitionError(
+                f"Hash(n_features={n!r}): must be an integer in [1, 2**31 - 1]"
+            )
+
+
+STEP_TYPES: dict[str, type[Step]] = {
+    cls.__name__: cls for cls in (FillMissing, Clip, Log1p, Standardize, MinMax, OneHot, Hash)
+}
+AnyStep = FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Hash
+
+
+def step_from_dict(data: dict[str, Any]) -> Step:
+    """Inverse of :meth:`Step.to_dict`; rejects unknown op names."""
+    data = dict(data)
+    name = data.pop("op", None)
+    if name not in STEP_TYPES:
+        raise PipelineDefinitionError(f"unknown step {name!r}; known: {sorted(STEP_TYPES)}")
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return STEP_TYPES[name](**kwargs)

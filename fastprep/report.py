@@ -1,0 +1,85 @@
+"""The run report: row accounting, validation findings, repairs and per-stage timings."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastprep.validate.findings import Finding
+
+
+@dataclass
+class Report:
+    """What happened to every row, and how long each stage took.
+
+    ``rows_in == rows_out + rows_quarantined`` always holds; the engine asserts it.
+    """
+
+    source: str = ""
+    backend: str = "pandas"
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_quarantined: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    stages: dict[str, float] = field(default_factory=dict)
+    output: dict[str, Any] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage (accumulates if the stage runs more than once)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
+
+    def check_accounting(self) -> None:
+        if self.rows_in != self.rows_out + self.rows_quarantined:
+            raise AssertionError(
+                f"row accounting broken: {self.rows_in} in != {self.rows_out} out + "
+                f"{self.rows_quarantined} quarantined (a fastprep bug: please report it)"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "backend": self.backend,
+            "rows_in": self.rows_in,
+            "rows_out": self.rows_out,
+            "rows_quarantined": self.rows_quarantined,
+            "findings": [f.to_dict() for f in self.findings],
+            "repairs": list(self.repairs),
+            "stages_seconds": {k: round(v, 6) for k, v in self.stages.items()},
+            "output": dict(self.output),
+        }
+
+    def summary(self) -> str:
+        """A few human lines: rows, shape, nnz, dtype, seconds per stage, top findings."""
+        out = self.output
+        lines = [
+            f"rows: {self.rows_in:,} in, {self.rows_out:,} emitted, "
+            f"{self.rows_quarantined:,} quarantined",
+        ]
+        if out:
+            shape = " × ".join(f"{n:,}" for n in out.get("shape", ()))
+            lines.append(
+                f"X: {shape} {out.get('layout', '')} {out.get('dtype', '')}, nnz {out.get('nnz', 0):,}"
+            )
+        timing = ", ".join(f"{k} {v:.3f}s" for k, v in self.stages.items())
+        lines.append(f"stages: {timing}")
+        for finding in self.findings[:8]:
+            lines.append(f"  - {finding.message()}")
+        if len(self.findings) > 8:
+            lines.append(f"  ... and {len(self.findings) - 8} more findings in report.json")
+        for repair in self.repairs[:5]:
+            lines.append(
+                f"  - repaired {repair['count']:,} value(s) of {repair['output']!r}: {repair['rule']}"
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()

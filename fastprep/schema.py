@@ -1,0 +1,183 @@
+"""Declared input schema: column types, nullability, ranges, domains and policies.
+
+``on_invalid`` decides what happens to a value that breaks its column's rules:
+
+- ``"quarantine"`` (default): the row goes to ``out.quarantine`` with the rule that failed;
+- ``"raise"``: a :class:`~fastprep.errors.DataValidationError` names column, rule, count, rows;
+- ``"warn"``: the finding is logged and reported; the value is kept (a value of the wrong
+  type becomes missing, since it cannot be kept as a number).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from fastprep.errors import PipelineDefinitionError
+from fastprep.plan.dtypes import LType
+
+POLICIES = ("quarantine", "raise", "warn")
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """Base of the column types; subclasses add their own rules."""
+
+    ltype: ClassVar[LType]
+    nullable: bool = False
+    on_invalid: str = "quarantine"
+
+    def __post_init__(self) -> None:
+        if self.on_invalid not in POLICIES:
+            raise PipelineDefinitionError(
+                f"on_invalid={self.on_invalid!r}; choose one of {', '.join(POLICIES)}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": type(self).__name__}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def _check_bounds(kind: str, low: float | None, high: float | None) -> None:
+    for label, value in (("min", low), ("max", high)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise PipelineDefinitionError(f"{kind}({label}={value!r}): must be a number")
+    if low is not None and high is not None and low > high:
+        raise PipelineDefinitionError(f"{kind}(min={low}, max={high}): min is above max")
+
+
+@dataclass(frozen=True)
+class Float(ColumnType):
+    """A floating-point column; ``allow_inf=False`` treats ±inf as invalid values."""
+
+    ltype: ClassVar[LType] = LType.FLOAT
+    min: float | None = None
+    max: float | None = None
+    allow_inf: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_bounds("Float", self.min, self.max)
+
+
+@dataclass(frozen=True)
+class Int(ColumnType):
+    """An integer column; non-integral numbers are invalid values."""
+
+    ltype: ClassVar[LType] = LType.INT
+    min: int | None = None
+    max: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_bounds("Int", self.min, self.max)
+
+
+@dataclass(frozen=True)
+class Bool(ColumnType):
+    """A boolean column (also accepts 0/1 and the strings true/false)."""
+
+    ltype: ClassVar[LType] = LType.BOOL
+
+
+@dataclass(frozen=True)
+class Category(ColumnType):
+    """A low-cardinality text column; ``categories`` (optional) is the allowed domain."""
+
+    ltype: ClassVar[LType] = LType.CATEGORY
+    categories: tuple[str, ...] | None = None
+
+    def __init__(
+        self,
+        categories: list[str] | tuple[str, ...] | None = None,
+        nullable: bool = False,
+        on_invalid: str = "quarantine",
+    ) -> None:
+        if categories is not None:
+            if isinstance(categories, str) or not all(isinstance(c, str) for c in categories):
+                raise PipelineDefinitionError(
+                    f"Category(categories=...) needs a list of strings, got {categories!r}"
+                )
+            categories = tuple(categories)
+        object.__setattr__(self, "categories", categories)
+        object.__setattr__(self, "nullable", nullable)
+        object.__setattr__(self, "on_invalid", on_invalid)
+        self.__post_init__()
+
+
+@dataclass(frozen=True)
+class String(ColumnType):
+    """A free text column (identifiers, codes); ``max_length`` limits characters."""
+
+    ltype: ClassVar[LType] = LType.STRING
+    max_length: int | None = None
+
+
+COLUMN_TYPES: dict[str, type[ColumnType]] = {
+    cls.__name__: cls for cls in (Float, Int, Bool, Category, String)
+}
+
+
+class Schema(Mapping[str, ColumnType]):
+    """Column name → :class:`ColumnType`, in declaration order."""
+
+    def __init__(self, columns: Mapping[str, ColumnType]) -> None:
+        if not isinstance(columns, Mapping):
+            raise PipelineDefinitionError(
+                "fp.Schema takes a dict of column name -> fp.Float(...) etc."
+            )
+        for name, spec in columns.items():
+            if not isinstance(name, str) or not name:
+                raise PipelineDefinitionError(f"schema column names must be strings, got {name!r}")
+            if not isinstance(spec, ColumnType):
+                hint = f"; did you mean fp.{spec.__name__}()?" if isinstance(spec, type) else ""
+                raise PipelineDefinitionError(
+                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String, "
+                    f"got {spec!r}{hint}"
+                )
+        self._columns = dict(columns)
+
+    def __getitem__(self, name: str) -> ColumnType:
+        try:
+            return self._columns[name]
+        except KeyError:
+            raise PipelineDefinitionError(unknown_column_message(name, self._columns)) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __repr__(self) -> str:
+        body = ",\n".join(f"    {name!r}: {spec!r}" for name, spec in self._columns.items())
+        return f"Schema({{\n{body}\n}})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: spec.to_dict() for name, spec in self._columns.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Schema:
+        columns: dict[str, ColumnType] = {}
+        for name, spec in data.items():
+            spec = dict(spec)
+            kind = spec.pop("type", None)
+            if kind not in COLUMN_TYPES:
+                raise PipelineDefinitionError(f"column {name!r}: unknown type {kind!r}")
+            columns[name] = COLUMN_TYPES[kind](**spec)
+        return cls(columns)
+
+
+def unknown_column_message(name: str, known: Mapping[str, Any] | list[str], where: str = "") -> str:
+    """ "column 'dep_dealy' is not in the schema; did you mean 'dep_delay'?"."""
+    names = list(known)
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    context = f" (used in {where})" if where else ""
+    listing = "" if close else f"; declared columns: {', '.join(names)}"
+    return f"column {name!r}{context} is not in the schema{hint}{listing}"

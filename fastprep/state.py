@@ -1,0 +1,81 @@
+"""Fitted state on disk: a zip of ``state.json`` + ``arrays.npz`` — never pickle.
+
+The JSON carries a format name and version and the SHA-256 of the arrays file and of its
+own body; loading checks all three and reads arrays with ``allow_pickle=False``, so a
+tampered, truncated or future-format file is a clear :class:`StateFormatError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from fastprep.errors import StateFormatError
+
+FORMAT = "fastprep-state"
+VERSION = 1
+_DOC = "state.json"
+_ARRAYS = "arrays.npz"
+
+
+def write_state(
+    path: str | os.PathLike[str], doc: dict[str, Any], arrays: dict[str, np.ndarray]
+) -> None:
+    """Write atomically: to a temporary name in the same folder, then rename."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    array_bytes = buffer.getvalue()
+    body = json.dumps(doc, sort_keys=True, allow_nan=False)
+    envelope = {
+        "format": FORMAT,
+        "version": VERSION,
+        "arrays_sha256": hashlib.sha256(array_bytes).hexdigest(),
+        "body_sha256": hashlib.sha256(body.encode()).hexdigest(),
+        "body": json.loads(body),
+    }
+    target = os.fspath(path)
+    temporary = f"{target}.tmp-{os.getpid()}"
+    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(_DOC, json.dumps(envelope, sort_keys=True, indent=1, allow_nan=False))
+        archive.writestr(_ARRAYS, array_bytes)
+    os.replace(temporary, target)
+
+
+def read_state(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read and verify a state file; returns ``(doc, arrays)``."""
+    target = os.fspath(path)
+    if not os.path.exists(target):
+        raise StateFormatError(f"no fitted state at {target!r}")
+    try:
+        with zipfile.ZipFile(target) as archive:
+            envelope = json.loads(archive.read(_DOC))
+            array_bytes = archive.read(_ARRAYS)
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, OSError, EOFError) as exc:
+        raise StateFormatError(f"{target!r} is not a readable fastprep state file: {exc}") from None
+    if not isinstance(envelope, dict) or envelope.get("format") != FORMAT:
+        raise StateFormatError(f"{target!r} is not a fastprep state file")
+    version = envelope.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise StateFormatError(
+            f"{target!r} has state format version {version!r}; this fastprep reads up to "
+            f"{VERSION}: upgrade fastprep to load it"
+        )
+    body = json.dumps(envelope.get("body"), sort_keys=True, allow_nan=False)
+    if hashlib.sha256(body.encode()).hexdigest() != envelope.get("body_sha256"):
+        raise StateFormatError(f"{target!r}: the state description fails its checksum (modified?)")
+    if hashlib.sha256(array_bytes).hexdigest() != envelope.get("arrays_sha256"):
+        raise StateFormatError(
+            f"{target!r}: the arrays fail their checksum (modified or truncated?)"
+        )
+    try:
+        with np.load(io.BytesIO(array_bytes), allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (ValueError, OSError) as exc:
+        raise StateFormatError(f"{target!r}: cannot read arrays: {exc}") from None
+    return envelope["body"], arrays

@@ -1,0 +1,75 @@
+"""Bring a raw column to its declared logical type, marking values that do not fit.
+
+Each function returns ``(values, bad_type_mask)``: values coerced (numbers as float64 with
+NaN for missing, text dictionary-encoded), and where a present value could not be coerced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fastprep.columns import TextColumn
+
+#: text spellings of "missing" accepted in number columns read as text
+NULL_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"})
+_TRUE = frozenset({"true", "t", "yes", "y", "1", "1.0"})
+_FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
+
+
+def to_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 values; text is parsed, and text that is not a number is a type error."""
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        return values, np.zeros(len(values), dtype=bool)
+    text = series.astype("str")
+    stripped = text.str.strip()
+    is_null_token = stripped.str.lower().isin(NULL_TOKENS) | series.isna().to_numpy()
+    parsed = pd.to_numeric(stripped.where(~is_null_token), errors="coerce")
+    values = parsed.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
+    bad = np.isnan(values) & ~is_null_token.to_numpy(dtype=bool)
+    values[bad] = np.nan
+    return values, bad
+
+
+def to_bools(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """0.0/1.0 values from bools, 0/1 numbers, or true/false-like text."""
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
+        bad = ~np.isnan(values) & (values != 0) & (values != 1)
+        values[bad] = np.nan
+        return values, bad
+    lowered = series.astype("str").str.strip().str.lower()
+    missing = series.isna().to_numpy() | lowered.isin(NULL_TOKENS).to_numpy(dtype=bool)
+    true = lowered.isin(_TRUE).to_numpy(dtype=bool)
+    false = lowered.isin(_FALSE).to_numpy(dtype=bool)
+    values = np.where(true, 1.0, np.where(false, 0.0, np.nan))
+    bad = ~missing & ~true & ~false
+    return values, bad
+
+
+def to_text(series: pd.Series) -> tuple[TextColumn, np.ndarray]:
+    """Dictionary-encoded strings; numbers become their plain text (``7``, not ``7.0``)."""
+    if not (pd.api.types.is_string_dtype(series.dtype) or series.dtype == object):
+        series = _numbers_as_text(series)
+    elif series.dtype == object:
+        series = series.map(_object_as_text, na_action="ignore").astype("str")
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    uniques_arr = np.asarray(uniques, dtype=object)
+    return TextColumn(codes.astype(np.int32, copy=False), uniques_arr), np.zeros(len(codes), bool)
+
+
+def _numbers_as_text(series: pd.Series) -> pd.Series:
+    values = series.to_numpy(dtype=object, na_value=None)
+    return pd.Series([None if v is None else _object_as_text(v) for v in values], dtype="str")
+
+
+def _object_as_text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)

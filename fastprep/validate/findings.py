@@ -1,0 +1,117 @@
+"""Findings (what a check found) and the quarantine (rows set aside, with reasons)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+FIRST_ROWS = 5
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule broken (or one repair made) on one column, with counts and examples."""
+
+    column: str
+    rule: str
+    count: int
+    action: str  # "quarantine" | "raise" | "warn" | "set_missing" | "coerce"
+    first_rows: tuple[int, ...] = ()
+    examples: tuple[str, ...] = ()
+    detail: str = ""
+    phase: str = "transform"
+
+    def message(self) -> str:
+        rows = ", ".join(str(r) for r in self.first_rows)
+        more = ", ..." if self.count > len(self.first_rows) else ""
+        examples = f" (e.g. {', '.join(self.examples)})" if self.examples else ""
+        detail = f" {self.detail}" if self.detail else ""
+        return (
+            f"column {self.column!r}: {self.count:,} value(s) broke rule {self.rule!r}{detail}"
+            f"{examples}; first rows {rows}{more} -> {self.action}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["first_rows"] = list(self.first_rows)
+        out["examples"] = list(self.examples)
+        return out
+
+
+def make_finding(
+    column: str,
+    rule: str,
+    mask: np.ndarray,
+    row_ids: np.ndarray,
+    action: str,
+    *,
+    values: Any = None,
+    detail: str = "",
+    phase: str = "transform",
+) -> Finding:
+    """Build a finding from a boolean mask over ``row_ids``."""
+    positions = np.flatnonzero(mask)
+    examples: tuple[str, ...] = ()
+    if values is not None and len(positions) and rule != "null":
+        picked = values.iloc[positions[:3]] if hasattr(values, "iloc") else values[positions[:3]]
+        sample = np.asarray(picked, dtype=object)
+        examples = tuple(repr(v) for v in sample)
+    return Finding(
+        column=column,
+        rule=rule,
+        count=len(positions),
+        action=action,
+        first_rows=tuple(int(r) for r in row_ids[positions[:FIRST_ROWS]]),
+        examples=examples,
+        detail=detail,
+        phase=phase,
+    )
+
+
+@dataclass
+class Quarantine:
+    """Row ids set aside with the reasons, accumulated across validation and output checks."""
+
+    reasons: dict[int, list[str]] = field(default_factory=dict)
+
+    def add(self, row_ids: np.ndarray, reason: str) -> None:
+        for row in row_ids.tolist():
+            self.reasons.setdefault(row, []).append(reason)
+
+    def __len__(self) -> int:
+        return len(self.reasons)
+
+    def row_ids(self) -> np.ndarray:
+        return np.fromiter(sorted(self.reasons), dtype=np.int64, count=len(self.reasons))
+
+    def to_frame(self, source_rows: pd.DataFrame | None) -> pd.DataFrame:
+        """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns."""
+        ids = self.row_ids()
+        reasons = ["; ".join(self.reasons[int(r)]) for r in ids]
+        if source_rows is not None and len(ids):
+            frame = source_rows.iloc[ids].reset_index(drop=True).copy()
+        elif source_rows is not None:
+            frame = source_rows.iloc[0:0].reset_index(drop=True).copy()
+        else:
+            frame = pd.DataFrame(index=range(len(ids)))
+        frame = _to_text_safe(frame)
+        frame.insert(0, "row_id", ids)
+        frame["reason"] = pd.array(reasons, dtype="str") if len(ids) else pd.array([], dtype="str")
+        return frame
+
+
+def _to_text_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mixed-type object columns (e.g. junk text in a number column) as text, for Parquet."""
+    for name in frame.columns:
+        if frame[name].dtype == object:
+            frame[name] = (
+                frame[name].map(lambda v: None if _is_missing(v) else str(v)).astype("str")
+            )
+    return frame
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or value is pd.NA
