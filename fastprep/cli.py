@@ -2,6 +2,7 @@
 
     fastprep run pipelines/flights.py [--input SRC] [--output out/] [--backend auto]
     fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
+    fastprep bench pipelines/flights.py --rows 20000,336776,3367760
 
 Errors fastprep raises on purpose print as one clear message (exit code 2), never a
 traceback; ``--debug`` shows the traceback.
@@ -33,7 +34,14 @@ def load_pipeline_file(path: str | os.PathLike[str]) -> Pipeline:
     file = Path(path)
     if not file.is_file():
         raise PipelineDefinitionError(f"pipeline file {str(file)!r} does not exist")
-    namespace = runpy.run_path(str(file), run_name="__fastprep_pipeline__")
+    try:
+        namespace = runpy.run_path(str(file), run_name="__fastprep_pipeline__")
+    except FastprepError:
+        raise
+    except Exception as exc:  # the user's own file failed: say where, without our internals
+        raise PipelineDefinitionError(
+            f"{file}: running the pipeline file failed: {type(exc).__name__}: {exc}"
+        ) from exc
     pipeline = namespace.get("pipeline")
     if not isinstance(pipeline, Pipeline):
         found = [v for v in namespace.values() if isinstance(v, Pipeline)]
@@ -59,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except FastprepError as exc:
-        if args.debug:
+        if args.debug_main or getattr(args, "debug", False):
             raise
         print(f"fastprep: error: {exc}", file=sys.stderr)
         return 2
@@ -73,10 +81,10 @@ def _run(args: argparse.Namespace) -> int:
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
     started = time.perf_counter()
-    fitted = pipeline.fit(source, backend=args.backend)
-    output = fitted.transform(source, out_dtype=args.out_dtype)
-    fit_seconds = sum(fitted.fit_report.stages.values()) if fitted.fit_report else 0.0
-    _write(output, fitted, args.output, source, time.perf_counter() - started, fit_seconds)
+    fitted, output = pipeline.fit_and_transform(
+        source, backend=args.backend, out_dtype=args.out_dtype
+    )
+    _write(output, fitted, args.output, source, time.perf_counter() - started)
     return 0
 
 
@@ -87,7 +95,7 @@ def _transform(args: argparse.Namespace) -> int:
         raise PipelineDefinitionError("pass --input PATH: the saved pipeline names no sample")
     started = time.perf_counter()
     output = fitted.transform(source, backend=args.backend, out_dtype=args.out_dtype)
-    _write(output, fitted, args.output, source, time.perf_counter() - started, None)
+    _write(output, fitted, args.output, source, time.perf_counter() - started)
     return 0
 
 
@@ -97,22 +105,20 @@ def _write(
     folder: str,
     source: object,
     seconds: float,
-    fit_seconds: float | None,
 ) -> None:
     written = output.save(folder)
     state = os.path.join(folder, STATE_FILE)
     fitted.save(state)
     print(f"fastprep: {source}")
     print(output.report.summary())
-    if fit_seconds is not None:
-        print(f"fit (read + validate + fit): {fit_seconds:.3f}s; total {seconds:.3f}s")
+    print(f"total {seconds:.3f}s")
     files = ", ".join(os.path.basename(p) for p in written.values())
     print(f"wrote {folder}: {files}, {STATE_FILE}")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fastprep", description=__doc__.splitlines()[0])
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--debug", dest="debug_main", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="fit a pipeline file on a source and transform it")
     run.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
@@ -126,7 +132,27 @@ def _parser() -> argparse.ArgumentParser:
     transform.set_defaults(handler=_transform)
     for p in (run, transform):
         p.add_argument("--debug", action="store_true", help="show tracebacks")
+    _add_bench(sub)
     return parser
+
+
+def _add_bench(sub: argparse._SubParsersAction) -> None:
+    """``fastprep bench``: registered by the benchmark harness (optional extra ``[bench]``)."""
+    try:
+        from fastprep.bench.cli import add_parser
+    except ImportError as exc:
+        missing = str(exc)
+
+        def unavailable(_: argparse.Namespace) -> int:
+            print(f"fastprep bench needs: pip install 'fastprep[bench]' ({missing})", file=sys.stderr)
+            return 2
+
+        bench = sub.add_parser("bench", help="benchmark (needs the [bench] extra)")
+        bench.add_argument("rest", nargs=argparse.REMAINDER)
+        bench.add_argument("--debug", action="store_true")
+        bench.set_defaults(handler=unavailable)
+        return
+    add_parser(sub)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -102,6 +102,22 @@ def fit_prepared(plan: LogicalPlan, prepared: Prepared) -> Params:
         return [reference.fit_feature(feature, prepared.table) for feature in plan.features]
 
 
+def snapshot_fit_report(prepared: Prepared) -> Report:
+    """The fit's own report: rows used for fitting vs quarantined, findings, stage times."""
+    report = prepared.report
+    fit_report = Report(
+        source=report.source,
+        backend=report.backend,
+        rows_in=report.rows_in,
+        rows_out=prepared.table.n_rows,
+        rows_quarantined=len(prepared.quarantine),
+        findings=list(report.findings),
+        stages=dict(report.stages),
+    )
+    fit_report.check_accounting()
+    return fit_report
+
+
 def transform_prepared(
     plan: LogicalPlan, params: Params, prepared: Prepared, dtype: Any = np.float32
 ) -> Output:

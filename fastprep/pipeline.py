@@ -59,16 +59,25 @@ class Pipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""
         prepared = execute.prepare(self.plan, self.schema, source, phase="fit", backend=backend)
         params = execute.fit_prepared(self.plan, prepared)
-        return FittedPipeline(self, params, backend=backend, fit_report=prepared.report)
+        fit_report = execute.snapshot_fit_report(prepared)
+        return FittedPipeline(self, params, backend=backend, fit_report=fit_report)
 
     def fit_transform(
         self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
     ) -> execute.Output:
         """Fit and transform the same source, reading and validating it once."""
+        return self.fit_and_transform(source, backend=backend, out_dtype=out_dtype)[1]
+
+    def fit_and_transform(
+        self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
+    ) -> tuple[FittedPipeline, execute.Output]:
+        """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI)."""
         dtype = _out_dtype(out_dtype)
         prepared = execute.prepare(self.plan, self.schema, source, phase="fit", backend=backend)
         params = execute.fit_prepared(self.plan, prepared)
-        return execute.transform_prepared(self.plan, params, prepared, dtype)
+        fit_report = execute.snapshot_fit_report(prepared)
+        output = execute.transform_prepared(self.plan, params, prepared, dtype)
+        return FittedPipeline(self, params, backend=backend, fit_report=fit_report), output
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(

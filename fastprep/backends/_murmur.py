@@ -107,82 +107,9 @@ def murmur3_32(buf):
     return _finish(h, c, nc, buf.shape[0])
 
 
-@njit(parallel=True, cache=True)
-def hash_rows(
-    sep, sep_off, m, d0, o0, v0, d1, o1, v1, d2, o2, v2, seg_start, tasks, out_h, out_valid
-):  # pragma: no cover - compiled
-    """Hash per row the token ``sep[0] + s0 [+ sep[1] + s1 [+ sep[2] + s2]]``.
-
-    ``sep`` / ``sep_off`` hold the literal separators (``"col="``,
-    ``"^col2="``, ...).  ``d*`` / ``o*`` / ``v*`` are typed lists, one entry per
-    segment, of the UTF-8 data, int64 offsets and validity of the ``m`` member
-    columns; segment ``s`` starts at row ``seg_start[s]``.  ``tasks`` rows are
-    ``(segment, row_lo, row_hi)``.  Rows with a missing member get
-    ``out_valid = False``.
-    """
-    h0, c0, n0 = _feed(sep, sep_off[0], sep_off[1], _U0, _U0, _U0)
-    len0 = sep_off[1] - sep_off[0]
-    len1 = sep_off[2] - sep_off[1]
-    len2 = sep_off[3] - sep_off[2]
-    for t in prange(tasks.shape[0]):
-        sg = tasks[t, 0]
-        base = seg_start[sg]
-        bd0, bo0, bv0 = d0[sg], o0[sg], v0[sg]
-        bd1, bo1, bv1 = d1[sg], o1[sg], v1[sg]
-        bd2, bo2, bv2 = d2[sg], o2[sg], v2[sg]
-        for i in range(tasks[t, 1], tasks[t, 2]):
-            r = i - base
-            ok = bv0[r]
-            if m > 1:
-                ok = ok and bv1[r]
-            if m > 2:
-                ok = ok and bv2[r]
-            out_valid[i] = ok
-            if not ok:
-                out_h[i] = 0
-                continue
-            h, c, nc = _feed(bd0, bo0[r], bo0[r + 1], h0, c0, n0)
-            length = len0 + bo0[r + 1] - bo0[r]
-            if m > 1:
-                h, c, nc = _feed(sep, sep_off[1], sep_off[2], h, c, nc)
-                h, c, nc = _feed(bd1, bo1[r], bo1[r + 1], h, c, nc)
-                length += len1 + bo1[r + 1] - bo1[r]
-            if m > 2:
-                h, c, nc = _feed(sep, sep_off[2], sep_off[3], h, c, nc)
-                h, c, nc = _feed(bd2, bo2[r], bo2[r + 1], h, c, nc)
-                length += len2 + bo2[r + 1] - bo2[r]
-            out_h[i] = _finish(h, c, nc, length)
-
-
-@njit(parallel=True, cache=True)
-def gather_codes(table_h, table_valid, codes, valid, out_h, out_valid):  # pragma: no cover
-    """Per-row lookup of dictionary hashes by code (dictionary path)."""
-    for i in prange(codes.shape[0]):
-        ok = valid[i]
-        if ok:
-            c = codes[i]
-            ok = table_valid[c]
-            out_h[i] = table_h[c]
-        else:
-            out_h[i] = 0
-        out_valid[i] = ok
-
-
-@njit(parallel=True, cache=True)
-def count_nnz(s_valid, num_vals, counts):  # pragma: no cover - compiled
-    """Entries per row before merging duplicates (missing / zero dropped)."""
-    ks = s_valid.shape[0]
-    kn = num_vals.shape[0]
-    for i in prange(counts.shape[0]):
-        c = 0
-        for p in range(ks):
-            if s_valid[p, i]:
-                c += 1
-        for p in range(kn):
-            v = num_vals[p, i]
-            if v == v and v != 0.0:
-                c += 1
-        counts[i] = c
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_CACHE_BITS = 14
 
 
 def fastmod_params(n_features: int) -> tuple[np.uint64, np.int64]:
@@ -206,22 +133,151 @@ def _index(h, m, d, imin_idx):
     return np.int64(hi >> np.uint64(32))
 
 
+@njit(cache=True)
+def _code(h, fm):
+    """Packed ``index * 2 + negative`` for hash ``h``; ``fm`` = (m, d, imin, alt)."""
+    idx = _index(h, np.uint64(fm[0]), np.uint64(fm[1]), fm[2])
+    return idx * 2 + (1 if (fm[3] != 0 and h < 0) else 0)
+
+
+@njit(cache=True)
+def _short(buf, lo, n):
+    """Bytes ``buf[lo:lo+n]`` (n <= 8) packed little-endian into a uint64."""
+    if lo + 8 <= buf.shape[0]:
+        k = _load32(buf, lo) | (_load32(buf, lo + 4) << np.uint64(32))
+        return k & _MASKS[n]
+    k = _U0
+    for t in range(n):
+        k |= np.uint64(buf[lo + t]) << (_U8 * np.uint64(t))
+    return k
+
+
+@njit(parallel=True, cache=True)
+def hash_rows(
+    sep, sep_off, m, d0, o0, v0, d1, o1, v1, d2, o2, v2, seg_start, tasks, wbounds, fm, out
+):  # pragma: no cover - compiled
+    """Hash per row the token ``sep[0] + s0 [+ sep[1] + s1 [+ sep[2] + s2]]``.
+
+    ``sep`` / ``sep_off`` hold the literal separators (``"col="``,
+    ``"^col2="``, ...).  ``d*`` / ``o*`` / ``v*`` are typed lists, one entry per
+    segment, of the UTF-8 data, int64 offsets and validity of the ``m`` member
+    columns; segment ``s`` starts at row ``seg_start[s]``.  ``tasks`` rows are
+    ``(segment, row_lo, row_hi)``; worker ``w`` runs tasks
+    ``wbounds[w]:wbounds[w+1]`` with its own cache keyed by the exact member
+    bytes + lengths when they total <= 8 bytes.  ``out[i]`` gets the packed
+    code (see ``_code``), or -1 if a member is missing.
+    """
+    h0, c0, n0 = _feed(sep, sep_off[0], sep_off[1], _U0, _U0, _U0)
+    len0 = sep_off[1] - sep_off[0]
+    len1 = sep_off[2] - sep_off[1]
+    len2 = sep_off[3] - sep_off[2]
+    shift = np.uint64(64 - _CACHE_BITS)
+    for w in prange(wbounds.shape[0] - 1):
+        ckey = np.zeros(1 << _CACHE_BITS, dtype=np.uint64)
+        cval = np.full(1 << _CACHE_BITS, -1, dtype=np.int64)  # (lens << 40) | code
+        for t in range(wbounds[w], wbounds[w + 1]):
+            sg = tasks[t, 0]
+            base = seg_start[sg]
+            bd0, bo0, bv0 = d0[sg], o0[sg], v0[sg]
+            bd1, bo1, bv1 = d1[sg], o1[sg], v1[sg]
+            bd2, bo2, bv2 = d2[sg], o2[sg], v2[sg]
+            for i in range(tasks[t, 1], tasks[t, 2]):
+                r = i - base
+                ok = bv0[r]
+                if m > 1:
+                    ok = ok and bv1[r]
+                if m > 2:
+                    ok = ok and bv2[r]
+                if not ok:
+                    out[i] = -1
+                    continue
+                a0 = bo0[r]
+                n0_ = bo0[r + 1] - a0
+                a1 = bo1[r]
+                n1_ = bo1[r + 1] - a1 if m > 1 else 0
+                a2 = bo2[r]
+                n2_ = bo2[r + 1] - a2 if m > 2 else 0
+                tot = n0_ + n1_ + n2_
+                slot = -1
+                if tot <= 8:
+                    key = _short(bd0, a0, n0_)
+                    if m > 1:
+                        key |= _short(bd1, a1, n1_) << np.uint64(min(8 * n0_, 56))
+                    if m > 2:
+                        key |= _short(bd2, a2, n2_) << np.uint64(min(8 * (n0_ + n1_), 56))
+                    lk = (n0_ | (n1_ << 4) | (n2_ << 8)) + 1
+                    slot = np.int64(((key ^ np.uint64(lk)) * _GOLD) >> shift)
+                    cv = cval[slot]
+                    if (cv >> 40) == lk and ckey[slot] == key:
+                        out[i] = cv & 0xFFFFFFFFFF
+                        continue
+                h, c, nc = _feed(bd0, a0, a0 + n0_, h0, c0, n0)
+                if m > 1:
+                    h, c, nc = _feed(sep, sep_off[1], sep_off[2], h, c, nc)
+                    h, c, nc = _feed(bd1, a1, a1 + n1_, h, c, nc)
+                if m > 2:
+                    h, c, nc = _feed(sep, sep_off[2], sep_off[3], h, c, nc)
+                    h, c, nc = _feed(bd2, a2, a2 + n2_, h, c, nc)
+                length = len0 + tot + (len1 if m > 1 else 0) + (len2 if m > 2 else 0)
+                code = _code(_finish(h, c, nc, length), fm)
+                out[i] = code
+                if slot >= 0:
+                    ckey[slot] = key
+                    cval[slot] = (lk << 40) | code
+
+
+@njit(parallel=True, cache=True)
+def gather_codes(table, codes, valid, out):  # pragma: no cover - compiled
+    """Per-row lookup of dictionary entry codes (dictionary path)."""
+    for i in prange(codes.shape[0]):
+        out[i] = table[codes[i]] if valid[i] else -1
+
+
+@njit(parallel=True, cache=True)
+def count_nnz(s_code, num_vals, counts):  # pragma: no cover - compiled
+    """Entries per row before merging duplicates (missing / zero dropped)."""
+    ks = s_code.shape[0]
+    kn = num_vals.shape[0]
+    for i in prange(counts.shape[0]):
+        c = 0
+        for p in range(ks):
+            if s_code[p, i] >= 0:
+                c += 1
+        for p in range(kn):
+            v = num_vals[p, i]
+            if v == v and v != 0.0:
+                c += 1
+        counts[i] = c
+
+
+@njit(cache=True)
+def _cx(ia, va, ib, vb):
+    """Branch-free stable compare-exchange (swap only if strictly greater)."""
+    sw = ia > ib
+    return (ib if sw else ia), (vb if sw else va), (ia if sw else ib), (va if sw else vb)
+
+
+@njit(cache=True)
+def _sort_small(indices, data, s, cnt):
+    """Stable sort of 2 or 3 entries with adjacent compare-exchanges."""
+    i0, v0 = indices[s], data[s]
+    i1, v1 = indices[s + 1], data[s + 1]
+    if cnt == 2:
+        i0, v0, i1, v1 = _cx(i0, v0, i1, v1)
+        indices[s], data[s], indices[s + 1], data[s + 1] = i0, v0, i1, v1
+        return
+    i2, v2 = indices[s + 2], data[s + 2]
+    i0, v0, i1, v1 = _cx(i0, v0, i1, v1)
+    i1, v1, i2, v2 = _cx(i1, v1, i2, v2)
+    i0, v0, i1, v1 = _cx(i0, v0, i1, v1)
+    indices[s], data[s] = i0, v0
+    indices[s + 1], data[s + 1] = i1, v1
+    indices[s + 2], data[s + 2] = i2, v2
+
+
 @njit(parallel=True, cache=True)
 def fill_rows(
-    s_h,
-    s_valid,
-    num_h,
-    num_vals,
-    kind,
-    pos,
-    fm_m,
-    fm_d,
-    imin_idx,
-    alternate_sign,
-    indptr,
-    indices,
-    data,
-    merged,
+    s_code, num_code, num_vals, kind, pos, indptr, indices, data, merged
 ):  # pragma: no cover - compiled
     """Write each row's entries in feature order, stable-sort, sum duplicates.
 
@@ -235,33 +291,35 @@ def fill_rows(
         for k in range(nk):
             p = pos[k]
             if kind[k] == 0:
-                if not s_valid[p, i]:
+                code = s_code[p, i]
+                if code < 0:
                     continue
-                h = np.int64(s_h[p, i])
                 v = 1.0
             else:
                 v = num_vals[p, i]
                 if not (v == v and v != 0.0):
                     continue
-                h = np.int64(num_h[p])
-            if alternate_sign and h < 0:
-                v = -v
-            indices[j] = _index(h, fm_m, fm_d, imin_idx)
-            data[j] = v
+                code = num_code[p]
+            indices[j] = code >> 1
+            data[j] = -v if code & 1 else v
             j += 1
-        for a in range(start + 1, j):
-            ki = indices[a]
-            kv = data[a]
-            b = a - 1
-            while b >= start and indices[b] > ki:
-                indices[b + 1] = indices[b]
-                data[b + 1] = data[b]
-                b -= 1
-            indices[b + 1] = ki
-            data[b + 1] = kv
-        if j == start:
+        cnt = j - start
+        if cnt == 0:
             merged[i] = 0
             continue
+        if cnt == 2 or cnt == 3:
+            _sort_small(indices, data, start, cnt)
+        else:
+            for a in range(start + 1, j):
+                ki = indices[a]
+                kv = data[a]
+                b = a - 1
+                while b >= start and indices[b] > ki:
+                    indices[b + 1] = indices[b]
+                    data[b + 1] = data[b]
+                    b -= 1
+                indices[b + 1] = ki
+                data[b + 1] = kv
         w = start
         for a in range(start + 1, j):
             if indices[a] == indices[w]:

@@ -112,44 +112,43 @@ def _use_dictionary(arr) -> bool:
     return len(pc.unique(sample)) <= _DICT_MAX_DISTINCT_RATIO * _SAMPLE
 
 
-def _hash_string_feature(mm, names, arrays, out_h, out_valid) -> None:
-    """Hash one (possibly crossed) string feature into ``out_h`` / ``out_valid``."""
+def _hash_string_feature(mm, names, arrays, fm, out) -> None:
+    """Hash one (possibly crossed) string feature into packed codes ``out``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     sep, sep_off = _separators(names)
-    if len(arrays) == 1 and (pa.types.is_dictionary(arrays[0].type) or _use_dictionary(arrays[0])):
-        arr = arrays[0]
-        if not pa.types.is_dictionary(arr.type):
-            arr = pc.dictionary_encode(arr.combine_chunks())
-        else:
-            arr = arr.unify_dictionaries().combine_chunks()
-        dic = arr.dictionary.cast(pa.large_string())
-        th = np.zeros(len(dic), dtype=np.int32)
-        tv = np.zeros(len(dic), dtype=np.bool_)
-        _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], th, tv)
-        codes = np.asarray(pc.fill_null(arr.indices, 0).cast(pa.int64()).to_numpy(), dtype=np.int64)
-        valid = (
-            arr.is_valid().to_numpy(zero_copy_only=False)
-            if arr.null_count
-            else np.ones(len(arr), np.bool_)
-        )
-        if len(dic) == 0:
-            out_valid[:] = False
-            out_h[:] = 0
-            return
-        mm.gather_codes(th, tv, codes, valid, out_h, out_valid)
+    arr = arrays[0]
+    if len(arrays) > 1 or not (pa.types.is_dictionary(arr.type) or _use_dictionary(arr)):
+        _run_hash(mm, sep, sep_off, arrays, fm, out)
         return
-    _run_hash(mm, sep, sep_off, arrays, out_h, out_valid)
+    # Dictionary path: hash each distinct value once, then gather by code.
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.unify_dictionaries().combine_chunks()
+    else:
+        arr = pc.dictionary_encode(arr.combine_chunks())
+    dic = arr.dictionary.cast(pa.large_string())
+    if len(dic) == 0:
+        out[:] = -1
+        return
+    table = np.empty(len(dic), dtype=np.int64)
+    _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], fm, table)
+    codes = np.asarray(pc.fill_null(arr.indices, 0).cast(pa.int64()).to_numpy(), dtype=np.int64)
+    if arr.null_count:
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    else:
+        valid = np.ones(len(arr), dtype=np.bool_)
+    mm.gather_codes(table, codes, valid, out)
 
 
-def _run_hash(mm, sep, sep_off, arrays, out_h, out_valid) -> None:
+def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
     """One kernel call over all chunks: split rows at the union of the members'
     chunk boundaries (zero-copy slices), then into tasks of <= _TASK rows."""
     import pyarrow as pa
+    import numba
     from numba.typed import List
 
-    n = len(out_h)
+    n = len(out)
     arrays = [
         a.cast(a.type.value_type).cast(pa.large_string()) if pa.types.is_dictionary(a.type) else a
         for a in arrays
@@ -177,6 +176,12 @@ def _run_hash(mm, sep, sep_off, arrays, out_h, out_valid) -> None:
     while len(lists) < 3:
         lists.append(lists[0])
     (d0, o0, v0), (d1, o1, v1), (d2, o2, v2) = lists
+    # Contiguous runs of tasks per worker (each keeps its own hash cache).
+    workers = max(1, min(numba.get_num_threads(), len(tasks)))
+    starts = np.array([t[1] for t in tasks], dtype=np.int64)
+    wbounds = np.searchsorted(starts, np.arange(workers + 1) * (n / workers))
+    wbounds = wbounds.astype(np.int64)
+    wbounds[0], wbounds[-1] = 0, len(tasks)
     mm.hash_rows(
         sep,
         sep_off,
@@ -192,8 +197,9 @@ def _run_hash(mm, sep, sep_off, arrays, out_h, out_valid) -> None:
         v2,
         np.array(seg_start, dtype=np.int64),
         np.array(tasks, dtype=np.int64),
-        out_h,
-        out_valid,
+        wbounds,
+        fm,
+        out,
     )
 
 
@@ -264,49 +270,35 @@ def hash_columns(
         kinds.append((0, len(str_feats)))
         str_feats.append(([nm for nm, _ in cr], [c for _, c in convs]))
 
-    s_h = np.empty((len(str_feats), n_rows), dtype=np.int32)
-    s_valid = np.empty((len(str_feats), n_rows), dtype=np.bool_)
+    fm_m, imin_idx = mm.fastmod_params(n_features)
+    fm = np.array([np.int64(fm_m.view(np.int64)), n_features, imin_idx, int(bool(alternate_sign))])
+    # Packed per-row codes ``index * 2 + negative`` (-1: nothing) per string feature.
+    s_code = np.empty((len(str_feats), n_rows), dtype=np.int64)
     for p, (nms, arrs) in enumerate(str_feats):
         if n_rows:
-            _hash_string_feature(mm, nms, arrs, s_h[p], s_valid[p])
+            _hash_string_feature(mm, nms, arrs, fm, s_code[p])
     num_vals = np.empty((len(num_feats), n_rows), dtype=np.float64)
-    num_h = np.empty(len(num_feats), dtype=np.int32)
+    num_code = np.empty(len(num_feats), dtype=np.int64)
     for p, (nm, vals) in enumerate(num_feats):
         num_vals[p] = vals
-        num_h[p] = mm.murmur3_32(np.frombuffer(nm.encode("utf-8") or b"", np.uint8))
+        h = int(mm.murmur3_32(np.frombuffer(nm.encode("utf-8") or b"\0", np.uint8)[: len(nm.encode())]))
+        idx = int(imin_idx) if h == -(2**31) else abs(h) % n_features
+        num_code[p] = idx * 2 + int(bool(alternate_sign) and h < 0)
 
     kind_arr = np.array([k for k, _ in kinds], dtype=np.int8)
     pos_arr = np.array([p for _, p in kinds], dtype=np.int64)
     counts = np.empty(n_rows, dtype=np.int64)
     if n_rows:
-        mm.count_nnz(s_valid, num_vals, counts)
+        mm.count_nnz(s_code, num_vals, counts)
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     nnz = int(indptr[-1])
     idx_dtype = np.int32 if nnz <= _INT32_MAX else np.int64
     indices = np.empty(nnz, dtype=idx_dtype)
     data = np.empty(nnz, dtype=dtype)
-    merged = np.empty(n_rows, dtype=np.int64)
-    fm_m, imin_idx = mm.fastmod_params(n_features)
+    merged = np.zeros(n_rows, dtype=np.int64)
     if n_rows and len(kinds):
-        mm.fill_rows(
-            s_h,
-            s_valid,
-            num_h,
-            num_vals,
-            kind_arr,
-            pos_arr,
-            fm_m,
-            np.uint64(n_features),
-            imin_idx,
-            bool(alternate_sign),
-            indptr,
-            indices,
-            data,
-            merged,
-        )
-    else:
-        merged[:] = 0
+        mm.fill_rows(s_code, num_code, num_vals, kind_arr, pos_arr, indptr, indices, data, merged)
     total = int(merged.sum())
     if total != nnz:
         new_indptr = np.zeros(n_rows + 1, dtype=np.int64)
