@@ -12,10 +12,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from fastprep.backends import pandas_ as reference
-from fastprep.backends.registry import resolve
+from fastprep.backends.registry import load_backend, resolve
 from fastprep.columns import Table
-from fastprep.emit import assemble
-from fastprep.emit.blocks import Block, NumericBlock
+from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
 from fastprep.errors import Reason
 from fastprep.io import Source, read_source
@@ -96,10 +95,26 @@ def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared) -> None:
         prepared.table = table.take(~bad)
 
 
-def fit_prepared(plan: LogicalPlan, prepared: Prepared) -> Params:
-    """Fit every feature's steps on the validated rows."""
+def fit_prepared(plan: LogicalPlan, prepared: Prepared, backend: str = "auto") -> Params:
+    """Fit every stage's features on the validated rows."""
+    module = load_backend(backend)
+    params: dict[int, Any] = {}
+    log = reference.Repairs()
     with prepared.report.stage("fit"):
-        return [reference.fit_feature(feature, prepared.table) for feature in plan.features]
+        for stage in plan.execution_stages():
+            params.update(module.fit_stage(plan, stage, prepared.table, log))
+    _move_compile_time(prepared.report, "fit", log)
+    return [params[i] for i in range(len(plan.features))]
+
+
+def _move_compile_time(report: Report, stage: str, log: reference.Repairs) -> None:
+    """Report one-time JIT compilation apart from the run time of the stage it happened in."""
+    if not log.compiled:
+        return
+    seconds = sum(event["seconds"] for event in log.compiled)
+    report.stages[stage] -= seconds
+    report.stages["compile"] = report.stages.get("compile", 0.0) + seconds
+    report.kernels.extend(log.compiled)
 
 
 def snapshot_fit_report(prepared: Prepared) -> Report:
@@ -113,59 +128,81 @@ def snapshot_fit_report(prepared: Prepared) -> Report:
         rows_quarantined=len(prepared.quarantine),
         findings=list(report.findings),
         stages=dict(report.stages),
+        kernels=list(report.kernels),
     )
     fit_report.check_accounting()
     return fit_report
 
 
 def transform_prepared(
-    plan: LogicalPlan, params: Params, prepared: Prepared, dtype: Any = np.float32
+    plan: LogicalPlan,
+    params: Params,
+    prepared: Prepared,
+    dtype: Any = np.float32,
+    backend: str = "auto",
 ) -> Output:
-    """Compute every block, quarantine rows with a non-finite value, emit X and y."""
+    """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y."""
+    module = load_backend(backend)
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
+    layout = make_layout(plan, params)
+    y = None
+    if plan.target is not None:
+        y = reference.input_values(plan.target, table, repairs)
     with report.stage("transform"):
-        blocks = [
-            reference.transform_feature(feature, fitted, table, repairs)
-            for feature, fitted in zip(plan.features, params)
-        ]
-        y = None
-        if plan.target is not None:
-            y = reference.input_values(plan.target, table, repairs)
-        keep = _quarantine_non_finite(blocks, table, quarantine, report)
-        if keep is not None:
-            blocks = [block.take(keep) for block in blocks]
-            table = table.take(keep)
-            y = None if y is None else y[keep]
+        sink = OutputSink(layout, table.n_rows, dtype)
+        checked: set[int] = set()
+        for number, stage in enumerate(plan.execution_stages()):
+            checked |= module.run_stage(plan, stage, params, table, sink, repairs)
+            for column in _released(plan, number):
+                table.columns.pop(column, None)  # its last consumer has run
+        keep = _quarantine_non_finite(plan, sink, checked, table, quarantine, report)
     with report.stage("emit"):
-        X, names = assemble(blocks, table.n_rows, dtype)
-        y_out = None if y is None else y.astype(np.float32)
+        X = sink.finish(keep)
+        row_ids = table.row_ids if keep is None else table.row_ids[keep]
+        if y is not None:
+            y = (y if keep is None else y[keep]).astype(np.float32)
+    _move_compile_time(report, "transform", repairs)
     report.repairs = [
         {"output": output, "rule": rule, "count": count, "action": "set_missing"}
         for (output, rule), count in repairs.counts.items()
     ]
-    report.rows_out = table.n_rows
+    report.rows_out = len(row_ids)
     report.rows_quarantined = len(quarantine)
     report.output = _describe(X)
     report.check_accounting()
-    return Output(X, y_out, names, report, quarantine.to_frame(prepared.raw), table.row_ids)
+    names = layout.names(plan, params)
+    return Output(X, y, names, report, quarantine.to_frame(prepared.raw), row_ids)
+
+
+def _released(plan: LogicalPlan, stage_number: int) -> tuple[str, ...]:
+    return plan.release[stage_number] if plan.release is not None else ()
 
 
 def _quarantine_non_finite(
-    blocks: list[Block], table: Table, quarantine: Quarantine, report: Report
+    plan: LogicalPlan,
+    sink: OutputSink,
+    checked: set[int],
+    table: Table,
+    quarantine: Quarantine,
+    report: Report,
 ) -> np.ndarray | None:
     """Rows whose output would hold NaN/inf leave for the quarantine, named per feature."""
     bad_any = np.zeros(table.n_rows, dtype=bool)
-    for block in blocks:
-        if not isinstance(block, NumericBlock):
-            continue
-        for name, bad in block.bad_rows().items():
+    for feature_index, bad_rows in sink.bad_rows(skip=checked).items():
+        feature = plan.features[feature_index]
+        view = sink.numeric_view(feature_index)
+        for j, item in enumerate(feature.inputs):
+            bad = bad_rows & ~np.isfinite(view[:, j])
+            if not bad.any():
+                continue
             bad_any |= bad
             report.findings.append(
-                make_finding(name, Reason.NONFINITE_FEATURE.value, bad, table.row_ids, "quarantine",
+                make_finding(item.name, Reason.NONFINITE_FEATURE.value, bad, table.row_ids,
+                             "quarantine",
                              detail="(missing or infinite after all steps; add fp.FillMissing)")
             )  # fmt: skip
-            quarantine.add(table.row_ids[bad], f"feature {name}: missing or not finite")
+            quarantine.add(table.row_ids[bad], f"feature {item.name}: missing or not finite")
     return ~bad_any if bad_any.any() else None
 
 

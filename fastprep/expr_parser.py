@@ -46,7 +46,8 @@ _CMPOPS = {
     ast.Eq: "eq",
     ast.NotEq: "ne",
 }
-_BACKTICK = re.compile(r"`([^`]+)`")
+#: a quoted string literal (left alone) or a backticked column name (replaced)
+_BACKTICK = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|`([^`]+)`""")
 
 
 def parse_expr(text: str) -> tuple[str, Expr]:
@@ -89,8 +90,10 @@ def _replace_backticks(text: str) -> tuple[str, dict[str, str]]:
     quoted: dict[str, str] = {}
 
     def substitute(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
         key = f"_fpq{len(quoted)}_"
-        quoted[key] = match.group(1)
+        quoted[key] = match.group(2)
         return key
 
     return _BACKTICK.sub(substitute, text), quoted

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,11 @@ from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.io import Source
+from fastprep.optimize import optimize
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
-from fastprep.schema import Schema
+from fastprep.plan.params import check_step_params
+from fastprep.schema import Schema, column_facts
 from fastprep.state import read_state, write_state
 
 _OUT_DTYPES = {"float32": np.float32, "float64": np.float64}
@@ -36,6 +39,7 @@ class Pipeline:
         *,
         sample: str | os.PathLike[str] | None = None,
         name: str | None = None,
+        optimize: bool = True,
     ) -> None:
         if not isinstance(schema, Schema):
             raise PipelineDefinitionError("Pipeline(schema=...) needs an fp.Schema({...})")
@@ -48,7 +52,13 @@ class Pipeline:
         self.plan = LogicalPlan(built, _as_target(target))
         self.sample = None if sample is None else os.fspath(sample)
         self.name = name
+        self.optimize = optimize
         check_plan(self.plan, {col: spec.ltype for col, spec in schema.items()})
+
+    @property
+    def optimized(self) -> LogicalPlan:
+        """The plan that runs: the optimizer's passes applied (unless ``optimize=False``)."""
+        return physical_plan(self.plan, self.schema, self.optimize)
 
     def __repr__(self) -> str:
         lines = [f"  {f.describe()}" for f in self.plan.features]
@@ -57,8 +67,9 @@ class Pipeline:
 
     def fit(self, source: Source, *, backend: str = "auto") -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""
-        prepared = execute.prepare(self.plan, self.schema, source, phase="fit", backend=backend)
-        params = execute.fit_prepared(self.plan, prepared)
+        plan = self.optimized
+        prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+        params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report)
 
@@ -73,10 +84,11 @@ class Pipeline:
     ) -> tuple[FittedPipeline, execute.Output]:
         """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI)."""
         dtype = _out_dtype(out_dtype)
-        prepared = execute.prepare(self.plan, self.schema, source, phase="fit", backend=backend)
-        params = execute.fit_prepared(self.plan, prepared)
+        plan = self.optimized
+        prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+        params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
-        output = execute.transform_prepared(self.plan, params, prepared, dtype)
+        output = execute.transform_prepared(plan, params, prepared, dtype, backend)
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report), output
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
@@ -104,7 +116,8 @@ class FittedPipeline:
 
     @property
     def plan(self) -> LogicalPlan:
-        return self.pipeline.plan
+        """The plan that runs (optimized unless the pipeline says ``optimize=False``)."""
+        return self.pipeline.optimized
 
     @property
     def schema(self) -> Schema:
@@ -114,19 +127,22 @@ class FittedPipeline:
         self, source: Source, *, backend: str | None = None, out_dtype: str = "float32"
     ) -> execute.Output:
         """Apply the fitted pipeline to ``source``; statistics are never re-learned here."""
-        prepared = execute.prepare(
-            self.plan, self.schema, source, phase="transform", backend=backend or self.backend
+        backend = backend or self.backend
+        plan = self.plan
+        prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
+        return execute.transform_prepared(
+            plan, self.params, prepared, _out_dtype(out_dtype), backend
         )
-        return execute.transform_prepared(self.plan, self.params, prepared, _out_dtype(out_dtype))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
         doc = {
             "schema": self.schema.to_dict(),
-            "plan": self.plan.to_dict(),
+            "plan": self.pipeline.plan.to_dict(),
             "params": self.params,
             "sample": self.pipeline.sample,
             "name": self.pipeline.name,
+            "optimize": self.pipeline.optimize,
         }
         write_state(path, doc, {})
 
@@ -148,8 +164,32 @@ def load(path: str | os.PathLike[str]) -> FittedPipeline:
     pipeline = Pipeline.__new__(Pipeline)
     pipeline.schema, pipeline.plan = schema, plan
     pipeline.sample, pipeline.name = doc.get("sample"), doc.get("name")
+    pipeline.optimize = bool(doc.get("optimize", True))
     check_plan(plan, {col: spec.ltype for col, spec in schema.items()})
+    _check_params_match(pipeline.optimized, params, path)
     return FittedPipeline(pipeline, params)
+
+
+def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:
+    where = os.fspath(path)
+    for feature, fitted in zip(plan.features, params, strict=True):
+        for item in feature.inputs:
+            steps = fitted.get(item.name) if isinstance(fitted, dict) else None
+            if not isinstance(steps, list) or len(steps) != len(feature.steps):
+                raise StateFormatError(
+                    f"{where!r}: fitted parameters of {item.name!r} do not match its steps"
+                )
+            for step, step_params in zip(feature.steps, steps, strict=True):
+                try:
+                    check_step_params(step, step_params, f"{where!r}, input {item.name!r}")
+                except ValueError as exc:
+                    raise StateFormatError(str(exc)) from None
+
+
+def physical_plan(plan: LogicalPlan, schema: Schema, run_optimizer: bool) -> LogicalPlan:
+    """Attach the schema's facts and run the optimizer (deterministic: same plan, same result)."""
+    annotated = replace(plan, facts=column_facts(schema))
+    return optimize(annotated) if run_optimizer else annotated
 
 
 def _as_feature(item: FeatureBuilder | Feature, index: int) -> Feature:

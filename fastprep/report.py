@@ -27,6 +27,8 @@ class Report:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     stages: dict[str, float] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
+    #: JIT kernels compiled (or loaded from the disk cache) during this run
+    kernels: list[dict[str, Any]] = field(default_factory=list)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -54,6 +56,7 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "repairs": list(self.repairs),
             "stages_seconds": {k: round(v, 6) for k, v in self.stages.items()},
+            "kernels": list(self.kernels),
             "output": dict(self.output),
         }
 
@@ -70,7 +73,12 @@ class Report:
                 f"X: {shape} {out.get('layout', '')} {out.get('dtype', '')}, nnz {out.get('nnz', 0):,}"
             )
         timing = ", ".join(f"{k} {v:.3f}s" for k, v in self.stages.items())
-        lines.append(f"stages: {timing}")
+        lines.append(f"stages ({self.backend}): {timing}")
+        if self.kernels:
+            cached = sum(1 for k in self.kernels if k.get("cache_hit"))
+            lines.append(
+                f"kernels: {len(self.kernels)} compiled or loaded ({cached} from the disk cache)"
+            )
         for finding in self.findings[:8]:
             lines.append(f"  - {finding.message()}")
         if len(self.findings) > 8:

@@ -11,12 +11,14 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.dtypes import LType
+from fastprep.plan.facts import UNKNOWN, Facts
 
 POLICIES = ("quarantine", "raise", "warn")
 
@@ -159,12 +161,16 @@ class Schema(Mapping[str, ColumnType]):
         return f"Schema({{\n{body}\n}})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: spec.to_dict() for name, spec in self._columns.items()}
+        """JSON-able form; ``columns`` is a list so the declared order survives sorted keys."""
+        return {"columns": [[name, spec.to_dict()] for name, spec in self._columns.items()]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:
         columns: dict[str, ColumnType] = {}
-        for name, spec in data.items():
+        pairs = data["columns"] if "columns" in data else list(data.items())
+        for name, spec in pairs:
+            if not isinstance(spec, Mapping):
+                raise PipelineDefinitionError(f"column {name!r}: malformed type {spec!r}")
             spec = dict(spec)
             kind = spec.pop("type", None)
             if kind not in COLUMN_TYPES:
@@ -181,3 +187,22 @@ def unknown_column_message(name: str, known: Mapping[str, Any] | list[str], wher
     context = f" (used in {where})" if where else ""
     listing = "" if close else f"; declared columns: {', '.join(names)}"
     return f"column {name!r}{context} is not in the schema{hint}{listing}"
+
+
+def column_facts(schema: Schema) -> tuple[tuple[str, Facts], ...]:
+    """What validation guarantees about each column's values (for the optimizer).
+
+    Under ``on_invalid="warn"`` nothing is guaranteed: invalid values are kept.
+    """
+    out = []
+    for name, spec in schema.items():
+        if spec.on_invalid == "warn" or spec.ltype.is_text:
+            out.append((name, UNKNOWN))
+        elif isinstance(spec, (Float, Int)):
+            finite = not (isinstance(spec, Float) and spec.allow_inf)
+            lo = -math.inf if spec.min is None else float(spec.min)
+            hi = math.inf if spec.max is None else float(spec.max)
+            out.append((name, Facts(lo, hi, spec.nullable, finite)))
+        else:  # Bool
+            out.append((name, Facts(0.0, 1.0, spec.nullable, True)))
+    return tuple(sorted(out))

@@ -28,6 +28,7 @@ LAYERS = {
     "fastprep.execute": 4,
     "fastprep.pipeline": 4,
     "fastprep.explain": 4,
+    "fastprep.bench": 4,
     "fastprep.cli": 4,
     "fastprep.__main__": 4,
 }

@@ -18,7 +18,7 @@ _ARITH = {
     "sub": np.subtract,
     "mul": np.multiply,
     "div": np.true_divide,
-    "mod": np.fmod,
+    "mod": np.remainder,  # Python semantics: the sign follows the divisor
     "pow": np.power,
 }
 _COMPARE = {

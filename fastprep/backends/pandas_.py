@@ -10,26 +10,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
 from fastprep.backends.expressions import evaluate
 from fastprep.backends.stats import fill_value, minmax_params, standardize_params
 from fastprep.columns import Table, TextColumn
-from fastprep.emit.blocks import Block, CodesBlock, NumericBlock, SparseBlock
+from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.layout import category_count, category_names, hash_prefix
+from fastprep.emit.sink import OutputSink
 from fastprep.errors import BackendError
-from fastprep.plan.nodes import Feature, Input
+from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
 
-#: above this many categories in one input, ``OneHot(sparse=None)`` emits CSR
-SPARSE_ONEHOT_MIN_CATEGORIES = 64
-MISSING_LABEL = "<missing>"
+FeatureParams = dict[str, list[dict[str, Any]]]
 
 
 @dataclass
 class Repairs:
-    """Values a step turned into missing (e.g. log1p of x < -1), counted per output."""
+    """What a run did besides computing: values turned missing, kernels compiled."""
 
+    #: (output, rule) -> count of values a step turned into missing (e.g. log1p of x < -1)
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: one entry per kernel compiled or loaded: name, seconds, whether the disk cache served it
+    compiled: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, output: str, rule: str, count: int) -> None:
         if count:
@@ -41,6 +45,16 @@ def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | Te
     value = evaluate(item.expr, table)
     if item.is_plain_column or isinstance(value, TextColumn):
         return value
+    return finish_input(item, value, table, repairs)
+
+
+def evaluate_expr(node: Any, table: Table) -> np.ndarray | TextColumn:
+    """Reference evaluation of an expression tree (no missing-value repair)."""
+    return evaluate(node, table)
+
+
+def finish_input(item: Input, value: np.ndarray, table: Table, repairs: Repairs) -> np.ndarray:
+    """Turn a derived input's ±inf/undefined values into missing, counting the new ones."""
     bad = ~np.isfinite(value)
     inputs_missing = np.zeros(len(value), dtype=bool)
     for name in item.columns:
@@ -53,7 +67,7 @@ def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | Te
     return value
 
 
-def fit_feature(feature: Feature, table: Table) -> dict[str, list[dict[str, Any]]]:
+def fit_feature(feature: Feature, table: Table) -> FeatureParams:
     """Learn each step's parameters, input by input, applying earlier steps as it goes."""
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
@@ -146,66 +160,65 @@ def category_codes(values: np.ndarray | TextColumn, params: dict[str, Any]) -> n
     return np.where(np.isnan(values), missing_code, codes)
 
 
-def category_names(name: str, params: dict[str, Any]) -> list[str]:
-    labels = [_label(c) for c in params["categories"]]
-    if params["missing"]:
-        labels.append(MISSING_LABEL)
-    return [f"{name}={label}" for label in labels]
+def fit_stage(
+    plan: LogicalPlan, stage: Stage, table: Table, log: Repairs | None = None
+) -> dict[int, FeatureParams]:
+    """Fit the features of one stage (the reference fits feature by feature)."""
+    return {i: fit_feature(plan.features[i], table) for i in stage.features}
 
 
-def _label(value: float | str) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def transform_feature(
-    feature: Feature, params: dict[str, list[dict[str, Any]]], table: Table, repairs: Repairs
-) -> Block:
-    """The output block of one feature over every row of ``table``."""
-    values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
-    numeric_steps = [s for s in feature.steps if s.kind != "encoder"]
-    for item in feature.inputs:
-        for position, step in enumerate(numeric_steps):
-            values[item.name] = apply_step(
-                step, params[item.name][position], values[item.name], item.name, repairs
+def run_stage(
+    plan: LogicalPlan,
+    stage: Stage,
+    params: list[FeatureParams],
+    table: Table,
+    sink: OutputSink,
+    repairs: Repairs,
+) -> set[int]:
+    """Compute the stage's features into ``sink``; returns features already checked finite."""
+    for index in stage.features:
+        feature = plan.features[index]
+        fitted = params[index]
+        values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
+        encoder = feature.encoder
+        if encoder is None:
+            view = sink.numeric_view(index)
+            for j, item in enumerate(feature.inputs):
+                view[:, j] = apply_chain(feature.steps, fitted[item.name], values[item.name],
+                                         item.name, repairs)  # fmt: skip
+        elif isinstance(encoder, OneHot):
+            sink.put(index, onehot_block(feature, fitted, values))
+        elif isinstance(encoder, Hash):
+            block = SparseBlock(
+                hash_prefix(feature), hash_with_sklearn(encoder, values, table.n_rows)
             )
-    encoder = feature.encoder
-    if encoder is None:
-        return NumericBlock(
-            [i.name for i in feature.inputs], [values[i.name] for i in feature.inputs]
-        )
-    if isinstance(encoder, OneHot):
-        return onehot_block(feature, params, values)
-    if isinstance(encoder, Hash):
-        return SparseBlock(hash_prefix(feature), hash_with_sklearn(encoder, values, table.n_rows))
-    raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
+            sink.put(index, block)
+        else:
+            raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
+    return set()
 
 
-def onehot_block(
-    feature: Feature, params: dict[str, list[dict[str, Any]]], values: dict[str, Any]
-) -> CodesBlock:
+def apply_chain(
+    steps: tuple[Step, ...], fitted: list[dict[str, Any]], values: np.ndarray, output: str,
+    repairs: Repairs,
+) -> np.ndarray:  # fmt: skip
+    """Every element-wise/fitted step of a chain, in order."""
+    for step, step_params in zip(steps, fitted):
+        if step.kind != "encoder":
+            values = apply_step(step, step_params, values, output, repairs)
+    return values
+
+
+def onehot_block(feature: Feature, params: FeatureParams, values: dict[str, Any]) -> CodesBlock:
     names: list[str] = []
     codes: list[np.ndarray] = []
     widths: list[int] = []
     for item in feature.inputs:
         fitted = params[item.name][-1]
-        labels = category_names(item.name, fitted)
-        names.extend(labels)
-        widths.append(len(labels))
+        names.extend(category_names(item.name, fitted))
+        widths.append(category_count(fitted))
         codes.append(category_codes(values[item.name], fitted))
-    encoder = feature.encoder
-    assert isinstance(encoder, OneHot)
-    sparse = (
-        encoder.sparse
-        if encoder.sparse is not None
-        else max(widths, default=0) > SPARSE_ONEHOT_MIN_CATEGORIES
-    )
-    return CodesBlock(names, codes, widths, sparse)
-
-
-def hash_prefix(feature: Feature) -> str:
-    return "hash:" + ",".join(i.name for i in feature.inputs)
+    return CodesBlock(names, codes, widths)
 
 
 def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int):
@@ -229,7 +242,5 @@ def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int):
         dtype=np.float32,
     )
     if n_rows == 0:
-        import scipy.sparse as sp
-
         return sp.csr_matrix((0, step.n_features), dtype=np.float32)
     return hasher.transform(rows)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
 
 from fastprep.errors import BackendError
 
@@ -35,6 +36,29 @@ register(
         "fastprep.backends.pandas_",
         ("numpy", "pandas", "sklearn"),
         "numpy-vectorized reference path; sklearn FeatureHasher for Hash",
+    )
+)
+
+
+def load_backend(name: str) -> Any:
+    """The backend module (``fit_stage`` / ``run_stage``) for ``name`` (or ``"auto"``)."""
+    return importlib.import_module(resolve(name).module)
+
+
+register(
+    BackendInfo(
+        "numba",
+        "fastprep.backends.numba_",
+        ("numba",),
+        "element-wise chains fused into parallel Numba JIT kernels (cached on disk)",
+    )
+)
+register(
+    BackendInfo(
+        "numexpr",
+        "fastprep.backends.numexpr_",
+        ("numexpr",),
+        "element-wise chains evaluated as one numexpr expression per output column",
     )
 )
 

@@ -8,6 +8,8 @@ float32 output bit-identical to the peers, not merely close.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fastprep.errors import FitError
@@ -17,9 +19,13 @@ _EPS = np.finfo(np.float64).eps
 
 def _present(values: np.ndarray, what: str) -> int:
     count = int(len(values) - np.count_nonzero(np.isnan(values)))
-    if count == 0:
-        raise FitError(f"{what}: no non-missing values at fit time (all {len(values):,} missing)")
+    require_values(count, len(values), what)
     return count
+
+
+def require_values(count: int, total: int, what: str) -> None:
+    if count == 0:
+        raise FitError(f"{what}: no non-missing values at fit time (all {total:,} missing)")
 
 
 def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:
@@ -33,7 +39,11 @@ def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:
     temp **= 2
     unnormalized = float(np.nansum(temp) if has_nan else np.sum(temp))
     unnormalized -= correction**2 / count
-    var = unnormalized / count
+    return standardize_from_moments(count, mean, unnormalized / count)
+
+
+def standardize_from_moments(count: int, mean: float, var: float) -> dict[str, Any]:
+    """Scale from the population variance, with sklearn's near-constant tolerance."""
     constant = var <= count * _EPS * var + (count * mean * _EPS) ** 2
     scale = 1.0 if constant else float(np.sqrt(var))
     return {"mean": mean, "var": var, "scale": scale, "count": count, "constant": bool(constant)}
@@ -42,8 +52,13 @@ def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:
 def minmax_params(values: np.ndarray, low: float, high: float, what: str) -> dict[str, float]:
     """``scale`` and ``min`` so that ``x * scale + min`` maps [data_min, data_max] to [low, high]."""
     _present(values, what)
-    data_min = float(np.nanmin(values))
-    data_max = float(np.nanmax(values))
+    return minmax_from_range(float(np.nanmin(values)), float(np.nanmax(values)), low, high)
+
+
+def minmax_from_range(
+    data_min: float, data_max: float, low: float, high: float
+) -> dict[str, float]:
+    """MinMaxScaler's scale/min from the data range (a zero range is scaled by 1)."""
     data_range = data_max - data_min
     if data_range < 10 * _EPS:
         data_range = 1.0

@@ -10,7 +10,18 @@ from collections.abc import Mapping
 
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.dtypes import LType
-from fastprep.plan.expr import COMPARISONS, LOGICAL, Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.expr import (
+    BINARY_OPS,
+    COMPARISONS,
+    LOGICAL,
+    Binary,
+    Col,
+    Const,
+    Expr,
+    Unary,
+    Where,
+    to_source,
+)
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.schema import unknown_column_message
 
@@ -69,37 +80,43 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
     if isinstance(node, Const):
         return LType.STRING if isinstance(node.value, str) else LType.FLOAT
     if isinstance(node, Unary):
-        arg = infer_type(node.arg, types, where)
         if node.op == "isnull":
+            infer_type(node.arg, types, where)
             return LType.BOOL
-        _require_numeric(arg, node.op, where)
+        _require_numeric(node.arg, node.op, types, where)
         return LType.BOOL if node.op == "not" else LType.FLOAT
     if isinstance(node, Where):
-        _require_numeric(infer_type(node.cond, types, where), "where", where)
-        for branch in (node.then, node.otherwise):
-            _require_numeric(infer_type(branch, types, where), "where", where)
+        for operand in (node.cond, node.then, node.otherwise):
+            _require_numeric(operand, "where", types, where)
         return LType.FLOAT
     assert isinstance(node, Binary)
     left = infer_type(node.left, types, where)
     right = infer_type(node.right, types, where)
     if node.op in ("eq", "ne") and (left.is_text or right.is_text):
-        other = node.right if left.is_text else node.left
-        if not (isinstance(other, Const) and isinstance(other.value, str)):
+        text_const = [
+            isinstance(n, Const) and isinstance(n.value, str) for n in (node.left, node.right)
+        ]
+        other_is_text_column = (left.is_text and not text_const[0]) or (
+            right.is_text and not text_const[1]
+        )
+        if sum(text_const) != 1 or not other_is_text_column:
             raise PipelineDefinitionError(
-                f"{where}: a text column can only be compared with a quoted string, "
-                f"e.g. origin == 'JFK'"
+                f"{where}: {to_source(node)!r}: a text column can only be compared with a "
+                "quoted string, e.g. origin == 'JFK'"
             )
         return LType.BOOL
-    _require_numeric(left, node.op, where)
-    _require_numeric(right, node.op, where)
+    _require_numeric(node.left, BINARY_OPS[node.op][0], types, where)
+    _require_numeric(node.right, BINARY_OPS[node.op][0], types, where)
     return LType.BOOL if node.op in COMPARISONS or node.op in LOGICAL else LType.FLOAT
 
 
-def _require_numeric(found: LType, op: str, where: str) -> None:
+def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> None:
+    found = infer_type(operand, types, where)
     if not found.is_numeric:
         raise PipelineDefinitionError(
-            f"{where}: {op!r} needs numbers but got a {found.value} value; "
-            "text columns can only be compared with a quoted string or encoded"
+            f"{where}: {op!r} needs numbers, but {to_source(operand)!r} is {found.value}; "
+            "a text column can only be compared with a quoted string (origin == 'JFK') "
+            "or encoded with fp.OneHot()/fp.Hash()"
         )
 
 

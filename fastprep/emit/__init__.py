@@ -1,6 +1,7 @@
 """Turn computed blocks into the training matrix: one preallocated dense array, or CSR."""
 
-from fastprep.emit.assemble import assemble
-from fastprep.emit.blocks import Block, CodesBlock, NumericBlock, SparseBlock
+from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.layout import Layout, make_layout
+from fastprep.emit.sink import OutputSink
 
-__all__ = ["Block", "CodesBlock", "NumericBlock", "SparseBlock", "assemble"]
+__all__ = ["CodesBlock", "Layout", "OutputSink", "SparseBlock", "make_layout"]

@@ -10,31 +10,6 @@ import scipy.sparse as sp
 
 
 @dataclass
-class NumericBlock:
-    """Dense numeric output columns (float64 while computing; cast once when written)."""
-
-    names: list[str]
-    columns: list[np.ndarray]
-    sparse = False
-
-    @property
-    def width(self) -> int:
-        return len(self.names)
-
-    def take(self, rows: np.ndarray) -> NumericBlock:
-        return NumericBlock(self.names, [c[rows] for c in self.columns])
-
-    def bad_rows(self) -> dict[str, np.ndarray]:
-        """Per output column, the rows whose value is missing or infinite."""
-        out = {}
-        for name, column in zip(self.names, self.columns):
-            bad = ~np.isfinite(column)
-            if bad.any():
-                out[name] = bad
-        return out
-
-
-@dataclass
 class CodesBlock:
     """One-hot output as one code per row and input (-1 = all zeros), ``widths`` per input."""
 
@@ -82,4 +57,4 @@ class SparseBlock:
         return SparseBlock(self.prefix, self.matrix[rows])
 
 
-Block = NumericBlock | CodesBlock | SparseBlock
+Block = CodesBlock | SparseBlock

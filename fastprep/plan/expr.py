@@ -6,6 +6,7 @@ that is what lets the optimizer find duplicate sub-expressions and key kernel ca
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 
 #: unary functions and operators: name -> surface syntax used by the printer
@@ -126,9 +127,13 @@ def columns_of(node: Expr) -> tuple[str, ...]:
 def to_source(node: Expr, parent_precedence: int = 0) -> str:
     """Print ``node`` back as expression text that :mod:`fastprep.expr_parser` accepts."""
     if isinstance(node, Col):
-        return node.name if node.name.isidentifier() else f"`{node.name}`"
+        return node.name if _plain_name(node.name) else f"`{node.name}`"
     if isinstance(node, Const):
-        return repr(node.value) if not isinstance(node.value, float) else _float_source(node.value)
+        if not isinstance(node.value, float):
+            return repr(node.value)
+        text = _float_source(node.value)
+        negative = text.startswith("-")
+        return f"({text})" if negative and parent_precedence > _UNARY_PRECEDENCE else text
     if isinstance(node, Unary):
         prefix = node.op in ("neg", "not")
         inner = to_source(node.arg, _UNARY_PRECEDENCE if prefix else 0)
@@ -149,11 +154,27 @@ def to_source(node: Expr, parent_precedence: int = 0) -> str:
     return f"({text})" if precedence < parent_precedence else text
 
 
+#: names the parser reads as something else, so a column with such a name needs backticks
+RESERVED_NAMES = frozenset(
+    {"where", "nan", "inf", "pi", "e", "True", "False", "None", *UNARY_OPS, "and", "or", "not"}
+)
+
+
+def _plain_name(name: str) -> bool:
+    return (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and name not in RESERVED_NAMES
+        and not name.startswith("__")
+        and not name.startswith("_fpq")
+    )
+
+
 def _float_source(value: float) -> str:
     if value != value:
         return "nan"
     if value in (float("inf"), float("-inf")):
-        return "inf" if value > 0 else "(-inf)"
+        return "inf" if value > 0 else "-inf"
     if value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     return repr(value)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where, columns_of, to_source
+from fastprep.plan.facts import Facts
 from fastprep.plan.steps import Step, step_from_dict
 
 
@@ -54,11 +55,37 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """Features executed together: ``"fused"`` element-wise chains run as one kernel."""
+
+    kind: str  # "fused" | "single"
+    features: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class LogicalPlan:
-    """The whole pipeline as data: features in output order, and an optional target."""
+    """The whole pipeline as data: features in output order, and an optional target.
+
+    The optimizer fills the annotations: ``facts`` (what the schema guarantees about each
+    column), ``stages`` (which features run fused) and ``release`` (per stage, the source
+    columns whose last consumer it is, so they can be freed right after).
+    """
 
     features: tuple[Feature, ...]
     target: Input | None = None
+    facts: tuple[tuple[str, Facts], ...] = ()
+    stages: tuple[Stage, ...] | None = None
+    release: tuple[tuple[str, ...], ...] | None = None
+
+    @property
+    def column_facts(self) -> dict[str, Facts]:
+        return dict(self.facts)
+
+    def execution_stages(self) -> tuple[Stage, ...]:
+        """The optimizer's stages, or one stage per feature for an unoptimized plan."""
+        if self.stages is not None:
+            return self.stages
+        return tuple(Stage("single", (i,)) for i in range(len(self.features)))
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -95,6 +122,28 @@ class LogicalPlan:
         )
         target = data.get("target")
         return cls(features, None if target is None else input_from_dict(target))
+
+    def tree(self) -> str:
+        """A readable tree of the plan, for ``explain`` and error messages."""
+        lines = ["LogicalPlan"]
+        stages = self.execution_stages()
+        for number, stage in enumerate(stages):
+            lines.append(f"├─ stage {number} ({stage.kind})")
+            for index in stage.features:
+                lines.append(f"│  └─ feature {index}: {_feature_line(self.features[index])}")
+            if self.release is not None and self.release[number]:
+                lines.append(f"│     release after: {', '.join(self.release[number])}")
+        if self.target is not None:
+            lines.append(f"└─ target {self.target.name} = {to_source(self.target.expr)}")
+        return "\n".join(lines)
+
+
+def _feature_line(feature: Feature) -> str:
+    inputs = ", ".join(
+        i.name if i.is_plain_column else f"{i.name} = {to_source(i.expr)}" for i in feature.inputs
+    )
+    steps = " >> ".join(s.describe() for s in feature.steps)
+    return f"[{inputs}]" + (f" >> {steps}" if steps else "")
 
 
 def input_to_dict(item: Input) -> dict[str, Any]:

@@ -50,6 +50,10 @@ class StepChain:
             return StepChain(self.steps + (other,))
         if isinstance(other, StepChain):
             return StepChain(self.steps + other.steps)
+        if isinstance(other, type) and issubclass(other, Step):
+            raise PipelineDefinitionError(
+                f"'>> fp.{other.__name__}' needs parentheses: '>> fp.{other.__name__}()'"
+            )
         raise PipelineDefinitionError(
             f"cannot chain {type(other).__name__!r} after steps; expected an op such as "
             "fp.Standardize()"

@@ -1,0 +1,227 @@
+"""The Numba backend: element-wise chains fused into one JIT kernel per stage.
+
+Fit runs one parallel pass per level of fitted steps (block statistics merged with Chan's
+update; medians by selection); transform runs one parallel pass that reads each input
+column once and writes each output column of X once. Encoders and ``Map`` stages use the
+reference implementations (hashing gets its own kernel in the sparse-kernels work).
+Kernels are generated from plan nodes, written to a cache folder and compiled with
+``cache=True``: a second process loads them from disk instead of compiling.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from fastprep.backends import numba_kernels as nk
+from fastprep.backends import pandas_ as reference
+from fastprep.backends.numba_codegen import Chain, Program, fit_program, transform_program
+from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
+from fastprep.columns import Table, TextColumn
+from fastprep.emit.sink import OutputSink
+from fastprep.plan.nodes import LogicalPlan, Stage
+from fastprep.plan.steps import Clip, FillMissing, MinMax, Standardize, Step
+
+#: fixed chunk count: results do not depend on the number of threads
+N_CHUNKS = 64
+_LOADED: dict[str, Any] = {}
+
+
+def cache_dir() -> Path:
+    """Where generated kernel modules (and Numba's cache beside them) live."""
+    root = os.environ.get("FASTPREP_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fastprep"
+    )
+    path = Path(root) / "kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def chains_of(plan: LogicalPlan, stage: Stage) -> list[Chain]:
+    return [
+        Chain(
+            index, position, item.name, item.expr, item.is_plain_column, plan.features[index].steps
+        )
+        for index in stage.features
+        for position, item in enumerate(plan.features[index].inputs)
+    ]
+
+
+def _text_columns(table: Table) -> set[str]:
+    return {name for name, column in table.columns.items() if isinstance(column, TextColumn)}
+
+
+# ---------------------------------------------------------------------------- fit
+
+
+def fit_stage(
+    plan: LogicalPlan, stage: Stage, table: Table, log: reference.Repairs | None = None
+) -> dict[int, reference.FeatureParams]:
+    """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
+    if stage.kind != "fused":
+        return reference.fit_stage(plan, stage, table)
+    chains = chains_of(plan, stage)
+    learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
+    _static_params(chains, learned)
+    fitted_positions = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
+    rounds = max((len(p) for p in fitted_positions), default=0)
+    for level in range(rounds):
+        targets = [
+            (k, positions[level], _stat_kind(chains[k].steps[positions[level]]))
+            for k, positions in enumerate(fitted_positions)
+            if level < len(positions)
+        ]
+        program = fit_program(chains, targets, _text_columns(table))
+        moments, medians = _run_fit(program, chains, learned, table, log)
+        for (k, s, kind), result in zip(program.stats, [*moments, *medians]):
+            step = chains[k].steps[s]
+            learned[k][s] = _params_from(
+                step, kind, result, f"{step.describe()} on {chains[k].name!r}"
+            )
+    out: dict[int, reference.FeatureParams] = {i: {} for i in stage.features}
+    for chain, params in zip(chains, learned):
+        out[chain.feature][chain.name] = params
+    return out
+
+
+def _stat_kind(step: Step) -> str:
+    return "median" if isinstance(step, FillMissing) and step.value == "median" else "moments"
+
+
+def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
+    """Parameters known without data (fill constants); clip bounds come from the step."""
+    for chain, params in zip(chains, learned):
+        for s, step in enumerate(chain.steps):
+            if isinstance(step, FillMissing) and not step.needs_fit:
+                params[s] = {"fill": step.value}
+
+
+def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any]:
+    if kind == "median":
+        value, count = result
+        require_values(count, count, what)
+        return {"fill": value}
+    count, mean, m2, lo, hi = (float(v) for v in result)
+    require_values(int(count), int(count), what)
+    if isinstance(step, Standardize):
+        return standardize_from_moments(int(count), mean, m2 / count)
+    if isinstance(step, MinMax):
+        return minmax_from_range(lo, hi, *step.feature_range)
+    return {"fill": mean}
+
+
+def _run_fit(
+    program: Program,
+    chains: list[Chain],
+    learned: list[list[dict[str, Any]]],
+    table: Table,
+    log: reference.Repairs | None,
+) -> tuple[list[np.ndarray], list[tuple[float, int]]]:
+    n_moments = sum(1 for t in program.stats if t[2] == "moments")
+    n_medians = len(program.stats) - n_moments
+    acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
+    medians = [np.empty(table.n_rows) for _ in range(n_medians)]
+    args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
+            N_CHUNKS, acc, *medians]  # fmt: skip
+    kernel = _load(program, args, log)
+    kernel(*args)
+    merged = nk.merge_chunks(acc)
+    moments = [merged[i] for i in range(n_moments)]
+    return moments, [nk.nanmedian(buffer) for buffer in medians]
+
+
+# ---------------------------------------------------------------------------- transform
+
+
+def run_stage(
+    plan: LogicalPlan,
+    stage: Stage,
+    params: list[reference.FeatureParams],
+    table: Table,
+    sink: OutputSink,
+    log: reference.Repairs,
+) -> set[int]:
+    """Run a stage into ``sink``; a fused stage reports its features checked finite."""
+    if stage.kind != "fused":
+        return reference.run_stage(plan, stage, params, table, sink, log)
+    chains = chains_of(plan, stage)
+    learned = [params[c.feature][c.name] for c in chains]
+    program = transform_program(chains, _text_columns(table))
+    offsets = np.array([sink.column_offset(c.feature) + c.position for c in chains], dtype=np.int64)
+    reps = np.zeros((N_CHUNKS, 2 * len(chains)), dtype=np.int64)
+    bads = np.zeros(N_CHUNKS, dtype=np.int64)
+    args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
+            sink.dense, offsets, N_CHUNKS, reps, bads]  # fmt: skip
+    kernel = _load(program, args, log)
+    kernel(*args)
+    totals = reps.sum(axis=0)
+    for k, chain in enumerate(chains):
+        log.add(chain.name, "expr_not_finite", int(totals[2 * k]))
+        log.add(chain.name, "log1p_domain", int(totals[2 * k + 1]))
+    return set(stage.features) if bads.sum() == 0 else set()
+
+
+# ---------------------------------------------------------------------------- plumbing
+
+
+def _arrays(program: Program, table: Table) -> list[np.ndarray]:
+    arrays: list[np.ndarray] = []
+    for name in program.number_columns:
+        arrays.append(np.ascontiguousarray(table[name], dtype=np.float64))
+    for name in program.code_columns:
+        arrays.append(table[name].codes)
+    for lookup in program.lookups:
+        column = table[lookup.column]
+        equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
+        values = (~equal if lookup.negate else equal).astype(np.float64)
+        arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
+    return arrays
+
+
+def _param_array(
+    program: Program, chains: list[Chain], learned: list[list[dict[str, Any]]]
+) -> np.ndarray:
+    values = np.empty(max(len(program.params), 1), dtype=np.float64)
+    for slot, (k, s, key) in enumerate(program.params):
+        step = chains[k].steps[s]
+        if isinstance(step, Clip):
+            values[slot] = step.lower if key == "lower" else step.upper
+        else:
+            values[slot] = learned[k][s][key]
+    return values
+
+
+def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> Any:
+    """Import the generated module (writing it once) and compile for these argument types."""
+    key = program.key
+    module = _LOADED.get(key)
+    if module is None:
+        path = cache_dir() / f"fp_{key}.py"
+        if not path.exists():
+            temporary = path.with_suffix(f".tmp{os.getpid()}")
+            temporary.write_text(program.source)
+            os.replace(temporary, path)
+        spec = importlib.util.spec_from_file_location(f"fastprep_kernels.fp_{key}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        _LOADED[key] = module
+    kernel = module.kernel
+    signature = tuple(numba.typeof(a) for a in args)
+    if signature not in kernel.overloads:
+        hits = sum(kernel.stats.cache_hits.values())
+        started = time.perf_counter()
+        kernel.compile(signature)
+        seconds = time.perf_counter() - started
+        cached = sum(kernel.stats.cache_hits.values()) > hits
+        if log is not None:
+            log.compiled.append({"kernel": key, "seconds": round(seconds, 4), "cache_hit": cached})
+    return kernel

@@ -1,0 +1,348 @@
+"""Generate the source of fused Numba kernels from plan nodes (our own trees, never user text).
+
+A fused stage becomes:
+
+- one *transform* kernel: for each row, read every input column once, compute each
+  distinct sub-expression once (CSE by node equality), run each output's step chain in
+  registers and write the float32/float64 result straight into its column of X;
+- one *fit round* kernel per level of fitted steps: it computes each chain up to its next
+  fitted step and folds the values into block statistics (or a median buffer).
+
+Fitted values (means, scales, fills, clip bounds) are read from a parameter array, so the
+generated code depends only on the plan's structure: refitting reuses the compiled kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.steps import Clip, FillMissing, Log1p, MinMax, Standardize, Step
+
+#: rows per statistics block in fit kernels (a few KiB per chain: stays in cache)
+BLOCK = 1024
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_FUNCS = {"log": "np.log", "log1p": "np.log1p", "exp": "np.exp", "sqrt": "np.sqrt", "abs": "np.abs"}
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One output column of a fused stage: an input expression and its steps."""
+
+    feature: int
+    position: int
+    name: str
+    expr: Expr
+    plain: bool
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class TextLookup:
+    """``column == 'value'`` compiled to a per-distinct-value lookup table gathered by code."""
+
+    column: str
+    value: str
+    negate: bool
+
+
+@dataclass
+class Program:
+    """Kernel source plus how to call it: which arrays, in which order."""
+
+    source: str
+    number_columns: list[str]
+    code_columns: list[str]
+    lookups: list[TextLookup]
+    #: (chain index, step index, param key) for every slot of the parameter array
+    params: list[tuple[int, int, str]]
+    #: chains whose statistics a fit round computes: (chain, step, "moments"|"median")
+    stats: list[tuple[int, int, str]] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:20]
+
+
+class _Emitter:
+    """Builds the per-row body: expression temporaries shared across all chains."""
+
+    def __init__(self, text_columns: set[str]) -> None:
+        self.text_columns = text_columns
+        self.lines: list[str] = []
+        self.memo: dict[Expr, str] = {}
+        self.number_columns: list[str] = []
+        self.code_columns: list[str] = []
+        self.lookups: list[TextLookup] = []
+        self.params: list[tuple[int, int, str]] = []
+
+    def temp(self) -> str:
+        return f"t{len(self.memo) + len(self.lines)}"
+
+    def column(self, name: str) -> str:
+        if name not in self.number_columns:
+            self.number_columns.append(name)
+        return f"x{self.number_columns.index(name)}"
+
+    def code(self, name: str) -> str:
+        if name not in self.code_columns:
+            self.code_columns.append(name)
+        return f"k{self.code_columns.index(name)}"
+
+    def param(self, chain: int, step: int, key: str) -> str:
+        slot = (chain, step, key)
+        if slot not in self.params:
+            self.params.append(slot)
+        return f"p[{self.params.index(slot)}]"
+
+    def expr(self, node: Expr) -> str:
+        """A variable holding ``node``'s value for the current row (emitting code once)."""
+        if node in self.memo:
+            return self.memo[node]
+        if isinstance(node, Col):
+            var = self.column(node.name)
+            self.memo[node] = var
+            return var
+        if isinstance(node, Const):
+            return _literal(node.value)
+        var = f"e{len(self.memo)}"
+        self.lines.extend(self._compute(node, var))
+        self.memo[node] = var
+        return var
+
+    def _compute(self, node: Expr, var: str) -> list[str]:
+        if isinstance(node, Where):
+            c, a, b = self.expr(node.cond), self.expr(node.then), self.expr(node.otherwise)
+            return [f"{var} = np.nan if {c} != {c} else ({a} if {c} != 0.0 else {b})"]
+        if isinstance(node, Unary):
+            return self._unary(node, var)
+        assert isinstance(node, Binary)
+        if node.op in ("eq", "ne") and self._is_text_compare(node):
+            return self._text_compare(node, var)
+        a, b = self.expr(node.left), self.expr(node.right)
+        if node.op in _ARITH:
+            return [f"{var} = {a} {_ARITH[node.op]} {b}"]
+        if node.op == "mod":
+            return [f"{var} = np.remainder({a}, {b})"]
+        if node.op == "pow":
+            return [f"{var} = np.power({a}, {b})"]
+        missing = f"{a} != {a} or {b} != {b}"
+        if node.op in _COMPARE:
+            value = f"(1.0 if {a} {_COMPARE[node.op]} {b} else 0.0)"
+        elif node.op == "and":
+            value = f"(1.0 if ({a} != 0.0 and {b} != 0.0) else 0.0)"
+        else:
+            value = f"(1.0 if ({a} != 0.0 or {b} != 0.0) else 0.0)"
+        return [f"{var} = np.nan if ({missing}) else {value}"]
+
+    def _unary(self, node: Unary, var: str) -> list[str]:
+        if node.op == "isnull":
+            arg = node.arg
+            if isinstance(arg, Col) and arg.name in self.text_columns:
+                return [f"{var} = 1.0 if {self.code(arg.name)} < 0 else 0.0"]
+            a = self.expr(arg)
+            return [f"{var} = 1.0 if {a} != {a} else 0.0"]
+        a = self.expr(node.arg)
+        if node.op == "neg":
+            return [f"{var} = -{a}"]
+        if node.op == "not":
+            return [f"{var} = np.nan if {a} != {a} else (1.0 if {a} == 0.0 else 0.0)"]
+        return [f"{var} = {_FUNCS[node.op]}({a})"]
+
+    def _is_text_compare(self, node: Binary) -> bool:
+        sides = (node.left, node.right)
+        return any(isinstance(s, Const) and isinstance(s.value, str) for s in sides)
+
+    def _text_compare(self, node: Binary, var: str) -> list[str]:
+        column, const = (
+            (node.left, node.right) if isinstance(node.right, Const) else (node.right, node.left)
+        )
+        assert isinstance(column, Col) and isinstance(const, Const)
+        lookup = TextLookup(column.name, str(const.value), node.op == "ne")
+        if lookup not in self.lookups:
+            self.lookups.append(lookup)
+        index = self.lookups.index(lookup)
+        return [f"{var} = lut{index}[{self.code(column.name)}]"]
+
+    def missing_inputs(self, node: Expr) -> str:
+        """Python condition: some column the expression reads is missing in this row."""
+        parts = []
+        for name in sorted({n.name for n in _cols(node)}):
+            if name in self.text_columns:
+                parts.append(f"{self.code(name)} < 0")
+            else:
+                var = self.column(name)
+                parts.append(f"{var} != {var}")
+        return " or ".join(parts) if parts else "False"
+
+
+def _cols(node: Expr) -> list[Col]:
+    from fastprep.plan.expr import walk
+
+    return [n for n in walk(node) if isinstance(n, Col)]
+
+
+def _literal(value: float | str) -> str:
+    if isinstance(value, str):
+        raise ValueError("string constants only appear in text comparisons")
+    if value != value:
+        return "np.nan"
+    if value in (float("inf"), float("-inf")):
+        return "np.inf" if value > 0 else "(-np.inf)"
+    return repr(float(value))
+
+
+def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: bool) -> list[str]:
+    """Lines computing ``v{index}``: the chain's input, then its steps before ``upto``."""
+    v = f"v{index}"
+    lines = [f"{v} = {emitter.expr(chain.expr)}"]
+    if not chain.plain:
+        missing = emitter.missing_inputs(chain.expr)
+        bump = f"rep[{2 * index}] += 1" if counted else "pass"
+        lines += [
+            f"if not np.isfinite({v}):",
+            f"    if not ({missing}):",
+            f"        {bump}",
+            f"    {v} = np.nan",
+        ]
+    for s, step in enumerate(chain.steps[:upto]):
+        lines += _step_code(emitter, index, s, step, v, counted)
+    return lines
+
+
+def _step_code(
+    emitter: _Emitter, index: int, s: int, step: Step, v: str, counted: bool
+) -> list[str]:
+    p = lambda key: emitter.param(index, s, key)  # noqa: E731
+    if isinstance(step, FillMissing):
+        return [f"if {v} != {v}:", f"    {v} = {p('fill')}"]
+    if isinstance(step, Clip):
+        lines = []
+        if step.lower is not None:
+            lines += [f"if {v} < {p('lower')}:", f"    {v} = {p('lower')}"]
+        if step.upper is not None:
+            lines += [f"if {v} > {p('upper')}:", f"    {v} = {p('upper')}"]
+        return lines
+    if isinstance(step, Log1p):
+        bump = f"rep[{2 * index + 1}] += 1" if counted else "pass"
+        return [
+            f"r = np.log1p({v})",
+            f"if not np.isfinite(r) and {v} == {v}:",
+            f"    {bump}",
+            "    r = np.nan",
+            f"{v} = r",
+        ]
+    if isinstance(step, Standardize):
+        lines = [f"{v} = {v} - {p('mean')}"] if step.with_mean else []
+        return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_std else [])
+    if isinstance(step, MinMax):
+        return [f"{v} = {v} * {p('scale')}", f"{v} = {v} + {p('min')}"]
+    raise NotImplementedError(f"no fused code for {step.describe()}")
+
+
+def _header(emitter: _Emitter, extra: str) -> str:
+    arrays = [f"c{i}" for i in range(len(emitter.number_columns))]
+    arrays += [f"codes{i}" for i in range(len(emitter.code_columns))]
+    arrays += [f"lut{i}" for i in range(len(emitter.lookups))]
+    return ", ".join([*arrays, "p", "n", extra])
+
+
+def _row_loads(emitter: _Emitter) -> list[str]:
+    loads = [f"x{i} = c{i}[i]" for i in range(len(emitter.number_columns))]
+    return loads + [f"k{i} = codes{i}[i]" for i in range(len(emitter.code_columns))]
+
+
+_PRELUDE = """import numpy as np
+from numba import njit, prange
+from fastprep.backends.numba_kernels import merge_block
+
+"""
+_DECORATOR = '@njit(parallel=True, fastmath=False, cache=True, error_model="numpy")'
+
+
+def transform_program(chains: list[Chain], text_columns: set[str]) -> Program:
+    """The fused transform kernel for ``chains`` (all steps applied)."""
+    emitter = _Emitter(text_columns)
+    body: list[str] = []
+    for index, chain in enumerate(chains):
+        body += chain_code(emitter, index, chain, len(chain.steps), counted=True)
+        body += [
+            f"out[i, offs[{index}]] = v{index}",
+            f"if not np.isfinite(v{index}):",
+            "    bad_row = True",
+        ]
+    row = [*_row_loads(emitter), *emitter.lines, *body]
+    n_rep = 2 * len(chains)
+    lines = [
+        _DECORATOR,
+        f"def kernel({_header(emitter, 'out, offs, n_chunks, reps, bads')}):",
+        "    size = (n + n_chunks - 1) // n_chunks",
+        "    for c in prange(n_chunks):",
+        "        lo = c * size",
+        "        hi = min(n, lo + size)",
+        f"        rep = np.zeros({max(n_rep, 1)}, np.int64)",
+        "        nbad = 0",
+        "        for i in range(lo, hi):",
+        "            bad_row = False",
+        *[f"            {line}" for line in row],
+        "            if bad_row:",
+        "                nbad += 1",
+        f"        for j in range({n_rep}):",
+        "            reps[c, j] = rep[j]",
+        "        bads[c] = nbad",
+    ]
+    source = _PRELUDE + "\n".join(lines) + "\n"
+    return Program(
+        source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params
+    )
+
+
+def fit_program(
+    chains: list[Chain], targets: list[tuple[int, int, str]], text_columns: set[str]
+) -> Program:
+    """A fit round: each target ``(chain, step, kind)`` gets the chain's value before ``step``.
+
+    ``kind`` "moments" folds values into block statistics; "median" stores them in a
+    per-chain buffer for selection afterwards.
+    """
+    emitter = _Emitter(text_columns)
+    body: list[str] = []
+    moment_slots = [t for t in targets if t[2] == "moments"]
+    median_slots = [t for t in targets if t[2] == "median"]
+    for chain_index, step_index, kind in targets:
+        body += chain_code(emitter, chain_index, chains[chain_index], step_index, counted=False)
+        if kind == "moments":
+            body.append(
+                f"buf[{moment_slots.index((chain_index, step_index, kind))}, i - b0] = v{chain_index}"
+            )
+        else:
+            body.append(
+                f"med{median_slots.index((chain_index, step_index, kind))}[i] = v{chain_index}"
+            )
+    row = [*_row_loads(emitter), *emitter.lines, *body]
+    medians = ", ".join(f"med{i}" for i in range(len(median_slots)))
+    extra = "n_chunks, acc" + (f", {medians}" if medians else "")
+    k = len(moment_slots)
+    lines = [
+        _DECORATOR,
+        f"def kernel({_header(emitter, extra)}):",
+        "    size = (n + n_chunks - 1) // n_chunks",
+        "    for c in prange(n_chunks):",
+        "        lo = c * size",
+        "        hi = min(n, lo + size)",
+        f"        buf = np.empty(({max(k, 1)}, {BLOCK}), np.float64)",
+        f"        for b0 in range(lo, hi, {BLOCK}):",
+        f"            b1 = min(hi, b0 + {BLOCK})",
+        "            for i in range(b0, b1):",
+        *[f"                {line}" for line in row],
+        f"            for s in range({k}):",
+        "                merge_block(acc[c], s, buf[s], b1 - b0)",
+    ]
+    source = _PRELUDE + "\n".join(lines) + "\n"
+    program = Program(
+        source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params
+    )
+    program.stats = moment_slots + median_slots
+    return program

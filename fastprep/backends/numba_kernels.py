@@ -1,0 +1,132 @@
+"""Fixed Numba helpers the generated kernels call: block moments, Chan merges, selection.
+
+Statistics are computed per block of rows held in a small buffer (two passes over the
+buffer, which sits in cache), then merged across blocks and chunks with Chan's update:
+one pass over memory, numerically stable, deterministic (fixed chunking, merged in order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+#: rows per statistics block (the buffer is a few KiB, so it stays in cache)
+BLOCK = 1024
+#: statistics accumulator fields
+N, MEAN, M2, MIN, MAX = 0, 1, 2, 3, 4
+FIELDS = 5
+
+
+@njit(cache=True, error_model="numpy")
+def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
+    """Fold the first ``m`` values of ``buf`` (NaN = missing) into ``acc[k]``."""
+    count = 0.0
+    total = 0.0
+    lo = np.inf
+    hi = -np.inf
+    for j in range(m):
+        v = buf[j]
+        if v == v:
+            count += 1.0
+            total += v
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
+    if count == 0.0:
+        return
+    mean = total / count
+    m2 = 0.0
+    for j in range(m):
+        v = buf[j]
+        if v == v:
+            d = v - mean
+            m2 += d * d
+    _chan(acc, k, count, mean, m2, lo, hi)
+
+
+@njit(cache=True, error_model="numpy")
+def _chan(acc, k, count, mean, m2, lo, hi):  # pragma: no cover - compiled
+    n_a = acc[k, N]
+    if n_a == 0.0:
+        acc[k, N] = count
+        acc[k, MEAN] = mean
+        acc[k, M2] = m2
+    else:
+        n = n_a + count
+        delta = mean - acc[k, MEAN]
+        acc[k, MEAN] = acc[k, MEAN] + delta * (count / n)
+        acc[k, M2] = acc[k, M2] + m2 + delta * delta * (n_a * count / n)
+        acc[k, N] = n
+    if lo < acc[k, MIN]:
+        acc[k, MIN] = lo
+    if hi > acc[k, MAX]:
+        acc[k, MAX] = hi
+
+
+@njit(cache=True, error_model="numpy")
+def merge_chunks(parts):  # pragma: no cover - compiled
+    """Merge per-chunk accumulators ``parts[chunk, k, field]`` in chunk order."""
+    n_chunks, n_stats = parts.shape[0], parts.shape[1]
+    out = np.zeros((n_stats, FIELDS))
+    for k in range(n_stats):
+        out[k, MIN] = np.inf
+        out[k, MAX] = -np.inf
+    for c in range(n_chunks):
+        for k in range(n_stats):
+            if parts[c, k, N] > 0.0:
+                _chan(out, k, parts[c, k, N], parts[c, k, MEAN], parts[c, k, M2],
+                      parts[c, k, MIN], parts[c, k, MAX])  # fmt: skip
+    return out
+
+
+def new_accumulators(n_chunks: int, n_stats: int) -> np.ndarray:
+    acc = np.zeros((n_chunks, n_stats, FIELDS))
+    acc[:, :, MIN] = np.inf
+    acc[:, :, MAX] = -np.inf
+    return acc
+
+
+@njit(cache=True, parallel=True)
+def _count_present(values, n_chunks):  # pragma: no cover - compiled
+    n = values.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    counts = np.zeros(n_chunks, np.int64)
+    for c in prange(n_chunks):
+        lo = c * size
+        hi = min(n, lo + size)
+        k = 0
+        for i in range(lo, hi):
+            if values[i] == values[i]:
+                k += 1
+        counts[c] = k
+    return counts
+
+
+@njit(cache=True)
+def _compact(values, counts, n_chunks):  # pragma: no cover - compiled
+    out = np.empty(counts.sum(), np.float64)
+    k = 0
+    for i in range(values.shape[0]):
+        v = values[i]
+        if v == v:
+            out[k] = v
+            k += 1
+    return out
+
+
+def nanmedian(values: np.ndarray) -> tuple[float, int]:
+    """Median of the non-missing values by selection (O(n), no full sort), and their count.
+
+    Equals ``np.nanmedian``: the middle value, or the mean of the two middle values.
+    """
+    counts = _count_present(values, 64)
+    present = int(counts.sum())
+    if present == 0:
+        return float("nan"), 0
+    compact = _compact(values, counts, 64)
+    half = present // 2
+    if present % 2:
+        return float(np.partition(compact, half)[half]), present
+    part = np.partition(compact, (half - 1, half))
+    return float(np.mean(part[half - 1 : half + 1])), present

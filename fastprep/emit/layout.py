@@ -1,0 +1,88 @@
+"""Where each feature's columns go in X, and their names — the same for every backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastprep.plan.nodes import Feature, LogicalPlan
+from fastprep.plan.steps import Hash, OneHot
+
+#: above this many categories in one input, ``OneHot(sparse=None)`` emits CSR
+SPARSE_ONEHOT_MIN_CATEGORIES = 64
+MISSING_LABEL = "<missing>"
+
+
+@dataclass(frozen=True)
+class FeatureSlot:
+    """One feature's place in X: ``kind`` is "numeric", "onehot" or "hash"."""
+
+    kind: str
+    offset: int
+    width: int
+    sparse: bool
+    prefix: str = ""
+
+
+@dataclass(frozen=True)
+class Layout:
+    slots: tuple[FeatureSlot, ...]
+    width: int
+    sparse: bool
+
+    def names(self, plan: LogicalPlan, params: list[dict[str, Any]]) -> list[str]:
+        out: list[str] = []
+        for feature, slot, fitted in zip(plan.features, self.slots, params):
+            if slot.kind == "numeric":
+                out.extend(i.name for i in feature.inputs)
+            elif slot.kind == "onehot":
+                for item in feature.inputs:
+                    out.extend(category_names(item.name, fitted[item.name][-1]))
+            else:
+                out.extend(f"{slot.prefix}[{i}]" for i in range(slot.width))
+        return out
+
+
+def make_layout(plan: LogicalPlan, params: list[dict[str, Any]]) -> Layout:
+    slots: list[FeatureSlot] = []
+    offset = 0
+    for feature, fitted in zip(plan.features, params, strict=True):
+        slot = _slot(feature, fitted, offset)
+        slots.append(slot)
+        offset += slot.width
+    return Layout(tuple(slots), offset, any(s.sparse for s in slots))
+
+
+def _slot(feature: Feature, fitted: dict[str, Any], offset: int) -> FeatureSlot:
+    encoder = feature.encoder
+    if encoder is None:
+        return FeatureSlot("numeric", offset, len(feature.inputs), False)
+    if isinstance(encoder, OneHot):
+        widths = [category_count(fitted[i.name][-1]) for i in feature.inputs]
+        sparse = encoder.sparse
+        if sparse is None:
+            sparse = max(widths, default=0) > SPARSE_ONEHOT_MIN_CATEGORIES
+        return FeatureSlot("onehot", offset, sum(widths), sparse)
+    assert isinstance(encoder, Hash)
+    return FeatureSlot("hash", offset, encoder.n_features, True, hash_prefix(feature))
+
+
+def category_count(fitted: dict[str, Any]) -> int:
+    return len(fitted["categories"]) + (1 if fitted["missing"] else 0)
+
+
+def category_names(name: str, fitted: dict[str, Any]) -> list[str]:
+    labels = [_label(c) for c in fitted["categories"]]
+    if fitted["missing"]:
+        labels.append(MISSING_LABEL)
+    return [f"{name}={label}" for label in labels]
+
+
+def hash_prefix(feature: Feature) -> str:
+    return "hash:" + ",".join(i.name for i in feature.inputs)
+
+
+def _label(value: float | str) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

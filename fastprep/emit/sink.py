@@ -1,0 +1,100 @@
+"""The output being built: backends write numeric columns straight into their slice.
+
+Dense output: X is allocated once (C order) and every stage writes into its columns — no
+per-block temporaries, no final concatenation. Sparse output: numeric columns go to one
+dense buffer, encoders hand over CSR/code blocks, and X is assembled once at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.layout import Layout
+
+
+class OutputSink:
+    """Preallocated output for ``n_rows`` rows laid out as ``layout`` says."""
+
+    def __init__(self, layout: Layout, n_rows: int, dtype: Any = np.float32) -> None:
+        self.layout = layout
+        self.n_rows = n_rows
+        self.dtype = np.dtype(dtype)
+        self.blocks: dict[int, CodesBlock | SparseBlock] = {}
+        numeric = [i for i, s in enumerate(layout.slots) if s.kind == "numeric"]
+        if layout.sparse:
+            # numeric columns packed side by side in their own dense buffer
+            self._numeric_offsets = {}
+            offset = 0
+            for i in numeric:
+                self._numeric_offsets[i] = offset
+                offset += layout.slots[i].width
+            self.dense = np.empty((n_rows, offset), dtype=self.dtype)
+        else:
+            self._numeric_offsets = {i: layout.slots[i].offset for i in numeric}
+            self.dense = np.zeros((n_rows, layout.width), dtype=self.dtype)
+        self.numeric_features = numeric
+
+    def column_offset(self, feature: int) -> int:
+        """Column of ``self.dense`` where numeric feature ``feature`` starts."""
+        return self._numeric_offsets[feature]
+
+    def numeric_view(self, feature: int) -> np.ndarray:
+        start = self._numeric_offsets[feature]
+        return self.dense[:, start : start + self.layout.slots[feature].width]
+
+    def put(self, feature: int, block: CodesBlock | SparseBlock) -> None:
+        """An encoder's output: written into X now (dense) or kept for CSR assembly."""
+        if not self.layout.sparse and isinstance(block, CodesBlock):
+            _write_codes(block, self.dense, self.layout.slots[feature].offset)
+        else:
+            self.blocks[feature] = block
+
+    def bad_rows(self, skip: set[int] = frozenset()) -> dict[int, np.ndarray]:
+        """Per numeric feature (but those in ``skip``), rows where a column is NaN or ±inf."""
+        out = {}
+        for feature in self.numeric_features:
+            if feature in skip:
+                continue
+            view = self.numeric_view(feature)
+            bad = ~np.isfinite(view).all(axis=1)
+            if bad.any():
+                out[feature] = bad
+        return out
+
+    def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
+        """X, dropping the rows where ``keep`` is False (only when some must go)."""
+        dense = self.dense if keep is None else self.dense[keep]
+        if not self.layout.sparse:
+            return dense
+        parts = []
+        for index, slot in enumerate(self.layout.slots):
+            if slot.kind == "numeric":
+                start = self._numeric_offsets[index]
+                parts.append(sp.csr_matrix(dense[:, start : start + slot.width]))
+                continue
+            block = self.blocks[index]
+            if keep is not None:
+                block = block.take(keep)
+            if isinstance(block, CodesBlock):
+                parts.append(block.to_csr(self.dtype))
+            else:
+                parts.append(block.matrix.astype(self.dtype, copy=False))
+        n_rows = dense.shape[0]
+        if not parts:
+            return sp.csr_matrix((n_rows, 0), dtype=self.dtype)
+        matrix = sp.hstack(parts, format="csr", dtype=self.dtype)
+        matrix.sort_indices()
+        return sp.csr_matrix(matrix)
+
+
+def _write_codes(block: CodesBlock, out: np.ndarray, offset: int) -> None:
+    rows = np.arange(out.shape[0])
+    start = offset
+    for codes, width in zip(block.codes, block.widths):
+        present = codes >= 0
+        out[rows[present], start + codes[present]] = 1
+        start += width

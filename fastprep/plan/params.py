@@ -1,0 +1,52 @@
+"""The shape of each step's fitted parameters, checked when a saved state is loaded.
+
+A state file whose checksum is intact can still have been written by someone else; every
+fitted value is checked for its type and range before anything computes with it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
+
+_NUMBER_KEYS: dict[type, tuple[str, ...]] = {
+    FillMissing: ("fill",),
+    Standardize: ("mean", "scale"),
+    MinMax: ("scale", "min"),
+}
+
+
+def check_step_params(step: Step, params: Any, where: str) -> None:
+    """Raise ``ValueError`` naming ``where`` if ``params`` cannot belong to ``step``."""
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}: parameters of {step.describe()} must be a mapping")
+    for key in _NUMBER_KEYS.get(type(step), ()):
+        value = params.get(key)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"{where}: {step.describe()} has a non-numeric {key!r}: {value!r}")
+    if isinstance(step, Standardize) and params["scale"] <= 0:
+        raise ValueError(f"{where}: {step.describe()} has a non-positive scale")
+    if isinstance(step, OneHot):
+        _check_categories(step, params, where)
+    elif not isinstance(step, (FillMissing, Standardize, MinMax, Clip, Log1p, Hash)):
+        raise ValueError(f"{where}: no parameter check for {step.describe()}")
+
+
+def _check_categories(step: Step, params: dict[str, Any], where: str) -> None:
+    categories = params.get("categories")
+    numeric = params.get("numeric")
+    if not isinstance(categories, list) or not isinstance(numeric, bool):
+        raise ValueError(f"{where}: {step.describe()} needs a category list")
+    if not isinstance(params.get("missing"), bool):
+        raise ValueError(f"{where}: {step.describe()} needs a boolean 'missing'")
+    kind = (int, float) if numeric else str
+    if not all(isinstance(c, kind) and not isinstance(c, bool) for c in categories):
+        raise ValueError(f"{where}: {step.describe()} has categories of the wrong type")
+    if len(set(categories)) != len(categories) or categories != sorted(categories):
+        raise ValueError(f"{where}: {step.describe()} categories must be sorted and distinct")
