@@ -1,9 +1,12 @@
 """The in-memory table every backend works on after validation.
 
-Numbers are float64 arrays with NaN for missing (exact for integers up to 2**53; the
-validator rejects larger ones). Text is dictionary-encoded once, at validation: int32
-codes (-1 = missing) into an array of unique strings, so encoders and domain checks work
-on the few distinct values instead of every row.
+Numbers keep their source dtype when it is exact (int64 without missing values, float64)
+and are converted to float64 — NaN for missing — only when a backend asks for them
+(:meth:`Table.__getitem__`); Numba kernels read the source arrays directly
+(:meth:`Table.raw`). Text is dictionary-encoded once, at validation: int32 codes
+(-1 = missing) into the distinct strings, so encoders and domain checks work on the few
+distinct values. Dropping rows (quarantine) composes a *selection* of row positions
+instead of copying every column; the copy happens only if a backend materializes it.
 """
 
 from __future__ import annotations
@@ -39,22 +42,48 @@ Column = np.ndarray | TextColumn
 
 @dataclass
 class Table:
-    """Validated columns plus fastprep's own row ids (positions in the source)."""
+    """Validated columns, fastprep's own row ids, and the selected rows (None = all)."""
 
-    row_ids: np.ndarray
+    all_row_ids: np.ndarray
     columns: dict[str, Column] = field(default_factory=dict)
+    selection: np.ndarray | None = None
+    _cache: dict[str, Column] = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self) -> int:
-        return len(self.row_ids)
+        return len(self.all_row_ids) if self.selection is None else len(self.selection)
 
-    def __getitem__(self, name: str) -> Column:
+    @property
+    def row_ids(self) -> np.ndarray:
+        return self.all_row_ids if self.selection is None else self.all_row_ids[self.selection]
+
+    def raw(self, name: str) -> Column:
+        """The column over all source rows, in its stored dtype (pair with ``selection``)."""
         return self.columns[name]
 
+    def __getitem__(self, name: str) -> Column:
+        """The selected rows of a column; numbers as float64 with NaN for missing."""
+        cached = self._cache.get(name)
+        if cached is not None:
+            return cached
+        column = self.columns[name]
+        if isinstance(column, TextColumn):
+            value: Column = column if self.selection is None else column.take(self.selection)
+        else:
+            value = column if self.selection is None else column[self.selection]
+            if value.dtype != np.float64:
+                value = value.astype(np.float64)
+        self._cache[name] = value
+        return value
+
+    def drop(self, name: str) -> None:
+        """Release a column whose last consumer has run."""
+        self.columns.pop(name, None)
+        self._cache.pop(name, None)
+
     def take(self, rows: np.ndarray) -> Table:
-        """Rows by position (an index array or a boolean mask)."""
-        taken = {
-            name: col.take(rows) if isinstance(col, TextColumn) else col[rows]
-            for name, col in self.columns.items()
-        }
-        return Table(self.row_ids[rows], taken)
+        """Rows by position in the current selection (an index array or a boolean mask)."""
+        positions = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, np.int64)
+        if self.selection is not None:
+            positions = self.selection[positions]
+        return Table(self.all_row_ids, self.columns, positions)

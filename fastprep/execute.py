@@ -155,7 +155,7 @@ def transform_prepared(
         for number, stage in enumerate(plan.execution_stages()):
             checked |= module.run_stage(plan, stage, params, table, sink, repairs)
             for column in _released(plan, number):
-                table.columns.pop(column, None)  # its last consumer has run
+                table.drop(column)  # its last consumer has run
         keep = _quarantine_non_finite(plan, sink, checked, table, quarantine, report)
     with report.stage("emit"):
         X = sink.finish(keep)

@@ -23,7 +23,7 @@ from fastprep.plan.expr import Col
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
 from fastprep.schema import Schema, column_facts
-from fastprep.state import read_state, write_state
+from fastprep.state import decode_floats, encode_floats, read_state, write_state
 
 _OUT_DTYPES = {"float32": np.float32, "float64": np.float64}
 
@@ -139,7 +139,7 @@ class FittedPipeline:
         doc = {
             "schema": self.schema.to_dict(),
             "plan": self.pipeline.plan.to_dict(),
-            "params": self.params,
+            "params": encode_floats(self.params),
             "sample": self.pipeline.sample,
             "name": self.pipeline.name,
             "optimize": self.pipeline.optimize,
@@ -156,7 +156,7 @@ def load(path: str | os.PathLike[str]) -> FittedPipeline:
     try:
         schema = Schema.from_dict(doc["schema"])
         plan = LogicalPlan.from_dict(doc["plan"])
-        params = doc["params"]
+        params = decode_floats(doc["params"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None
     if not isinstance(params, list) or len(params) != len(plan.features):

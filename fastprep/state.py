@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import zipfile
 from typing import Any
@@ -22,6 +23,34 @@ FORMAT = "fastprep-state"
 VERSION = 1
 _DOC = "state.json"
 _ARRAYS = "arrays.npz"
+
+
+_FLOAT_TAG = "$float"
+
+
+def encode_floats(value: Any) -> Any:
+    """JSON has no inf/NaN: write them as ``{"$float": "inf"}`` (e.g. an inf category)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {_FLOAT_TAG: repr(value)}
+    if isinstance(value, dict):
+        return {k: encode_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode_floats(v) for v in value]
+    return value
+
+
+def decode_floats(value: Any) -> Any:
+    """Inverse of :func:`encode_floats`; only the three non-finite spellings are accepted."""
+    if isinstance(value, dict):
+        if set(value) == {_FLOAT_TAG}:
+            text = value[_FLOAT_TAG]
+            if text not in ("inf", "-inf", "nan"):
+                raise StateFormatError(f"bad non-finite float {text!r} in a state file")
+            return float(text)
+        return {k: decode_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_floats(v) for v in value]
+    return value
 
 
 def write_state(

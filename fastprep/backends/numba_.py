@@ -29,8 +29,10 @@ from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import LogicalPlan, Stage
 from fastprep.plan.steps import Clip, FillMissing, MinMax, Standardize, Step
 
-#: fixed chunk count: results do not depend on the number of threads
+#: fixed chunk count for statistics: results do not depend on the number of threads
 N_CHUNKS = 64
+#: transform chunks: only balance matters (results are per row)
+TRANSFORM_CHUNKS = 16
 _LOADED: dict[str, Any] = {}
 
 
@@ -78,7 +80,7 @@ def fit_stage(
             for k, positions in enumerate(fitted_positions)
             if level < len(positions)
         ]
-        program = fit_program(chains, targets, _text_columns(table))
+        program = fit_program(chains, targets, _text_columns(table), table.selection is not None)
         moments, medians = _run_fit(program, chains, learned, table, log)
         for (k, s, kind), result in zip(program.stats, [*moments, *medians]):
             step = chains[k].steps[s]
@@ -108,7 +110,7 @@ def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any
         value, count = result
         require_values(count, count, what)
         return {"fill": value}
-    count, mean, m2, lo, hi = (float(v) for v in result)
+    count, mean, m2, lo, hi = (float(v) for v in result[:5])
     require_values(int(count), int(count), what)
     if isinstance(step, Standardize):
         return standardize_from_moments(int(count), mean, m2 / count)
@@ -129,7 +131,7 @@ def _run_fit(
     acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
     medians = [np.empty(table.n_rows) for _ in range(n_medians)]
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
-            N_CHUNKS, acc, *medians]  # fmt: skip
+            _selection(table), acc, *medians, N_CHUNKS]  # fmt: skip
     kernel = _load(program, args, log)
     kernel(*args)
     merged = nk.merge_chunks(acc)
@@ -153,12 +155,12 @@ def run_stage(
         return reference.run_stage(plan, stage, params, table, sink, log)
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
-    program = transform_program(chains, _text_columns(table))
+    program = transform_program(chains, _text_columns(table), table.selection is not None)
     offsets = np.array([sink.column_offset(c.feature) + c.position for c in chains], dtype=np.int64)
-    reps = np.zeros((N_CHUNKS, 2 * len(chains)), dtype=np.int64)
-    bads = np.zeros(N_CHUNKS, dtype=np.int64)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(2 * len(chains), 1)), dtype=np.int64)
+    bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
-            sink.dense, offsets, N_CHUNKS, reps, bads]  # fmt: skip
+            _selection(table), sink.dense, offsets, TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
     kernel = _load(program, args, log)
     kernel(*args)
     totals = reps.sum(axis=0)
@@ -171,14 +173,22 @@ def run_stage(
 # ---------------------------------------------------------------------------- plumbing
 
 
+_NO_SELECTION = np.empty(0, dtype=np.int64)
+
+
+def _selection(table: Table) -> np.ndarray:
+    return _NO_SELECTION if table.selection is None else table.selection
+
+
 def _arrays(program: Program, table: Table) -> list[np.ndarray]:
+    """Source arrays as stored (no float64 copies, no row selection copies)."""
     arrays: list[np.ndarray] = []
     for name in program.number_columns:
-        arrays.append(np.ascontiguousarray(table[name], dtype=np.float64))
+        arrays.append(np.ascontiguousarray(table.raw(name)))
     for name in program.code_columns:
-        arrays.append(table[name].codes)
+        arrays.append(table.raw(name).codes)
     for lookup in program.lookups:
-        column = table[lookup.column]
+        column = table.raw(lookup.column)
         equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
         values = (~equal if lookup.negate else equal).astype(np.float64)
         arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN

@@ -12,14 +12,25 @@ from numba import njit, prange
 
 #: rows per statistics block (the buffer is a few KiB, so it stays in cache)
 BLOCK = 1024
-#: statistics accumulator fields
-N, MEAN, M2, MIN, MAX = 0, 1, 2, 3, 4
-FIELDS = 5
+#: statistics accumulator fields; MEAN is relative to SHIFT (a data value near the mean)
+N, MEAN, M2, MIN, MAX, SHIFT = 0, 1, 2, 3, 4, 5
+FIELDS = 6
 
 
 @njit(cache=True, error_model="numpy")
 def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
-    """Fold the first ``m`` values of ``buf`` (NaN = missing) into ``acc[k]``."""
+    """Fold the first ``m`` values of ``buf`` (NaN = missing) into ``acc[k]``.
+
+    Sums are taken relative to a shift (the first value the accumulator saw), so a column
+    far from zero (1e9 ± 1) keeps its variance to ~1e-12 instead of ~1e-8, and block
+    means merge as small numbers (Chan's update on relative means).
+    """
+    if acc[k, N] == 0.0:
+        for j in range(m):
+            if buf[j] == buf[j]:
+                acc[k, SHIFT] = buf[j]
+                break
+    shift = acc[k, SHIFT]
     count = 0.0
     total = 0.0
     lo = np.inf
@@ -28,7 +39,7 @@ def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
         v = buf[j]
         if v == v:
             count += 1.0
-            total += v
+            total += v - shift
             if v < lo:
                 lo = v
             if v > hi:
@@ -40,13 +51,14 @@ def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
     for j in range(m):
         v = buf[j]
         if v == v:
-            d = v - mean
+            d = v - shift - mean
             m2 += d * d
     _chan(acc, k, count, mean, m2, lo, hi)
 
 
 @njit(cache=True, error_model="numpy")
 def _chan(acc, k, count, mean, m2, lo, hi):  # pragma: no cover - compiled
+    """Chan et al.'s parallel update of (n, mean, M2) with another group's moments."""
     n_a = acc[k, N]
     if n_a == 0.0:
         acc[k, N] = count
@@ -66,17 +78,28 @@ def _chan(acc, k, count, mean, m2, lo, hi):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy")
 def merge_chunks(parts):  # pragma: no cover - compiled
-    """Merge per-chunk accumulators ``parts[chunk, k, field]`` in chunk order."""
+    """Merge per-chunk accumulators ``parts[chunk, k, field]`` in chunk order.
+
+    Returns ``out[k] = (n, mean, M2, min, max, shift)`` with an absolute mean.
+    """
     n_chunks, n_stats = parts.shape[0], parts.shape[1]
     out = np.zeros((n_stats, FIELDS))
     for k in range(n_stats):
         out[k, MIN] = np.inf
         out[k, MAX] = -np.inf
+        out[k, SHIFT] = np.nan
     for c in range(n_chunks):
         for k in range(n_stats):
             if parts[c, k, N] > 0.0:
-                _chan(out, k, parts[c, k, N], parts[c, k, MEAN], parts[c, k, M2],
+                if out[k, N] == 0.0:
+                    out[k, SHIFT] = parts[c, k, SHIFT]
+                # re-express the chunk's mean relative to the common shift
+                relative = parts[c, k, MEAN] + (parts[c, k, SHIFT] - out[k, SHIFT])
+                _chan(out, k, parts[c, k, N], relative, parts[c, k, M2],
                       parts[c, k, MIN], parts[c, k, MAX])  # fmt: skip
+    for k in range(n_stats):
+        if out[k, N] > 0.0:
+            out[k, MEAN] = out[k, SHIFT] + out[k, MEAN]
     return out
 
 

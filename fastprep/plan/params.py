@@ -48,5 +48,7 @@ def _check_categories(step: Step, params: dict[str, Any], where: str) -> None:
     kind = (int, float) if numeric else str
     if not all(isinstance(c, kind) and not isinstance(c, bool) for c in categories):
         raise ValueError(f"{where}: {step.describe()} has categories of the wrong type")
+    if any(c != c for c in categories):
+        raise ValueError(f"{where}: {step.describe()} has a NaN category (missing is a flag)")
     if len(set(categories)) != len(categories) or categories != sorted(categories):
         raise ValueError(f"{where}: {step.describe()} categories must be sorted and distinct")

@@ -18,11 +18,15 @@ _FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
 
 
 def to_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Float64 values; text is parsed, and text that is not a number is a type error."""
+    """Numbers: int64/float64 arrays kept as they are (no copy), anything else as float64
+    with NaN for missing; text is parsed, and text that is not a number is a type error."""
     dtype = series.dtype
+    no_errors = np.zeros(len(series), dtype=bool)
+    if isinstance(dtype, np.dtype) and dtype.kind in "if" and dtype.itemsize == 8:
+        return series.to_numpy(copy=False), no_errors
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-        return values, np.zeros(len(values), dtype=bool)
+        return values, no_errors
     text = series.astype("str")
     stripped = text.str.strip()
     is_null_token = stripped.str.lower().isin(NULL_TOKENS) | series.isna().to_numpy()

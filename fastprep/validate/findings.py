@@ -73,33 +73,52 @@ def make_finding(
 
 @dataclass
 class Quarantine:
-    """Row ids set aside with the reasons, accumulated across validation and output checks."""
+    """Row ids set aside with their reasons; vectorized, so a million bad rows stay cheap."""
 
-    reasons: dict[int, list[str]] = field(default_factory=dict)
+    _ids: list[np.ndarray] = field(default_factory=list)
+    _reasons: list[str] = field(default_factory=list)
 
     def add(self, row_ids: np.ndarray, reason: str) -> None:
-        for row in row_ids.tolist():
-            self.reasons.setdefault(row, []).append(reason)
+        if len(row_ids):
+            self._ids.append(np.asarray(row_ids, dtype=np.int64))
+            self._reasons.append(reason)
 
     def __len__(self) -> int:
-        return len(self.reasons)
+        return len(self.row_ids())
 
     def row_ids(self) -> np.ndarray:
-        return np.fromiter(sorted(self.reasons), dtype=np.int64, count=len(self.reasons))
+        """Sorted distinct quarantined row ids."""
+        if not self._ids:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.concatenate(self._ids))
+
+    def reasons(self) -> pd.Series:
+        """``"; "``-joined reasons per row id, in the order the rules were added."""
+        if not self._ids:
+            return pd.Series([], dtype="str", index=pd.Index([], dtype=np.int64))
+        ids = np.concatenate(self._ids)
+        codes = np.repeat(np.arange(len(self._reasons)), [len(a) for a in self._ids])
+        order = np.lexsort((codes, ids))
+        ids, codes = ids[order], codes[order]
+        unique, first, counts = np.unique(ids, return_index=True, return_counts=True)
+        labels = np.asarray(self._reasons, dtype=object)
+        out = labels[codes[first]]
+        for position in np.flatnonzero(counts > 1):  # rows breaking several rules: few
+            start = first[position]
+            out[position] = "; ".join(labels[codes[start : start + counts[position]]])
+        return pd.Series(out, index=pd.Index(unique, dtype=np.int64), dtype=object)
 
     def to_frame(self, source_rows: pd.DataFrame | None) -> pd.DataFrame:
         """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns."""
-        ids = self.row_ids()
-        reasons = ["; ".join(self.reasons[int(r)]) for r in ids]
-        if source_rows is not None and len(ids):
+        reasons = self.reasons()
+        ids = reasons.index.to_numpy(dtype=np.int64)
+        if source_rows is not None:
             frame = source_rows.iloc[ids].reset_index(drop=True).copy()
-        elif source_rows is not None:
-            frame = source_rows.iloc[0:0].reset_index(drop=True).copy()
         else:
             frame = pd.DataFrame(index=range(len(ids)))
         frame = _to_text_safe(frame)
         frame.insert(0, "row_id", ids)
-        frame["reason"] = pd.array(reasons, dtype="str") if len(ids) else pd.array([], dtype="str")
+        frame["reason"] = pd.array(reasons.to_numpy(dtype=object), dtype="str")
         return frame
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from fastprep.columns import Column, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, String
+from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import to_bools, to_numbers, to_text
 from fastprep.validate.findings import Finding, Quarantine, make_finding
 
@@ -81,8 +82,11 @@ def validate_frame(
             f"{len(to_raise)} rule(s) with on_invalid='raise' failed:\n  {lines}\n"
             "fix the data, widen the rule, or set on_invalid='quarantine'"
         )
-    keep = ~np.isin(ids, quarantine.row_ids()) if len(quarantine) else slice(None)
-    table = Table(ids, coerced).take(keep) if len(quarantine) else Table(ids, coerced)
+    table = Table(ids, coerced)
+    if len(quarantine):
+        keep = np.ones(len(ids), dtype=bool)
+        keep[np.searchsorted(ids, quarantine.row_ids())] = False  # ids are ascending
+        table = table.take(keep)
     return ValidationResult(table, quarantine, findings, rows_in=len(frame))
 
 
@@ -106,6 +110,8 @@ def _check_column(name: str, series: pd.Series, spec: ColumnType) -> tuple[Colum
 
 def _refuse_wrong_type(name: str, series: pd.Series, bad: np.ndarray, spec: ColumnType) -> None:
     """A column whose every present value is of the wrong type is a schema error, not data."""
+    if not bad.any():
+        return
     present = series.notna().to_numpy()
     if present.any() and bad[present].all():
         examples = ", ".join(repr(v) for v in series[present].head(3).tolist())
@@ -116,6 +122,8 @@ def _refuse_wrong_type(name: str, series: pd.Series, bad: np.ndarray, spec: Colu
 
 
 def _type_violation(bad: np.ndarray, spec: ColumnType) -> list[Violation]:
+    if not bad.any():
+        return []
     return [(Reason.TYPE.value, bad, f"(not a {type(spec).__name__.lower()})")]
 
 
@@ -126,29 +134,36 @@ def _null_rule(missing: np.ndarray, spec: ColumnType) -> list[Violation]:
 
 
 def _number_rules(values: np.ndarray, bad_type: np.ndarray, spec: Float | Int) -> list[Violation]:
-    """Null, integrality, finiteness and range rules; each value breaks at most one."""
-    with np.errstate(invalid="ignore"):
-        infinite = np.isinf(values)
-        rules = _null_rule(np.isnan(values) & ~bad_type, spec)
-        in_range_checked = (
-            values
-            if (isinstance(spec, Float) and spec.allow_inf)
-            else np.where(infinite, np.nan, values)
+    """Null, integrality, finiteness and range rules; each value breaks at most one of them.
+
+    One parallel counting pass; masks are only built for rules that are actually broken.
+    """
+    integral = isinstance(spec, Int)
+    allow_inf = isinstance(spec, Float) and spec.allow_inf
+    lo = -np.inf if spec.min is None else float(spec.min)
+    hi = np.inf if spec.max is None else float(spec.max)
+    counts = nc.rule_counts(values, lo, hi, integral, allow_inf)
+    if not counts.any():
+        return []
+    masks = nc.rule_masks(values, counts, lo, hi, integral, allow_inf)
+    empty = np.zeros(len(values), dtype=bool)
+    rules: list[Violation] = []
+    if nc.NULL in masks:
+        rules += _null_rule(masks[nc.NULL] & ~bad_type, spec)
+    if integral:
+        not_integer = masks.get(nc.NOT_INTEGER, empty) | masks.get(nc.INF, empty)
+        rules.append((Reason.NOT_INTEGER.value, not_integer, "(not a whole number)"))
+        rules.append(
+            (Reason.TYPE.value, masks.get(nc.TOO_BIG, empty), "(integer beyond 2**53, not exact)")
         )
-        if isinstance(spec, Int):
-            finite = np.isfinite(values)
-            not_integer = infinite | (finite & (values != np.round(values)))
-            too_big = finite & (np.abs(values) > 2**53)
-            rules.append((Reason.NOT_INTEGER.value, not_integer, "(not a whole number)"))
-            rules.append((Reason.TYPE.value, too_big, "(integer beyond 2**53, not exact)"))
-        elif not spec.allow_inf:
-            rules.append((Reason.NOT_FINITE.value, infinite, "(±inf; set allow_inf=True)"))
-        if spec.min is not None:
-            below = in_range_checked < spec.min
-            rules.append((Reason.BELOW_MIN.value, below, f"(< min {spec.min})"))
-        if spec.max is not None:
-            above = in_range_checked > spec.max
-            rules.append((Reason.ABOVE_MAX.value, above, f"(> max {spec.max})"))
+    elif not allow_inf:
+        rules.append(
+            (Reason.NOT_FINITE.value, masks.get(nc.INF, empty), "(±inf; set allow_inf=True)")
+        )
+    if spec.min is not None:
+        rules.append((Reason.BELOW_MIN.value, masks.get(nc.BELOW, empty), f"(< min {spec.min})"))
+    if spec.max is not None:
+        rules.append((Reason.ABOVE_MAX.value, masks.get(nc.ABOVE, empty), f"(> max {spec.max})"))
     return rules
 
 

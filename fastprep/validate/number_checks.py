@@ -1,0 +1,80 @@
+"""Numeric rules in one parallel pass: count violations first, build masks only if any.
+
+Clean data (the common case) costs one read of the column and no temporaries; a rule that
+is broken gets its boolean mask computed afterwards, for the findings and the quarantine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
+_N_CHUNKS = 64
+EXACT_INT = 2.0**53
+
+
+@njit(parallel=True, cache=True)
+def _count(values, lo, hi, integral, range_on_inf):  # pragma: no cover - compiled
+    n = values.shape[0]
+    size = (n + _N_CHUNKS - 1) // _N_CHUNKS
+    counts = np.zeros((_N_CHUNKS, 6), np.int64)
+    for c in prange(_N_CHUNKS):
+        start = c * size
+        stop = min(n, start + size)
+        local = np.zeros(6, np.int64)
+        for i in range(start, stop):
+            v = np.float64(values[i])
+            if v != v:
+                local[NULL] += 1
+                continue
+            infinite = v == np.inf or v == -np.inf
+            if infinite:
+                local[INF] += 1
+                if not range_on_inf:
+                    continue
+            elif integral:
+                if v != np.floor(v):
+                    local[NOT_INTEGER] += 1
+                if abs(v) > EXACT_INT:
+                    local[TOO_BIG] += 1
+            if v < lo:
+                local[BELOW] += 1
+            if v > hi:
+                local[ABOVE] += 1
+        for j in range(6):
+            counts[c, j] = local[j]
+    return counts.sum(axis=0)
+
+
+def rule_counts(
+    values: np.ndarray, lo: float, hi: float, integral: bool, range_on_inf: bool
+) -> np.ndarray:
+    """Counts of [null, inf, not_integer, too_big, below, above] over ``values``."""
+    if values.dtype.kind in "iu" and not integral:
+        integral = False
+    return _count(values, lo, hi, integral, range_on_inf)
+
+
+def rule_masks(
+    values: np.ndarray, counts: np.ndarray, lo: float, hi: float, integral: bool, range_on_inf: bool
+) -> dict[int, np.ndarray]:
+    """Boolean masks for the rules ``counts`` says are broken (the rare, slower path)."""
+    masks: dict[int, np.ndarray] = {}
+    with np.errstate(invalid="ignore"):
+        as_float = values.astype(np.float64, copy=False)
+        infinite = np.isinf(as_float)
+        ranged = as_float if range_on_inf else np.where(infinite, np.nan, as_float)
+        if counts[NULL]:
+            masks[NULL] = np.isnan(as_float)
+        if counts[INF]:
+            masks[INF] = infinite
+        if counts[NOT_INTEGER]:
+            masks[NOT_INTEGER] = np.isfinite(as_float) & (as_float != np.floor(as_float))
+        if counts[TOO_BIG]:
+            masks[TOO_BIG] = np.isfinite(as_float) & (np.abs(as_float) > EXACT_INT)
+        if counts[BELOW]:
+            masks[BELOW] = ranged < lo
+        if counts[ABOVE]:
+            masks[ABOVE] = ranged > hi
+    return masks

