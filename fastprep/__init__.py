@@ -22,7 +22,7 @@ from fastprep.errors import (
 )
 from fastprep.execute import Output
 from fastprep.pipeline import FittedPipeline, Pipeline, load
-from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize
+from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, Map, MinMax, OneHot, Standardize
 from fastprep.schema import Bool, Category, Float, Int, Schema, String
 
 __version__ = "0.1.0"
@@ -42,6 +42,7 @@ __all__ = [
     "Hash",
     "Int",
     "Log1p",
+    "Map",
     "MinMax",
     "OneHot",
     "Output",

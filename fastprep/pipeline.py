@@ -7,7 +7,7 @@ DSL builders below it never import a backend.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -150,12 +150,18 @@ class FittedPipeline:
         return f"Fitted{self.pipeline!r}"
 
 
-def load(path: str | os.PathLike[str]) -> FittedPipeline:
-    """Load a fitted pipeline saved by :meth:`FittedPipeline.save`."""
+def load(
+    path: str | os.PathLike[str], *, functions: dict[str, Callable[[float], float]] | None = None
+) -> FittedPipeline:
+    """Load a fitted pipeline saved by :meth:`FittedPipeline.save`.
+
+    ``functions`` maps the names of ``fp.Map`` functions to the functions themselves (a
+    state file never carries code).
+    """
     doc, _arrays = read_state(path)
     try:
         schema = Schema.from_dict(doc["schema"])
-        plan = LogicalPlan.from_dict(doc["plan"])
+        plan = LogicalPlan.from_dict(doc["plan"], functions)
         params = decode_floats(doc["params"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None

@@ -22,7 +22,13 @@ import numpy as np
 
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
-from fastprep.backends.numba_codegen import Chain, Program, fit_program, transform_program
+from fastprep.backends.numba_codegen import (
+    Chain,
+    Program,
+    compose_affine,
+    fit_program,
+    transform_program,
+)
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
 from fastprep.emit.sink import OutputSink
@@ -201,7 +207,10 @@ def _param_array(
     values = np.empty(max(len(program.params), 1), dtype=np.float64)
     for slot, (k, s, key) in enumerate(program.params):
         step = chains[k].steps[s]
-        if isinstance(step, Clip):
+        if key.startswith("affine_"):
+            a, b = compose_affine(chains[k].steps, learned[k], s, int(key.split(":")[1]))
+            values[slot] = a if key.startswith("affine_a") else b
+        elif isinstance(step, Clip):
             values[slot] = step.lower if key == "lower" else step.upper
         else:
             values[slot] = learned[k][s][key]

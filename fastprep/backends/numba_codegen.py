@@ -208,9 +208,44 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
             f"        {bump}",
             f"    {v} = np.nan",
         ]
-    for s, step in enumerate(chain.steps[:upto]):
-        lines += _step_code(emitter, index, s, step, v, counted)
+    s = 0
+    steps = chain.steps[:upto]
+    while s < len(steps):
+        run = _affine_run(steps, s) if counted else 1
+        if run > 1:  # consecutive fitted affine steps collapse into one a * x + b
+            last = s + run - 1
+            a, b = (
+                emitter.param(index, s, f"affine_a:{last}"),
+                emitter.param(index, s, f"affine_b:{last}"),
+            )
+            lines.append(f"{v} = {v} * {a} + {b}")
+        else:
+            lines += _step_code(emitter, index, s, steps[s], v, counted)
+        s += run
     return lines
+
+
+def _affine_run(steps: tuple[Step, ...], start: int) -> int:
+    """How many consecutive affine steps (Standardize, MinMax) begin at ``start``."""
+    end = start
+    while end < len(steps) and isinstance(steps[end], (Standardize, MinMax)):
+        end += 1
+    return max(end - start, 1)
+
+
+def compose_affine(
+    steps: tuple[Step, ...], params: list[dict], first: int, last: int
+) -> tuple[float, float]:
+    """``(a, b)`` with ``a * x + b`` equal to steps ``first..last`` applied in order."""
+    a, b = 1.0, 0.0
+    for step, fitted in zip(steps[first : last + 1], params[first : last + 1]):
+        if isinstance(step, Standardize):
+            mean = fitted["mean"] if step.with_mean else 0.0
+            scale = fitted["scale"] if step.with_std else 1.0
+            a, b = a / scale, (b - mean) / scale
+        else:
+            a, b = a * fitted["scale"], b * fitted["scale"] + fitted["min"]
+    return a, b
 
 
 def _step_code(

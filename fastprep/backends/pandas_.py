@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
 from fastprep.backends.expressions import evaluate
+from fastprep.backends.map_ import apply_map
 from fastprep.backends.stats import fill_value, minmax_params, standardize_params
 from fastprep.columns import Table, TextColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
@@ -21,7 +22,17 @@ from fastprep.emit.layout import category_count, category_names, hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.errors import BackendError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
-from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
+from fastprep.plan.steps import (
+    Clip,
+    FillMissing,
+    Hash,
+    Log1p,
+    Map,
+    MinMax,
+    OneHot,
+    Standardize,
+    Step,
+)
 
 FeatureParams = dict[str, list[dict[str, Any]]]
 
@@ -94,7 +105,7 @@ def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str
         return minmax_params(values, *step.feature_range, what)
     if isinstance(step, OneHot):
         return fit_categories(values)
-    if isinstance(step, (Clip, Log1p, Hash)):
+    if isinstance(step, (Clip, Log1p, Hash, Map)):
         return {}
     raise BackendError(f"pandas backend has no fit for {step.describe()}")
 
@@ -123,6 +134,10 @@ def apply_step(
     if isinstance(step, MinMax):
         out = values * params["scale"]
         out += params["min"]
+        return out
+    if isinstance(step, Map):
+        out, bad = apply_map(step.func, values)
+        repairs.add(output, "map_not_finite", bad)
         return out
     raise BackendError(f"pandas backend has no element-wise apply for {step.describe()}")
 

@@ -112,11 +112,13 @@ class LogicalPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LogicalPlan:
+    def from_dict(
+        cls, data: dict[str, Any], functions: dict[str, Any] | None = None
+    ) -> LogicalPlan:
         features = tuple(
             Feature(
                 inputs=tuple(input_from_dict(i) for i in f["inputs"]),
-                steps=tuple(step_from_dict(s) for s in f["steps"]),
+                steps=tuple(step_from_dict(s, functions) for s in f["steps"]),
             )
             for f in data["features"]
         )

@@ -9,7 +9,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
+from fastprep.plan.steps import (
+    Clip,
+    FillMissing,
+    Hash,
+    Log1p,
+    Map,
+    MinMax,
+    OneHot,
+    Standardize,
+    Step,
+)
 
 _NUMBER_KEYS: dict[type, tuple[str, ...]] = {
     FillMissing: ("fill",),
@@ -34,7 +44,7 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
         raise ValueError(f"{where}: {step.describe()} has a non-positive scale")
     if isinstance(step, OneHot):
         _check_categories(step, params, where)
-    elif not isinstance(step, (FillMissing, Standardize, MinMax, Clip, Log1p, Hash)):
+    elif not isinstance(step, (FillMissing, Standardize, MinMax, Clip, Log1p, Hash, Map)):
         raise ValueError(f"{where}: no parameter check for {step.describe()}")
 
 

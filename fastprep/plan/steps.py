@@ -7,7 +7,8 @@ on the step, so the same step object can be reused in many pipelines.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from fastprep.errors import PipelineDefinitionError
@@ -170,17 +171,68 @@ class Hash(Step):
             )
 
 
+#: functions ``fp.Map`` steps refer to by name; saved pipelines store only the name
+FUNCTIONS: dict[str, Callable[[float], float]] = {}
+
+
+@dataclass(frozen=True)
+class Map(Step):
+    """Apply a plain Python scalar function to every present value (JIT-compiled by Numba).
+
+    Missing values stay missing and are not passed to ``func``; a result that is NaN or
+    ±inf becomes missing and is counted. Saved pipelines keep the function's ``name``
+    only (never its code): ``fp.load(path, functions={name: func})`` supplies it again.
+    """
+
+    func: Callable[[float], float] = field(compare=False)
+    name: str = ""
+    fusable: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if not callable(self.func):
+            raise PipelineDefinitionError(f"fp.Map needs a function, got {self.func!r}")
+        name = self.name or getattr(self.func, "__qualname__", "") or repr(self.func)
+        object.__setattr__(self, "name", name)
+        registered = FUNCTIONS.get(name)
+        if registered is not None and registered is not self.func:
+            raise PipelineDefinitionError(
+                f"fp.Map: another function is already named {name!r}; pass name='...'"
+            )
+        FUNCTIONS[name] = self.func
+
+    def describe(self) -> str:
+        return f"Map({self.name})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "Map", "name": self.name}
+
+
 STEP_TYPES: dict[str, type[Step]] = {
-    cls.__name__: cls for cls in (FillMissing, Clip, Log1p, Standardize, MinMax, OneHot, Hash)
+    cls.__name__: cls for cls in (FillMissing, Clip, Log1p, Standardize, MinMax, OneHot, Hash, Map)
 }
-AnyStep = FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Hash
+AnyStep = FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Hash | Map
 
 
-def step_from_dict(data: dict[str, Any]) -> Step:
-    """Inverse of :meth:`Step.to_dict`; rejects unknown op names."""
+def step_from_dict(
+    data: dict[str, Any], functions: dict[str, Callable[[float], float]] | None = None
+) -> Step:
+    """Inverse of :meth:`Step.to_dict`; rejects unknown op names.
+
+    ``Map`` steps are resolved by name from ``functions`` or functions already defined in
+    this process — never by importing or evaluating anything named in the file.
+    """
     data = dict(data)
     name = data.pop("op", None)
     if name not in STEP_TYPES:
         raise PipelineDefinitionError(f"unknown step {name!r}; known: {sorted(STEP_TYPES)}")
+    if name == "Map":
+        func_name = str(data.get("name", ""))
+        func = (functions or {}).get(func_name) or FUNCTIONS.get(func_name)
+        if func is None:
+            raise PipelineDefinitionError(
+                f"the saved pipeline applies fp.Map({func_name}); pass the function: "
+                f"fp.load(path, functions={{{func_name!r}: {func_name.split('.')[-1]}}})"
+            )
+        return Map(func, func_name)
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
     return STEP_TYPES[name](**kwargs)
