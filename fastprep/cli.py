@@ -2,6 +2,7 @@
 
     fastprep run pipelines/flights.py [--input SRC] [--output out/] [--backend auto]
     fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
+    fastprep explain pipelines/flights.py [--stage logical|optimized]
     fastprep bench pipelines/flights.py --rows 20000,336776,3367760
 
 Errors fastprep raises on purpose print as one clear message (exit code 2), never a
@@ -132,8 +133,18 @@ def _parser() -> argparse.ArgumentParser:
     transform.set_defaults(handler=_transform)
     for p in (run, transform):
         p.add_argument("--debug", action="store_true", help="show tracebacks")
+    explain = sub.add_parser("explain", help="print the plan: as declared and as optimized")
+    explain.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
+    explain.add_argument("--stage", default="optimized", choices=["logical", "optimized"])
+    explain.add_argument("--debug", action="store_true", help="show tracebacks")
+    explain.set_defaults(handler=_explain)
     _add_bench(sub)
     return parser
+
+
+def _explain(args: argparse.Namespace) -> int:
+    print(load_pipeline_file(args.pipeline).explain(args.stage))
+    return 0
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:

@@ -19,7 +19,7 @@ from fastprep.dsl.check import check_plan
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.io import Source
 from fastprep.optimize import optimize
-from fastprep.plan.expr import Col
+from fastprep.plan.expr import Col, to_source
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
 from fastprep.schema import Schema, column_facts
@@ -64,6 +64,18 @@ class Pipeline:
         lines = [f"  {f.describe()}" for f in self.plan.features]
         target = "" if self.plan.target is None else f"\n  target: {self.plan.target.name}"
         return "Pipeline(\n" + "\n".join(lines) + target + "\n)"
+
+    def explain(self, stage: str = "optimized") -> str:
+        """The plan as a tree at a named stage: ``"logical"`` (as declared) or
+        ``"optimized"`` (after the passes: folded expressions, simplified steps, fused
+        stages, column lifetimes), followed by what the passes changed."""
+        if stage not in ("logical", "optimized"):
+            raise PipelineDefinitionError(f"explain(stage={stage!r}): 'logical' or 'optimized'")
+        logical = replace(self.plan, facts=column_facts(self.schema))
+        if stage == "logical":
+            return logical.tree()
+        optimized = self.optimized
+        return optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
 
     def fit(self, source: Source, *, backend: str = "auto") -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""
@@ -190,6 +202,24 @@ def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[
                     check_step_params(step, step_params, f"{where!r}, input {item.name!r}")
                 except ValueError as exc:
                     raise StateFormatError(str(exc)) from None
+
+
+def describe_rewrites(before: LogicalPlan, after: LogicalPlan) -> list[str]:
+    """One line per thing the optimizer changed, for ``explain``."""
+    lines = [f"passes: read {len(after.columns)} column(s): {', '.join(after.columns)}"]
+    for old, new in zip(before.features, after.features, strict=True):
+        for a, b in zip(old.inputs, new.inputs, strict=True):
+            if a.expr != b.expr:
+                lines.append(f"  folded {a.name}: {to_source(a.expr)}  ->  {to_source(b.expr)}")
+        if old.steps != new.steps:
+            was = " >> ".join(s.describe() for s in old.steps) or "(none)"
+            now = " >> ".join(s.describe() for s in new.steps) or "(none)"
+            lines.append(f"  simplified [{', '.join(i.name for i in new.inputs)}]: {was}  ->  {now}")
+    for stage in after.execution_stages():
+        if stage.kind == "fused" and len(stage.features) > 1:
+            names = [i.name for f in stage.features for i in after.features[f].inputs]
+            lines.append(f"  fused {len(names)} element-wise output(s) into one kernel: {', '.join(names)}")
+    return lines
 
 
 def physical_plan(plan: LogicalPlan, schema: Schema, run_optimizer: bool) -> LogicalPlan:
