@@ -24,7 +24,7 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils import murmurhash3_32
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fastprep.backends.hashing import hash_columns  # noqa: E402
+from fastprep.backends.hashing import hash_columns
 
 
 def load_flights() -> pd.DataFrame:
@@ -117,13 +117,17 @@ def run_size(base: pd.DataFrame, rows: int, args) -> None:
 
     t = time.perf_counter()
     first = ours()
-    print(f"  first fastprep call (incl. numba compile / cache load): {time.perf_counter() - t:.3f} s")
+    print(
+        f"  first fastprep call (incl. numba compile / cache load): {time.perf_counter() - t:.3f} s"
+    )
     ref_dict = fh.transform(dicts)
     ok = same(first, ref_dict) and same(fs.transform(tokens), ref_dict)
     print(f"  bit-identical to sklearn (dict and string input): {ok}")
     if not ok:
         raise SystemExit("MISMATCH: fastprep output differs from sklearn")
-    print(f"  (building the Python dicts + token lists sklearn needs: {t_prep:.2f} s, not timed below)")
+    print(
+        f"  (building the Python dicts + token lists sklearn needs: {t_prep:.2f} s, not timed below)"
+    )
 
     res = {}
     res["fastprep hash_columns"], out = timeit(ours, args.repeat)
@@ -142,16 +146,14 @@ def run_size(base: pd.DataFrame, rows: int, args) -> None:
 
     csr = out.data.nbytes + out.indices.nbytes + out.indptr.nbytes
     width = (
-        df["tailnum"].nunique()
-        + df["dest"].nunique()
-        + (df["origin"] + "^" + df["dest"]).nunique()
+        df["tailnum"].nunique() + df["dest"].nunique() + (df["origin"] + "^" + df["dest"]).nunique()
     )
     dense = rows * width * 4
     print(
         f"\n  memory: CSR {csr / 2**20:,.1f} MiB vs dense float32 one-hot "
         f"({width:,} columns) {dense / 2**20:,.1f} MiB  ({dense / csr:,.0f}x)"
     )
-    del dicts, tokens, sub
+    dicts = tokens = sub = None  # free memory before the row-ID case
     gc.collect()
 
     ids = pd.Series([f"row-{i}" for i in range(rows)], dtype="str")
@@ -168,8 +170,11 @@ def run_size(base: pd.DataFrame, rows: int, args) -> None:
     res2["sklearn FeatureHasher(input_type='string')"], _ = timeit(
         lambda: fs.transform(id_tokens), args.repeat
     )
-    report(f"all-distinct row-ID strings ({rows:,} distinct), bit-identical: True", res2,
-           "fastprep hash_columns")
+    report(
+        f"all-distinct row-ID strings ({rows:,} distinct), bit-identical: True",
+        res2,
+        "fastprep hash_columns",
+    )
 
 
 def main() -> None:
@@ -181,8 +186,10 @@ def main() -> None:
     args = p.parse_args()
     import numba
 
-    print(f"numba {numba.__version__}, threads={numba.get_num_threads()}, "
-          f"pandas {pd.__version__}, sklearn {__import__('sklearn').__version__}")
+    print(
+        f"numba {numba.__version__}, threads={numba.get_num_threads()}, "
+        f"pandas {pd.__version__}, sklearn {__import__('sklearn').__version__}"
+    )
     base = load_flights()
     for rows in [int(r) for r in args.rows.split(",")]:
         run_size(base, rows, args)

@@ -8,7 +8,7 @@
 ... )
 """
 
-from fastprep.dsl import col, cols, expr
+from fastprep.dsl import col, cols, cross, expr
 from fastprep.errors import (
     BackendError,
     DataValidationError,
@@ -56,6 +56,7 @@ __all__ = [
     "String",
     "col",
     "cols",
+    "cross",
     "expr",
     "load",
 ]

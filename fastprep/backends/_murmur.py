@@ -24,6 +24,9 @@ _U16 = np.uint64(16)
 _U17 = np.uint64(17)
 _U19 = np.uint64(19)
 _INT_MIN = -2147483648
+# Packed per-row code ``index * 2 + negative`` is stored as uint32; this marks
+# "no entry" (index <= 2**31 - 2 so codes never reach it).
+MISSING = 4294967295
 
 
 @njit(cache=True)
@@ -141,96 +144,106 @@ def _code(h, fm):
 
 
 @njit(cache=True)
+def _bit(bitmap, q):
+    return (bitmap[q >> 3] >> (q & 7)) & 1 == 1
+
+
+@njit(cache=True)
 def _short(buf, lo, n):
     """Bytes ``buf[lo:lo+n]`` (n <= 8) packed little-endian into a uint64."""
-    if lo + 8 <= buf.shape[0]:
-        k = _load32(buf, lo) | (_load32(buf, lo + 4) << np.uint64(32))
-        return k & _MASKS[n]
+    if n >= 4:
+        # Two possibly overlapping words; overlapping bytes OR onto themselves.
+        hi = _load32(buf, lo + n - 4) << (_U8 * np.uint64(n - 4))
+        return _load32(buf, lo) | hi
+    if lo + 4 <= buf.shape[0]:
+        return _load32(buf, lo) & _MASKS[n]
     k = _U0
     for t in range(n):
         k |= np.uint64(buf[lo + t]) << (_U8 * np.uint64(t))
     return k
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, cache=True)
 def hash_rows(
-    sep, sep_off, m, d0, o0, v0, d1, o1, v1, d2, o2, v2, seg_start, tasks, wbounds, fm, out
+    sep, sep_off, m, d0, o0, v0, d1, o1, v1, d2, o2, v2, boff, seg_start, tasks, t_lo, t_hi, fm, out
 ):  # pragma: no cover - compiled
     """Hash per row the token ``sep[0] + s0 [+ sep[1] + s1 [+ sep[2] + s2]]``.
 
     ``sep`` / ``sep_off`` hold the literal separators (``"col="``,
     ``"^col2="``, ...).  ``d*`` / ``o*`` / ``v*`` are typed lists, one entry per
-    segment, of the UTF-8 data, int64 offsets and validity of the ``m`` member
-    columns; segment ``s`` starts at row ``seg_start[s]``.  ``tasks`` rows are
-    ``(segment, row_lo, row_hi)``; worker ``w`` runs tasks
-    ``wbounds[w]:wbounds[w+1]`` with its own cache keyed by the exact member
+    segment, of the UTF-8 data, int64 offsets and validity bitmap of the ``m``
+    member columns (``boff[j, s]``: bit offset, -1 if no nulls); segment ``s``
+    starts at row ``seg_start[s]``.  ``tasks`` rows are ``(segment, row_lo, row_hi)``; a call runs tasks ``t_lo:t_hi`` (one call
+    per thread, GIL released) with its own cache keyed by the exact member
     bytes + lengths when they total <= 8 bytes.  ``out[i]`` gets the packed
-    code (see ``_code``), or -1 if a member is missing.
+    code (see ``_code``), or ``MISSING`` if a member is missing.
     """
     h0, c0, n0 = _feed(sep, sep_off[0], sep_off[1], _U0, _U0, _U0)
     len0 = sep_off[1] - sep_off[0]
     len1 = sep_off[2] - sep_off[1]
     len2 = sep_off[3] - sep_off[2]
     shift = np.uint64(64 - _CACHE_BITS)
-    for w in prange(wbounds.shape[0] - 1):
-        ckey = np.zeros(1 << _CACHE_BITS, dtype=np.uint64)
-        cval = np.full(1 << _CACHE_BITS, -1, dtype=np.int64)  # (lens << 40) | code
-        for t in range(wbounds[w], wbounds[w + 1]):
-            sg = tasks[t, 0]
-            base = seg_start[sg]
-            bd0, bo0, bv0 = d0[sg], o0[sg], v0[sg]
-            bd1, bo1, bv1 = d1[sg], o1[sg], v1[sg]
-            bd2, bo2, bv2 = d2[sg], o2[sg], v2[sg]
-            for i in range(tasks[t, 1], tasks[t, 2]):
-                r = i - base
-                ok = bv0[r]
+    ckey = np.zeros(1 << _CACHE_BITS, dtype=np.uint64)
+    cval = np.full(1 << _CACHE_BITS, -1, dtype=np.int64)  # (lens << 40) | code
+    for t in range(t_lo, t_hi):
+        sg = tasks[t, 0]
+        base = seg_start[sg]
+        bd0, bo0, bv0 = d0[sg], o0[sg], v0[sg]
+        bd1, bo1, bv1 = d1[sg], o1[sg], v1[sg]
+        bd2, bo2, bv2 = d2[sg], o2[sg], v2[sg]
+        q0, q1, q2 = boff[0, sg], boff[1, sg], boff[2, sg]
+        for i in range(tasks[t, 1], tasks[t, 2]):
+            r = i - base
+            if q0 >= 0 and not _bit(bv0, q0 + r):
+                out[i] = MISSING
+                continue
+            if m > 1 and q1 >= 0 and not _bit(bv1, q1 + r):
+                out[i] = MISSING
+                continue
+            if m > 2 and q2 >= 0 and not _bit(bv2, q2 + r):
+                out[i] = MISSING
+                continue
+            a0 = bo0[r]
+            n0_ = bo0[r + 1] - a0
+            a1 = bo1[r]
+            n1_ = bo1[r + 1] - a1 if m > 1 else 0
+            a2 = bo2[r]
+            n2_ = bo2[r + 1] - a2 if m > 2 else 0
+            tot = n0_ + n1_ + n2_
+            slot = -1
+            if tot <= 8:
+                key = _short(bd0, a0, n0_)
                 if m > 1:
-                    ok = ok and bv1[r]
+                    key |= _short(bd1, a1, n1_) << np.uint64(min(8 * n0_, 56))
                 if m > 2:
-                    ok = ok and bv2[r]
-                if not ok:
-                    out[i] = -1
+                    key |= _short(bd2, a2, n2_) << np.uint64(min(8 * (n0_ + n1_), 56))
+                lk = (n0_ | (n1_ << 4) | (n2_ << 8)) + 1
+                slot = np.int64(((key ^ np.uint64(lk)) * _GOLD) >> shift)
+                cv = cval[slot]
+                if (cv >> 40) == lk and ckey[slot] == key:
+                    out[i] = cv & 0xFFFFFFFFFF
                     continue
-                a0 = bo0[r]
-                n0_ = bo0[r + 1] - a0
-                a1 = bo1[r]
-                n1_ = bo1[r + 1] - a1 if m > 1 else 0
-                a2 = bo2[r]
-                n2_ = bo2[r + 1] - a2 if m > 2 else 0
-                tot = n0_ + n1_ + n2_
-                slot = -1
-                if tot <= 8:
-                    key = _short(bd0, a0, n0_)
-                    if m > 1:
-                        key |= _short(bd1, a1, n1_) << np.uint64(min(8 * n0_, 56))
-                    if m > 2:
-                        key |= _short(bd2, a2, n2_) << np.uint64(min(8 * (n0_ + n1_), 56))
-                    lk = (n0_ | (n1_ << 4) | (n2_ << 8)) + 1
-                    slot = np.int64(((key ^ np.uint64(lk)) * _GOLD) >> shift)
-                    cv = cval[slot]
-                    if (cv >> 40) == lk and ckey[slot] == key:
-                        out[i] = cv & 0xFFFFFFFFFF
-                        continue
-                h, c, nc = _feed(bd0, a0, a0 + n0_, h0, c0, n0)
-                if m > 1:
-                    h, c, nc = _feed(sep, sep_off[1], sep_off[2], h, c, nc)
-                    h, c, nc = _feed(bd1, a1, a1 + n1_, h, c, nc)
-                if m > 2:
-                    h, c, nc = _feed(sep, sep_off[2], sep_off[3], h, c, nc)
-                    h, c, nc = _feed(bd2, a2, a2 + n2_, h, c, nc)
-                length = len0 + tot + (len1 if m > 1 else 0) + (len2 if m > 2 else 0)
-                code = _code(_finish(h, c, nc, length), fm)
-                out[i] = code
-                if slot >= 0:
-                    ckey[slot] = key
-                    cval[slot] = (lk << 40) | code
+            h, c, nc = h0, c0, n0
+            for j in range(m):  # one _feed call site each: keeps compile time down
+                if j > 0:
+                    h, c, nc = _feed(sep, sep_off[j], sep_off[j + 1], h, c, nc)
+                bd = bd0 if j == 0 else (bd1 if j == 1 else bd2)
+                a = a0 if j == 0 else (a1 if j == 1 else a2)
+                nn = n0_ if j == 0 else (n1_ if j == 1 else n2_)
+                h, c, nc = _feed(bd, a, a + nn, h, c, nc)
+            length = len0 + tot + (len1 if m > 1 else 0) + (len2 if m > 2 else 0)
+            code = _code(_finish(h, c, nc, length), fm)
+            out[i] = code
+            if slot >= 0:
+                ckey[slot] = key
+                cval[slot] = (lk << 40) | code
 
 
 @njit(parallel=True, cache=True)
 def gather_codes(table, codes, valid, out):  # pragma: no cover - compiled
     """Per-row lookup of dictionary entry codes (dictionary path)."""
     for i in prange(codes.shape[0]):
-        out[i] = table[codes[i]] if valid[i] else -1
+        out[i] = table[codes[i]] if valid[i] else MISSING
 
 
 @njit(parallel=True, cache=True)
@@ -241,7 +254,7 @@ def count_nnz(s_code, num_vals, counts):  # pragma: no cover - compiled
     for i in prange(counts.shape[0]):
         c = 0
         for p in range(ks):
-            if s_code[p, i] >= 0:
+            if np.int64(s_code[p, i]) != MISSING:
                 c += 1
         for p in range(kn):
             v = num_vals[p, i]
@@ -250,49 +263,36 @@ def count_nnz(s_code, num_vals, counts):  # pragma: no cover - compiled
         counts[i] = c
 
 
-@njit(cache=True)
-def _cx(ia, va, ib, vb):
-    """Branch-free stable compare-exchange (swap only if strictly greater)."""
-    sw = ia > ib
-    return (ib if sw else ia), (vb if sw else va), (ia if sw else ib), (va if sw else vb)
-
-
-@njit(cache=True)
-def _sort_small(indices, data, s, cnt):
-    """Stable sort of 2 or 3 entries with adjacent compare-exchanges."""
-    i0, v0 = indices[s], data[s]
-    i1, v1 = indices[s + 1], data[s + 1]
-    if cnt == 2:
-        i0, v0, i1, v1 = _cx(i0, v0, i1, v1)
-        indices[s], data[s], indices[s + 1], data[s + 1] = i0, v0, i1, v1
-        return
-    i2, v2 = indices[s + 2], data[s + 2]
-    i0, v0, i1, v1 = _cx(i0, v0, i1, v1)
-    i1, v1, i2, v2 = _cx(i1, v1, i2, v2)
-    i0, v0, i1, v1 = _cx(i0, v0, i1, v1)
-    indices[s], data[s] = i0, v0
-    indices[s + 1], data[s + 1] = i1, v1
-    indices[s + 2], data[s + 2] = i2, v2
+@njit(cache=True, inline="always")
+def _pick(k, x0, x1, x2):
+    t = k & 3
+    return x0 if t == 0 else (x1 if t == 1 else x2)
 
 
 @njit(parallel=True, cache=True)
 def fill_rows(
-    s_code, num_code, num_vals, kind, pos, indptr, indices, data, merged
+    s_code, num_code, num_vals, kind, pos, indptr, indices, data, removed
 ):  # pragma: no cover - compiled
     """Write each row's entries in feature order, stable-sort, sum duplicates.
 
     Mirrors sklearn: value cast to ``data.dtype`` then duplicates summed in
     that dtype in (stable) sorted order; cancelled entries stay as explicit 0.
+    ``removed`` (zero-initialised) is only written, with the number of merged
+    away entries, for rows that had duplicates.
     """
     nk = kind.shape[0]
-    for i in prange(merged.shape[0]):
+    for i in prange(removed.shape[0]):
         start = indptr[i]
         j = start
+        # The first 3 entries are also kept in registers (k* = index*4 + order,
+        # unique, so min/max sorting is stable) to sort without reloading.
+        k0 = k1 = k2 = np.int64(0)
+        x0 = x1 = x2 = 0.0
         for k in range(nk):
             p = pos[k]
             if kind[k] == 0:
-                code = s_code[p, i]
-                if code < 0:
+                code = np.int64(s_code[p, i])
+                if code == MISSING:
                     continue
                 v = 1.0
             else:
@@ -300,26 +300,48 @@ def fill_rows(
                 if not (v == v and v != 0.0):
                     continue
                 code = num_code[p]
+            v *= 1.0 - 2.0 * (code & 1)  # branch-free sign (exact; v is never 0/NaN)
             indices[j] = code >> 1
-            data[j] = -v if code & 1 else v
+            data[j] = v
+            c = j - start
+            if c == 0:
+                k0, x0 = (code >> 1) * 4, v
+            elif c == 1:
+                k1, x1 = (code >> 1) * 4 + 1, v
+            elif c == 2:
+                k2, x2 = (code >> 1) * 4 + 2, v
             j += 1
         cnt = j - start
-        if cnt == 0:
-            merged[i] = 0
+        if cnt <= 1:
             continue
-        if cnt == 2 or cnt == 3:
-            _sort_small(indices, data, start, cnt)
-        else:
-            for a in range(start + 1, j):
-                ki = indices[a]
-                kv = data[a]
-                b = a - 1
-                while b >= start and indices[b] > ki:
-                    indices[b + 1] = indices[b]
-                    data[b + 1] = data[b]
-                    b -= 1
-                indices[b + 1] = ki
-                data[b + 1] = kv
+        if cnt == 2:
+            lo, hi = min(k0, k1), max(k0, k1)
+            if (lo >> 2) != (hi >> 2):
+                indices[start], indices[start + 1] = lo >> 2, hi >> 2
+                data[start] = _pick(lo, x0, x1, x2)
+                data[start + 1] = _pick(hi, x0, x1, x2)
+                continue
+        if cnt == 3:
+            a, b = min(k0, k1), max(k0, k1)
+            b, c3 = min(b, k2), max(b, k2)
+            a, b = min(a, b), max(a, b)
+            if (a >> 2) != (b >> 2) and (b >> 2) != (c3 >> 2):
+                indices[start], indices[start + 1], indices[start + 2] = a >> 2, b >> 2, c3 >> 2
+                data[start] = _pick(a, x0, x1, x2)
+                data[start + 1] = _pick(b, x0, x1, x2)
+                data[start + 2] = _pick(c3, x0, x1, x2)
+                continue
+        # General case (duplicates or > 3 entries): stable insertion sort + merge.
+        for a in range(start + 1, j):
+            ki = indices[a]
+            kv = data[a]
+            b = a - 1
+            while b >= start and indices[b] > ki:
+                indices[b + 1] = indices[b]
+                data[b + 1] = data[b]
+                b -= 1
+            indices[b + 1] = ki
+            data[b + 1] = kv
         w = start
         for a in range(start + 1, j):
             if indices[a] == indices[w]:
@@ -328,7 +350,8 @@ def fill_rows(
                 w += 1
                 indices[w] = indices[a]
                 data[w] = data[a]
-        merged[i] = w - start + 1
+        if w - start + 1 != cnt:
+            removed[i] = cnt - (w - start + 1)
 
 
 @njit(parallel=True, cache=True)

@@ -8,9 +8,12 @@ dict ``{name: value}`` over ``columns`` (missing values omitted) followed by one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 __all__ = ["hash_columns"]
 
@@ -22,6 +25,9 @@ _DICT_MIN_MEAN_BYTES = 24
 _DICT_MAX_DISTINCT_RATIO = 0.2
 _SAMPLE = 4096
 _TASK = 16384  # rows per parallel task
+_POOL = None
+_POOL_SIZE = 0
+_NO_BITMAP = np.frombuffer(b"\xff", dtype=np.uint8)
 
 
 def _to_arrow(name: str, values: Any):
@@ -40,7 +46,7 @@ def _to_arrow(name: str, values: Any):
         dt = values.dtype
         if (
             not isinstance(dt, pd.CategoricalDtype)
-            and dt != object
+            and not pd.api.types.is_object_dtype(dt)
             and (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt))
         ):
             return "num", np.asarray(
@@ -72,17 +78,18 @@ def _to_arrow(name: str, values: Any):
 
 
 def _buffers(chunk):
-    """(uint8 data, int64 offsets, bool validity) of a large_string Array."""
+    """(uint8 data, int64 offsets, uint8 validity bitmap, bit offset or -1)."""
     n = len(chunk)
     bufs = chunk.buffers()
-    # All read-only (frombuffer) so numba sees one array type per typed list.
+    # All read-only so numba compiles one signature.
     offsets = np.frombuffer(bufs[1], dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
     data = np.frombuffer(bufs[2] if bufs[2] is not None else b"\0", dtype=np.uint8)
-    if chunk.null_count:
-        valid = np.array(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
-    else:
-        valid = np.ones(n, dtype=np.bool_)
-    return data, offsets, valid
+    bitmap, boff = _NO_BITMAP, -1
+    if chunk.null_count and bufs[0] is not None:
+        bitmap, boff = np.frombuffer(bufs[0], dtype=np.uint8), chunk.offset
+    for a in (data, offsets, bitmap):
+        a.flags.writeable = False  # frombuffer of a mutable buffer is writable
+    return data, offsets, bitmap, boff
 
 
 def _separators(names: Sequence[str]):
@@ -129,9 +136,9 @@ def _hash_string_feature(mm, names, arrays, fm, out) -> None:
         arr = pc.dictionary_encode(arr.combine_chunks())
     dic = arr.dictionary.cast(pa.large_string())
     if len(dic) == 0:
-        out[:] = -1
+        out[:] = mm.MISSING
         return
-    table = np.empty(len(dic), dtype=np.int64)
+    table = np.empty(len(dic), dtype=np.uint32)
     _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], fm, table)
     codes = np.asarray(pc.fill_null(arr.indices, 0).cast(pa.int64()).to_numpy(), dtype=np.int64)
     if arr.null_count:
@@ -144,8 +151,8 @@ def _hash_string_feature(mm, names, arrays, fm, out) -> None:
 def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
     """One kernel call over all chunks: split rows at the union of the members'
     chunk boundaries (zero-copy slices), then into tasks of <= _TASK rows."""
-    import pyarrow as pa
     import numba
+    import pyarrow as pa
     from numba.typed import List
 
     n = len(out)
@@ -157,17 +164,19 @@ def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
         {0, n} | {int(b) for a in arrays for b in np.cumsum([len(c) for c in a.chunks])}
     )
     lists = [(List(), List(), List()) for _ in arrays]
-    seg_start, tasks = [], []
+    seg_start, tasks, boffs = [], [], []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if hi <= lo:
             continue
-        for a, (ld, lo_, lv) in zip(arrays, lists):
+        boff = [-1, -1, -1]
+        for j, (a, (ld, lo_, lv)) in enumerate(zip(arrays, lists)):
             piece = a.slice(lo, hi - lo)
             chunk = piece.chunks[0] if piece.num_chunks == 1 else piece.combine_chunks()
-            d, o, v = _buffers(chunk)
+            d, o, v, boff[j] = _buffers(chunk)
             ld.append(d)
             lo_.append(o)
             lv.append(v)
+        boffs.append(boff)
         sg = len(seg_start)
         seg_start.append(lo)
         tasks.extend((sg, t, min(t + _TASK, hi)) for t in range(lo, hi, _TASK))
@@ -176,31 +185,34 @@ def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
     while len(lists) < 3:
         lists.append(lists[0])
     (d0, o0, v0), (d1, o1, v1), (d2, o2, v2) = lists
-    # Contiguous runs of tasks per worker (each keeps its own hash cache).
+    # Contiguous runs of tasks per thread (each keeps its own hash cache).
     workers = max(1, min(numba.get_num_threads(), len(tasks)))
     starts = np.array([t[1] for t in tasks], dtype=np.int64)
-    wbounds = np.searchsorted(starts, np.arange(workers + 1) * (n / workers))
-    wbounds = wbounds.astype(np.int64)
-    wbounds[0], wbounds[-1] = 0, len(tasks)
-    mm.hash_rows(
-        sep,
-        sep_off,
-        len(arrays),
-        d0,
-        o0,
-        v0,
-        d1,
-        o1,
-        v1,
-        d2,
-        o2,
-        v2,
-        np.array(seg_start, dtype=np.int64),
-        np.array(tasks, dtype=np.int64),
-        wbounds,
-        fm,
-        out,
-    )
+    wb = np.searchsorted(starts, np.arange(workers + 1) * (n / workers)).tolist()
+    wb[0], wb[-1] = 0, len(tasks)
+    args = (
+        sep, sep_off, len(arrays), d0, o0, v0, d1, o1, v1, d2, o2, v2,
+        np.ascontiguousarray(np.array(boffs, dtype=np.int64).T),
+        np.array(seg_start, dtype=np.int64), np.array(tasks, dtype=np.int64),
+    )  # fmt: skip
+    if workers == 1 or n < _TASK:
+        mm.hash_rows(*args, 0, len(tasks), fm, out)
+        return
+    pool = _pool(workers)
+    futs = [pool.submit(mm.hash_rows, *args, lo, hi, fm, out) for lo, hi in zip(wb[:-1], wb[1:])]
+    for f in futs:
+        f.result()
+
+
+def _pool(workers: int):
+    """A lazily created, reused thread pool (the kernel releases the GIL)."""
+    global _POOL, _POOL_SIZE
+    if _POOL is None or workers > _POOL_SIZE:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(workers, thread_name_prefix="fastprep-hash")
+        _POOL_SIZE = workers
+    return _POOL
 
 
 def hash_columns(
@@ -210,7 +222,7 @@ def hash_columns(
     alternate_sign: bool = True,
     crosses: Sequence[Sequence[tuple[str, Any]]] = (),
     dtype: Any = np.float32,
-):
+) -> scipy.sparse.csr_matrix:
     """Hash columns (and column crosses) into a ``scipy.sparse.csr_matrix``.
 
     Bit-identical to ``FeatureHasher(n_features, input_type="dict",
@@ -272,8 +284,8 @@ def hash_columns(
 
     fm_m, imin_idx = mm.fastmod_params(n_features)
     fm = np.array([np.int64(fm_m.view(np.int64)), n_features, imin_idx, int(bool(alternate_sign))])
-    # Packed per-row codes ``index * 2 + negative`` (-1: nothing) per string feature.
-    s_code = np.empty((len(str_feats), n_rows), dtype=np.int64)
+    # Per string feature and row: ``index * 2 + negative`` or ``mm.MISSING``.
+    s_code = np.empty((len(str_feats), n_rows), dtype=np.uint32)
     for p, (nms, arrs) in enumerate(str_feats):
         if n_rows:
             _hash_string_feature(mm, nms, arrs, fm, s_code[p])
@@ -281,30 +293,32 @@ def hash_columns(
     num_code = np.empty(len(num_feats), dtype=np.int64)
     for p, (nm, vals) in enumerate(num_feats):
         num_vals[p] = vals
-        h = int(mm.murmur3_32(np.frombuffer(nm.encode("utf-8") or b"\0", np.uint8)[: len(nm.encode())]))
+        h = int(mm.murmur3_32(np.array(list(nm.encode("utf-8")), dtype=np.uint8)))
         idx = int(imin_idx) if h == -(2**31) else abs(h) % n_features
         num_code[p] = idx * 2 + int(bool(alternate_sign) and h < 0)
 
     kind_arr = np.array([k for k, _ in kinds], dtype=np.int8)
     pos_arr = np.array([p for _, p in kinds], dtype=np.int64)
-    counts = np.empty(n_rows, dtype=np.int64)
+    counts = np.empty(n_rows, dtype=np.int32)
     if n_rows:
         mm.count_nnz(s_code, num_vals, counts)
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
+    # int32 indptr straight away when it cannot overflow (sklearn: int32 iff nnz fits)
+    wide = n_rows * len(kinds) > _INT32_MAX
+    indptr = np.zeros(n_rows + 1, dtype=np.int64 if wide else np.int32)
+    np.cumsum(counts, out=indptr[1:], dtype=indptr.dtype)
     nnz = int(indptr[-1])
     idx_dtype = np.int32 if nnz <= _INT32_MAX else np.int64
     indices = np.empty(nnz, dtype=idx_dtype)
     data = np.empty(nnz, dtype=dtype)
-    merged = np.zeros(n_rows, dtype=np.int64)
+    removed = np.zeros(n_rows, dtype=np.int32)  # calloc: only rows with duplicates touch it
     if n_rows and len(kinds):
-        mm.fill_rows(s_code, num_code, num_vals, kind_arr, pos_arr, indptr, indices, data, merged)
-    total = int(merged.sum())
-    if total != nnz:
-        new_indptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(merged, out=new_indptr[1:])
-        new_indices = np.empty(total, dtype=idx_dtype)
-        new_data = np.empty(total, dtype=dtype)
+        mm.fill_rows(s_code, num_code, num_vals, kind_arr, pos_arr, indptr, indices, data, removed)
+    n_removed = int(removed.sum())
+    if n_removed:
+        new_indptr = np.zeros(n_rows + 1, dtype=indptr.dtype)
+        np.cumsum(np.diff(indptr) - removed, out=new_indptr[1:], dtype=indptr.dtype)
+        new_indices = np.empty(nnz - n_removed, dtype=idx_dtype)
+        new_data = np.empty(nnz - n_removed, dtype=dtype)
         mm.compact(indptr, indices, data, new_indptr, new_indices, new_data)
         indptr, indices, data = new_indptr, new_indices, new_data
     out = sp.csr_matrix(

@@ -19,9 +19,11 @@ from typing import Any
 
 import numba
 import numpy as np
+import pyarrow as pa
 
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
+from fastprep.backends.hashing import hash_columns
 from fastprep.backends.numba_codegen import (
     Chain,
     Program,
@@ -31,9 +33,11 @@ from fastprep.backends.numba_codegen import (
 )
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
+from fastprep.emit.blocks import SparseBlock
+from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
-from fastprep.plan.nodes import LogicalPlan, Stage
-from fastprep.plan.steps import Clip, FillMissing, MinMax, Standardize, Step
+from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
+from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
 N_CHUNKS = 64
@@ -158,7 +162,13 @@ def run_stage(
 ) -> set[int]:
     """Run a stage into ``sink``; a fused stage reports its features checked finite."""
     if stage.kind != "fused":
-        return reference.run_stage(plan, stage, params, table, sink, log)
+        rest = [i for i in stage.features if not isinstance(plan.features[i].encoder, Hash)]
+        for index in stage.features:
+            if index not in rest:
+                sink.put(index, hash_feature(plan.features[index], table))
+        if rest:
+            reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink, log)
+        return set()
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
     program = transform_program(chains, _text_columns(table), table.selection is not None)
@@ -174,6 +184,35 @@ def run_stage(
         log.add(chain.name, "expr_not_finite", int(totals[2 * k]))
         log.add(chain.name, "log1p_domain", int(totals[2 * k + 1]))
     return set(stage.features) if bads.sum() == 0 else set()
+
+
+def hash_feature(feature: Feature, table: Table) -> SparseBlock:
+    """The Numba MurmurHash3 kernel straight to CSR (bit-identical to FeatureHasher).
+
+    Text columns are already dictionary-encoded: each distinct value is hashed once and
+    gathered by code; quarantined rows are skipped by gathering the selected codes.
+    """
+    encoder = feature.encoder
+    assert isinstance(encoder, Hash)
+    columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
+    kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}
+    if feature.cross:
+        matrix = hash_columns([], encoder.n_features, crosses=[columns], **kwargs)
+    else:
+        matrix = hash_columns(columns, encoder.n_features, **kwargs)
+    return SparseBlock(hash_prefix(feature), matrix)
+
+
+def _hash_input(item: Input, table: Table) -> Any:
+    if not item.is_plain_column:
+        return np.asarray(reference.input_values(item, table, reference.Repairs()))
+    column = table.raw(item.name)
+    if not isinstance(column, TextColumn):
+        return table[item.name]
+    codes = column.codes if table.selection is None else column.codes[table.selection]
+    indices = pa.array(codes, mask=codes < 0, type=pa.int32())
+    dictionary = pa.array(column.uniques.tolist(), type=pa.large_string())
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 # ---------------------------------------------------------------------------- plumbing

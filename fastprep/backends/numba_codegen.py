@@ -78,9 +78,7 @@ class _Emitter:
         self.code_columns: list[str] = []
         self.lookups: list[TextLookup] = []
         self.params: list[tuple[int, int, str]] = []
-
-    def temp(self) -> str:
-        return f"t{len(self.memo) + len(self.lines)}"
+        self.counter = 0
 
     def column(self, name: str) -> str:
         if name not in self.number_columns:
@@ -108,8 +106,10 @@ class _Emitter:
             return var
         if isinstance(node, Const):
             return _literal(node.value)
-        var = f"e{len(self.memo)}"
-        self.lines.extend(self._compute(node, var))
+        lines = self._compute(node, "@V@")  # children first: they take their own names
+        var = f"e{self.counter}"
+        self.counter += 1
+        self.lines.extend(line.replace("@V@", var) for line in lines)
         self.memo[node] = var
         return var
 

@@ -204,10 +204,8 @@ def run_stage(
         elif isinstance(encoder, OneHot):
             sink.put(index, onehot_block(feature, fitted, values))
         elif isinstance(encoder, Hash):
-            block = SparseBlock(
-                hash_prefix(feature), hash_with_sklearn(encoder, values, table.n_rows)
-            )
-            sink.put(index, block)
+            hashed = hash_with_sklearn(encoder, values, table.n_rows, cross=feature.cross)
+            sink.put(index, SparseBlock(hash_prefix(feature), hashed))
         else:
             raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
     return set()
@@ -236,11 +234,18 @@ def onehot_block(feature: Feature, params: FeatureParams, values: dict[str, Any]
     return CodesBlock(names, codes, widths)
 
 
-def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int):
-    """sklearn ``FeatureHasher`` over each row's ``{name: value}`` pairs (the reference)."""
-    per_input = []
+def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):
+    """sklearn ``FeatureHasher`` over each row's ``{name: value}`` pairs (the reference).
+
+    A cross hashes one token per row, ``a=x^b=y``, with value 1 (none if a member is missing).
+    """
+    if cross:
+        values = {"^".join(values): _cross_tokens(values)}
+    per_input: list[list[Any]] = []
     for name, value in values.items():
-        if isinstance(value, TextColumn):
+        if isinstance(value, list):  # cross tokens, already joined
+            per_input.append([None if t is None else (t, 1) for t in value])
+        elif isinstance(value, TextColumn):
             tokens = np.array([f"{name}={u}" for u in value.uniques] + [None], dtype=object)
             per_input.append(
                 [(t, 1) if t is not None else None for t in tokens[value.codes].tolist()]
@@ -259,3 +264,12 @@ def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int):
     if n_rows == 0:
         return sp.csr_matrix((0, step.n_features), dtype=np.float32)
     return hasher.transform(rows)
+
+
+def _cross_tokens(values: dict[str, Any]) -> list[str | None]:
+    """Per row ``a=x^b=y``, or None when any member is missing."""
+    parts = []
+    for name, column in values.items():
+        labels = np.array([f"{name}={u}" for u in column.uniques] + [None], dtype=object)
+        parts.append(labels[column.codes])
+    return [None if any(p is None for p in row) else "^".join(row) for row in zip(*parts)]

@@ -17,6 +17,7 @@ class FeatureBuilder:
 
     inputs: tuple[Input, ...]
     steps: tuple[Step, ...] = ()
+    cross: bool = False
 
     def __rshift__(self, other: Step | StepChain) -> FeatureBuilder:
         if isinstance(other, Step):
@@ -31,10 +32,10 @@ class FeatureBuilder:
             raise PipelineDefinitionError(
                 f"cannot apply {other!r} with '>>'; expected an op such as fp.Standardize()"
             )
-        return FeatureBuilder(self.inputs, self.steps + added)
+        return FeatureBuilder(self.inputs, self.steps + added, self.cross)
 
     def build(self) -> Feature:
-        return Feature(self.inputs, self.steps)
+        return Feature(self.inputs, self.steps, self.cross)
 
 
 def cols(*names: str) -> FeatureBuilder:
@@ -54,6 +55,15 @@ def cols(*names: str) -> FeatureBuilder:
 def col(name: str) -> FeatureBuilder:
     """Select a single source column."""
     return cols(name)
+
+
+def cross(*names: str) -> FeatureBuilder:
+    """A cross of 2-3 text columns: ``fp.cross("origin", "dest") >> fp.Hash(2**16)`` hashes
+    one joint token per row, ``origin=JFK^dest=LAX`` (nothing when a member is missing)."""
+    group = cols(*names)
+    if not 2 <= len(group.inputs) <= 3:
+        raise PipelineDefinitionError(f"fp.cross{names}: a cross joins 2 or 3 columns")
+    return FeatureBuilder(group.inputs, (), cross=True)
 
 
 def expr(text: str) -> FeatureBuilder:

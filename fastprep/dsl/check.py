@@ -56,6 +56,9 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
             raise PipelineDefinitionError(
                 f"{where}: {step.describe()} produces a block of columns and must be the last step"
             )
+    if feature.cross:
+        _check_cross(feature, types, where)
+        return
     numeric_steps = [s for s in feature.steps if s.kind != "encoder"]
     for item in feature.inputs:
         input_type = infer_type(item.expr, types, f"{where}, input {item.name!r}")
@@ -68,6 +71,19 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
             raise PipelineDefinitionError(
                 f"{where}: {item.name!r} is {input_type.value} and cannot be emitted as a number; "
                 "end the chain with fp.OneHot() or fp.Hash()"
+            )
+
+
+def _check_cross(feature: Feature, types: Mapping[str, LType], where: str) -> None:
+    from fastprep.plan.steps import Hash
+
+    if len(feature.steps) != 1 or not isinstance(feature.steps[0], Hash):
+        raise PipelineDefinitionError(f"{where}: a cross is hashed: fp.cross(...) >> fp.Hash(n)")
+    for item in feature.inputs:
+        found = infer_type(item.expr, types, f"{where}, input {item.name!r}")
+        if not found.is_text:
+            raise PipelineDefinitionError(
+                f"{where}: {item.name!r} is {found.value}; a cross joins text columns"
             )
 
 

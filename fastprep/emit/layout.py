@@ -79,7 +79,7 @@ def category_names(name: str, fitted: dict[str, Any]) -> list[str]:
 
 
 def hash_prefix(feature: Feature) -> str:
-    return "hash:" + ",".join(i.name for i in feature.inputs)
+    return "hash:" + ("^" if feature.cross else ",").join(i.name for i in feature.inputs)
 
 
 def _label(value: float | str) -> str:

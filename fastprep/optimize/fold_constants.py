@@ -18,7 +18,7 @@ import numpy as np
 
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
 from fastprep.plan.facts import Facts, expr_facts
-from fastprep.plan.nodes import Feature, Input, LogicalPlan
+from fastprep.plan.nodes import Input, LogicalPlan
 
 _EXACT_LOG_EXP = 700.0
 
@@ -26,7 +26,7 @@ _EXACT_LOG_EXP = 700.0
 def fold_constants(plan: LogicalPlan) -> LogicalPlan:
     facts = plan.column_facts
     features = tuple(
-        Feature(tuple(_fold_input(i, facts) for i in f.inputs), f.steps) for f in plan.features
+        replace(f, inputs=tuple(_fold_input(i, facts) for i in f.inputs)) for f in plan.features
     )
     target = None if plan.target is None else _fold_input(plan.target, facts)
     return replace(plan, features=features, target=target)

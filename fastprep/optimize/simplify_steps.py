@@ -16,7 +16,7 @@ import math
 from dataclasses import replace
 
 from fastprep.plan.facts import Facts, input_facts
-from fastprep.plan.nodes import Feature, LogicalPlan
+from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Clip, FillMissing, Log1p, Step
 
 
@@ -25,7 +25,7 @@ def simplify_steps(plan: LogicalPlan) -> LogicalPlan:
     for feature in plan.features:
         # a group shares one chain: a rewrite must hold for every input of the group
         facts = [input_facts(i.expr, plan.column_facts) for i in feature.inputs]
-        features.append(Feature(feature.inputs, simplify_chain(feature.steps, facts)))
+        features.append(replace(feature, steps=simplify_chain(feature.steps, facts)))
     return replace(plan, features=tuple(features))
 
 

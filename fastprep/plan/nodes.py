@@ -32,6 +32,8 @@ class Feature:
 
     inputs: tuple[Input, ...]
     steps: tuple[Step, ...] = ()
+    #: a cross: the encoder sees one joint token per row (``a=x^b=y``), not each input
+    cross: bool = False
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -49,7 +51,7 @@ class Feature:
         return None
 
     def describe(self) -> str:
-        names = ", ".join(i.name for i in self.inputs)
+        names = ("^" if self.cross else ", ").join(i.name for i in self.inputs)
         chain = " >> ".join(s.describe() for s in self.steps)
         return f"[{names}]" + (f" >> {chain}" if chain else "")
 
@@ -105,6 +107,7 @@ class LogicalPlan:
                 {
                     "inputs": [input_to_dict(i) for i in f.inputs],
                     "steps": [s.to_dict() for s in f.steps],
+                    "cross": f.cross,
                 }
                 for f in self.features
             ],
@@ -119,6 +122,7 @@ class LogicalPlan:
             Feature(
                 inputs=tuple(input_from_dict(i) for i in f["inputs"]),
                 steps=tuple(step_from_dict(s, functions) for s in f["steps"]),
+                cross=bool(f.get("cross", False)),
             )
             for f in data["features"]
         )
@@ -141,7 +145,7 @@ class LogicalPlan:
 
 
 def _feature_line(feature: Feature) -> str:
-    inputs = ", ".join(
+    inputs = ("^" if feature.cross else ", ").join(
         i.name if i.is_plain_column else f"{i.name} = {to_source(i.expr)}" for i in feature.inputs
     )
     steps = " >> ".join(s.describe() for s in feature.steps)

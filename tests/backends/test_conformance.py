@@ -252,6 +252,17 @@ def test_random_pipelines_agree_across_backends(expressions, chains, seed) -> No
         assert_same(expected, pipeline.fit(frame, backend=backend).transform(frame), exact=False)
 
 
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    expressions=st.lists(exprs(4), min_size=1, max_size=4),
+    chains=st.lists(STEPS, min_size=3, max_size=3),
+    seed=st.integers(0, 2**16),
+)
+def test_many_random_pipelines_agree_across_backends(expressions, chains, seed) -> None:
+    test_random_pipelines_agree_across_backends.hypothesis.inner_test(expressions, chains, seed)
+
+
 def _chain(builder, steps):
     for step in steps:
         builder = builder >> step
