@@ -35,7 +35,10 @@ _FUNCS = {"log": np.log, "log1p": np.log1p, "exp": np.exp, "sqrt": np.sqrt, "abs
 def evaluate(node: Expr, table: Table) -> np.ndarray | TextColumn:
     """Evaluate ``node`` over ``table``; numbers come back as float64 arrays."""
     with np.errstate(all="ignore"):
-        return _eval(node, table)
+        value = _eval(node, table)
+    if not isinstance(value, TextColumn) and np.ndim(value) == 0:  # a constant expression
+        return np.full(table.n_rows, float(value))
+    return value
 
 
 def _eval(node: Expr, table: Table) -> np.ndarray | TextColumn:
@@ -44,14 +47,13 @@ def _eval(node: Expr, table: Table) -> np.ndarray | TextColumn:
     if isinstance(node, Const):
         if isinstance(node.value, str):
             raise BackendError(f"string constant {node.value!r} outside a text comparison")
-        return np.full(table.n_rows, node.value, dtype=np.float64)
+        return np.asarray(node.value, dtype=np.float64)  # 0-d: broadcasts, no n-sized array
     if isinstance(node, Unary):
         return _unary(node, table)
     if isinstance(node, Where):
         cond = _number(node.cond, table)
         result = np.where(cond != 0, _number(node.then, table), _number(node.otherwise, table))
-        result[np.isnan(cond)] = np.nan
-        return result
+        return _missing_where(np.isnan(cond), result)
     assert isinstance(node, Binary)
     if node.op in ("eq", "ne") and _is_text_comparison(node, table):
         return _text_compare(node, table)
@@ -60,13 +62,23 @@ def _eval(node: Expr, table: Table) -> np.ndarray | TextColumn:
         return _ARITH[node.op](left, right)
     missing = np.isnan(left) | np.isnan(right)
     if node.op in _COMPARE:
-        result = _COMPARE[node.op](left, right).astype(np.float64)
+        result = _COMPARE[node.op](left, right)
     elif node.op == "and":
-        result = ((left != 0) & (right != 0)).astype(np.float64)
+        result = (left != 0) & (right != 0)
     else:
-        result = ((left != 0) | (right != 0)).astype(np.float64)
-    result[missing] = np.nan
-    return result
+        result = (left != 0) | (right != 0)
+    return _missing_where(missing, result)
+
+
+def _missing_where(missing: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` as float64 with NaN where ``missing`` (arrays or 0-d constants)."""
+    out = np.asarray(values, dtype=np.float64)
+    if out.ndim == 0 or np.ndim(missing) != out.ndim:
+        return np.where(missing, np.nan, out)
+    if out is values:
+        out = out.copy()
+    out[missing] = np.nan
+    return out
 
 
 def _number(node: Expr, table: Table) -> np.ndarray:
@@ -80,14 +92,12 @@ def _unary(node: Unary, table: Table) -> np.ndarray:
     if node.op == "isnull":
         value = _eval(node.arg, table)
         missing = value.codes < 0 if isinstance(value, TextColumn) else np.isnan(value)
-        return missing.astype(np.float64)
+        return np.asarray(missing, dtype=np.float64)
     arg = _number(node.arg, table)
     if node.op == "neg":
         return np.negative(arg)
     if node.op == "not":
-        result = (arg == 0).astype(np.float64)
-        result[np.isnan(arg)] = np.nan
-        return result
+        return _missing_where(np.isnan(arg), arg == 0)
     return _FUNCS[node.op](arg)
 
 

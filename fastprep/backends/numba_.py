@@ -43,6 +43,9 @@ from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, St
 N_CHUNKS = 64
 #: transform chunks: only balance matters (results are per row)
 TRANSFORM_CHUNKS = 16
+#: below this many rows the chunks run on the calling thread: waking the thread pool was
+#: measured to cost more than it saves for a memory-bound pass (see docs/compiler.md)
+PARALLEL_MIN_ROWS = int(os.environ.get("FASTPREP_PARALLEL_MIN_ROWS", 1_000_000))
 _LOADED: dict[str, Any] = {}
 
 
@@ -139,11 +142,17 @@ def _run_fit(
     n_moments = sum(1 for t in program.stats if t[2] == "moments")
     n_medians = len(program.stats) - n_moments
     acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
-    medians = [np.empty(table.n_rows) for _ in range(n_medians)]
+    medians = nk.SCRATCH.get(n_medians, table.n_rows)
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
             _selection(table), acc, *medians, N_CHUNKS]  # fmt: skip
-    kernel = _load(program, args, log)
-    kernel(*args)
+    module = _load(program, args, log)
+    if table.n_rows >= PARALLEL_MIN_ROWS:
+        module.kernel(*args)
+    else:  # same chunks, same merge order, same results: only without threads
+        size = (table.n_rows + N_CHUNKS - 1) // N_CHUNKS
+        head = args[:-1]
+        for c in range(N_CHUNKS):
+            module.rows(*head, c, c * size, min(table.n_rows, c * size + size))
     merged = nk.merge_chunks(acc)
     moments = [merged[i] for i in range(n_moments)]
     return moments, [nk.nanmedian(buffer) for buffer in medians]
@@ -177,8 +186,11 @@ def run_stage(
     bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
             _selection(table), sink.dense, offsets, TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
-    kernel = _load(program, args, log)
-    kernel(*args)
+    module = _load(program, args, log)
+    if table.n_rows >= PARALLEL_MIN_ROWS:
+        module.kernel(*args)
+    else:
+        bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
     totals = reps.sum(axis=0)
     for k, chain in enumerate(chains):
         log.add(chain.name, "expr_not_finite", int(totals[2 * k]))
@@ -257,7 +269,8 @@ def _param_array(
 
 
 def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> Any:
-    """Import the generated module (writing it once) and compile for these argument types."""
+    """Import the generated module (writing it once) and compile its kernel and row loop
+    for these argument types; returns the module."""
     key = program.key
     module = _LOADED.get(key)
     if module is None:
@@ -277,9 +290,9 @@ def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> A
     if signature not in kernel.overloads:
         hits = sum(kernel.stats.cache_hits.values())
         started = time.perf_counter()
-        kernel.compile(signature)
+        kernel.compile(signature)  # compiles (or loads) ``rows`` too: the kernel calls it
         seconds = time.perf_counter() - started
         cached = sum(kernel.stats.cache_hits.values()) > hits
         if log is not None:
             log.compiled.append({"kernel": key, "seconds": round(seconds, 4), "cache_hit": cached})
-    return kernel
+    return module

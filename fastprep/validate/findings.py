@@ -77,20 +77,31 @@ class Quarantine:
 
     _ids: list[np.ndarray] = field(default_factory=list)
     _reasons: list[str] = field(default_factory=list)
+    _unique: np.ndarray | None = None
 
     def add(self, row_ids: np.ndarray, reason: str) -> None:
         if len(row_ids):
             self._ids.append(np.asarray(row_ids, dtype=np.int64))
             self._reasons.append(reason)
+            self._unique = None
 
     def __len__(self) -> int:
         return len(self.row_ids())
 
     def row_ids(self) -> np.ndarray:
-        """Sorted distinct quarantined row ids."""
-        if not self._ids:
-            return np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate(self._ids))
+        """Sorted distinct quarantined row ids (computed once per change)."""
+        if self._unique is None:
+            if not self._ids:
+                self._unique = np.empty(0, dtype=np.int64)
+            elif len(self._ids) == 1 and _strictly_increasing(self._ids[0]):
+                self._unique = self._ids[0]
+            else:
+                merged = np.concatenate(self._ids)
+                merged.sort(kind="stable")
+                keep = np.ones(len(merged), dtype=bool)
+                keep[1:] = merged[1:] != merged[:-1]
+                self._unique = merged[keep]
+        return self._unique
 
     def reasons(self) -> pd.Series:
         """``"; "``-joined reasons per row id, in the order the rules were added."""
@@ -100,7 +111,11 @@ class Quarantine:
         codes = np.repeat(np.arange(len(self._reasons)), [len(a) for a in self._ids])
         order = np.lexsort((codes, ids))
         ids, codes = ids[order], codes[order]
-        unique, first, counts = np.unique(ids, return_index=True, return_counts=True)
+        boundary = np.ones(len(ids), dtype=bool)
+        boundary[1:] = ids[1:] != ids[:-1]
+        first = np.flatnonzero(boundary)
+        unique = ids[first]
+        counts = np.diff(np.append(first, len(ids)))
         labels = np.asarray(self._reasons, dtype=object)
         out = labels[codes[first]]
         for position in np.flatnonzero(counts > 1):  # rows breaking several rules: few
@@ -120,6 +135,10 @@ class Quarantine:
         frame.insert(0, "row_id", ids)
         frame["reason"] = pd.array(reasons.to_numpy(dtype=object), dtype="str")
         return frame
+
+
+def _strictly_increasing(ids: np.ndarray) -> bool:
+    return bool(len(ids) < 2 or (ids[1:] > ids[:-1]).all())
 
 
 def _to_text_safe(frame: pd.DataFrame) -> pd.DataFrame:

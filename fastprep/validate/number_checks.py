@@ -7,21 +7,20 @@ is broken gets its boolean mask computed afterwards, for the findings and the qu
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
-_N_CHUNKS = 64
 EXACT_INT = 2.0**53
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _count(values, lo, hi, integral, range_on_inf):  # pragma: no cover - compiled
+    """Serial on purpose: a memory-bound scan; thread start-up cost more than it saved here."""
     n = values.shape[0]
-    size = (n + _N_CHUNKS - 1) // _N_CHUNKS
-    counts = np.zeros((_N_CHUNKS, 6), np.int64)
-    for c in prange(_N_CHUNKS):
-        start = c * size
-        stop = min(n, start + size)
+    counts = np.zeros((1, 6), np.int64)
+    for c in range(1):
+        start = 0
+        stop = n
         local = np.zeros(6, np.int64)
         for i in range(start, stop):
             v = np.float64(values[i])
