@@ -122,22 +122,71 @@ def _compact_in_place(values):  # pragma: no cover - compiled
     return k
 
 
-def nanmedian(values: np.ndarray) -> tuple[float, int]:
-    """Median of the non-missing values by selection (O(n), no full sort), and their count.
+@njit(cache=True)
+def _key(v):  # pragma: no cover - compiled
+    """An unsigned integer that sorts like the float ``v`` (sign-magnitude → offset)."""
+    bits = np.float64(v).view(np.uint64)
+    if bits >> np.uint64(63):
+        return ~bits
+    return bits | np.uint64(1) << np.uint64(63)
 
-    Equals ``np.nanmedian``: the middle value, or the mean of the two middle values.
-    Works in place on ``values`` (a scratch buffer): no allocation.
+
+@njit(cache=True)
+def _select_pair(values, n, k):  # pragma: no cover - compiled
+    """``(kth(k-1), kth(k))`` of ``values[:n]`` (no NaN; kth(-1) is NaN) by radix
+    selection: a histogram of 16 key bits per level narrows the candidates to one bucket;
+    when ranks k-1 and k fall in different buckets they are that pair's max and min.
+    ``values`` is reordered."""
+    shift = np.uint64(48)
+    m = n
+    while True:
+        counts = np.zeros(65536, np.int64)
+        low = np.full(65536, np.inf)
+        high = np.full(65536, -np.inf)
+        for i in range(m):
+            v = values[i]
+            b = (_key(v) >> shift) & np.uint64(0xFFFF)
+            counts[b] += 1
+            if v < low[b]:
+                low[b] = v
+            if v > high[b]:
+                high[b] = v
+        bucket = 0
+        before = 0
+        while before + counts[bucket] <= k:
+            before += counts[bucket]
+            bucket += 1
+        if k == before and k > 0:  # rank k-1 is the last of an earlier bucket
+            prev = bucket - 1
+            while counts[prev] == 0:
+                prev -= 1
+            return high[prev], low[bucket]
+        kept = 0
+        for i in range(m):
+            if (_key(values[i]) >> shift) & np.uint64(0xFFFF) == bucket:
+                values[kept] = values[i]
+                kept += 1
+        m = kept
+        k -= before
+        if m <= 4096 or shift == np.uint64(0):
+            part = np.sort(values[:m])
+            return (part[k - 1] if k > 0 else np.nan), part[k]
+        shift -= np.uint64(16)
+
+
+def nanmedian(values: np.ndarray) -> tuple[float, int]:
+    """Median of the non-missing values by selection (O(n), no sort of the data), and
+    their count. Equals ``np.nanmedian``: the middle value, or the mean of the two middle
+    values. Works in place on ``values`` (a scratch buffer): no allocation of its size.
     """
     present = int(_compact_in_place(values))
     if present == 0:
         return float("nan"), 0
-    compact = values[:present]
     half = present // 2
+    lower, upper = _select_pair(values, present, half)
     if present % 2:
-        compact.partition(half)
-        return float(compact[half]), present
-    compact.partition((half - 1, half))
-    return float(np.mean(compact[half - 1 : half + 1])), present
+        return float(upper), present
+    return float(np.mean(np.array([lower, upper]))), present
 
 
 class Scratch:

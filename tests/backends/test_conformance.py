@@ -111,8 +111,17 @@ def test_numba_median_is_numpys_nanmedian() -> None:
     from fastprep.backends.numba_kernels import nanmedian
 
     rng = np.random.default_rng(5)
-    for n in (1, 2, 3, 10, 1001, 100_000):
-        values = rng.normal(size=n)
+    cases = []
+    for n in (1, 2, 3, 10, 1001, 4097, 100_000):
+        cases.append(rng.normal(size=n))
+        cases.append(np.round(rng.normal(size=n) * 3))  # many ties
+        cases.append(np.where(rng.random(n) < 0.5, 3.0, 4.0))  # two values
+        cases.append(rng.normal(size=n) * 1e300)  # extreme magnitudes
+        with_inf = rng.normal(size=n)
+        with_inf[rng.random(n) < 0.1] = np.inf
+        cases.append(with_inf)
+    for values in cases:
+        n = len(values)
         values[rng.random(n) < 0.3] = np.nan
         median, count = nanmedian(values.copy())  # works in place on its scratch buffer
         if count:
