@@ -231,6 +231,7 @@ def _hash_input(item: Input, table: Table) -> Any:
 
 
 _NO_SELECTION = np.empty(0, dtype=np.int64)
+HOIST_SCRATCH = nk.Scratch()
 
 
 def _selection(table: Table) -> np.ndarray:
@@ -249,6 +250,11 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
         values = (~equal if lookup.negate else equal).astype(np.float64)
         arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
+    buffers = HOIST_SCRATCH.get(len(program.hoisted), len(table.all_row_ids))
+    for (func, name), buffer in zip(program.hoisted, buffers, strict=True):
+        with np.errstate(all="ignore"):
+            getattr(np, func)(table.raw(name), out=buffer, dtype=np.float64)
+        arrays.append(buffer)
     return arrays
 
 

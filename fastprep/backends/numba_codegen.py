@@ -26,6 +26,8 @@ BLOCK = 1024
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _FUNCS = {"log": "np.log", "log1p": "np.log1p", "exp": "np.exp", "sqrt": "np.sqrt", "abs": "np.abs"}
+#: functions of a column computed ahead with numpy's vectorized ufuncs
+HOISTABLE = ("log", "log1p", "exp", "sqrt")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Program:
     params: list[tuple[int, int, str]]
     #: chains whose statistics a fit round computes: (chain, step, "moments"|"median")
     stats: list[tuple[int, int, str]] = field(default_factory=list)
+    #: (function, column): computed by numpy's SIMD ufunc before the kernel, read as input
+    hoisted: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -78,8 +82,17 @@ class _Emitter:
         self.code_columns: list[str] = []
         self.lookups: list[TextLookup] = []
         self.params: list[tuple[int, int, str]] = []
+        self.hoisted: list[tuple[str, str]] = []
         self.counter = 0
 
+    def hoist(self, func: str, column: str) -> str:
+        """``func(column)`` precomputed by numpy (SIMD: ~9x faster than a scalar libm call
+        per row here, and identical to the reference, which uses the same ufunc)."""
+        self.column(column)  # the kernel still reads the column (missing checks)
+        key = (func, column)
+        if key not in self.hoisted:
+            self.hoisted.append(key)
+        return f"h{self.hoisted.index(key)}"
     def column(self, name: str) -> str:
         if name not in self.number_columns:
             self.number_columns.append(name)
@@ -145,6 +158,8 @@ class _Emitter:
                 return [f"{var} = 1.0 if {self.code(arg.name)} < 0 else 0.0"]
             a = self.expr(arg)
             return [f"{var} = 1.0 if {a} != {a} else 0.0"]
+        if node.op in HOISTABLE and isinstance(node.arg, Col) and node.arg.name not in self.text_columns:
+            return [f"{var} = {self.hoist(node.op, node.arg.name)}"]
         a = self.expr(node.arg)
         if node.op == "neg":
             return [f"{var} = -{a}"]
@@ -219,6 +234,8 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
                 emitter.param(index, s, f"affine_b:{last}"),
             )
             lines.append(f"{v} = {v} * {a} + {b}")
+        elif s == 0 and chain.plain and isinstance(steps[0], Log1p) and chain.name not in emitter.text_columns:
+            lines += _log1p_code(emitter.hoist("log1p", chain.name), index, v, counted)
         else:
             lines += _step_code(emitter, index, s, steps[s], v, counted)
         s += run
@@ -262,14 +279,7 @@ def _step_code(
             lines += [f"if {v} > {p('upper')}:", f"    {v} = {p('upper')}"]
         return lines
     if isinstance(step, Log1p):
-        bump = f"rep[{2 * index + 1}] += 1" if counted else "pass"
-        return [
-            f"lg = np.log1p({v})",
-            f"if not np.isfinite(lg) and {v} == {v}:",
-            f"    {bump}",
-            "    lg = np.nan",
-            f"{v} = lg",
-        ]
+        return _log1p_code(f"np.log1p({v})", index, v, counted)
     if isinstance(step, Standardize):
         lines = [f"{v} = {v} - {p('mean')}"] if step.with_mean else []
         return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_std else [])
@@ -278,10 +288,23 @@ def _step_code(
     raise NotImplementedError(f"no fused code for {step.describe()}")
 
 
+def _log1p_code(value: str, index: int, v: str, counted: bool) -> list[str]:
+    """log1p with the reference's rule: a non-finite result of a present value -> missing."""
+    bump = f"rep[{2 * index + 1}] += 1" if counted else "pass"
+    return [
+        f"lg = {value}",
+        f"if not np.isfinite(lg) and {v} == {v}:",
+        f"    {bump}",
+        "    lg = np.nan",
+        f"{v} = lg",
+    ]
+
+
 def _header(emitter: _Emitter, extra: str) -> str:
     arrays = [f"c{i}" for i in range(len(emitter.number_columns))]
     arrays += [f"codes{i}" for i in range(len(emitter.code_columns))]
     arrays += [f"lut{i}" for i in range(len(emitter.lookups))]
+    arrays += [f"hk{i}" for i in range(len(emitter.hoisted))]
     return ", ".join([*arrays, "p", "n", "sel", extra])
 
 
@@ -289,6 +312,7 @@ def _row_loads(emitter: _Emitter, selected: bool) -> list[str]:
     """Read row ``i`` (or source row ``sel[i]``) of every input once, as float64."""
     loads = ["r = sel[i]" if selected else "r = i"]
     loads += [f"x{i} = np.float64(c{i}[r])" for i in range(len(emitter.number_columns))]
+    loads += [f"h{i} = hk{i}[r]" for i in range(len(emitter.hoisted))]
     return loads + [f"k{i} = codes{i}[r]" for i in range(len(emitter.code_columns))]
 
 
@@ -369,9 +393,14 @@ def transform_program(chains: list[Chain], text_columns: set[str], selected: boo
         "            reps[c, j] = rep[j]",
     ]
     source = _PRELUDE + "\n".join(lines) + "\n"
+    return _program(source, emitter)
+
+
+def _program(source: str, emitter: _Emitter) -> Program:
     return Program(
-        source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params
-    )
+        source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params,
+        hoisted=emitter.hoisted,
+    )  # fmt: skip
 
 
 def fit_program(
@@ -420,8 +449,6 @@ def fit_program(
         f"        rows({args}, c, c * size, min(n, c * size + size))",
     ]
     source = _PRELUDE + "\n".join(lines) + "\n"
-    program = Program(
-        source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params
-    )
+    program = _program(source, emitter)
     program.stats = moment_slots + median_slots
     return program

@@ -1,0 +1,1 @@
+"""fastprep's benchmark suite: ``python -m benchmarks`` (the harness is ``fastprep.bench``)."""

@@ -1,0 +1,108 @@
+"""The competitors by name: how to build each one's ``run(df) -> (X, y)`` from a pipeline.
+
+Extension point: :func:`register_implementation`. The Dask issue adds ``"dask-ml"`` here
+(a ``dask_ml`` ``ColumnTransformer`` over a ``dask.dataframe``); until then asking for it
+raises ``NotImplementedError`` with that pointer instead of silently skipping it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastprep.bench.common import Result, RunFn
+
+NAIVE = "naive-pandas"
+IDIOMATIC = "pandas"
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """A named competitor: ``factory(pipeline)`` returns its ``run(df) -> (X, y)``."""
+
+    name: str
+    label: str
+    factory: Callable[[Any], RunFn]
+    #: measured on a sample and extrapolated per row above ``--naive-sample`` rows
+    sampled: bool = False
+
+
+_REGISTRY: dict[str, Implementation] = {}
+#: names reserved for later issues: asking for them explains where they will come from
+PLANNED: dict[str, str] = {
+    "dask-ml": "dask-ml belongs to the Dask issue: register it with "
+    "fastprep.bench.impls.register_implementation(Implementation('dask-ml', ...))",
+}
+
+
+def register_implementation(impl: Implementation) -> None:
+    """Add (or replace) a competitor; the harness gates and times every registered one."""
+    _REGISTRY[impl.name] = impl
+
+
+def _naive(pipeline: Any) -> RunFn:
+    from fastprep.bench import naive
+
+    return naive.make(pipeline)
+
+
+def _pandas(pipeline: Any) -> RunFn:
+    from fastprep.bench import translate_pandas
+
+    return translate_pandas.make(pipeline)
+
+
+def _sklearn(pipeline: Any) -> RunFn:
+    from fastprep.bench import translate_sklearn
+
+    return translate_sklearn.make(pipeline)
+
+
+def _polars(pipeline: Any) -> RunFn:
+    from fastprep.bench import translate_polars
+
+    return translate_polars.make(pipeline)
+
+
+def fastprep_factory(backend: str) -> Callable[[Any], RunFn]:
+    """fastprep itself: ``pipeline.fit(df, backend=b)`` then ``.transform(df, backend=b)``."""
+
+    def factory(pipeline: Any) -> RunFn:
+        def run(df: Any) -> Result:
+            fitted = pipeline.fit(df, backend=backend)
+            out = fitted.transform(df, backend=backend)
+            return out.X, out.y
+
+        return run
+
+    return factory
+
+
+register_implementation(Implementation(NAIVE, "naive pandas (apply axis=1)", _naive, True))
+register_implementation(Implementation(IDIOMATIC, "idiomatic pandas + numpy", _pandas))
+register_implementation(Implementation("sklearn", "sklearn ColumnTransformer", _sklearn))
+register_implementation(Implementation("polars", "Polars (lazy)", _polars))
+
+
+def fastprep_names() -> list[str]:
+    """``fastprep[auto]`` plus one per registered backend (new backends appear on their own)."""
+    from fastprep.backends.registry import available
+
+    return ["fastprep[auto]", *(f"fastprep[{name}]" for name in available())]
+
+
+def get(name: str) -> Implementation:
+    """Look up a competitor by name (fastprep[...] names are built on demand)."""
+    if name.startswith("fastprep[") and name.endswith("]"):
+        backend = name[len("fastprep[") : -1]
+        return Implementation(name, f"fastprep, backend={backend}", fastprep_factory(backend))
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name in PLANNED:
+        raise NotImplementedError(PLANNED[name])
+    raise KeyError(f"unknown implementation {name!r}; known: {', '.join(all_names())}")
+
+
+def all_names() -> list[str]:
+    return [*_REGISTRY, *fastprep_names()]

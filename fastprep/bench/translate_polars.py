@@ -1,0 +1,238 @@
+"""Polars (lazy): the plan as Polars expressions over ``pl.from_pandas(df).lazy()``.
+
+Fit runs one aggregation query per "depth" of fitted steps (all features' means, medians,
+min/max and category lists of that depth in one ``select``), transform one final ``select``.
+Missing values are nulls; NaN produced mid-expression is turned into null at once, since
+Polars orders NaN above every number (``NaN > 15`` is true there, missing in fastprep).
+Hash: Polars builds the ``column=value`` token lists; sklearn's ``FeatureHasher``
+(``input_type="string"``) hashes them — Polars has no sklearn-compatible hasher.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import scipy.sparse as sp
+from sklearn.feature_extraction import FeatureHasher
+
+from fastprep.bench.common import (
+    Result,
+    RunFn,
+    is_text_input,
+    minmax_scale,
+    numeric_steps,
+    onehot_sparse,
+    stack_blocks,
+    standardize_scale,
+    text_columns,
+    unsupported,
+)
+from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.nodes import Input
+from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
+
+_ARITH = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "mod": lambda a, b: a % b,
+    "pow": lambda a, b: a.pow(b),
+}
+_COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+_FUNCS = {"log": "log", "log1p": "log1p", "exp": "exp", "sqrt": "sqrt", "abs": "abs"}
+_NULL = pl.lit(None, dtype=pl.Float64)
+
+
+def _num(e: pl.Expr) -> pl.Expr:
+    return e.fill_nan(None)
+
+
+def to_polars(node: Expr, text: frozenset[str]) -> pl.Expr:
+    """A Polars expression with fastprep's semantics (missing propagates everywhere)."""
+    if isinstance(node, Col):
+        return pl.col(node.name) if node.name in text else _num(pl.col(node.name).cast(pl.Float64))
+    if isinstance(node, Const):
+        if isinstance(node.value, str):
+            raise unsupported("polars", f"string constant {node.value!r} outside a comparison")
+        return pl.lit(float(node.value), dtype=pl.Float64)
+    if isinstance(node, Where):
+        cond = to_polars(node.cond, text)
+        then, otherwise = to_polars(node.then, text), to_polars(node.otherwise, text)
+        return pl.when(cond.is_null()).then(_NULL).when(cond != 0).then(then).otherwise(otherwise)
+    if isinstance(node, Unary):
+        return _unary(node, text)
+    assert isinstance(node, Binary)
+    if node.op in _COMPARE and isinstance(node.right, Const) and isinstance(node.right.value, str):
+        return getattr(to_polars(node.left, text), node.op)(node.right.value).cast(pl.Float64)
+    left, right = to_polars(node.left, text), to_polars(node.right, text)
+    if node.op in _ARITH:  # Polars % floors, like Python and fastprep
+        return _num(_ARITH[node.op](left, right))
+    if node.op in _COMPARE:
+        return getattr(left, node.op)(right).cast(pl.Float64)
+    logical = (left != 0) & (right != 0) if node.op == "and" else (left != 0) | (right != 0)
+    missing = left.is_null() | right.is_null()  # Kleene logic would say null & False = False
+    return pl.when(missing).then(_NULL).otherwise(logical.cast(pl.Float64))
+
+
+def _unary(node: Unary, text: frozenset[str]) -> pl.Expr:
+    arg = to_polars(node.arg, text)
+    if node.op == "isnull":
+        return arg.is_null().cast(pl.Float64)
+    if node.op == "neg":
+        return -arg
+    if node.op == "not":
+        return (arg == 0).cast(pl.Float64)
+    return _num(getattr(arg, _FUNCS[node.op])())
+
+
+def input_expr(item: Input, text: frozenset[str]) -> pl.Expr:
+    e = to_polars(item.expr, text)
+    if item.is_plain_column or is_text_input(item, text):
+        return e
+    return pl.when(e.is_finite()).then(e).otherwise(_NULL)
+
+
+def _aggs(step: Step, e: pl.Expr, key: str) -> list[pl.Expr]:
+    """The aggregations a fitted step needs, aliased ``key:stat``."""
+    if isinstance(step, FillMissing) and isinstance(step.value, str):
+        agg = e.mean() if step.value == "mean" else e.median()
+        return [agg.alias(f"{key}:fill")]
+    if isinstance(step, Standardize):
+        return [e.mean().alias(f"{key}:mean"), e.var(ddof=0).alias(f"{key}:var"),
+                e.count().alias(f"{key}:count")]  # fmt: skip
+    if isinstance(step, MinMax):
+        return [e.min().alias(f"{key}:min"), e.max().alias(f"{key}:max")]
+    if isinstance(step, OneHot):
+        cats = e.drop_nulls().unique().sort().implode().alias(f"{key}:cats")
+        return [cats, e.is_null().any().alias(f"{key}:missing")]
+    return []
+
+
+def _apply(step: Step, e: pl.Expr, stats: dict[str, Any], key: str) -> pl.Expr:
+    if isinstance(step, FillMissing):
+        fill = stats[f"{key}:fill"] if isinstance(step.value, str) else step.value
+        return e.fill_null(float(fill))
+    if isinstance(step, Clip):
+        return e.clip(step.lower, step.upper)
+    if isinstance(step, Log1p):
+        out = e.log1p()
+        return pl.when(out.is_finite()).then(out).otherwise(_NULL)
+    if isinstance(step, Standardize):
+        mean = stats[f"{key}:mean"]
+        scale = standardize_scale(stats[f"{key}:var"], mean, stats[f"{key}:count"])
+        out = e - mean if step.with_mean else e
+        return out / scale if step.with_std else out
+    if isinstance(step, MinMax):
+        scale, offset = minmax_scale(stats[f"{key}:min"], stats[f"{key}:max"], *step.feature_range)
+        return e * scale + offset
+    raise unsupported("polars", step.describe())
+
+
+def fit_exprs(lf: pl.LazyFrame, items: dict[str, tuple[pl.Expr, list[Step]]]) -> tuple:
+    """Walk every input's steps; one query per depth collects the statistics needed."""
+    exprs = {key: e for key, (e, _) in items.items()}
+    position = dict.fromkeys(items, 0)
+    stats: dict[str, Any] = {}
+    fitted: set[str] = set()
+    while True:
+        pending: list[pl.Expr] = []
+        waiting: list[str] = []
+        for key, (_, steps) in items.items():
+            while position[key] < len(steps):
+                step, s_key = steps[position[key]], f"{key}#{position[key]}"
+                aggs = _aggs(step, exprs[key], s_key)
+                if aggs and s_key not in fitted:
+                    pending.extend(aggs)
+                    waiting.append(s_key)
+                    break
+                if step.kind != "encoder":
+                    exprs[key] = _apply(step, exprs[key], stats, s_key)
+                position[key] += 1
+        if not pending:
+            return exprs, stats
+        stats.update(lf.select(pending).collect().row(0, named=True))
+        fitted.update(waiting)
+
+
+def make(pipeline: Any) -> RunFn:
+    """The Polars lazy implementation of ``pipeline``."""
+    text = text_columns(pipeline)
+    plan = pipeline.plan
+
+    def run(df: pd.DataFrame) -> Result:
+        lf = pl.from_pandas(df).lazy()
+        items = {}
+        for f_index, feature in enumerate(plan.features):
+            if isinstance(feature.encoder, Hash) and numeric_steps(feature.steps):
+                raise unsupported("polars", "numeric steps before Hash")
+            for item in feature.inputs:
+                items[f"{f_index}/{item.name}"] = (input_expr(item, text), list(feature.steps))
+        exprs, stats = fit_exprs(lf, items)
+        selects, layout = _outputs(plan, exprs, stats, text)
+        if plan.target is not None:
+            selects.append(input_expr(plan.target, text).alias("__target__"))
+        frame = lf.select(selects).collect()
+        blocks = [_block(kind, frame, cols, extra) for kind, cols, extra in layout]
+        y = None
+        if plan.target is not None:
+            y = frame["__target__"].to_numpy().astype(np.float32)
+        return stack_blocks(blocks, frame.height), y
+
+    return run
+
+
+def _outputs(plan: Any, exprs: dict, stats: dict, text: frozenset[str]) -> tuple[list, list]:
+    """Final ``select`` expressions, and per feature how to turn them into a block."""
+    selects: list[pl.Expr] = []
+    layout: list[tuple[str, list[str], Any]] = []
+    for f_index, feature in enumerate(plan.features):
+        keys = [f"{f_index}/{item.name}" for item in feature.inputs]
+        encoder = feature.encoder
+        if encoder is None:
+            selects += [exprs[k].alias(k) for k in keys]
+            layout.append(("dense", keys, None))
+        elif isinstance(encoder, OneHot):
+            names, widths = [], []
+            for k in keys:
+                s_key = f"{k}#{len(feature.steps) - 1}"
+                cats, missing = stats[f"{s_key}:cats"], stats[f"{s_key}:missing"]
+                for j, cat in enumerate(cats):
+                    selects.append(
+                        (exprs[k] == cat).fill_null(False).cast(pl.Float32).alias(f"{k}={j}")
+                    )
+                    names.append(f"{k}={j}")
+                if missing:
+                    selects.append(exprs[k].is_null().cast(pl.Float32).alias(f"{k}=<missing>"))
+                    names.append(f"{k}=<missing>")
+                widths.append(len(cats) + int(missing))
+            layout.append(("onehot", names, onehot_sparse(encoder, widths)))
+        elif isinstance(encoder, Hash):
+            if not all(is_text_input(i, text) for i in feature.inputs):
+                raise unsupported("polars", "Hash over a numeric input (weighted tokens)")
+            tokens = [pl.lit(f"{i.name}=") + exprs[k] for i, k in zip(feature.inputs, keys)]
+            selects.append(pl.concat_list(tokens).list.drop_nulls().alias(f"{f_index}/hash"))
+            layout.append(("hash", [f"{f_index}/hash"], encoder))
+        else:
+            raise unsupported("polars", encoder.describe())
+    return selects, layout
+
+
+def _block(kind: str, frame: pl.DataFrame, cols: list[str], extra: Any) -> Any:
+    if kind == "dense":
+        return frame.select(cols).to_numpy().astype(np.float64)
+    if kind == "onehot":
+        dense = frame.select(cols).to_numpy().astype(np.float32).reshape(frame.height, len(cols))
+        return sp.csr_matrix(dense) if extra else dense
+    hasher = FeatureHasher(
+        n_features=extra.n_features,
+        input_type="string",
+        alternate_sign=extra.alternate_sign,
+        dtype=np.float32,
+    )
+    if frame.height == 0:
+        return sp.csr_matrix((0, extra.n_features), dtype=np.float32)
+    return hasher.transform(frame[cols[0]].to_list())

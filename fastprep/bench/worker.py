@@ -1,0 +1,114 @@
+"""One timing sample in a fresh process: ``python -m fastprep.bench.worker '<json>'``.
+
+The worker imports the competitor, loads the (already filtered) rows, then runs fit +
+transform ``runs`` times back to back. Run 1 is **cold**: a fresh process whose output
+memory has never been touched, so it pays for page faults the way a first call in a new
+job does. Later runs are **warm**: they reuse the memory the previous run just freed.
+
+Peak memory is the kernel's own high-water mark: before each run the worker resets it
+(``echo 5 > /proc/self/clear_refs``, Linux ≥ 4.0) and reads ``VmHWM`` after, so the peak is
+that run's, including the loaded input. Where the reset is refused, a thread samples RSS
+every millisecond instead (``method`` says which was used).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+import sys
+import threading
+import time
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as handle:
+        match = re.search(rf"^{field}:\s+(\d+) kB", handle.read(), re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else 0
+
+
+class PeakMeter:
+    """Peak RSS of the code run between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self.method = "VmHWM reset via /proc/self/clear_refs"
+        try:
+            self._reset()
+        except OSError:
+            self.method = "psutil RSS sampled every 1 ms"
+        self._peak, self._running, self._thread = 0, False, None
+
+    @staticmethod
+    def _reset() -> None:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+
+    def _sample(self) -> None:
+        import psutil
+
+        process = psutil.Process()
+        while self._running:
+            self._peak = max(self._peak, process.memory_info().rss)
+            time.sleep(0.001)
+
+    def start(self) -> int:
+        """Reset the high-water mark; returns the RSS before the run (bytes)."""
+        baseline = _status("VmRSS")
+        if self.method.startswith("VmHWM"):
+            self._reset()
+        else:
+            self._peak, self._running = baseline, True
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return baseline
+
+    def stop(self) -> int:
+        """The peak RSS (bytes) since :meth:`start`."""
+        if self.method.startswith("VmHWM"):
+            return _status("VmHWM")
+        self._running = False
+        assert self._thread is not None
+        self._thread.join()
+        return max(self._peak, _status("VmRSS"))
+
+
+def sample(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one competitor ``spec["runs"]`` times on ``spec["data"]``; times and peaks."""
+    import pandas as pd
+
+    from fastprep.bench.impls import get
+    from fastprep.cli import load_pipeline_file
+
+    pipeline = load_pipeline_file(spec["pipeline"])
+    run = get(spec["impl"]).factory(pipeline)
+    frame = pd.read_parquet(spec["data"])
+    if spec.get("rows"):
+        frame = frame.iloc[: spec["rows"]].reset_index(drop=True)
+    meter = PeakMeter()
+    seconds, peaks, baselines = [], [], []
+    for _ in range(spec.get("runs", 2)):
+        gc.collect()
+        baselines.append(meter.start())
+        started = time.perf_counter()
+        X, y = run(frame)
+        seconds.append(time.perf_counter() - started)
+        peaks.append(meter.stop())
+        del X, y
+    return {
+        "seconds": seconds,
+        "peak_rss_mib": [p / MIB for p in peaks],
+        "baseline_rss_mib": [b / MIB for b in baselines],
+        "memory_method": meter.method,
+        "rows": len(frame),
+    }
+
+
+def main() -> None:
+    print(json.dumps(sample(json.loads(sys.argv[1]))))
+
+
+if __name__ == "__main__":
+    main()
