@@ -93,6 +93,7 @@ class _Emitter:
         if key not in self.hoisted:
             self.hoisted.append(key)
         return f"h{self.hoisted.index(key)}"
+
     def column(self, name: str) -> str:
         if name not in self.number_columns:
             self.number_columns.append(name)
@@ -158,7 +159,11 @@ class _Emitter:
                 return [f"{var} = 1.0 if {self.code(arg.name)} < 0 else 0.0"]
             a = self.expr(arg)
             return [f"{var} = 1.0 if {a} != {a} else 0.0"]
-        if node.op in HOISTABLE and isinstance(node.arg, Col) and node.arg.name not in self.text_columns:
+        if (
+            node.op in HOISTABLE
+            and isinstance(node.arg, Col)
+            and node.arg.name not in self.text_columns
+        ):
             return [f"{var} = {self.hoist(node.op, node.arg.name)}"]
         a = self.expr(node.arg)
         if node.op == "neg":
@@ -234,7 +239,12 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
                 emitter.param(index, s, f"affine_b:{last}"),
             )
             lines.append(f"{v} = {v} * {a} + {b}")
-        elif s == 0 and chain.plain and isinstance(steps[0], Log1p) and chain.name not in emitter.text_columns:
+        elif (
+            s == 0
+            and chain.plain
+            and isinstance(steps[0], Log1p)
+            and chain.name not in emitter.text_columns
+        ):
             lines += _log1p_code(emitter.hoist("log1p", chain.name), index, v, counted)
         else:
             lines += _step_code(emitter, index, s, steps[s], v, counted)
