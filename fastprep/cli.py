@@ -155,7 +155,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         missing = str(exc)
 
         def unavailable(_: argparse.Namespace) -> int:
-            print(f"fastprep bench needs: pip install 'fastprep[bench]' ({missing})", file=sys.stderr)
+            print(
+                f"fastprep bench needs: pip install 'fastprep[bench]' ({missing})", file=sys.stderr
+            )
             return 2
 
         bench = sub.add_parser("bench", help="benchmark (needs the [bench] extra)")

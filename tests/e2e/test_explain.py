@@ -13,7 +13,10 @@ def test_explain_names_folds_simplifications_and_fusion() -> None:
     pipeline = fp.Pipeline(
         schema=schema,
         features=[
-            fp.expr("a = (x + 0) * 1 + 2 * 3") >> fp.FillMissing(0) >> fp.Clip(-5, 100) >> fp.Clip(0, 50),
+            fp.expr("a = (x + 0) * 1 + 2 * 3")
+            >> fp.FillMissing(0)
+            >> fp.Clip(-5, 100)
+            >> fp.Clip(0, 50),
             fp.col("w") >> fp.FillMissing(0) >> fp.Standardize(),
         ],
     )
@@ -22,7 +25,10 @@ def test_explain_names_folds_simplifications_and_fusion() -> None:
     optimized = pipeline.explain()
     assert "folded a: (x + 0) * 1 + 2 * 3  ->  x + 6" in optimized
     # x + 6 lies in [6, 16] and is never missing: the fill and both clips go
-    assert "simplified [a]: FillMissing(0.0) >> Clip(-5.0, 100.0) >> Clip(0.0, 50.0)  ->  (none)" in optimized
+    assert (
+        "simplified [a]: FillMissing(0.0) >> Clip(-5.0, 100.0) >> Clip(0.0, 50.0)  ->  (none)"
+        in optimized
+    )
     assert "fused 2 element-wise output(s) into one kernel: a, w" in optimized
     assert "release after: x, w" in optimized
     with pytest.raises(fp.PipelineDefinitionError):
