@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ class Output:
 
     X: np.ndarray | sp.csr_matrix
     y: np.ndarray | None
-    feature_names: list[str]
+    feature_names: Sequence[str]
     report: Report
     quarantine: pd.DataFrame
     row_ids: np.ndarray

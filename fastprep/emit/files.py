@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ def write_output(
     folder: str | os.PathLike[str],
     X: np.ndarray | sp.csr_matrix,
     y: np.ndarray | None,
-    feature_names: list[str],
+    feature_names: Sequence[str],
     report: dict[str, Any],
     quarantine: pd.DataFrame,
     row_ids: np.ndarray,
@@ -38,7 +39,7 @@ def write_output(
         written["y"] = str(out / "y.npy")
     np.save(out / "row_ids.npy", row_ids, allow_pickle=False)
     written["row_ids"] = str(out / "row_ids.npy")
-    (out / "feature_names.json").write_text(json.dumps(feature_names))
+    (out / "feature_names.json").write_text(json.dumps(list(feature_names)))
     written["feature_names"] = str(out / "feature_names.json")
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
     written["report"] = str(out / "report.json")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.plan.nodes import Feature, LogicalPlan
 from fastprep.plan.steps import Hash, OneHot
 
@@ -30,17 +32,18 @@ class Layout:
     width: int
     sparse: bool
 
-    def names(self, plan: LogicalPlan, params: list[dict[str, Any]]) -> list[str]:
-        out: list[str] = []
+    def names(self, plan: LogicalPlan, params: list[dict[str, Any]]) -> FeatureNames:
+        """One name per column of X; hashed blocks' names are generated on demand."""
+        parts: list[Sequence[str]] = []
         for feature, slot, fitted in zip(plan.features, self.slots, params):
             if slot.kind == "numeric":
-                out.extend(i.name for i in feature.inputs)
+                parts.append([i.name for i in feature.inputs])
             elif slot.kind == "onehot":
                 for item in feature.inputs:
-                    out.extend(category_names(item.name, fitted[item.name][-1]))
+                    parts.append(category_names(item.name, fitted[item.name][-1]))
             else:
-                out.extend(f"{slot.prefix}[{i}]" for i in range(slot.width))
-        return out
+                parts.append(HashedNames(slot.prefix, slot.width))
+        return FeatureNames(parts)
 
 
 def make_layout(plan: LogicalPlan, params: list[dict[str, Any]]) -> Layout:
