@@ -22,7 +22,17 @@ from fastprep.errors import (
 )
 from fastprep.execute import Output
 from fastprep.pipeline import FittedPipeline, Pipeline, load
-from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, Map, MinMax, OneHot, Standardize
+from fastprep.plan.steps import (
+    Categorify,
+    Clip,
+    FillMissing,
+    Hash,
+    Log1p,
+    Map,
+    MinMax,
+    OneHot,
+    Standardize,
+)
 from fastprep.schema import Bool, Category, Float, Int, Schema, String
 
 __version__ = "0.1.0"
@@ -30,6 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendError",
     "Bool",
+    "Categorify",
     "Category",
     "Clip",
     "DataValidationError",

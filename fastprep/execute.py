@@ -74,6 +74,7 @@ def prepare(
         result = validate_frame(raw, schema, columns, phase=phase)
     report.rows_in = result.rows_in
     report.findings.extend(result.findings)
+    report.text_encoding = result.text_encoding
     prepared = Prepared(result.table, raw, result.quarantine, report)
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared)
@@ -130,6 +131,7 @@ def snapshot_fit_report(prepared: Prepared) -> Report:
         findings=list(report.findings),
         stages=dict(report.stages),
         kernels=list(report.kernels),
+        text_encoding=dict(report.text_encoding),
     )
     fit_report.check_accounting()
     return fit_report

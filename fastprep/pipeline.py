@@ -214,11 +214,15 @@ def describe_rewrites(before: LogicalPlan, after: LogicalPlan) -> list[str]:
         if old.steps != new.steps:
             was = " >> ".join(s.describe() for s in old.steps) or "(none)"
             now = " >> ".join(s.describe() for s in new.steps) or "(none)"
-            lines.append(f"  simplified [{', '.join(i.name for i in new.inputs)}]: {was}  ->  {now}")
+            lines.append(
+                f"  simplified [{', '.join(i.name for i in new.inputs)}]: {was}  ->  {now}"
+            )
     for stage in after.execution_stages():
         if stage.kind == "fused" and len(stage.features) > 1:
             names = [i.name for f in stage.features for i in after.features[f].inputs]
-            lines.append(f"  fused {len(names)} element-wise output(s) into one kernel: {', '.join(names)}")
+            lines.append(
+                f"  fused {len(names)} element-wise output(s) into one kernel: {', '.join(names)}"
+            )
     return lines
 
 

@@ -29,6 +29,8 @@ class Report:
     output: dict[str, Any] = field(default_factory=dict)
     #: JIT kernels compiled (or loaded from the disk cache) during this run
     kernels: list[dict[str, Any]] = field(default_factory=list)
+    #: per text column: bytes as the source held it vs dictionary-encoded (codes + distinct)
+    text_encoding: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -58,6 +60,7 @@ class Report:
             "stages_seconds": {k: round(v, 6) for k, v in self.stages.items()},
             "kernels": list(self.kernels),
             "output": dict(self.output),
+            "text_encoding": {k: dict(v) for k, v in self.text_encoding.items()},
         }
 
     def summary(self) -> str:
@@ -71,6 +74,13 @@ class Report:
             shape = " × ".join(f"{n:,}" for n in out.get("shape", ()))
             lines.append(
                 f"X: {shape} {out.get('layout', '')} {out.get('dtype', '')}, nnz {out.get('nnz', 0):,}"
+            )
+        if self.text_encoding:
+            before = sum(v["bytes_before"] for v in self.text_encoding.values())
+            after = sum(v["bytes_after"] for v in self.text_encoding.values())
+            lines.append(
+                f"text: {len(self.text_encoding)} column(s) dictionary-encoded, "
+                f"{before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB"
             )
         timing = ", ".join(f"{k} {v:.3f}s" for k, v in self.stages.items())
         lines.append(f"stages ({self.backend}): {timing}")

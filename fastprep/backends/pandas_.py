@@ -13,16 +13,23 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
+from fastprep.backends.encoders import (  # noqa: F401  (re-exported: the reference API)
+    categorify_codes,
+    category_codes,
+    fit_categories,
+    onehot_block,
+)
 from fastprep.backends.expressions import evaluate
 from fastprep.backends.map_ import apply_map
 from fastprep.backends.stats import fill_value, minmax_params, standardize_params
 from fastprep.columns import Table, TextColumn
-from fastprep.emit.blocks import CodesBlock, SparseBlock
-from fastprep.emit.layout import category_count, category_names, hash_prefix
+from fastprep.emit.blocks import SparseBlock
+from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.errors import BackendError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
+    Categorify,
     Clip,
     FillMissing,
     Hash,
@@ -103,8 +110,8 @@ def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str
         return standardize_params(values, what)
     if isinstance(step, MinMax):
         return minmax_params(values, *step.feature_range, what)
-    if isinstance(step, OneHot):
-        return fit_categories(values)
+    if isinstance(step, (OneHot, Categorify)):
+        return fit_categories(values, step.min_frequency, step.max_categories)
     if isinstance(step, (Clip, Log1p, Hash, Map)):
         return {}
     raise BackendError(f"pandas backend has no fit for {step.describe()}")
@@ -142,39 +149,6 @@ def apply_step(
     raise BackendError(f"pandas backend has no element-wise apply for {step.describe()}")
 
 
-def fit_categories(values: np.ndarray | TextColumn) -> dict[str, Any]:
-    """Sorted categories seen at fit, and whether missing was seen (its own last column)."""
-    if isinstance(values, TextColumn):
-        present = np.unique(values.codes[values.codes >= 0])
-        categories = sorted(str(u) for u in values.uniques[present])
-        return {
-            "categories": categories,
-            "numeric": False,
-            "missing": bool((values.codes < 0).any()),
-        }
-    finite = values[~np.isnan(values)]
-    categories = [float(v) for v in np.unique(finite)]
-    return {"categories": categories, "numeric": True, "missing": bool(np.isnan(values).any())}
-
-
-def category_codes(values: np.ndarray | TextColumn, params: dict[str, Any]) -> np.ndarray:
-    """Per row, the index of its fitted category, or -1 (unseen → all zeros)."""
-    categories = params["categories"]
-    missing_code = len(categories) if params["missing"] else -1
-    if isinstance(values, TextColumn):
-        lookup = {c: i for i, c in enumerate(categories)}
-        per_unique = np.array([lookup.get(str(u), -1) for u in values.uniques], dtype=np.int64)
-        return np.append(per_unique, missing_code)[values.codes]
-    numbers = np.asarray(categories, dtype=np.float64)
-    position = np.searchsorted(numbers, values)
-    clipped = np.minimum(position, max(len(numbers) - 1, 0))
-    found = (
-        (position < len(numbers)) & (numbers[clipped] == values) if len(numbers) else position < 0
-    )
-    codes = np.where(found, position, -1)
-    return np.where(np.isnan(values), missing_code, codes)
-
-
 def fit_stage(
     plan: LogicalPlan, stage: Stage, table: Table, log: Repairs | None = None
 ) -> dict[int, FeatureParams]:
@@ -196,6 +170,8 @@ def run_stage(
         fitted = params[index]
         values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
         encoder = feature.encoder
+        if isinstance(encoder, (OneHot, Categorify)) and len(feature.steps) > 1:
+            values = _before_encoder(feature, fitted, values, repairs)
         if encoder is None:
             view = sink.numeric_view(index)
             for j, item in enumerate(feature.inputs):
@@ -203,12 +179,27 @@ def run_stage(
                                          item.name, repairs)  # fmt: skip
         elif isinstance(encoder, OneHot):
             sink.put(index, onehot_block(feature, fitted, values))
+        elif isinstance(encoder, Categorify):
+            view = sink.numeric_view(index)
+            for j, item in enumerate(feature.inputs):
+                view[:, j] = categorify_codes(values[item.name], fitted[item.name][-1])
         elif isinstance(encoder, Hash):
             hashed = hash_with_sklearn(encoder, values, table.n_rows, cross=feature.cross)
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))
         else:
             raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
     return set()
+
+
+def _before_encoder(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], repairs: Repairs
+) -> dict[str, Any]:
+    """Numeric inputs through the steps before the encoder (fit saw them that way too)."""
+    return {
+        name: value if isinstance(value, TextColumn)
+        else apply_chain(feature.steps, fitted[name], value, name, repairs)
+        for name, value in values.items()
+    }  # fmt: skip
 
 
 def apply_chain(
@@ -220,18 +211,6 @@ def apply_chain(
         if step.kind != "encoder":
             values = apply_step(step, step_params, values, output, repairs)
     return values
-
-
-def onehot_block(feature: Feature, params: FeatureParams, values: dict[str, Any]) -> CodesBlock:
-    names: list[str] = []
-    codes: list[np.ndarray] = []
-    widths: list[int] = []
-    for item in feature.inputs:
-        fitted = params[item.name][-1]
-        names.extend(category_names(item.name, fitted))
-        widths.append(category_count(fitted))
-        codes.append(category_codes(values[item.name], fitted))
-    return CodesBlock(names, codes, widths)
 
 
 def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):

@@ -32,8 +32,8 @@ def check_plan(plan: LogicalPlan, types: Mapping[str, LType]) -> None:
     for index, feature in enumerate(plan.features):
         where = f"feature {index + 1} {feature.describe()}"
         _check_feature(feature, types, where)
-        for item in feature.inputs:
-            if item.name in seen_outputs and feature.encoder is None:
+        for item in feature.inputs if _named_by_input(feature) else ():
+            if item.name in seen_outputs:
                 raise PipelineDefinitionError(
                     f"output {item.name!r} is produced twice ({seen_outputs[item.name]} and "
                     f"{where}); give the expr a distinct name"
@@ -46,6 +46,13 @@ def check_plan(plan: LogicalPlan, types: Mapping[str, LType]) -> None:
                 f"target {plan.target.name!r} is {target_type.value}; a target must be numeric "
                 'or boolean (e.g. fp.expr("late = arr_delay > 15"))'
             )
+
+
+def _named_by_input(feature: Feature) -> bool:
+    """Features whose output columns carry the input's own name (numbers, Categorify)."""
+    from fastprep.plan.steps import Categorify
+
+    return feature.encoder is None or isinstance(feature.encoder, Categorify)
 
 
 def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> None:
@@ -65,13 +72,26 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
         if numeric_steps and not input_type.is_numeric:
             raise PipelineDefinitionError(
                 f"{where}: {numeric_steps[0].describe()} needs a numeric input, but "
-                f"{item.name!r} is {input_type.value}; encode it with fp.OneHot() or fp.Hash()"
+                f"{item.name!r} is {input_type.value}; encode it with fp.OneHot(), fp.Categorify() or fp.Hash()"
             )
+        _check_vocabulary_input(feature, item.name, input_type, where)
         if feature.encoder is None and not input_type.is_numeric:
             raise PipelineDefinitionError(
                 f"{where}: {item.name!r} is {input_type.value} and cannot be emitted as a number; "
-                "end the chain with fp.OneHot() or fp.Hash()"
+                "end the chain with fp.OneHot(), fp.Categorify() or fp.Hash()"
             )
+
+
+def _check_vocabulary_input(feature: Feature, name: str, found: LType, where: str) -> None:
+    """Categorify encodes text, integers and booleans; a float column has no vocabulary."""
+    from fastprep.plan.steps import Categorify
+
+    if isinstance(feature.encoder, Categorify) and found == LType.FLOAT:
+        raise PipelineDefinitionError(
+            f"{where}: {feature.encoder.describe()} needs a text, integer or boolean input, "
+            f"but {name!r} is float; declare it fp.Int() if its values are whole numbers, "
+            "or bin/scale it instead (fp.Hash() encodes any value)"
+        )
 
 
 def _check_cross(feature: Feature, types: Mapping[str, LType], where: str) -> None:

@@ -8,16 +8,19 @@ from typing import Any
 
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.plan.nodes import Feature, LogicalPlan
-from fastprep.plan.steps import Hash, OneHot
+from fastprep.plan.steps import Categorify, Hash, OneHot
 
 #: above this many categories in one input, ``OneHot(sparse=None)`` emits CSR
 SPARSE_ONEHOT_MIN_CATEGORIES = 64
 MISSING_LABEL = "<missing>"
+INFREQUENT_LABEL = "<infrequent>"
 
 
 @dataclass(frozen=True)
 class FeatureSlot:
-    """One feature's place in X: ``kind`` is "numeric", "onehot" or "hash"."""
+    """One feature's place in X: ``kind`` is "numeric", "onehot" or "hash".
+
+    ``Categorify`` features are "numeric": one dense column per input, named by the input."""
 
     kind: str
     offset: int
@@ -58,7 +61,7 @@ def make_layout(plan: LogicalPlan, params: list[dict[str, Any]]) -> Layout:
 
 def _slot(feature: Feature, fitted: dict[str, Any], offset: int) -> FeatureSlot:
     encoder = feature.encoder
-    if encoder is None:
+    if encoder is None or isinstance(encoder, Categorify):
         return FeatureSlot("numeric", offset, len(feature.inputs), False)
     if isinstance(encoder, OneHot):
         widths = [category_count(fitted[i.name][-1]) for i in feature.inputs]
@@ -71,13 +74,17 @@ def _slot(feature: Feature, fitted: dict[str, Any], offset: int) -> FeatureSlot:
 
 
 def category_count(fitted: dict[str, Any]) -> int:
-    return len(fitted["categories"]) + (1 if fitted["missing"] else 0)
+    """Kept categories, then ``<missing>`` if seen at fit, then ``<infrequent>`` if any."""
+    extra = (1 if fitted["missing"] else 0) + (1 if fitted.get("infrequent", 0) else 0)
+    return len(fitted["categories"]) + extra
 
 
 def category_names(name: str, fitted: dict[str, Any]) -> list[str]:
     labels = [_label(c) for c in fitted["categories"]]
     if fitted["missing"]:
         labels.append(MISSING_LABEL)
+    if fitted.get("infrequent", 0):
+        labels.append(INFREQUENT_LABEL)
     return [f"{name}={label}" for label in labels]
 
 

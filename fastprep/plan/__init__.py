@@ -7,6 +7,7 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.steps import (
+    Categorify,
     Clip,
     FillMissing,
     Hash,
@@ -20,6 +21,7 @@ from fastprep.plan.steps import (
 
 __all__ = [
     "Binary",
+    "Categorify",
     "Clip",
     "Col",
     "Const",

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from fastprep.plan.steps import (
+    Categorify,
     Clip,
     FillMissing,
     Hash,
@@ -42,8 +43,9 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
             raise ValueError(f"{where}: {step.describe()} has a non-numeric {key!r}: {value!r}")
     if isinstance(step, Standardize) and params["scale"] <= 0:
         raise ValueError(f"{where}: {step.describe()} has a non-positive scale")
-    if isinstance(step, OneHot):
+    if isinstance(step, (OneHot, Categorify)):
         _check_categories(step, params, where)
+        _check_vocabulary(step, params, where)
     elif not isinstance(step, (FillMissing, Standardize, MinMax, Clip, Log1p, Hash, Map)):
         raise ValueError(f"{where}: no parameter check for {step.describe()}")
 
@@ -62,3 +64,26 @@ def _check_categories(step: Step, params: dict[str, Any], where: str) -> None:
         raise ValueError(f"{where}: {step.describe()} has a NaN category (missing is a flag)")
     if len(set(categories)) != len(categories) or categories != sorted(categories):
         raise ValueError(f"{where}: {step.describe()} categories must be sorted and distinct")
+
+
+def _check_vocabulary(step: OneHot | Categorify, params: dict[str, Any], where: str) -> None:
+    """Counts and the infrequent tally agree with the step's ``min_frequency``/``max_categories``.
+
+    A ``OneHot`` saved before these keys existed has neither: no infrequent categories.
+    """
+    counts = params.get("counts")
+    infrequent = params.get("infrequent", 0)
+    if counts is None and isinstance(step, OneHot):
+        counts = [step.min_frequency] * len(params["categories"])
+    if not isinstance(counts, list) or len(counts) != len(params["categories"]):
+        raise ValueError(f"{where}: {step.describe()} needs one count per category")
+    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        raise ValueError(f"{where}: {step.describe()} has non-integer counts")
+    if isinstance(infrequent, bool) or not isinstance(infrequent, int) or infrequent < 0:
+        raise ValueError(f"{where}: {step.describe()} has a bad 'infrequent' {infrequent!r}")
+    if any(c < step.min_frequency for c in counts):
+        raise ValueError(
+            f"{where}: {step.describe()} keeps a category seen fewer than min_frequency times"
+        )
+    if step.max_categories is not None and len(counts) > step.max_categories:
+        raise ValueError(f"{where}: {step.describe()} keeps more than max_categories categories")

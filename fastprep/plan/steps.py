@@ -143,16 +143,70 @@ class MinMax(Step):
         object.__setattr__(self, "feature_range", (low, high))
 
 
+def _check_vocabulary_args(step: OneHot | Categorify) -> None:
+    """``min_frequency`` an integer >= 1, ``max_categories`` None or an integer >= 1."""
+    name = type(step).__name__
+    low = step.min_frequency
+    top = step.max_categories
+    if isinstance(low, bool) or not isinstance(low, int) or low < 1:
+        raise PipelineDefinitionError(
+            f"{name}(min_frequency={low!r}): must be an integer >= 1 (a count of rows)"
+        )
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        raise PipelineDefinitionError(
+            f"{name}(max_categories={top!r}): must be None or an integer >= 1"
+        )
+
+
+class _Vocabulary(Step):
+    """Shared by the encoders with a fitted vocabulary: describe only non-default args."""
+
+    def describe(self) -> str:
+        args = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)  # type: ignore[arg-type]
+            if getattr(self, f.name) != f.default
+        ]
+        return f"{type(self).__name__}({', '.join(args)})"
+
+
 @dataclass(frozen=True)
-class OneHot(Step):
+class OneHot(_Vocabulary):
     """One column per fitted category (sorted), like ``OneHotEncoder(handle_unknown="ignore")``.
 
+    With ``min_frequency``/``max_categories``, categories seen fewer than ``min_frequency``
+    times at fit, or beyond the ``max_categories`` most frequent, are *infrequent*: they and
+    unseen values share one last column ``col=<infrequent>`` (present only if some category
+    was infrequent at fit), like ``OneHotEncoder(handle_unknown="infrequent_if_exist")``.
     ``sparse=None`` lets fastprep pick: a CSR block when there are many categories.
     """
 
     kind: ClassVar[str] = "encoder"
     needs_fit: ClassVar[bool] = True
+    min_frequency: int = 1
+    max_categories: int | None = None
     sparse: bool | None = None
+
+    def __post_init__(self) -> None:
+        _check_vocabulary_args(self)
+
+
+@dataclass(frozen=True)
+class Categorify(_Vocabulary):
+    """One integer code per value from a fitted vocabulary: a single numeric output column.
+
+    Codes: 0 = missing, 1 = unseen at fit or infrequent (seen fewer than ``min_frequency``
+    times, or not among the ``max_categories`` most frequent; ties by value, smallest
+    first), 2.. = the kept categories in sorted order of their value.
+    """
+
+    kind: ClassVar[str] = "encoder"
+    needs_fit: ClassVar[bool] = True
+    min_frequency: int = 1
+    max_categories: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_vocabulary_args(self)
 
 
 @dataclass(frozen=True)
@@ -208,9 +262,10 @@ class Map(Step):
 
 
 STEP_TYPES: dict[str, type[Step]] = {
-    cls.__name__: cls for cls in (FillMissing, Clip, Log1p, Standardize, MinMax, OneHot, Hash, Map)
+    cls.__name__: cls
+    for cls in (FillMissing, Clip, Log1p, Standardize, MinMax, OneHot, Categorify, Hash, Map)
 }
-AnyStep = FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Hash | Map
+AnyStep = FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Categorify | Hash | Map
 
 
 def step_from_dict(

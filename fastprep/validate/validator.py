@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, Stri
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import to_bools, to_numbers, to_text
 from fastprep.validate.findings import Finding, Quarantine, make_finding
+from fastprep.validate.memory import text_encoding_bytes
 
 log = logging.getLogger("fastprep.validate")
 
@@ -33,6 +35,8 @@ class ValidationResult:
     quarantine: Quarantine
     findings: list[Finding]
     rows_in: int
+    #: per text column, bytes before/after dictionary encoding (see ``validate/memory.py``)
+    text_encoding: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def validate_frame(
@@ -57,10 +61,13 @@ def validate_frame(
     findings: list[Finding] = []
     quarantine = Quarantine()
     to_raise: list[Finding] = []
+    text_encoding: dict[str, dict[str, Any]] = {}
     for name in columns:
         spec = schema[name]
         values, violations = _check_column(name, frame[name], spec)
         coerced[name] = values
+        if isinstance(values, TextColumn):
+            text_encoding[name] = text_encoding_bytes(frame[name], values)
         for rule, mask, detail in violations:
             finding = make_finding(
                 name, rule, mask, ids, spec.on_invalid,
@@ -87,7 +94,7 @@ def validate_frame(
         keep = np.ones(len(ids), dtype=bool)
         keep[np.searchsorted(ids, quarantine.row_ids())] = False  # ids are ascending
         table = table.take(keep)
-    return ValidationResult(table, quarantine, findings, rows_in=len(frame))
+    return ValidationResult(table, quarantine, findings, len(frame), text_encoding)
 
 
 Violation = tuple[str, np.ndarray, str]
