@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ from fastprep.columns import Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
 from fastprep.errors import Reason
-from fastprep.io import Source, read_source
+from fastprep.io import Source, read_source, source_columns
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.report import Report
@@ -57,14 +57,25 @@ class Prepared:
     raw: pd.DataFrame
     quarantine: Quarantine
     report: Report
+    #: False when a transform source has no target column (inference): y is None
+    with_target: bool = True
 
 
 def prepare(
     plan: LogicalPlan, schema: Schema, source: Source, *, phase: str, backend: str
 ) -> Prepared:
-    """Read only the columns ``plan`` uses, then validate them against ``schema``."""
+    """Read only the columns ``plan`` uses, then validate them against ``schema``.
+
+    At transform, a source without the target's columns (new data to predict on) is
+    transformed without the target: ``y`` is None and the report says so.
+    """
     info = resolve(backend)
     report = Report(backend=info.name)
+    with_target = plan.target is not None
+    if with_target and phase == "transform" and _target_absent(plan, source):
+        with_target = False
+        plan = replace(plan, target=None)
+        report.notes.append("the source has no target column(s): transformed without y")
     columns = plan.columns
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
     with report.stage("read"):
@@ -75,10 +86,21 @@ def prepare(
     report.rows_in = result.rows_in
     report.findings.extend(result.findings)
     report.text_encoding = result.text_encoding
-    prepared = Prepared(result.table, raw, result.quarantine, report)
+    prepared = Prepared(result.table, raw, result.quarantine, report, with_target)
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared)
     return prepared
+
+
+def _target_absent(plan: LogicalPlan, source: Source) -> bool:
+    """Some column only the target reads is not in the source at all."""
+    assert plan.target is not None
+    feature_columns = {c for f in plan.features for c in f.columns}
+    target_only = [c for c in plan.target.columns if c not in feature_columns]
+    if not target_only:
+        return False
+    present = source_columns(source)
+    return present is not None and any(c not in present for c in target_only)
 
 
 def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared) -> None:
@@ -150,7 +172,7 @@ def transform_prepared(
     repairs = reference.Repairs()
     layout = make_layout(plan, params)
     y = None
-    if plan.target is not None:
+    if plan.target is not None and prepared.with_target:
         y = reference.input_values(plan.target, table, repairs)
     with report.stage("transform"):
         sink = OutputSink(layout, table.n_rows, dtype)

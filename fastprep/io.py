@@ -59,6 +59,23 @@ def read_source(
     return frame, SourceInfo(f"{source} ({len(files)} file(s), {len(frame):,} rows)", tuple(files))
 
 
+def source_columns(source: Source) -> list[str] | None:
+    """Column names of a source without reading its data (None if it cannot be told)."""
+    if isinstance(source, pd.DataFrame):
+        return [str(c) for c in source.columns]
+    try:
+        files = resolve_files(source)
+    except SourceError:
+        return None
+    first = files[0]
+    try:
+        if _format_of(first) == "parquet":
+            return list(pq.read_schema(first).names)
+        return _csv_header(first)
+    except (pa.ArrowInvalid, OSError):
+        return None
+
+
 def resolve_files(source: str | os.PathLike[str]) -> list[str]:
     """Expand a file, a directory (its CSV/Parquet files) or a glob into sorted paths."""
     text = os.fspath(source)

@@ -29,6 +29,8 @@ class Report:
     output: dict[str, Any] = field(default_factory=dict)
     #: JIT kernels compiled (or loaded from the disk cache) during this run
     kernels: list[dict[str, Any]] = field(default_factory=list)
+    #: things a user should know that are not findings (e.g. "transformed without y")
+    notes: list[str] = field(default_factory=list)
     #: per text column: bytes as the source held it vs dictionary-encoded (codes + distinct)
     text_encoding: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -59,6 +61,7 @@ class Report:
             "repairs": list(self.repairs),
             "stages_seconds": {k: round(v, 6) for k, v in self.stages.items()},
             "kernels": list(self.kernels),
+            "notes": list(self.notes),
             "output": dict(self.output),
             "text_encoding": {k: dict(v) for k, v in self.text_encoding.items()},
         }
@@ -89,6 +92,8 @@ class Report:
             lines.append(
                 f"kernels: {len(self.kernels)} compiled or loaded ({cached} from the disk cache)"
             )
+        for note in self.notes:
+            lines.append(f"note: {note}")
         for finding in self.findings[:8]:
             lines.append(f"  - {finding.message()}")
         if len(self.findings) > 8:

@@ -312,3 +312,26 @@ def test_the_full_flights_table_equals_the_sklearn_reference(flights_pipeline, f
     assert np.array_equal(out.y, y)
     assert out.feature_names == names
     assert np.array_equal(out.row_ids, rows)
+
+
+def test_transform_of_new_data_without_the_target_column(
+    flights_pipeline, flights_sample, tmp_path
+):
+    """Inference: the data to predict on has no arr_delay; X is the same, y is None."""
+    fitted = flights_pipeline.fit(flights_sample)
+    with_target = fitted.transform(flights_sample)
+    new_data = flights_sample.drop(columns=["arr_delay"])
+    out = fitted.transform(new_data)
+    assert out.y is None
+    assert "no target" in " ".join(out.report.notes)
+    # rows that were quarantined only for their missing target are now emitted
+    assert out.report.rows_out == len(new_data) - out.report.rows_quarantined
+    kept = np.isin(out.row_ids, with_target.row_ids)
+    assert (out.X[kept] != with_target.X).nnz == 0
+    path = tmp_path / "no_target.parquet"
+    new_data.to_parquet(path)
+    from_file = fitted.transform(path)
+    assert from_file.y is None and (from_file.X != out.X).nnz == 0
+    # fitting still needs the target
+    with pytest.raises(fp.SchemaError, match="arr_delay"):
+        flights_pipeline.fit(new_data)
