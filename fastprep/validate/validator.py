@@ -150,6 +150,10 @@ def _number_rules(values: np.ndarray, bad_type: np.ndarray, spec: Float | Int) -
     lo = -np.inf if spec.min is None else float(spec.min)
     hi = np.inf if spec.max is None else float(spec.max)
     counts = nc.rule_counts(values, lo, hi, integral, allow_inf)
+    if spec.nullable:
+        counts[nc.NULL] = 0  # allowed: no mask needed
+    if allow_inf:
+        counts[nc.INF] = 0
     if not counts.any():
         return []
     masks = nc.rule_masks(values, counts, lo, hi, integral, allow_inf)
