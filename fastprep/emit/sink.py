@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
 
 
@@ -70,25 +71,26 @@ class OutputSink:
         dense = self.dense if keep is None else self.dense[keep]
         if not self.layout.sparse:
             return dense
-        parts = []
+        blocks: list[tuple] = []
         for index, slot in enumerate(self.layout.slots):
             if slot.kind == "numeric":
                 start = self._numeric_offsets[index]
-                parts.append(sp.csr_matrix(dense[:, start : start + slot.width]))
+                blocks.append(("dense", slot.offset, start, start + slot.width))
                 continue
             block = self.blocks[index]
             if keep is not None:
                 block = block.take(keep)
             if isinstance(block, CodesBlock):
-                parts.append(block.to_csr(self.dtype))
+                blocks.append(("codes", slot.offset, block.codes, block.widths))
             else:
-                parts.append(block.matrix.astype(self.dtype, copy=False))
+                blocks.append(("sparse", slot.offset, block.matrix))
         n_rows = dense.shape[0]
-        if not parts:
-            return sp.csr_matrix((n_rows, 0), dtype=self.dtype)
-        matrix = sp.hstack(parts, format="csr", dtype=self.dtype)
-        matrix.sort_indices()
-        return sp.csr_matrix(matrix)
+        data, indices, indptr = assemble_csr(blocks, n_rows, self.layout.width, dense, self.dtype)
+        matrix = sp.csr_matrix(
+            (data, indices, indptr), shape=(n_rows, self.layout.width), copy=False
+        )
+        matrix.has_sorted_indices = True
+        return matrix
 
 
 def _write_codes(block: CodesBlock, out: np.ndarray, offset: int) -> None:
