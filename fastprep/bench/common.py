@@ -98,3 +98,16 @@ def stack_blocks(blocks: list[Any], n_rows: int) -> Any:
 
 def as_float32(y: Any) -> Any:
     return None if y is None else np.asarray(y, dtype=np.float32)
+
+
+#: numpy implementations of the expression language's operators (Python's ``%``: sign of
+#: the divisor, as fastprep), shared by the naive and the idiomatic pandas translations
+NUMPY_ARITH = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "mod": np.remainder,
+    "pow": np.power,
+}
+NUMPY_FUNCS = {"log": np.log, "log1p": np.log1p, "exp": np.exp, "sqrt": np.sqrt, "abs": np.abs}

@@ -18,6 +18,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
 from fastprep.bench.common import (
+    NUMPY_ARITH,
+    NUMPY_FUNCS,
     Result,
     RunFn,
     is_text_input,
@@ -33,14 +35,7 @@ from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
 from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
 
 NAN = float("nan")
-_ARITH = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.divide,
-    "mod": np.remainder,  # Python semantics (sign of the divisor), as fastprep
-    "pow": np.power,
-}
+_ARITH = NUMPY_ARITH
 _COMPARE = {
     "eq": lambda a, b: a == b,
     "ne": lambda a, b: a != b,
@@ -49,7 +44,7 @@ _COMPARE = {
     "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b,
 }
-_FUNCS = {"log": np.log, "log1p": np.log1p, "exp": np.exp, "sqrt": np.sqrt, "abs": np.abs}
+_FUNCS = NUMPY_FUNCS
 
 
 def _missing(value: Any) -> bool:

@@ -16,6 +16,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
 from fastprep.bench.common import (
+    NUMPY_ARITH,
+    NUMPY_FUNCS,
     Result,
     RunFn,
     is_text_input,
@@ -31,16 +33,9 @@ from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
 from fastprep.plan.nodes import Input
 from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, MinMax, OneHot, Standardize, Step
 
-_ARITH = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.divide,
-    "mod": np.remainder,  # Python semantics (sign of the divisor), as fastprep
-    "pow": np.power,
-}
+_ARITH = NUMPY_ARITH
 _COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
-_FUNCS = {"log": np.log, "log1p": np.log1p, "exp": np.exp, "sqrt": np.sqrt, "abs": np.abs}
+_FUNCS = NUMPY_FUNCS
 
 
 def eval_series(node: Expr, df: pd.DataFrame, text: frozenset[str]) -> pd.Series:

@@ -12,6 +12,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 
+def _position(index: int, length: int) -> int:
+    """A list's index rules: negative counts from the end; out of range is IndexError."""
+    position = index + length if index < 0 else index
+    if not 0 <= position < length:
+        raise IndexError(index)
+    return position
+
+
 class HashedNames(Sequence[str]):
     """``prefix[0]`` ... ``prefix[width - 1]``, generated on demand."""
 
@@ -28,11 +36,7 @@ class HashedNames(Sequence[str]):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self.width))]
-        if index < 0:
-            index += self.width
-        if not 0 <= index < self.width:
-            raise IndexError(index)
-        return f"{self.prefix}[{index}]"
+        return f"{self.prefix}[{_position(index, self.width)}]"
 
 
 class FeatureNames(Sequence[str]):
@@ -57,10 +61,7 @@ class FeatureNames(Sequence[str]):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._length))]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError(index)
+        index = _position(index, self._length)
         part = bisect_right(self._starts, index) - 1
         return self._parts[part][index - self._starts[part]]
 
