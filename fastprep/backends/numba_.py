@@ -126,7 +126,7 @@ def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any
     count, mean, m2, lo, hi = (float(v) for v in result[:5])
     require_values(int(count), int(count), what)
     if isinstance(step, Standardize):
-        return standardize_from_moments(int(count), mean, m2 / count)
+        return standardize_from_moments(int(count), mean, m2 / count, what)
     if isinstance(step, MinMax):
         return minmax_from_range(lo, hi, *step.feature_range)
     return {"fill": mean}

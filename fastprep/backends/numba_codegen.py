@@ -373,7 +373,8 @@ def transform_program(chains: list[Chain], text_columns: set[str], selected: boo
         body += chain_code(emitter, index, chain, len(chain.steps), counted=True)
         body += [
             f"out[i, offs[{index}]] = v{index}",
-            f"if not np.isfinite(v{index}):",
+            # check what was stored: a finite float64 beyond float32's range becomes inf
+            f"if not np.isfinite(out[i, offs[{index}]]):",
             "    bad_row = True",
         ]
     row = [*_row_loads(emitter, selected), *emitter.lines, *body]

@@ -47,9 +47,10 @@ def run_stage(
         view = sink.numeric_view(index)
         for j, item in enumerate(feature.inputs):
             values = input_values(item, table, log)
-            view[:, j] = reference.apply_chain(
-                feature.steps, params[index][item.name], values, item.name, log
-            )
+            with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
+                view[:, j] = reference.apply_chain(
+                    feature.steps, params[index][item.name], values, item.name, log
+                )
     return set()
 
 

@@ -175,8 +175,9 @@ def run_stage(
         if encoder is None:
             view = sink.numeric_view(index)
             for j, item in enumerate(feature.inputs):
-                view[:, j] = apply_chain(feature.steps, fitted[item.name], values[item.name],
-                                         item.name, repairs)  # fmt: skip
+                with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
+                    view[:, j] = apply_chain(feature.steps, fitted[item.name], values[item.name],
+                                             item.name, repairs)  # fmt: skip
         elif isinstance(encoder, OneHot):
             sink.put(index, onehot_block(feature, fitted, values))
         elif isinstance(encoder, Categorify):

@@ -32,18 +32,28 @@ def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:
     """Mean and scale (population std; 1 for a constant or near-constant column)."""
     count = _present(values, what)
     has_nan = count != len(values)
-    total = float(np.nansum(values) if has_nan else np.sum(values))
-    mean = total / count
-    temp = values - mean
-    correction = float(np.nansum(temp) if has_nan else np.sum(temp))
-    temp **= 2
-    unnormalized = float(np.nansum(temp) if has_nan else np.sum(temp))
-    unnormalized -= correction**2 / count
-    return standardize_from_moments(count, mean, unnormalized / count)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.float64(np.nansum(values) if has_nan else np.sum(values))
+        mean = float(total / count)
+        temp = values - mean
+        correction = np.float64(np.nansum(temp) if has_nan else np.sum(temp))
+        temp **= 2
+        unnormalized = np.float64(np.nansum(temp) if has_nan else np.sum(temp))
+        unnormalized -= correction**2 / count
+    return standardize_from_moments(count, mean, float(unnormalized / count), what)
 
 
-def standardize_from_moments(count: int, mean: float, var: float) -> dict[str, Any]:
-    """Scale from the population variance, with sklearn's near-constant tolerance."""
+def standardize_from_moments(count: int, mean: float, var: float, what: str) -> dict[str, Any]:
+    """Scale from the population variance, with sklearn's near-constant tolerance.
+
+    Values so large that the variance overflows float64 (|x| ~ 1e154 and beyond) are a
+    :class:`FitError`, never a NaN scale that would silently quarantine every row.
+    """
+    if not (np.isfinite(mean) and np.isfinite(var)):
+        raise FitError(
+            f"{what}: the mean or variance is not finite (±inf values or magnitudes near "
+            "float64's limit); clip or log-transform the column first"
+        )
     constant = var <= count * _EPS * var + (count * mean * _EPS) ** 2
     scale = 1.0 if constant else float(np.sqrt(var))
     return {"mean": mean, "var": var, "scale": scale, "count": count, "constant": bool(constant)}
