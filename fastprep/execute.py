@@ -228,6 +228,13 @@ def _quarantine_non_finite(
                              detail="(missing or infinite after all steps; add fp.FillMissing)")
             )  # fmt: skip
             quarantine.add(table.row_ids[bad], f"feature {item.name}: missing or not finite")
+    for name, bad in sink.bad_sparse_rows().items():  # e.g. a hashed number that is ±inf
+        bad_any |= bad
+        report.findings.append(
+            make_finding(name, Reason.NONFINITE_FEATURE.value, bad, table.row_ids, "quarantine",
+                         detail="(a hashed value is infinite or beyond float32)")
+        )  # fmt: skip
+        quarantine.add(table.row_ids[bad], f"feature {name}: not finite")
     return ~bad_any if bad_any.any() else None
 
 

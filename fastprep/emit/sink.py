@@ -66,6 +66,23 @@ class OutputSink:
                 out[feature] = bad
         return out
 
+    def bad_sparse_rows(self) -> dict[str, np.ndarray]:
+        """Per sparse block (by name prefix), rows holding a NaN or ±inf value."""
+        out = {}
+        for block in self.blocks.values():
+            if not isinstance(block, SparseBlock):
+                continue
+            matrix = block.matrix
+            with np.errstate(over="ignore"):
+                finite = np.isfinite(matrix.data.astype(self.dtype, copy=False))
+            if finite.all():
+                continue
+            rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+            bad = np.zeros(matrix.shape[0], dtype=bool)
+            bad[rows[~finite]] = True
+            out[block.prefix] = bad
+        return out
+
     def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
         """X, dropping the rows where ``keep`` is False (only when some must go)."""
         dense = self.dense if keep is None else self.dense[keep]

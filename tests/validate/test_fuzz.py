@@ -72,3 +72,14 @@ def test_standardize_of_values_near_float64_limit_is_a_clear_error(backend) -> N
     frame = pd.DataFrame({"x": [1e308, -1e308, 1e308, 5.0]})
     with pytest.raises(fp.FitError, match=r"'x'.*not finite"):
         pipeline.fit(frame, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_a_hashed_number_that_is_infinite_quarantines_its_row(backend) -> None:
+    schema = fp.Schema({"x": fp.Float(allow_inf=True), "c": fp.Category()})
+    pipeline = fp.Pipeline(schema=schema, features=[fp.cols("c", "x") >> fp.Hash(32)])
+    frame = pd.DataFrame({"x": [1.0, np.inf, 1e300, 2.0], "c": ["a", "b", "c", "d"]})
+    out = pipeline.fit_transform(frame, backend=backend)
+    np.testing.assert_array_equal(out.row_ids, [0, 3])
+    assert set(out.quarantine["reason"]) == {"feature hash:c,x: not finite"}
+    assert np.isfinite(out.X.data).all()
