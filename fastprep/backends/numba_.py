@@ -174,7 +174,7 @@ def run_stage(
         rest = [i for i in stage.features if not isinstance(plan.features[i].encoder, Hash)]
         for index in stage.features:
             if index not in rest:
-                sink.put(index, hash_feature(plan.features[index], table))
+                sink.put(index, hash_feature(plan.features[index], params[index], table, log))
         if rest:
             reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink, log)
         return set()
@@ -198,7 +198,9 @@ def run_stage(
     return set(stage.features) if bads.sum() == 0 else set()
 
 
-def hash_feature(feature: Feature, table: Table) -> SparseBlock:
+def hash_feature(
+    feature: Feature, fitted: reference.FeatureParams, table: Table, log: reference.Repairs
+) -> SparseBlock:
     """The Numba MurmurHash3 kernel straight to CSR (bit-identical to FeatureHasher).
 
     Text columns are already dictionary-encoded: each distinct value is hashed once and
@@ -206,7 +208,15 @@ def hash_feature(feature: Feature, table: Table) -> SparseBlock:
     """
     encoder = feature.encoder
     assert isinstance(encoder, Hash)
-    columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
+    if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
+        values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
+        values = reference.before_encoder(feature, fitted, values, log)
+        columns = [
+            (name, _dictionary(value, None) if isinstance(value, TextColumn) else value)
+            for name, value in values.items()
+        ]
+    else:
+        columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
     kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}
     if feature.cross:
         matrix = hash_columns([], encoder.n_features, crosses=[columns], **kwargs)
@@ -221,7 +231,12 @@ def _hash_input(item: Input, table: Table) -> Any:
     column = table.raw(item.name)
     if not isinstance(column, TextColumn):
         return table[item.name]
-    codes = column.codes if table.selection is None else column.codes[table.selection]
+    return _dictionary(column, table.selection)
+
+
+def _dictionary(column: TextColumn, selection: np.ndarray | None) -> pa.DictionaryArray:
+    """A dictionary-encoded text column as Arrow, without decoding the strings."""
+    codes = column.codes if selection is None else column.codes[selection]
     indices = pa.array(codes, mask=codes < 0, type=pa.int32())
     dictionary = pa.array(column.uniques.tolist(), type=pa.large_string())
     return pa.DictionaryArray.from_arrays(indices, dictionary)

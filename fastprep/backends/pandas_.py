@@ -170,8 +170,8 @@ def run_stage(
         fitted = params[index]
         values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
         encoder = feature.encoder
-        if isinstance(encoder, (OneHot, Categorify)) and len(feature.steps) > 1:
-            values = _before_encoder(feature, fitted, values, repairs)
+        if encoder is not None and len(feature.steps) > 1:
+            values = before_encoder(feature, fitted, values, repairs)
         if encoder is None:
             view = sink.numeric_view(index)
             for j, item in enumerate(feature.inputs):
@@ -192,7 +192,7 @@ def run_stage(
     return set()
 
 
-def _before_encoder(
+def before_encoder(
     feature: Feature, fitted: FeatureParams, values: dict[str, Any], repairs: Repairs
 ) -> dict[str, Any]:
     """Numeric inputs through the steps before the encoder (fit saw them that way too)."""

@@ -62,3 +62,18 @@ def test_cross_survives_save_and_load(flights_pipeline, flights_sample, tmp_path
     loaded = fp.load(tmp_path / "cross.fastprep")
     assert loaded.plan.features[0].cross
     assert (loaded.transform(flights_sample).X != fitted.transform(flights_sample).X).nnz == 0
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_steps_before_a_hash_apply_at_transform(flights_pipeline, flights_sample, backend) -> None:
+    """dep_delay is filled and clipped before it is hashed as a number, at fit and transform."""
+    pipeline = fp.Pipeline(
+        schema=flights_pipeline.schema,
+        features=[fp.cols("dep_delay") >> fp.FillMissing(-7) >> fp.Clip(-5, 10) >> fp.Hash(64)],
+    )
+    out = pipeline.fit_transform(flights_sample, backend=backend)
+    values = flights_sample.iloc[out.row_ids]["dep_delay"].fillna(-7).clip(-5, 10)
+    expected = FeatureHasher(64, input_type="dict", dtype=np.float32).transform(
+        [{"dep_delay": v} for v in values]
+    )
+    assert (expected != out.X).nnz == 0
