@@ -57,8 +57,9 @@ class Prepared:
     raw: pd.DataFrame
     quarantine: Quarantine
     report: Report
-    #: False when a transform source has no target column (inference): y is None
-    with_target: bool = True
+    #: the target over ``table``'s rows, evaluated once in ``prepare``; None without a
+    #: target, or when a transform source has no target column (inference)
+    y: np.ndarray | None = None
 
 
 def prepare(
@@ -71,9 +72,7 @@ def prepare(
     """
     info = resolve(backend)
     report = Report(backend=info.name)
-    with_target = plan.target is not None
-    if with_target and phase == "transform" and _target_absent(plan, source):
-        with_target = False
+    if plan.target is not None and phase == "transform" and _target_absent(plan, source):
         plan = replace(plan, target=None)
         report.notes.append("the source has no target column(s): transformed without y")
     columns = plan.columns
@@ -86,7 +85,7 @@ def prepare(
     report.rows_in = result.rows_in
     report.findings.extend(result.findings)
     report.text_encoding = result.text_encoding
-    prepared = Prepared(result.table, raw, result.quarantine, report, with_target)
+    prepared = Prepared(result.table, raw, result.quarantine, report)
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared)
     return prepared
@@ -117,6 +116,8 @@ def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared) -> None:
         )  # fmt: skip
         prepared.quarantine.add(table.row_ids[bad], f"target {name}: missing or not finite")
         prepared.table = table.take(~bad)
+        y = y[~bad]
+    prepared.y = y
 
 
 def fit_prepared(plan: LogicalPlan, prepared: Prepared, backend: str = "auto") -> Params:
@@ -171,9 +172,7 @@ def transform_prepared(
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
     layout = make_layout(plan, params)
-    y = None
-    if plan.target is not None and prepared.with_target:
-        y = reference.input_values(plan.target, table, repairs)
+    y = prepared.y
     with report.stage("transform"):
         sink = OutputSink(layout, table.n_rows, dtype)
         checked: set[int] = set()
