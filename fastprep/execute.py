@@ -60,15 +60,24 @@ class Prepared:
     #: the target over ``table``'s rows, evaluated once in ``prepare``; None without a
     #: target, or when a transform source has no target column (inference)
     y: np.ndarray | None = None
+    #: row id of ``raw``'s first row (non-zero for a partition of a larger source)
+    row_offset: int = 0
 
 
 def prepare(
-    plan: LogicalPlan, schema: Schema, source: Source, *, phase: str, backend: str
+    plan: LogicalPlan,
+    schema: Schema,
+    source: Source,
+    *,
+    phase: str,
+    backend: str,
+    row_offset: int = 0,
 ) -> Prepared:
     """Read only the columns ``plan`` uses, then validate them against ``schema``.
 
     At transform, a source without the target's columns (new data to predict on) is
-    transformed without the target: ``y`` is None and the report says so.
+    transformed without the target: ``y`` is None and the report says so. ``row_offset``
+    is the row id of the source's first row, for one partition of a larger source.
     """
     info = resolve(backend)
     report = Report(backend=info.name)
@@ -81,11 +90,12 @@ def prepare(
         raw, source_info = read_source(source, columns, text)
     report.source = source_info.description
     with report.stage("validate"):
-        result = validate_frame(raw, schema, columns, phase=phase)
+        ids = np.arange(row_offset, row_offset + len(raw), dtype=np.int64)
+        result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
     report.rows_in = result.rows_in
     report.findings.extend(result.findings)
     report.text_encoding = result.text_encoding
-    prepared = Prepared(result.table, raw, result.quarantine, report)
+    prepared = Prepared(result.table, raw, result.quarantine, report, row_offset=row_offset)
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared)
     return prepared
@@ -196,7 +206,8 @@ def transform_prepared(
     report.output = _describe(X)
     report.check_accounting()
     names = layout.names(plan, params)
-    return Output(X, y, names, report, quarantine.to_frame(prepared.raw), row_ids)
+    quarantined = quarantine.to_frame(prepared.raw, prepared.row_offset)
+    return Output(X, y, names, report, quarantined, row_ids)
 
 
 def _released(plan: LogicalPlan, stage_number: int) -> tuple[str, ...]:

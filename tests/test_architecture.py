@@ -23,6 +23,7 @@ LAYERS = {
     "fastprep.validate": 3,
     "fastprep.emit": 3,
     "fastprep.io": 3,
+    "fastprep.partitions": 3,
     "fastprep.state": 3,
     "fastprep.report": 3,
     "fastprep.execute": 4,

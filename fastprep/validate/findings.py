@@ -123,12 +123,15 @@ class Quarantine:
             out[position] = "; ".join(labels[codes[start : start + counts[position]]])
         return pd.Series(out, index=pd.Index(unique, dtype=np.int64), dtype=object)
 
-    def to_frame(self, source_rows: pd.DataFrame | None) -> pd.DataFrame:
-        """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns."""
+    def to_frame(self, source_rows: pd.DataFrame | None, first_row_id: int = 0) -> pd.DataFrame:
+        """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns.
+
+        ``first_row_id`` is the row id of ``source_rows``' first row (a partition's offset).
+        """
         reasons = self.reasons()
         ids = reasons.index.to_numpy(dtype=np.int64)
         if source_rows is not None:
-            frame = source_rows.iloc[ids].reset_index(drop=True).copy()
+            frame = source_rows.iloc[ids - first_row_id].reset_index(drop=True).copy()
         else:
             frame = pd.DataFrame(index=range(len(ids)))
         frame = _to_text_safe(frame)

@@ -1,0 +1,204 @@
+"""A source as independently readable partitions, and cheap facts about its size.
+
+Streaming (``batches``), out-of-core runs and Dask tasks never hold a whole source: each
+reads one :class:`PartitionSpec` at a time (column-pruned, like :func:`fastprep.io.read_source`).
+
+- Parquet: consecutive row groups of one file, grouped up to ``rows_per_partition``; row
+  counts and offsets come from the footer, so every partition knows its row ids up front.
+- CSV: one partition per file (files of a glob in sorted order). The row count of a CSV file
+  is only known once read, so ``n_rows`` / ``row_offset`` are None until then;
+  :func:`iter_partitions` fills the offsets in as it streams.
+- A DataFrame: slices of ``rows_per_partition`` rows.
+
+Row ids are the same as the in-memory path's: positions in the concatenation of the
+source's files in sorted order (``partition.row_offset + local position``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fastprep.errors import SourceError
+from fastprep.io import Source, _format_of, _read_file, _require, resolve_files
+
+#: default partition size: large enough to amortize per-partition overhead, small enough
+#: that a partition's columns stay well inside a worker's memory
+ROWS_PER_PARTITION = 1_000_000
+#: bytes read from the head of a CSV file to estimate its bytes per row
+_CSV_PROBE_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One piece of a source that can be read on its own (e.g. inside a Dask task).
+
+    ``kind`` is ``"parquet"`` (``row_groups`` of ``path``), ``"csv"`` (the whole file at
+    ``path``) or ``"frame"`` (rows ``start:stop`` of an in-memory DataFrame).
+    """
+
+    index: int
+    kind: str
+    path: str | None = None
+    row_groups: tuple[int, ...] = ()
+    start: int = 0
+    stop: int | None = None
+    #: rows in this partition, when known without reading it (Parquet footer, DataFrame)
+    n_rows: int | None = None
+    #: row id of this partition's first row, when every earlier partition's size is known
+    row_offset: int | None = None
+
+    def describe(self) -> str:
+        if self.kind == "parquet":
+            groups = self.row_groups
+            span = (
+                f"row group {groups[0]}"
+                if len(groups) == 1
+                else (f"row groups {groups[0]}-{groups[-1]}")
+            )
+            return f"partition {self.index} ({self.path}, {span})"
+        if self.kind == "csv":
+            return f"partition {self.index} ({self.path})"
+        return f"partition {self.index} (DataFrame rows {self.start}:{self.stop})"
+
+
+@dataclass(frozen=True)
+class SourceSize:
+    """What the planner knows about a source before reading its data."""
+
+    n_rows: int
+    #: True when ``n_rows`` is exact (Parquet metadata, DataFrame); False for a CSV estimate
+    exact: bool
+    n_files: int
+    #: bytes on disk (0 for a DataFrame)
+    bytes_on_disk: int
+
+
+def plan_partitions(
+    source: Source, rows_per_partition: int = ROWS_PER_PARTITION
+) -> list[PartitionSpec]:
+    """Split ``source`` into partitions of about ``rows_per_partition`` rows (see module doc)."""
+    if rows_per_partition < 1:
+        raise SourceError(f"rows_per_partition={rows_per_partition}: must be at least 1")
+    if isinstance(source, pd.DataFrame):
+        n = len(source)
+        starts = range(0, max(n, 1), rows_per_partition)
+        return [
+            PartitionSpec(i, "frame", start=s, stop=min(n, s + rows_per_partition),
+                          n_rows=min(n, s + rows_per_partition) - s, row_offset=s)
+            for i, s in enumerate(starts)
+        ]  # fmt: skip
+    specs: list[PartitionSpec] = []
+    offset: int | None = 0
+    for path in resolve_files(source):
+        if _format_of(path) == "parquet":
+            for groups, rows in _group_row_groups(path, rows_per_partition):
+                specs.append(PartitionSpec(len(specs), "parquet", path, groups, n_rows=rows,
+                                           row_offset=offset))  # fmt: skip
+                offset = None if offset is None else offset + rows
+        else:
+            specs.append(PartitionSpec(len(specs), "csv", path, row_offset=offset))
+            offset = None  # unknown until this file has been read
+    return specs
+
+
+def _group_row_groups(path: str, rows_per_partition: int) -> list[tuple[tuple[int, ...], int]]:
+    """Consecutive row groups of ``path`` packed into partitions of at most the target size
+    (a single row group larger than the target is a partition on its own)."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {path!r}: {exc}") from exc
+    out: list[tuple[tuple[int, ...], int]] = []
+    groups: list[int] = []
+    rows = 0
+    for g in range(meta.num_row_groups):
+        size = meta.row_group(g).num_rows
+        if groups and rows + size > rows_per_partition:
+            out.append((tuple(groups), rows))
+            groups, rows = [], 0
+        groups.append(g)
+        rows += size
+    if groups or not out:
+        out.append((tuple(groups), rows))
+    return out
+
+
+def read_partition(
+    spec: PartitionSpec,
+    columns: Iterable[str],
+    text_columns: Iterable[str] = (),
+    frame: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Read one partition's ``columns`` (``frame`` is the DataFrame a ``"frame"`` spec slices)."""
+    columns = list(columns)
+    if spec.kind == "frame":
+        if frame is None:
+            raise SourceError(f"{spec.describe()} needs the DataFrame it slices")
+        return frame.iloc[spec.start : spec.stop].loc[:, columns].reset_index(drop=True)
+    assert spec.path is not None
+    if spec.kind == "csv":
+        return _read_file(spec.path, columns, set(text_columns)).to_pandas()
+    try:
+        handle = pq.ParquetFile(spec.path)
+        _require(columns, handle.schema_arrow.names, spec.path)
+        if not spec.row_groups:  # a file without row groups: its (empty) schema
+            return handle.schema_arrow.empty_table().select(columns).to_pandas()
+        return handle.read_row_groups(list(spec.row_groups), columns=columns).to_pandas()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {spec.describe()}: {exc}") from exc
+
+
+def iter_partitions(
+    source: Source,
+    columns: Iterable[str],
+    text_columns: Iterable[str] = (),
+    rows_per_partition: int = ROWS_PER_PARTITION,
+) -> Iterator[tuple[PartitionSpec, pd.DataFrame]]:
+    """Read the partitions one after the other; each spec comes back with its exact
+    ``n_rows`` and ``row_offset`` (known for CSV once the earlier files are read)."""
+    columns, text = list(columns), list(text_columns)
+    frame = source if isinstance(source, pd.DataFrame) else None
+    offset = 0
+    for spec in plan_partitions(source, rows_per_partition):
+        data = read_partition(spec, columns, text, frame)
+        yield replace(spec, n_rows=len(data), row_offset=offset), data
+        offset += len(data)
+
+
+def source_size(source: Source) -> SourceSize:
+    """Row count (exact for Parquet and DataFrames, estimated for CSV) and bytes on disk."""
+    if isinstance(source, pd.DataFrame):
+        return SourceSize(len(source), True, 0, 0)
+    files = resolve_files(source)
+    rows, exact, size = 0, True, 0
+    for path in files:
+        size += os.path.getsize(path)
+        if _format_of(path) == "parquet":
+            try:
+                rows += pq.ParquetFile(path).metadata.num_rows
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise SourceError(f"cannot read {path!r}: {exc}") from exc
+        else:
+            rows += _estimate_csv_rows(path)
+            exact = False
+    return SourceSize(rows, exact, len(files), size)
+
+
+def _estimate_csv_rows(path: str) -> int:
+    """File size over the mean bytes per line of its head (compressed files: x4 guess)."""
+    size = os.path.getsize(path)
+    if path.lower().endswith((".gz", ".bz2")):
+        size *= 4  # typical text compression ratio; only an estimate for the planner
+        return max(size // 100, 0)
+    with open(path, "rb") as handle:
+        head = handle.read(_CSV_PROBE_BYTES)
+    lines = head.count(b"\n") + (0 if head.endswith(b"\n") or not head else 1)
+    if len(head) == size:  # the whole file was read: count its lines (minus the header)
+        return max(lines - 1, 0)
+    return max(int(size / (len(head) / max(lines, 1))) - 1, 0)
