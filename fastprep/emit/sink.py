@@ -85,9 +85,8 @@ class OutputSink:
 
     def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
         """X, dropping the rows where ``keep`` is False (only when some must go)."""
-        dense = self.dense if keep is None else self.dense[keep]
         if not self.layout.sparse:
-            return dense
+            return self.dense if keep is None else self.dense[keep]
         blocks: list[tuple] = []
         for index, slot in enumerate(self.layout.slots):
             if slot.kind == "numeric":
@@ -95,16 +94,16 @@ class OutputSink:
                 blocks.append(("dense", slot.offset, start, start + slot.width))
                 continue
             block = self.blocks[index]
-            if keep is not None:
-                block = block.take(keep)
             if isinstance(block, CodesBlock):
                 blocks.append(("codes", slot.offset, block.codes, block.widths))
             else:
                 blocks.append(("sparse", slot.offset, block.matrix))
-        n_rows = dense.shape[0]
-        data, indices, indptr = assemble_csr(blocks, n_rows, self.layout.width, dense, self.dtype)
+        rows = np.arange(self.n_rows, dtype=np.int64) if keep is None else np.flatnonzero(keep)
+        data, indices, indptr = assemble_csr(
+            blocks, rows, self.layout.width, self.dense, self.dtype
+        )
         matrix = sp.csr_matrix(
-            (data, indices, indptr), shape=(n_rows, self.layout.width), copy=False
+            (data, indices, indptr), shape=(len(rows), self.layout.width), copy=False
         )
         matrix.has_sorted_indices = True
         return matrix
