@@ -12,22 +12,55 @@ instead of copying every column; the copy happens only if a backend materializes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 
-@dataclass(frozen=True)
 class TextColumn:
-    """Dictionary-encoded text: ``uniques[codes[i]]`` is row i's value, ``-1`` is missing."""
+    """Dictionary-encoded text: ``uniques[codes[i]]`` is row i's value, ``-1`` is missing.
 
-    codes: np.ndarray
-    uniques: np.ndarray
+    The distinct values may be given as an object array of ``str`` or as an Arrow string
+    array (what the parallel encoder produces); each form is made from the other only when
+    asked for, so hashing a column of 3.4M distinct IDs never builds Python strings.
+    """
+
+    __slots__ = ("_arrow", "_uniques", "codes")
+
+    def __init__(self, codes: np.ndarray, uniques: Any) -> None:
+        self.codes = codes
+        if isinstance(uniques, np.ndarray):
+            self._uniques: np.ndarray | None = uniques
+            self._arrow: Any = None
+        else:  # an Arrow array (duck-typed: this layer does not import pyarrow)
+            self._uniques, self._arrow = None, uniques
+
+    @property
+    def uniques(self) -> np.ndarray:
+        """The distinct values as an object array of Python strings."""
+        if self._uniques is None:
+            self._uniques = np.asarray(self._arrow.to_numpy(zero_copy_only=False), dtype=object)
+        return self._uniques
+
+    @property
+    def arrow_uniques(self) -> Any:
+        """The distinct values as an Arrow array, or None if they were given as strings."""
+        return self._arrow
+
+    @property
+    def n_unique(self) -> int:
+        return len(self._uniques) if self._uniques is not None else len(self._arrow)
 
     def __len__(self) -> int:
         return len(self.codes)
 
+    def __repr__(self) -> str:
+        return f"TextColumn({len(self.codes):,} rows, {self.n_unique:,} distinct)"
+
     def take(self, rows: np.ndarray) -> TextColumn:
-        return TextColumn(self.codes[rows], self.uniques)
+        taken = TextColumn(self.codes[rows], self._uniques)
+        taken._uniques, taken._arrow = self._uniques, self._arrow
+        return taken
 
     def values(self) -> np.ndarray:
         """Object array of Python strings with ``None`` for missing (for peers and reports)."""

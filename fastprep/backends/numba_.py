@@ -238,7 +238,9 @@ def _dictionary(column: TextColumn, selection: np.ndarray | None) -> pa.Dictiona
     """A dictionary-encoded text column as Arrow, without decoding the strings."""
     codes = column.codes if selection is None else column.codes[selection]
     indices = pa.array(codes, mask=codes < 0, type=pa.int32())
-    dictionary = pa.array(column.uniques.tolist(), type=pa.large_string())
+    dictionary = column.arrow_uniques
+    if dictionary is None:
+        dictionary = pa.array(column.uniques.tolist(), type=pa.large_string())
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 

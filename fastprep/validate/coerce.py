@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from fastprep.columns import TextColumn
+from fastprep.validate import text_encode
 
 #: text spellings of "missing" accepted in number columns read as text
 NULL_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"})
@@ -59,9 +61,29 @@ def to_text(series: pd.Series) -> tuple[TextColumn, np.ndarray]:
         series = _numbers_as_text(series)
     elif series.dtype == object:
         series = series.map(_object_as_text, na_action="ignore").astype("str")
+    arrow = _arrow_strings(series)
+    if arrow is not None:  # the parallel encoder over the Arrow buffers: same codes
+        codes, arrow_uniques = text_encode.encode(arrow)
+        return TextColumn(codes, arrow_uniques), np.zeros(len(codes), bool)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     uniques_arr = np.asarray(uniques, dtype=object)
     return TextColumn(codes.astype(np.int32, copy=False), uniques_arr), np.zeros(len(codes), bool)
+
+
+def _arrow_strings(series: pd.Series) -> pa.ChunkedArray | None:
+    """The Arrow string data behind a pandas string Series, without a copy (else None)."""
+    to_arrow = getattr(series.array, "__arrow_array__", None)
+    if to_arrow is None or not pd.api.types.is_string_dtype(series.dtype):
+        return None
+    try:
+        arrow = to_arrow()  # ArrowStringArray: its own chunks, zero-copy
+    except (TypeError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if isinstance(arrow, pa.Array):
+        arrow = pa.chunked_array([arrow])
+    if pa.types.is_string(arrow.type) or pa.types.is_large_string(arrow.type):
+        return arrow
+    return None
 
 
 def _numbers_as_text(series: pd.Series) -> pd.Series:

@@ -3,8 +3,8 @@
 ``before`` is the source column as pandas holds it (``Series.memory_usage(deep=True)``: the
 Arrow buffers for Arrow-backed strings, an object pass for Python strings — pandas' own
 measure, nothing more); ``after`` is what fastprep keeps: the int32 codes plus the
-distinct strings (their pointer array and the ``str`` objects, measured on distinct values
-only).
+distinct strings (the Arrow buffers they are held in, or — for text that was not
+Arrow-backed — their pointer array and the ``str`` objects, measured on distinct values only).
 """
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ def text_encoding_bytes(series: pd.Series, text: TextColumn) -> dict[str, Any]:
     """Bytes of ``series`` before and of ``text`` after dictionary encoding."""
     before = int(series.memory_usage(index=False, deep=True))
     codes = int(text.codes.nbytes)
-    strings = int(text.uniques.nbytes) + sum(sys.getsizeof(u) for u in text.uniques)
+    arrow = text.arrow_uniques
+    if arrow is not None:  # held as one Arrow array: its buffers
+        strings = int(arrow.nbytes)
+    else:
+        strings = int(text.uniques.nbytes) + sum(sys.getsizeof(u) for u in text.uniques)
     return {
         "source_dtype": str(series.dtype),
         "rows": len(text.codes),
-        "distinct": len(text.uniques),
+        "distinct": text.n_unique,
         "bytes_before": before,
         "bytes_after": codes + strings,
         "codes_bytes": codes,

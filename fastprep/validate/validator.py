@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from fastprep.columns import Column, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
@@ -180,14 +182,22 @@ def _number_rules(values: np.ndarray, bad_type: np.ndarray, spec: Float | Int) -
 
 def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
     rules: list[Violation] = []
+    arrow = text.arrow_uniques
     if isinstance(spec, Category) and spec.categories is not None:
-        bad_unique = ~np.isin(text.uniques, np.asarray(spec.categories, dtype=object))
+        if arrow is not None:
+            allowed = pa.array(list(spec.categories), type=pa.large_string())
+            bad_unique = ~pc.is_in(arrow, value_set=allowed).to_numpy(zero_copy_only=False)
+        else:
+            bad_unique = ~np.isin(text.uniques, np.asarray(spec.categories, dtype=object))
         detail = f"(not one of {list(spec.categories)})"
         rules.append((Reason.CATEGORY.value, _gather(bad_unique, text.codes), detail))
     if isinstance(spec, String) and spec.max_length is not None:
-        lengths = np.fromiter(
-            (len(u) for u in text.uniques), dtype=np.int64, count=len(text.uniques)
-        )
+        if arrow is not None:  # characters, like len(str)
+            lengths = pc.utf8_length(arrow).to_numpy(zero_copy_only=False)
+        else:
+            lengths = np.fromiter(
+                (len(u) for u in text.uniques), dtype=np.int64, count=len(text.uniques)
+            )
         detail = f"(longer than {spec.max_length} characters)"
         rules.append(
             (Reason.TOO_LONG.value, _gather(lengths > spec.max_length, text.codes), detail)

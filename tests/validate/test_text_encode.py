@@ -1,0 +1,93 @@
+"""The parallel Arrow string encoder gives exactly ``pd.factorize``'s codes and uniques."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastprep.validate import text_encode
+
+
+def factorize(values: list[str | None]) -> tuple[np.ndarray, list[str]]:
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    return codes.astype(np.int32), list(uniques)
+
+
+def check(array: pa.Array | pa.ChunkedArray, expected: list[str | None]) -> None:
+    codes, uniques = text_encode.encode(array)
+    want_codes, want_uniques = factorize(expected)
+    np.testing.assert_array_equal(codes, want_codes)
+    assert uniques.to_pylist() == want_uniques
+    assert uniques.null_count == 0 and pa.types.is_large_string(uniques.type)
+
+
+@pytest.fixture(params=[1 << 18, 7], ids=["one-task", "many-tasks"])
+def task_rows(request, monkeypatch):
+    """Run each case as one task and split into many tiny tasks (the merge path)."""
+    monkeypatch.setattr(text_encode, "TASK_ROWS", request.param)
+    return request.param
+
+
+texts = st.one_of(
+    st.none(),
+    st.sampled_from(["", "=", "a", "JFK", "N12345", "1234567", "12345678", "é", "日本語"]),
+    st.text(max_size=12),
+    st.text(min_size=20, max_size=60),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(texts, max_size=80), cut=st.integers(0, 80))
+def test_matches_factorize(values, cut):
+    for rows in (1 << 18, 5):  # one task, and the merge of many
+        text_encode.TASK_ROWS = rows
+        try:
+            check(pa.array(values, type=pa.string()), values)
+            cut_at = min(cut, len(values))
+            chunked = pa.chunked_array(
+                [pa.array(values[:cut_at], pa.string()), pa.array(values[cut_at:], pa.string())]
+            )
+            check(chunked, values)
+        finally:
+            text_encode.TASK_ROWS = 1 << 18
+
+
+def test_sliced_arrays_with_nulls(task_rows):
+    values = ["x", None, "y", "x", None, "a long value well past seven bytes", "y", "ü"] * 5
+    array = pa.array(values, type=pa.large_string())
+    check(array.slice(3, 29), values[3:32])  # a bitmap that starts mid-byte
+
+
+def test_keys_of_seven_and_eight_bytes_stay_distinct(task_rows):
+    # packed keys hold up to 7 bytes; these differ only in a trailing byte or in length
+    values = ["abcdefg", "abcdefg\x00", "abcdef", "abcdefgh", "abcdefgi", "\x00", "", "\x00\x00"]
+    check(pa.array(values * 3), values * 3)
+
+
+def test_real_flights_columns(flights_sample, task_rows):
+    for name in ("origin", "carrier", "tailnum", "dest"):
+        arrow = flights_sample[name].array.__arrow_array__()
+        check(
+            arrow,
+            flights_sample[name].astype(object).where(flights_sample[name].notna(), None).tolist(),
+        )
+
+
+def test_every_value_distinct_takes_the_serial_path(monkeypatch):
+    monkeypatch.setattr(text_encode, "TASK_ROWS", 1000)
+    values = [f"row-{i:07d}" for i in range(20_000)]
+    calls = []
+    serial = text_encode._encode_serially
+    monkeypatch.setattr(text_encode, "_encode_serially", lambda *a: calls.append(1) or serial(*a))
+    check(pa.array(values), values)
+    assert calls == [1]
+
+
+def test_empty_and_all_null():
+    check(pa.array([], type=pa.string()), [])
+    check(pa.array([None, None], type=pa.string()), [None, None])
+    check(pa.chunked_array([], type=pa.string()), [])
