@@ -122,30 +122,66 @@ def _use_dictionary(arr) -> bool:
 def _hash_string_feature(mm, names, arrays, fm, out) -> None:
     """Hash one (possibly crossed) string feature into packed codes ``out``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from . import hash_codes
 
     sep, sep_off = _separators(names)
+    if len(arrays) > 1:
+        if not _hash_cross_by_codes(mm, sep, sep_off, arrays, fm, out):
+            _run_hash(mm, sep, sep_off, arrays, fm, out)
+        return
     arr = arrays[0]
-    if len(arrays) > 1 or not (pa.types.is_dictionary(arr.type) or _use_dictionary(arr)):
+    if not (pa.types.is_dictionary(arr.type) or _use_dictionary(arr)):
         _run_hash(mm, sep, sep_off, arrays, fm, out)
         return
     # Dictionary path: hash each distinct value once, then gather by code.
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.unify_dictionaries().combine_chunks()
-    else:
-        arr = pc.dictionary_encode(arr.combine_chunks())
-    dic = arr.dictionary.cast(pa.large_string())
+    codes, dic = hash_codes.codes_and_uniques(arr)
     if len(dic) == 0:
         out[:] = mm.MISSING
         return
     table = np.empty(len(dic), dtype=np.uint32)
     _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], fm, table)
-    codes = np.asarray(pc.fill_null(arr.indices, 0).cast(pa.int64()).to_numpy(), dtype=np.int64)
-    if arr.null_count:
-        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
-    else:
-        valid = np.ones(len(arr), dtype=np.bool_)
-    mm.gather_codes(table, codes, valid, out)
+    hash_codes.gather_combined(table, codes, out, np.uint32(mm.MISSING))
+
+
+def _hash_cross_by_codes(mm, sep, sep_off, arrays, fm, out) -> bool:
+    """Hash a cross once per combination of member values present, then gather per row.
+
+    False (nothing written) when a member looks high-cardinality (a sample of mostly
+    distinct values) or the combinations would not fit a table: then each row is hashed."""
+    import pyarrow as pa
+
+    from . import hash_codes
+
+    n = len(out)
+    for arr in arrays:
+        if not pa.types.is_dictionary(arr.type) and n >= 4 * _SAMPLE and _mostly_distinct(arr):
+            return False
+    coded = [hash_codes.codes_and_uniques(arr) for arr in arrays]
+    cards = [len(uniques) for _, uniques in coded]
+    if not hash_codes.combinable(cards, n):
+        return False
+    if min(cards) == 0:
+        out[:] = mm.MISSING
+        return True
+    combined = hash_codes.combined_codes([codes for codes, _ in coded], cards)
+    product = int(np.prod(np.array(cards, dtype=np.int64)))
+    combos = hash_codes.present_combinations(combined, product)
+    members = hash_codes.member_values(combos, [uniques for _, uniques in coded], cards)
+    hashed = np.empty(len(combos), dtype=np.uint32)
+    _run_hash(mm, sep, sep_off, [pa.chunked_array([m]) for m in members], fm, hashed)
+    table = np.full(product, mm.MISSING, dtype=np.uint32)
+    table[combos] = hashed
+    hash_codes.gather_combined(table, combined, out, np.uint32(mm.MISSING))
+    return True
+
+
+def _mostly_distinct(arr) -> bool:
+    """A sample of the column is more than half distinct values (e.g. row IDs)."""
+    import pyarrow.compute as pc
+
+    sample = arr.take(np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64))
+    return len(pc.unique(sample)) > _SAMPLE // 2
 
 
 def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:

@@ -452,3 +452,30 @@ def test_property_vs_sklearn(data, n_rows, n_text, n_num, n_features, alternate_
     if not cols:
         cols = [("t", [""] * n_rows)]
     check(cols, n_features, crosses=crosses, alternate_sign=alternate_sign)
+
+
+@pytest.mark.parametrize("path", ["combinations", "per-row"])
+def test_cross_by_combination_codes_and_per_row_agree_with_sklearn(flights, path, monkeypatch):
+    """A cross is hashed once per combination present (gathered by combined code) unless the
+    combinations would not fit a table; both give sklearn's matrix, dictionary input too."""
+    from fastprep.backends import hash_codes
+
+    if path == "per-row":
+        monkeypatch.setattr(hash_codes, "MAX_COMBINATIONS", 1)
+    frame = flights.iloc[:30_000]
+    origin, dest, tail = frame["origin"], frame["dest"], frame["tailnum"]
+    as_dictionary = pa.chunked_array(
+        [
+            pa.array(tail.iloc[:12_345]).dictionary_encode(),
+            pa.array(tail.iloc[12_345:]).dictionary_encode(),
+        ]
+    )
+    check([("dest", dest)], 2**18, crosses=[[("origin", origin), ("dest", dest)]])
+    check([], 1000, crosses=[[("origin", origin), ("tailnum", as_dictionary), ("dest", dest)]])
+
+
+def test_cross_with_a_row_id_member_is_hashed_per_row(flights):
+    """A mostly-distinct member (row IDs) skips the encoding: the sample says so."""
+    frame = flights.iloc[:20_000]
+    ids = pd.Series([f"id-{i}" for i in range(len(frame))], dtype="str")
+    check([], 2**20, crosses=[[("origin", frame["origin"]), ("id", ids)]])
