@@ -136,14 +136,39 @@ def _parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="print the plan: as declared and as optimized")
     explain.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
     explain.add_argument("--stage", default="optimized", choices=["logical", "optimized"])
+    explain.add_argument("--input", "-i", help="a source: add the backend chosen per stage")
+    explain.add_argument("--analyze", action="store_true", help="also run it: measured times")
+    explain.add_argument("--backend", default="auto", help="auto (default), pandas or numba")
     explain.add_argument("--debug", action="store_true", help="show tracebacks")
     explain.set_defaults(handler=_explain)
+    calibrate = sub.add_parser(
+        "calibrate", help="measure the planner's cost constants on this machine (< 1 min)"
+    )
+    calibrate.add_argument("--profile", help="where to store it (default: the user cache)")
+    calibrate.add_argument("--debug", action="store_true", help="show tracebacks")
+    calibrate.set_defaults(handler=_calibrate)
     _add_bench(sub)
     return parser
 
 
 def _explain(args: argparse.Namespace) -> int:
-    print(load_pipeline_file(args.pipeline).explain(args.stage))
+    pipeline = load_pipeline_file(args.pipeline)
+    source = args.input or (pipeline.sample if args.analyze else None)
+    if args.analyze and source is None:
+        print("fastprep explain --analyze needs --input", file=sys.stderr)
+        return 2
+    print(pipeline.explain(source, stage=args.stage, analyze=args.analyze, backend=args.backend))
+    return 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from fastprep import calibrate
+
+    path = calibrate.run(
+        Path(args.profile) if args.profile else None, progress=lambda m: print(m, flush=True)
+    )
+    print(f"cost profile written to {path}")
+    print(path.read_text())
     return 0
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from fastprep import stage_backends
 from fastprep.backends import pandas_ as reference
-from fastprep.backends.registry import load_backend, resolve
+from fastprep.backends.registry import resolve
 from fastprep.columns import Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
@@ -62,6 +63,9 @@ class Prepared:
     y: np.ndarray | None = None
     #: row id of ``raw``'s first row (non-zero for a partition of a larger source)
     row_offset: int = 0
+    #: the backend per stage (planner choices with measured times) and the name asked for
+    choices: list[Any] | None = None
+    choices_for: str | None = None
 
 
 def prepare(
@@ -80,7 +84,7 @@ def prepare(
     is the row id of the source's first row, for one partition of a larger source.
     """
     info = resolve(backend)
-    report = Report(backend=info.name)
+    report = Report(backend="auto" if backend == "auto" else info.name)
     if plan.target is not None and phase == "transform" and _target_absent(plan, source):
         plan = replace(plan, target=None)
         report.notes.append("the source has no target column(s): transformed without y")
@@ -131,14 +135,16 @@ def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared) -> None:
 
 
 def fit_prepared(plan: LogicalPlan, prepared: Prepared, backend: str = "auto") -> Params:
-    """Fit every stage's features on the validated rows."""
-    module = load_backend(backend)
+    """Fit every stage's features on the validated rows (on the backend each stage got)."""
+    choices = _stage_choices(plan, prepared, backend)
     params: dict[int, Any] = {}
     log = reference.Repairs()
     with prepared.report.stage("fit"):
-        for stage in plan.execution_stages():
-            params.update(module.fit_stage(plan, stage, prepared.table, log))
+        for number, stage in enumerate(plan.execution_stages()):
+            with stage_backends.timed(choices, number, "fit") as module:
+                params.update(module.fit_stage(plan, stage, prepared.table, log))
     _move_compile_time(prepared.report, "fit", log)
+    _record_choices(prepared, choices)
     return [params[i] for i in range(len(plan.features))]
 
 
@@ -165,6 +171,7 @@ def snapshot_fit_report(prepared: Prepared) -> Report:
         stages=dict(report.stages),
         kernels=list(report.kernels),
         text_encoding=dict(report.text_encoding),
+        plan=list(report.plan),
     )
     fit_report.check_accounting()
     return fit_report
@@ -178,7 +185,7 @@ def transform_prepared(
     backend: str = "auto",
 ) -> Output:
     """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y."""
-    module = load_backend(backend)
+    choices = _stage_choices(plan, prepared, backend)
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
     layout = make_layout(plan, params)
@@ -187,7 +194,8 @@ def transform_prepared(
         sink = OutputSink(layout, table.n_rows, dtype)
         checked: set[int] = set()
         for number, stage in enumerate(plan.execution_stages()):
-            checked |= module.run_stage(plan, stage, params, table, sink, repairs)
+            with stage_backends.timed(choices, number, "transform") as module:
+                checked |= module.run_stage(plan, stage, params, table, sink, repairs)
             for column in _released(plan, number):
                 table.drop(column)  # its last consumer has run
         keep = _quarantine_non_finite(plan, sink, checked, table, quarantine, report)
@@ -197,6 +205,7 @@ def transform_prepared(
         if y is not None:
             y = (y if keep is None else y[keep]).astype(np.float32)
     _move_compile_time(report, "transform", repairs)
+    _record_choices(prepared, choices)
     report.repairs = [
         {"output": output, "rule": rule, "count": count, "action": "set_missing"}
         for (output, rule), count in repairs.counts.items()
@@ -208,6 +217,20 @@ def transform_prepared(
     names = layout.names(plan, params)
     quarantined = quarantine.to_frame(prepared.raw, prepared.row_offset)
     return Output(X, y, names, report, quarantined, row_ids)
+
+
+def _stage_choices(plan: LogicalPlan, prepared: Prepared, backend: str) -> list[Any]:
+    """The planner's choices for these rows, made once per prepared source (a fit_transform
+    runs both phases on the same backends)."""
+    if prepared.choices is None or prepared.choices_for != backend:
+        prepared.choices = stage_backends.choose_stage_backends(plan, prepared.table, backend)
+        prepared.choices_for = backend
+    return prepared.choices
+
+
+def _record_choices(prepared: Prepared, choices: list[Any]) -> None:
+    prepared.report.plan = [choice.to_dict() for choice in choices]
+    prepared.report.backend = stage_backends.describe(choices, prepared.choices_for or "auto")
 
 
 def _released(plan: LogicalPlan, stage_number: int) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep import execute
+from fastprep import execute, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.errors import PipelineDefinitionError, StateFormatError
@@ -22,6 +22,7 @@ from fastprep.optimize import optimize
 from fastprep.plan.expr import Col, to_source
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
+from fastprep.planner import load_profile
 from fastprep.schema import Schema, column_facts
 from fastprep.state import decode_floats, encode_floats, read_state, write_state
 
@@ -65,17 +66,61 @@ class Pipeline:
         target = "" if self.plan.target is None else f"\n  target: {self.plan.target.name}"
         return "Pipeline(\n" + "\n".join(lines) + target + "\n)"
 
-    def explain(self, stage: str = "optimized") -> str:
+    def explain(
+        self,
+        source: Source | None = None,
+        *,
+        stage: str = "optimized",
+        analyze: bool = False,
+        backend: str = "auto",
+    ) -> str:
         """The plan as a tree at a named stage: ``"logical"`` (as declared) or
         ``"optimized"`` (after the passes: folded expressions, simplified steps, fused
-        stages, column lifetimes), followed by what the passes changed."""
+        stages, column lifetimes), followed by what the passes changed.
+
+        With a ``source``, also the backend the planner picks for each stage on it and why
+        (it reads and validates the source); ``analyze=True`` runs fit + transform too and
+        adds the measured seconds per stage next to the predictions (like EXPLAIN ANALYZE).
+        """
+        if isinstance(source, str) and not any(c in source for c in "./*\\"):
+            stage, source = source, None  # explain("logical"): a stage name, positionally
         if stage not in ("logical", "optimized"):
             raise PipelineDefinitionError(f"explain(stage={stage!r}): 'logical' or 'optimized'")
         logical = replace(self.plan, facts=column_facts(self.schema))
         if stage == "logical":
             return logical.tree()
         optimized = self.optimized
-        return optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
+        text = optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
+        if source is None:
+            return text
+        return text + "\n" + self._explain_backends(source, analyze, backend)
+
+    def _explain_backends(self, source: Source, analyze: bool, backend: str) -> str:
+        plan = self.optimized
+        prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+        if analyze:
+            params = execute.fit_prepared(plan, prepared, backend)
+            execute.transform_prepared(plan, params, prepared, np.float32, backend)
+            choices = prepared.report.plan
+        else:
+            choices = [
+                c.to_dict()
+                for c in stage_backends.choose_stage_backends(plan, prepared.table, backend)
+            ]
+        rows = prepared.table.n_rows
+        lines = [f"backends for {rows:,} validated rows ({load_profile().source} cost profile):"]
+        for choice in choices:
+            lines.append(f"├─ stage {choice['stage']}: {choice['reason']}")
+            if choice.get("measured_seconds"):
+                measured = ", ".join(
+                    f"{phase} {seconds:.3g} s"
+                    for phase, seconds in choice["measured_seconds"].items()
+                )
+                lines.append(f"│    measured: {measured}")
+        if analyze:
+            stages = ", ".join(f"{k} {v:.3g} s" for k, v in prepared.report.stages.items())
+            lines.append(f"└─ run: {stages}")
+        return "\n".join(lines)
 
     def fit(self, source: Source, *, backend: str = "auto") -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""

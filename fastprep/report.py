@@ -33,6 +33,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: per text column: bytes as the source held it vs dictionary-encoded (codes + distinct)
     text_encoding: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: per execution stage: the backend it ran on, the planner's predictions, the reason
+    #: and the measured seconds per phase
+    plan: list[dict[str, Any]] = field(default_factory=list)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -64,6 +67,7 @@ class Report:
             "notes": list(self.notes),
             "output": dict(self.output),
             "text_encoding": {k: dict(v) for k, v in self.text_encoding.items()},
+            "plan": [dict(p) for p in self.plan],
         }
 
     def summary(self) -> str:

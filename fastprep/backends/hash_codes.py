@@ -90,9 +90,27 @@ def _mark(combined, seen):  # pragma: no cover - compiled
             seen[k] = True
 
 
-@njit(parallel=True, cache=True)
-def gather_combined(table, combined, out, missing):  # pragma: no cover - compiled
+#: below this many rows the gather runs serially (starting threads costs more)
+PARALLEL_MIN_ROWS = 1 << 17
+
+
+def gather_combined(table, combined, out, missing) -> None:
     """Per row, the packed hash code of its combination (``missing`` where -1)."""
+    if len(combined) < PARALLEL_MIN_ROWS:
+        _gather_serial(table, combined, out, missing)
+    else:
+        _gather_parallel(table, combined, out, missing)
+
+
+@njit(parallel=True, cache=True)
+def _gather_parallel(table, combined, out, missing):  # pragma: no cover - compiled
     for i in prange(combined.shape[0]):
+        k = combined[i]
+        out[i] = table[k] if k >= 0 else missing
+
+
+@njit(cache=True)
+def _gather_serial(table, combined, out, missing):  # pragma: no cover - compiled
+    for i in range(combined.shape[0]):
         k = combined[i]
         out[i] = table[k] if k >= 0 else missing

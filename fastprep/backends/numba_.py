@@ -319,3 +319,14 @@ def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> A
         if log is not None:
             log.compiled.append({"kernel": key, "seconds": round(seconds, 4), "cache_hit": cached})
     return module
+
+
+def kernel_readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
+    """Whether the fused transform kernel of ``stage`` is loaded, cached on disk or to be
+    compiled (for the planner: the fit rounds' kernels are compiled alongside)."""
+    program = transform_program(
+        chains_of(plan, stage), _text_columns(table), table.selection is not None
+    )
+    if program.key in _LOADED:
+        return "loaded"
+    return "cached" if (cache_dir() / f"fp_{program.key}.py").exists() else "compile"

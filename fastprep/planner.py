@@ -1,0 +1,250 @@
+"""The cost-based planner: for ``backend="auto"``, which backend runs each stage, and why.
+
+Each stage's time on each backend is predicted from a linear cost model with named
+constants — a fixed overhead per stage, a cost per row and *work unit* (one unit per output
+column of a fused chain step, per hashed column, per encoded column), and, for Numba, the
+one-time cost of making the stage's kernel ready (importing Numba, loading the kernel from
+the disk cache, or compiling it). The cheapest prediction wins; ties go to the reference
+path. Defaults were measured on the 2-core VM this project is developed on
+(``benchmarks/RESULTS.md``); ``fastprep calibrate`` measures them on the current machine and
+stores a profile (JSON) that later runs read. Every run records the predictions next to the
+measured stage times (``report.plan``), so ``explain`` can show prediction against reality.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from fastprep.plan.nodes import LogicalPlan, Stage
+from fastprep.plan.steps import Hash, Map
+
+#: kernel readiness states, from cheapest to dearest
+READY, CACHED, COLD, COMPILE = "loaded", "cached", "cold", "compile"
+PROFILE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CostProfile:
+    """Seconds per stage, per row × work unit, and one-time JIT costs, per backend."""
+
+    pandas_stage_seconds: float = 2.0e-4
+    pandas_row_unit_seconds: float = 2.5e-8
+    #: the reference path hashes through sklearn's FeatureHasher (per-row Python dicts)
+    pandas_hash_row_unit_seconds: float = 1.3e-6
+    numba_stage_seconds: float = 1.0e-4
+    numba_row_unit_seconds: float = 1.0e-8
+    numba_hash_row_unit_seconds: float = 4.0e-8
+    #: importing numba + fastprep's kernels module in a fresh process
+    numba_import_seconds: float = 0.6
+    #: loading one compiled kernel from Numba's on-disk cache
+    numba_cache_load_seconds: float = 0.15
+    #: compiling one fused kernel (fit rounds + transform) the first time
+    numba_compile_seconds: float = 3.0
+    #: where the numbers came from ("defaults" or the calibration's machine and date)
+    source: str = "defaults"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": PROFILE_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CostProfile:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        for key, value in values.items():
+            if key != "source" and not (isinstance(value, (int, float)) and value >= 0):
+                raise ValueError(
+                    f"cost profile: {key} must be a non-negative number, got {value!r}"
+                )
+        return cls(**values)
+
+
+def profile_path() -> Path:
+    """``$FASTPREP_COST_PROFILE``, else ``~/.cache/fastprep/cost_profile.json``."""
+    explicit = os.environ.get("FASTPREP_COST_PROFILE")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    return Path(cache) / "fastprep" / "cost_profile.json"
+
+
+def load_profile(path: Path | None = None) -> CostProfile:
+    """The calibrated profile if one was stored (and is readable), else the defaults."""
+    path = path or profile_path()
+    try:
+        return CostProfile.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return CostProfile()
+
+
+def save_profile(profile: CostProfile, path: Path | None = None) -> Path:
+    path = path or profile_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(profile.to_dict(), indent=2))
+    os.replace(temporary, path)
+    return path
+
+
+@dataclass(frozen=True)
+class StageChoice:
+    """The backend chosen for one stage, the predictions per backend and the reason."""
+
+    stage: int
+    kind: str
+    units: int
+    backend: str
+    predicted: dict[str, float]
+    reason: str
+    forced: bool = False
+    measured: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "kind": self.kind,
+            "units": self.units,
+            "backend": self.backend,
+            "predicted_seconds": {k: round(v, 6) for k, v in self.predicted.items()},
+            "measured_seconds": self.measured,
+            "reason": self.reason,
+            "forced": self.forced,
+        }
+
+
+def stage_work(plan: LogicalPlan, stage: Stage) -> tuple[str, int]:
+    """What a stage does (``"elementwise"``, ``"hash"`` or ``"encode"``) and its work units."""
+    features = [plan.features[i] for i in stage.features]
+    if any(isinstance(f.encoder, Hash) for f in features):
+        return "hash", sum(len(f.inputs) for f in features if isinstance(f.encoder, Hash))
+    if stage.kind == "fused" or all(f.encoder is None for f in features):
+        return "elementwise", sum(max(1, len(f.steps)) * len(f.inputs) for f in features)
+    return "encode", sum(len(f.inputs) for f in features)
+
+
+def predict(
+    profile: CostProfile, kind: str, units: int, n_rows: int, readiness: str
+) -> dict[str, float]:
+    """Predicted seconds on each backend for one stage of ``kind`` over ``n_rows``."""
+    work = n_rows * units
+    pandas_rate = (
+        profile.pandas_hash_row_unit_seconds if kind == "hash" else profile.pandas_row_unit_seconds
+    )
+    predicted = {"pandas": profile.pandas_stage_seconds + work * pandas_rate}
+    if kind == "encode":  # the numba backend runs encoders by the reference code
+        return predicted
+    numba_rate = (
+        profile.numba_hash_row_unit_seconds if kind == "hash" else profile.numba_row_unit_seconds
+    )
+    one_time = {
+        READY: 0.0,
+        CACHED: profile.numba_cache_load_seconds,
+        COLD: profile.numba_import_seconds + profile.numba_cache_load_seconds,
+        COMPILE: profile.numba_compile_seconds,
+    }[readiness]
+    if kind == "hash":  # the hashing kernels ship with the package (cached on disk)
+        one_time = profile.numba_import_seconds if readiness == COLD else 0.0
+    predicted["numba"] = profile.numba_stage_seconds + work * numba_rate + one_time
+    return predicted
+
+
+def choose(
+    plan: LogicalPlan,
+    n_rows: int,
+    *,
+    profile: CostProfile | None = None,
+    readiness: Callable[[int, Stage], str] | None = None,
+    forced: str | None = None,
+    available: Sequence[str] = ("pandas", "numba"),
+) -> list[StageChoice]:
+    """One choice per execution stage. ``readiness(number, stage)`` says how ready the
+    stage's Numba kernel is (see :func:`numba_readiness`); ``forced`` overrides every stage.
+
+    Importing Numba is paid once per process, not per stage: stages are compared as if it
+    were imported, then the mix is kept only if it beats all-pandas with the import added.
+    """
+    profile = profile or load_profile()
+    readiness = readiness or (lambda _n, _s: numba_readiness())
+    stages = plan.execution_stages()
+    rows = []
+    cold = False
+    for number, stage in enumerate(stages):
+        kind, units = stage_work(plan, stage)
+        state = readiness(number, stage)
+        cold = cold or state == COLD
+        warm_state = CACHED if state == COLD else state
+        predicted = {
+            b: t
+            for b, t in predict(profile, kind, units, n_rows, warm_state).items()
+            if b in available
+        }
+        if _has_map(plan, stage):  # fp.Map compiles per function: no reliable prediction
+            predicted = {"pandas": predicted["pandas"]}
+        rows.append((number, kind, units, state, predicted))
+    if forced is not None:
+        return [
+            StageChoice(n, k, u, forced, p, f"{forced}: forced", True) for n, k, u, _, p in rows
+        ]
+    best = [min(p, key=lambda b: (p[b], b != "pandas")) for *_, p in rows]
+    import_note = ""
+    if cold and "numba" in best:
+        mixed = sum(p[b] for (*_, p), b in zip(rows, best)) + profile.numba_import_seconds
+        pandas_only = sum(p["pandas"] for *_, p in rows)
+        if pandas_only <= mixed:
+            best = ["pandas"] * len(rows)
+            import_note = (
+                f"; all stages on pandas: predicted {pandas_only:.3g} s vs {mixed:.3g} s "
+                f"with numba's import ({profile.numba_import_seconds:.3g} s)"
+            )
+        else:
+            import_note = f"; + numba import {profile.numba_import_seconds:.3g} s once"
+    return [
+        StageChoice(n, k, u, b, p, _reason(b, p, n_rows, u, k, state) + import_note)
+        for (n, k, u, state, p), b in zip(rows, best)
+    ]
+
+
+def _has_map(plan: LogicalPlan, stage: Stage) -> bool:
+    return any(isinstance(s, Map) for i in stage.features for s in plan.features[i].steps)
+
+
+def _reason(
+    best: str, predicted: dict[str, float], n_rows: int, units: int, kind: str, state: str
+) -> str:
+    others = ", ".join(f"{b} {t:.3g} s" for b, t in predicted.items() if b != best)
+    jit = {
+        READY: "kernel loaded",
+        CACHED: "kernel in the disk cache",
+        COLD: "numba not imported yet",
+        COMPILE: "kernel not compiled yet",
+    }[state]
+    text = f"{best}: {n_rows:,} rows × {units} {kind} unit(s), predicted {predicted[best]:.3g} s"
+    if others:
+        text += f" vs {others}"
+    if "numba" in predicted and kind != "encode":
+        text += f"; {jit}"
+    return text
+
+
+def numba_readiness(key: str | None = None, cached: Callable[[str], bool] | None = None) -> str:
+    """How ready a Numba kernel is, without importing Numba: not imported yet (``cold``),
+    loaded in this process, in the disk cache, or to be compiled."""
+    module = sys.modules.get("fastprep.backends.numba_")
+    if module is None:
+        return COLD
+    if key is None:
+        return READY if getattr(module, "_LOADED", None) else CACHED
+    if key in module._LOADED:
+        return READY
+    return CACHED if cached is not None and cached(key) else COMPILE
+
+
+def with_measured(choice: StageChoice, phase: str, seconds: float) -> StageChoice:
+    measured = dict(choice.measured or {})
+    measured[phase] = round(measured.get(phase, 0.0) + seconds, 6)
+    return replace(choice, measured=measured)

@@ -1,0 +1,67 @@
+"""Which backend module runs each execution stage: the one asked for, or the planner's.
+
+``backend="auto"`` asks :mod:`fastprep.planner` per stage (predictions from the cost model
+and the kernels' readiness); any other name runs every stage on that backend. The choices
+and the measured stage times go into the run report (``report.plan``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastprep import planner
+from fastprep.backends.registry import load_backend, resolve
+from fastprep.columns import Table
+from fastprep.plan.nodes import LogicalPlan, Stage
+
+
+def choose_stage_backends(
+    plan: LogicalPlan, table: Table, backend: str
+) -> list[planner.StageChoice]:
+    """One choice per stage of ``plan`` for ``table``'s rows (forced unless ``auto``)."""
+    forced = None if backend == "auto" else resolve(backend).name  # unknown names: an error
+    usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
+    return planner.choose(
+        plan,
+        table.n_rows,
+        readiness=lambda _number, stage: _readiness(plan, stage, table),
+        forced=forced,
+        available=usable,
+    )
+
+
+def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
+    if "numba" not in sys.modules:  # (validation's text encoder usually imported it)
+        return planner.COLD
+    module = load_backend("numba")
+    if stage.kind != "fused":
+        return planner.READY
+    return module.kernel_readiness(plan, stage, table)
+
+
+def describe(choices: list[planner.StageChoice], asked: str) -> str:
+    """``report.backend``: the name asked for, or ``auto`` with what it picked."""
+    if asked != "auto":
+        return asked
+    picked: dict[str, list[str]] = {}
+    for choice in choices:
+        picked.setdefault(choice.backend, []).append(str(choice.stage))
+    return "auto (" + "; ".join(f"{b}: stage {', '.join(s)}" for b, s in picked.items()) + ")"
+
+
+@contextmanager
+def timed(choices: list[planner.StageChoice], number: int, phase: str) -> Iterator[Any]:
+    """Run stage ``number`` on its chosen backend module; record the measured seconds."""
+    module = load_backend(choices[number].backend)
+    started = time.perf_counter()
+    try:
+        yield module
+    finally:
+        choices[number] = planner.with_measured(
+            choices[number], phase, time.perf_counter() - started
+        )

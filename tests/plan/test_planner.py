@@ -1,0 +1,117 @@
+"""The cost-based planner: which backend each stage gets, why, and that X never changes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fastprep import calibrate, planner
+
+
+def choices(pipeline, n_rows, state, **kwargs):
+    return planner.choose(
+        pipeline.optimized,
+        n_rows,
+        profile=planner.CostProfile(),
+        readiness=lambda *_: state,
+        **kwargs,
+    )
+
+
+def by_kind(found):
+    return {c.kind: c.backend for c in found}
+
+
+def test_small_frames_stay_in_pandas_unless_the_kernel_is_loaded(flights_pipeline):
+    # 2,000 rows: loading a fused kernel from the disk cache (0.15 s) costs more than it saves
+    small = by_kind(choices(flights_pipeline, 2_000, planner.CACHED))
+    assert small["elementwise"] == "pandas"
+    assert small["encode"] == "pandas"
+    assert small["hash"] == "numba"  # sklearn's per-row dicts cost more than any kernel
+    # numba not even imported: every stage stays in pandas, and the reason says why
+    cold = choices(flights_pipeline, 2_000, planner.COLD)
+    assert {c.backend for c in cold} == {"pandas"}
+    assert "numba's import" in cold[0].reason
+
+
+def test_large_sources_go_to_numba_kernels(flights_pipeline):
+    large = choices(flights_pipeline, 3_367_760, planner.CACHED)
+    assert by_kind(large) == {"elementwise": "numba", "encode": "pandas", "hash": "numba"}
+    elementwise = next(c for c in large if c.kind == "elementwise")
+    assert elementwise.predicted["numba"] < elementwise.predicted["pandas"]
+    assert "3,367,760 rows" in elementwise.reason and "predicted" in elementwise.reason
+    # a kernel never compiled: compiling (3 s) does not pay at 3.4M rows for this stage
+    fresh = by_kind(choices(flights_pipeline, 3_367_760, planner.COMPILE))
+    assert fresh["elementwise"] == "pandas"
+    # ... but it does at 100M rows
+    assert (
+        by_kind(choices(flights_pipeline, 100_000_000, planner.COMPILE))["elementwise"] == "numba"
+    )
+
+
+def test_forced_backend_is_honoured_and_shown(flights_pipeline, flights_sample):
+    forced = choices(flights_pipeline, 3_367_760, planner.READY, forced="pandas")
+    assert {c.backend for c in forced} == {"pandas"} and all(c.forced for c in forced)
+    out = flights_pipeline.fit_transform(flights_sample, backend="numba")
+    assert out.report.backend == "numba"
+    assert {entry["backend"] for entry in out.report.plan} == {"numba"}
+    assert all(entry["reason"] == "numba: forced" for entry in out.report.plan)
+
+
+@pytest.mark.parametrize("favour", ["pandas", "numba"])
+def test_every_choice_gives_the_same_X(
+    flights_pipeline, flights_sample, favour, tmp_path, monkeypatch
+):
+    cheap = {
+        "numba_row_unit_seconds": 0.0,
+        "numba_stage_seconds": 0.0,
+        "numba_compile_seconds": 0.0,
+        "numba_cache_load_seconds": 0.0,
+        "numba_import_seconds": 0.0,
+    }
+    dear = {"numba_row_unit_seconds": 1.0, "numba_hash_row_unit_seconds": 1.0}
+    profile = planner.CostProfile.from_dict(cheap if favour == "numba" else dear)
+    monkeypatch.setenv(
+        "FASTPREP_COST_PROFILE", str(planner.save_profile(profile, tmp_path / "p.json"))
+    )
+    auto = flights_pipeline.fit_transform(flights_sample, backend="auto")
+    picked = {entry["backend"] for entry in auto.report.plan}
+    assert picked == ({"numba", "pandas"} if favour == "numba" else {"pandas"})  # encode: pandas
+    assert auto.report.backend.startswith("auto (")
+    reference = flights_pipeline.fit_transform(flights_sample, backend="pandas")
+    assert (auto.X != reference.X).nnz == 0
+    np.testing.assert_array_equal(auto.y, reference.y)
+    np.testing.assert_array_equal(auto.row_ids, reference.row_ids)
+    for entry in auto.report.plan:  # every stage's measured time is recorded
+        assert set(entry["measured_seconds"]) == {"fit", "transform"}
+
+
+def test_explain_with_a_source_and_analyze(flights_pipeline, flights_sample):
+    text = flights_pipeline.explain(flights_sample)
+    assert "backends for" in text and "stage 0:" in text and "predicted" in text
+    assert "measured" not in text
+    analyzed = flights_pipeline.explain(flights_sample, analyze=True)
+    assert "measured: fit" in analyzed and "run: read" in analyzed
+
+
+def test_profile_roundtrip_and_bad_profiles(tmp_path):
+    path = planner.save_profile(
+        planner.CostProfile(numba_compile_seconds=1.5, source="test"), tmp_path / "p.json"
+    )
+    assert planner.load_profile(path).numba_compile_seconds == 1.5
+    path.write_text(json.dumps({"numba_compile_seconds": -1}))
+    with pytest.raises(ValueError, match="numba_compile_seconds"):
+        planner.CostProfile.from_dict(json.loads(path.read_text()))
+    assert planner.load_profile(path) == planner.CostProfile()  # unreadable: the defaults
+    assert planner.load_profile(tmp_path / "missing.json") == planner.CostProfile()
+
+
+def test_calibrate_measures_every_constant(tmp_path):
+    profile = calibrate.calibrate(sizes=(4_000, 40_000), repeat=1)
+    assert profile.pandas_hash_row_unit_seconds > profile.numba_hash_row_unit_seconds > 0
+    assert profile.pandas_row_unit_seconds > 0 and profile.numba_compile_seconds > 0
+    assert profile.source.startswith("fastprep calibrate on ")
+    path = planner.save_profile(profile, tmp_path / "p.json")
+    assert planner.load_profile(path) == profile
