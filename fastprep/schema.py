@@ -5,7 +5,10 @@
 - ``"quarantine"`` (default): the row goes to ``out.quarantine`` with the rule that failed;
 - ``"raise"``: a :class:`~fastprep.errors.DataValidationError` names column, rule, count, rows;
 - ``"warn"``: the finding is logged and reported; the value is kept (a value of the wrong
-  type becomes missing, since it cannot be kept as a number).
+  type becomes missing, since it cannot be kept as a number);
+- ``"repair"``: numeric values out of range are clipped to the bound, ±inf clipped to the
+  bound on its side, non-integers in an ``Int`` rounded — each repair counted in the
+  report; a rule with no repair (missing, wrong type, category...) quarantines its row.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.facts import UNKNOWN, Facts
 
-POLICIES = ("quarantine", "raise", "warn")
+POLICIES = ("quarantine", "raise", "warn", "repair")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ def _present(values: np.ndarray, what: str) -> int:
 
 def require_values(count: int, total: int, what: str) -> None:
     if count == 0:
-        raise FitError(f"{what}: no non-missing values at fit time (all {total:,} missing)")
+        counted = f" (all {total:,} missing)" if total else ""
+        raise FitError(f"{what}: no non-missing values at fit time{counted}")
 
 
 def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:
