@@ -63,3 +63,4 @@ class Reason(str, Enum):
     ENCODING = "encoding"
     ALL_NULL = "all_null"
     CONSTANT = "constant"
+    EMPTY = "empty"

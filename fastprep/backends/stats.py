@@ -25,7 +25,7 @@ def _present(values: np.ndarray, what: str) -> int:
 
 def require_values(count: int, total: int, what: str) -> None:
     if count == 0:
-        counted = f" (all {total:,} missing)" if total else ""
+        counted = {0: " (the input has no rows)", -1: ""}.get(total, f" (all {total:,} missing)")
         raise FitError(f"{what}: no non-missing values at fit time{counted}")
 
 

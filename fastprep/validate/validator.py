@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fastprep.columns import Column, Table, TextColumn
-from fastprep.errors import DataValidationError, FitError, Reason, SchemaError
+from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import inexact_ints, to_bools, to_numbers, to_text
@@ -59,8 +59,6 @@ def validate_frame(
     if frame.columns.duplicated().any():
         dupes = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise SchemaError(f"source has duplicated column name(s) {dupes}")
-    if phase == "fit" and len(frame) == 0:
-        raise FitError("empty input: the source has no rows, so there is nothing to fit")
     ids = np.arange(len(frame), dtype=np.int64) if row_ids is None else row_ids
     coerced: dict[str, Column] = {}
     findings: list[Finding] = []
@@ -100,6 +98,10 @@ def validate_frame(
         coerced[name] = values
         if phase == "fit":
             findings.extend(_fit_findings(name, fit_checks, ids, len(frame)))
+    if phase == "fit" and len(frame) == 0:  # a statistic to fit will then be a FitError
+        findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
+                                phase=phase))  # fmt: skip
+        log.warning("empty input: the source has no rows at fit time")
     if to_raise:
         lines = "\n  ".join(f.message() for f in to_raise)
         raise DataValidationError(
