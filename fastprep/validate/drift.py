@@ -131,8 +131,9 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
             continue
         text, codes = _text_codes(table, name)
         n = len(codes)
-        present = codes >= 0
-        entry: dict[str, Any] = {"rows": n, "null_rate": 1 - float(present.mean()) if n else 0.0}
+        per_value = np.bincount(codes + 1, minlength=text.n_unique + 1)  # slot 0: missing
+        n_present = n - int(per_value[0])
+        entry: dict[str, Any] = {"rows": n, "null_rate": 1 - n_present / n if n else 0.0}
         vocabulary = fitted[name].get("vocabulary")
         if vocabulary is not None:
             known = pa.array(vocabulary, type=pa.large_string())
@@ -140,9 +141,8 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
             if uniques is None:
                 uniques = pa.array(list(text.uniques), type=pa.large_string())
             unseen = ~pc.is_in(uniques, value_set=known).to_numpy(zero_copy_only=False)
-            per_row = np.append(unseen, False)[codes]
-            n_present = int(np.count_nonzero(present))
-            entry["unseen_share"] = int(np.count_nonzero(per_row)) / n_present if n_present else 0.0
+            n_unseen = int(per_value[1:][unseen].sum())
+            entry["unseen_share"] = n_unseen / n_present if n_present else 0.0
             picked = uniques.filter(pa.array(unseen)).slice(0, 3).to_pylist()
             entry["unseen_examples"] = [str(v) for v in picked]
         out[name] = entry
