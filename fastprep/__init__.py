@@ -34,6 +34,7 @@ from fastprep.plan.steps import (
     Standardize,
 )
 from fastprep.schema import Bool, Category, Float, Int, Schema, String
+from fastprep.validate import infer as _infer  # noqa: F401  (registers fp.Schema.infer)
 
 __version__ = "0.1.0"
 

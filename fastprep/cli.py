@@ -4,6 +4,7 @@
     fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
     fastprep explain pipelines/flights.py [--stage logical|optimized]
     fastprep bench pipelines/flights.py --rows 20000,336776,3367760
+    fastprep validate pipelines/flights.py --input SRC   (exit 1 if a raise rule fails)
 
 Errors fastprep raises on purpose print as one clear message (exit code 2), never a
 traceback; ``--debug`` shows the traceback.
@@ -148,7 +149,35 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--debug", action="store_true", help="show tracebacks")
     calibrate.set_defaults(handler=_calibrate)
     _add_bench(sub)
+    _add_validate(sub)
     return parser
+
+
+def _add_validate(sub: argparse._SubParsersAction) -> None:
+    check = sub.add_parser("validate", help="run the pipeline's input checks alone")
+    check.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
+    check.add_argument("--input", "-i", help="CSV/Parquet file, folder or glob")
+    check.add_argument("--report", help="also write the findings as JSON to this file")
+    check.add_argument("--debug", action="store_true", help="show tracebacks")
+    check.set_defaults(handler=_validate)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from fastprep.checks import run_checks
+
+    pipeline = load_pipeline_file(args.pipeline)
+    source = args.input or pipeline.sample
+    if source is None:
+        raise PipelineDefinitionError(f"{args.pipeline} names no sample: pass --input PATH")
+    result = run_checks(pipeline, source)
+    print(f"fastprep validate: {source}")
+    print(result.summary())
+    if args.report:
+        import json
+
+        with open(args.report, "w", encoding="utf-8") as handle:
+            json.dump(result.report.to_dict(), handle, indent=1)
+    return 1 if result.failed else 0
 
 
 def _explain(args: argparse.Namespace) -> int:

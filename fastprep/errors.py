@@ -59,3 +59,8 @@ class Reason(str, Enum):
     TOO_LONG = "too_long"
     NONFINITE_FEATURE = "nonfinite_feature"
     NONFINITE_TARGET = "nonfinite_target"
+    INEXACT_INT = "inexact_int"
+    ENCODING = "encoding"
+    ALL_NULL = "all_null"
+    CONSTANT = "constant"
+    EMPTY = "empty"

@@ -7,6 +7,7 @@ Files of a glob are read in sorted order; row ids are positions in that concaten
 
 from __future__ import annotations
 
+import contextlib
 import glob as globlib
 import os
 from collections.abc import Iterable, Mapping
@@ -122,9 +123,28 @@ def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Tabl
             strings_can_be_null=True,
         )
         parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
-        return pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+        try:
+            return pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+        except pa.ArrowInvalid as exc:
+            if "UTF8" not in str(exc) and "utf8" not in str(exc).lower():
+                raise
+            return _read_csv_keeping_bad_text(path, parse, convert, text_columns & set(columns))
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r}: {exc}") from exc
+
+
+def _read_csv_keeping_bad_text(
+    path: str, parse: pacsv.ParseOptions, convert: pacsv.ConvertOptions, text_columns: set[str]
+) -> pa.Table:
+    """Text that is not valid UTF-8: read those columns as bytes, so validation can flag the
+    rows (rule ``encoding``) and apply the column's policy instead of failing the file."""
+    convert.column_types = {c: pa.binary() for c in text_columns}
+    table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+    for name in text_columns:
+        index = table.schema.get_field_index(name)
+        with contextlib.suppress(pa.ArrowInvalid):  # else keep the bytes: to_text flags them
+            table = table.set_column(index, name, table[name].cast(pa.string()))
+    return table
 
 
 def _csv_header(path: str) -> list[str]:
@@ -141,6 +161,12 @@ def _require(columns: list[str], present: list[str], where: str) -> None:
     missing = [c for c in columns if c not in present]
     if missing:
         raise SchemaError(_missing_message(missing, present, where))
+    twice = sorted({c for c in columns if list(present).count(c) > 1})
+    if twice:
+        raise SchemaError(
+            f"{where} has duplicated column name(s) {twice}: which one to read is ambiguous; "
+            "rename or drop the copies"
+        )
 
 
 def _missing_message(missing: list[str], present: list[str], where: str) -> str:

@@ -25,6 +25,8 @@ from fastprep.plan.params import check_step_params
 from fastprep.planner import load_profile
 from fastprep.schema import Schema, column_facts
 from fastprep.state import decode_floats, encode_floats, read_state, write_state
+from fastprep.validate import alerts as alerting
+from fastprep.validate import drift
 
 _OUT_DTYPES = {"float32": np.float32, "float64": np.float64}
 
@@ -122,31 +124,60 @@ class Pipeline:
             lines.append(f"└─ run: {stages}")
         return "\n".join(lines)
 
-    def fit(self, source: Source, *, backend: str = "auto") -> FittedPipeline:
-        """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""
+    def fit(
+        self,
+        source: Source,
+        *,
+        backend: str = "auto",
+        on_alert: alerting.AlertCallback | None = None,
+    ) -> FittedPipeline:
+        """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
+
+        ``on_alert`` is called with each :class:`~fastprep.validate.alerts.Alert` (also
+        logged to ``fastprep.alerts``), once per (job, partition, rule)."""
         plan = self.optimized
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+        profile = _profile(prepared)
         params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
-        return FittedPipeline(self, params, backend=backend, fit_report=fit_report)
+        _alert(self, fit_report, on_alert, "fit")
+        return FittedPipeline(self, params, backend=backend, fit_report=fit_report, profile=profile)
 
     def fit_transform(
-        self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
+        self,
+        source: Source,
+        *,
+        backend: str = "auto",
+        out_dtype: str = "float32",
+        on_alert: alerting.AlertCallback | None = None,
     ) -> execute.Output:
         """Fit and transform the same source, reading and validating it once."""
-        return self.fit_and_transform(source, backend=backend, out_dtype=out_dtype)[1]
+        return self.fit_and_transform(
+            source, backend=backend, out_dtype=out_dtype, on_alert=on_alert
+        )[1]
 
     def fit_and_transform(
-        self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
+        self,
+        source: Source,
+        *,
+        backend: str = "auto",
+        out_dtype: str = "float32",
+        on_alert: alerting.AlertCallback | None = None,
     ) -> tuple[FittedPipeline, execute.Output]:
         """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI)."""
         dtype = _out_dtype(out_dtype)
         plan = self.optimized
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+        profile = _profile(prepared)
         params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
         output = execute.transform_prepared(plan, params, prepared, dtype, backend)
-        return FittedPipeline(self, params, backend=backend, fit_report=fit_report), output
+        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine)
+        _alert(self, output.report, on_alert, "fit")
+        fitted = FittedPipeline(
+            self, params, backend=backend, fit_report=fit_report, profile=profile
+        )
+        return fitted, output
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(
@@ -165,11 +196,14 @@ class FittedPipeline:
         *,
         backend: str = "auto",
         fit_report: Any = None,
+        profile: dict[str, Any] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.params = params
         self.backend = backend
         self.fit_report = fit_report
+        #: per input column at fit: null rate, mean/std or vocabulary (drift reference)
+        self.profile = profile
 
     @property
     def plan(self) -> LogicalPlan:
@@ -181,15 +215,33 @@ class FittedPipeline:
         return self.pipeline.schema
 
     def transform(
-        self, source: Source, *, backend: str | None = None, out_dtype: str = "float32"
+        self,
+        source: Source,
+        *,
+        backend: str | None = None,
+        out_dtype: str = "float32",
+        on_alert: alerting.AlertCallback | None = None,
+        drift_thresholds: dict[str, float] | None = None,
     ) -> execute.Output:
-        """Apply the fitted pipeline to ``source``; statistics are never re-learned here."""
+        """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
+
+        The report's ``drift`` compares the validated rows with the fit's profile
+        (thresholds: ``fastprep.validate.drift.THRESHOLDS``, overridable here); findings
+        and drift beyond a threshold are alerts (logged, and sent to ``on_alert``)."""
         backend = backend or self.backend
         plan = self.plan
         prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
-        return execute.transform_prepared(
+        if self.profile is not None:
+            with prepared.report.stage("drift"):
+                prepared.report.drift = drift.compare(
+                    self.profile, prepared.table, drift_thresholds
+                )
+        output = execute.transform_prepared(
             plan, self.params, prepared, _out_dtype(out_dtype), backend
         )
+        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine)
+        _alert(self.pipeline, output.report, on_alert, "transform")
+        return output
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
@@ -200,6 +252,7 @@ class FittedPipeline:
             "sample": self.pipeline.sample,
             "name": self.pipeline.name,
             "optimize": self.pipeline.optimize,
+            "profile": encode_floats(self.profile),
         }
         write_state(path, doc, {})
 
@@ -230,7 +283,27 @@ def load(
     pipeline.optimize = bool(doc.get("optimize", True))
     check_plan(plan, {col: spec.ltype for col, spec in schema.items()})
     _check_params_match(pipeline.optimized, params, path)
-    return FittedPipeline(pipeline, params)
+    profile = decode_floats(doc.get("profile"))
+    if profile is not None and not isinstance(profile, dict):
+        raise StateFormatError(f"{os.fspath(path)!r}: malformed drift profile")
+    return FittedPipeline(pipeline, params, profile=profile)
+
+
+def _profile(prepared: execute.Prepared) -> dict[str, Any]:
+    """The fit's drift reference, timed as its own report stage."""
+    with prepared.report.stage("profile"):
+        return drift.profile(prepared.table)
+
+
+def _alert(
+    pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str
+) -> None:
+    """Send the run's alerts, de-duplicated per pipeline by (job, partition, rule)."""
+    seen = pipeline.__dict__.setdefault("_alerts_seen", set())
+    job = f"{pipeline.name or 'pipeline'}:{phase}"
+    found = alerting.alerts_from(job, report.source, report.findings, report.drift)
+    sent = alerting.dispatch(found, seen, on_alert)
+    report.alerts = [a.to_dict() for a in sent]
 
 
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:

@@ -36,6 +36,12 @@ class Report:
     #: per execution stage: the backend it ran on, the planner's predictions, the reason
     #: and the measured seconds per phase
     plan: list[dict[str, Any]] = field(default_factory=list)
+    #: per input column at transform: measures vs the fitted profile, and which alert
+    drift: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: which columns fail together: quarantined rows per set of (column: rule)
+    anomaly_patterns: list[dict[str, Any]] = field(default_factory=list)
+    #: alerts sent (to logging and on_alert) for this run, after de-duplication
+    alerts: list[dict[str, Any]] = field(default_factory=list)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -68,6 +74,9 @@ class Report:
             "output": dict(self.output),
             "text_encoding": {k: dict(v) for k, v in self.text_encoding.items()},
             "plan": [dict(p) for p in self.plan],
+            "drift": {k: dict(v) for k, v in self.drift.items()},
+            "anomaly_patterns": list(self.anomaly_patterns),
+            "alerts": list(self.alerts),
         }
 
     def summary(self) -> str:
@@ -102,6 +111,13 @@ class Report:
             lines.append(f"  - {finding.message()}")
         if len(self.findings) > 8:
             lines.append(f"  ... and {len(self.findings) - 8} more findings in report.json")
+        drifting = {c: e["alerts"] for c, e in self.drift.items() if e.get("alerts")}
+        for column, measures in drifting.items():
+            lines.append(f"  - drift {column!r}: {', '.join(measures)}")
+        for pattern in self.anomaly_patterns[:3]:
+            lines.append(
+                f"  - {pattern['rows']:,} row(s) failed together on {' + '.join(pattern['rules'])}"
+            )
         for repair in self.repairs[:5]:
             lines.append(
                 f"  - repaired {repair['count']:,} value(s) of {repair['output']!r}: {repair['rule']}"

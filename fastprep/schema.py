@@ -5,14 +5,19 @@
 - ``"quarantine"`` (default): the row goes to ``out.quarantine`` with the rule that failed;
 - ``"raise"``: a :class:`~fastprep.errors.DataValidationError` names column, rule, count, rows;
 - ``"warn"``: the finding is logged and reported; the value is kept (a value of the wrong
-  type becomes missing, since it cannot be kept as a number).
+  type becomes missing, since it cannot be kept as a number);
+- ``"repair"``: numeric values out of range are clipped to the bound, ±inf clipped to the
+  bound on its side, non-integers in an ``Int`` rounded — each repair counted in the
+  report; a rule with no repair (missing, wrong type, category...) quarantines its row.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import math
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -20,7 +25,7 @@ from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.facts import UNKNOWN, Facts
 
-POLICIES = ("quarantine", "raise", "warn")
+POLICIES = ("quarantine", "raise", "warn", "repair")
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,27 @@ class Schema(Mapping[str, ColumnType]):
         return {"columns": [[name, spec.to_dict()] for name, spec in self._columns.items()]}
 
     @classmethod
+    def infer(cls, source: Any, *, ranges: bool = False, max_categories: int = 50) -> Schema:
+        """A draft schema from a sample (DataFrame or CSV/Parquet path): print it, edit it,
+        ``save`` it. Ranges stay open unless ``ranges=True`` (the sample's min/max)."""
+        if _INFERRER is None:
+            raise PipelineDefinitionError("Schema.infer needs fastprep.validate.infer imported")
+        schema: Schema = _INFERRER(source, ranges=ranges, max_categories=max_categories)
+        return schema
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the schema as JSON (``Schema.load`` reads it back)."""
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(self.to_dict(), handle, indent=1)
+            handle.write("\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Schema:
+        """Read a schema saved by :meth:`save`."""
+        with open(path, encoding="utf-8") as handle:
+            return cls.from_dict(json.load(handle))
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:
         columns: dict[str, ColumnType] = {}
         pairs = data["columns"] if "columns" in data else list(data.items())
@@ -177,6 +203,15 @@ class Schema(Mapping[str, ColumnType]):
                 raise PipelineDefinitionError(f"column {name!r}: unknown type {kind!r}")
             columns[name] = COLUMN_TYPES[kind](**spec)
         return cls(columns)
+
+
+_INFERRER: Callable[..., Schema] | None = None
+
+
+def set_inferrer(function: Callable[..., Schema]) -> None:
+    """Registered by ``fastprep.validate.infer`` (it reads data; this layer does not)."""
+    global _INFERRER
+    _INFERRER = function
 
 
 def unknown_column_message(name: str, known: Mapping[str, Any] | list[str], where: str = "") -> str:

@@ -33,6 +33,7 @@ LAYERS = {
     "fastprep.explain": 4,
     "fastprep.bench": 4,
     "fastprep.cli": 4,
+    "fastprep.checks": 4,
     "fastprep.__main__": 4,
 }
 ROOT = "fastprep"  # the package __init__: the public API, re-exports every layer

@@ -121,10 +121,10 @@ def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> 
 def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any]:
     if kind == "median":
         value, count = result
-        require_values(count, count, what)
+        require_values(count, -1, what)
         return {"fill": value}
     count, mean, m2, lo, hi = (float(v) for v in result[:5])
-    require_values(int(count), int(count), what)
+    require_values(int(count), -1, what)
     if isinstance(step, Standardize):
         return standardize_from_moments(int(count), mean, m2 / count, what)
     if isinstance(step, MinMax):

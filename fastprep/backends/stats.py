@@ -25,7 +25,8 @@ def _present(values: np.ndarray, what: str) -> int:
 
 def require_values(count: int, total: int, what: str) -> None:
     if count == 0:
-        raise FitError(f"{what}: no non-missing values at fit time (all {total:,} missing)")
+        counted = {0: " (the input has no rows)", -1: ""}.get(total, f" (all {total:,} missing)")
+        raise FitError(f"{what}: no non-missing values at fit time{counted}")
 
 
 def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:

@@ -15,6 +15,8 @@ from fastprep.validate import text_encode
 
 #: text spellings of "missing" accepted in number columns read as text
 NULL_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"})
+#: float64 holds every integer up to this magnitude exactly
+EXACT_INT = 2**53
 _TRUE = frozenset({"true", "t", "yes", "y", "1", "1.0"})
 _FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
 
@@ -39,6 +41,41 @@ def to_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return values, bad
 
 
+def inexact_ints(series: pd.Series, values: np.ndarray) -> np.ndarray | None:
+    """Where an integer of the source lies beyond 2**53, so float64 would round it.
+
+    Integer columns (numpy or nullable ``Int64``) are checked on the integers themselves
+    (two reductions; a mask only when some value is that large); text is checked on the
+    few parsed values at or beyond 2**53 by exact integer comparison. None: nothing found.
+    """
+    dtype = series.dtype
+    if pd.api.types.is_integer_dtype(dtype):
+        unsigned = pd.api.types.is_unsigned_integer_dtype(dtype)
+        ints = series.to_numpy(dtype=np.uint64 if unsigned else np.int64, na_value=0)
+        if len(ints) == 0 or (ints.max() <= EXACT_INT and (unsigned or ints.min() >= -EXACT_INT)):
+            return None
+        big = ints > EXACT_INT if unsigned else (ints > EXACT_INT) | (ints < -EXACT_INT)
+        return big
+    if values.dtype.kind != "f" or (isinstance(dtype, np.dtype) and dtype.kind == "f"):
+        return None
+    with np.errstate(invalid="ignore"):
+        candidates = np.flatnonzero(np.abs(values) >= EXACT_INT)
+    if not len(candidates):
+        return None
+    big = np.zeros(len(values), dtype=bool)
+    for i in candidates:  # rare: exact integer text of the few huge values
+        big[i] = _exact_text_int(series.iloc[i]) is not None and np.isfinite(values[i])
+    return big if big.any() else None
+
+
+def _exact_text_int(value: object) -> int | None:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        return None
+    return number if abs(number) > EXACT_INT else None
+
+
 def to_bools(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """0.0/1.0 values from bools, 0/1 numbers, or true/false-like text."""
     if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
@@ -55,19 +92,30 @@ def to_bools(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return values, bad
 
 
-def to_text(series: pd.Series) -> tuple[TextColumn, np.ndarray]:
-    """Dictionary-encoded strings; numbers become their plain text (``7``, not ``7.0``)."""
+def to_text(series: pd.Series) -> tuple[TextColumn, np.ndarray, np.ndarray]:
+    """Dictionary-encoded strings; numbers become their plain text (``7``, not ``7.0``).
+
+    Returns ``(text, bad_type, bad_encoding)``: values that are not scalars (lists, dicts,
+    ...) and strings that are not valid Unicode (lone surrogates, bytes that are not
+    UTF-8) become missing and are flagged, never stringified or replaced by U+FFFD.
+    """
+    bad_type = bad_encoding = np.zeros(len(series), bool)
     if not (pd.api.types.is_string_dtype(series.dtype) or series.dtype == object):
         series = _numbers_as_text(series)
     elif series.dtype == object:
-        series = series.map(_object_as_text, na_action="ignore").astype("str")
+        as_text = series.map(_object_as_text, na_action="ignore")
+        bad_type = as_text.map(lambda v: v is _NOT_SCALAR).to_numpy(dtype=bool)
+        bad_encoding = as_text.map(lambda v: v is _NOT_UNICODE).to_numpy(dtype=bool)
+        if bad_type.any() or bad_encoding.any():
+            as_text = as_text.where(~(bad_type | bad_encoding), None)
+        series = as_text.astype("str")
     arrow = _arrow_strings(series)
     if arrow is not None:  # the parallel encoder over the Arrow buffers: same codes
         codes, arrow_uniques = text_encode.encode(arrow)
-        return TextColumn(codes, arrow_uniques), np.zeros(len(codes), bool)
+        return TextColumn(codes, arrow_uniques), bad_type, bad_encoding
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     uniques_arr = np.asarray(uniques, dtype=object)
-    return TextColumn(codes.astype(np.int32, copy=False), uniques_arr), np.zeros(len(codes), bool)
+    return TextColumn(codes.astype(np.int32, copy=False), uniques_arr), bad_type, bad_encoding
 
 
 def _arrow_strings(series: pd.Series) -> pa.ChunkedArray | None:
@@ -91,11 +139,27 @@ def _numbers_as_text(series: pd.Series) -> pd.Series:
     return pd.Series([None if v is None else _object_as_text(v) for v in values], dtype="str")
 
 
-def _object_as_text(value: object) -> str:
+_NOT_SCALAR = object()  # markers: a list/dict/... value; a string that is not valid Unicode
+_NOT_UNICODE = object()
+_SCALARS = (str, bool, int, float, np.generic, pd.Timestamp, pd.Timedelta)
+
+
+def _object_as_text(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")  # a lone surrogate cannot be stored as UTF-8
+        except UnicodeEncodeError:
+            return _NOT_UNICODE
+        return value
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return _NOT_UNICODE
+    if not isinstance(value, _SCALARS):
+        return _NOT_SCALAR
     return str(value)

@@ -149,9 +149,16 @@ def _to_text_safe(frame: pd.DataFrame) -> pd.DataFrame:
     for name in frame.columns:
         if frame[name].dtype == object:
             frame[name] = (
-                frame[name].map(lambda v: None if _is_missing(v) else str(v)).astype("str")
+                frame[name].map(lambda v: None if _is_missing(v) else _safe_str(v)).astype("str")
             )
     return frame
+
+
+def _safe_str(value: Any) -> str:
+    """Text of a value as read, storable as UTF-8 (bad bytes and surrogates escaped)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    return str(value).encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
 def _is_missing(value: Any) -> bool:

@@ -22,12 +22,17 @@ def _count(values, lo, hi, integral, range_on_inf):  # pragma: no cover - compil
         start = 0
         stop = n
         local = np.zeros(6, np.int64)
+        smallest = np.inf
+        largest = -np.inf
         for i in range(start, stop):
             v = np.float64(values[i])
             if v != v:
                 local[NULL] += 1
                 continue
             infinite = v == np.inf or v == -np.inf
+            if not infinite:
+                smallest = min(smallest, v)
+                largest = max(largest, v)
             if infinite:
                 local[INF] += 1
                 if not range_on_inf:
@@ -43,16 +48,23 @@ def _count(values, lo, hi, integral, range_on_inf):  # pragma: no cover - compil
                 local[ABOVE] += 1
         for j in range(6):
             counts[c, j] = local[j]
-    return counts.sum(axis=0)
+    return counts.sum(axis=0), smallest, largest
 
 
 def rule_counts(
     values: np.ndarray, lo: float, hi: float, integral: bool, range_on_inf: bool
 ) -> np.ndarray:
     """Counts of [null, inf, not_integer, too_big, below, above] over ``values``."""
-    if values.dtype.kind in "iu" and not integral:
-        integral = False
-    return _count(values, lo, hi, integral, range_on_inf)
+    return scan(values, lo, hi, integral, range_on_inf)[0]
+
+
+def scan(
+    values: np.ndarray, lo: float, hi: float, integral: bool, range_on_inf: bool
+) -> tuple[np.ndarray, float, float]:
+    """:func:`rule_counts` plus the smallest and largest finite value (inf, -inf if none),
+    from the same pass: fit-time checks (an all-null or constant column) cost nothing more."""
+    counts, smallest, largest = _count(values, lo, hi, integral, range_on_inf)
+    return counts, float(smallest), float(largest)
 
 
 def rule_masks(

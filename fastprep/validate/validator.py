@@ -22,9 +22,10 @@ from fastprep.columns import Column, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
-from fastprep.validate.coerce import to_bools, to_numbers, to_text
+from fastprep.validate.coerce import inexact_ints, to_bools, to_numbers, to_text
 from fastprep.validate.findings import Finding, Quarantine, make_finding
 from fastprep.validate.memory import text_encoding_bytes
+from fastprep.validate.repair import repair_values
 
 log = logging.getLogger("fastprep.validate")
 
@@ -66,25 +67,41 @@ def validate_frame(
     text_encoding: dict[str, dict[str, Any]] = {}
     for name in columns:
         spec = schema[name]
-        values, violations = _check_column(name, frame[name], spec)
-        coerced[name] = values
+        values, violations, fit_checks = _check_column(name, frame[name], spec)
         if isinstance(values, TextColumn):
             text_encoding[name] = text_encoding_bytes(frame[name], values)
         for rule, mask, detail in violations:
+            action = spec.on_invalid
+            if action == "repair" and mask.any():
+                values, mask_left, action = repair_values(values, rule, mask, spec)
+                if action != "quarantine":  # the repaired values are counted, not rejected
+                    findings.append(make_finding(
+                        name, rule, mask & ~mask_left, ids, action,
+                        values=frame[name], detail=detail, phase=phase,
+                    ))  # fmt: skip
+                    mask, action = mask_left, "quarantine"
+                    detail = f"{detail} (no bound to clip ±inf to)"
             finding = make_finding(
-                name, rule, mask, ids, spec.on_invalid,
+                name, rule, mask, ids, action,
                 values=frame[name],
                 detail=detail, phase=phase,
             )  # fmt: skip
             if finding.count == 0:
                 continue
             findings.append(finding)
-            if spec.on_invalid == "raise":
+            if action == "raise":
                 to_raise.append(finding)
-            elif spec.on_invalid == "quarantine":
+            elif action == "quarantine":
                 quarantine.add(ids[mask], f"{name}: {rule}")
             else:
                 log.warning(finding.message())
+        coerced[name] = values
+        if phase == "fit":
+            findings.extend(_fit_findings(name, fit_checks, ids, len(frame)))
+    if phase == "fit" and len(frame) == 0:  # a statistic to fit will then be a FitError
+        findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
+                                phase=phase))  # fmt: skip
+        log.warning("empty input: the source has no rows at fit time")
     if to_raise:
         lines = "\n  ".join(f.message() for f in to_raise)
         raise DataValidationError(
@@ -102,19 +119,54 @@ def validate_frame(
 Violation = tuple[str, np.ndarray, str]
 
 
-def _check_column(name: str, series: pd.Series, spec: ColumnType) -> tuple[Column, list[Violation]]:
+#: what a fit-time check learned of a column: (all values missing, all present values equal)
+FitChecks = tuple[bool, bool]
+
+
+def _check_column(
+    name: str, series: pd.Series, spec: ColumnType
+) -> tuple[Column, list[Violation], FitChecks]:
     if isinstance(spec, (Float, Int)):
         values, bad_type = to_numbers(series)
         _refuse_wrong_type(name, series, bad_type, spec)
-        return values, _type_violation(bad_type, spec) + _number_rules(values, bad_type, spec)
+        inexact = inexact_ints(series, values)
+        rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None)
+        if inexact is not None:
+            detail = "(integer beyond 2**53: float64 would round it)"
+            rules.append((Reason.INEXACT_INT.value, inexact, detail))
+        return values, _type_violation(bad_type, spec) + rules, fit_checks
     if isinstance(spec, Bool):
         values, bad_type = to_bools(series)
         _refuse_wrong_type(name, series, bad_type, spec)
         missing = np.isnan(values) & ~bad_type
-        return values, _type_violation(bad_type, spec) + _null_rule(missing, spec)
+        present = values[~np.isnan(values)]
+        checks = (len(present) == 0, len(present) > 0 and bool((present == present[0]).all()))
+        return values, _type_violation(bad_type, spec) + _null_rule(missing, spec), checks
     assert isinstance(spec, (Category, String))
-    text, _ = to_text(series)
-    return text, _null_rule(text.codes < 0, spec) + _text_rules(text, spec)
+    text, bad_type, bad_encoding = to_text(series)
+    rules = _null_rule((text.codes < 0) & ~bad_type & ~bad_encoding, spec)
+    rules += _type_violation(bad_type, spec)
+    if bad_encoding.any():
+        detail = "(not valid Unicode: a lone surrogate, or bytes that are not UTF-8)"
+        rules.append((Reason.ENCODING.value, bad_encoding, detail))
+    return text, rules + _text_rules(text, spec), (text.n_unique == 0, text.n_unique == 1)
+
+
+def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) -> list[Finding]:
+    """Warnings at fit: a column with no value at all, or with a single distinct value."""
+    all_null, constant = checks
+    if n_rows == 0 or not (all_null or constant):
+        return []
+    rule, detail = (
+        (Reason.ALL_NULL.value, "(every value is missing at fit time)")
+        if all_null
+        else (Reason.CONSTANT.value, "(one distinct value at fit time: carries no signal)")
+    )
+    finding = make_finding(
+        name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"
+    )
+    log.warning(finding.message())
+    return [finding]
 
 
 def _refuse_wrong_type(name: str, series: pd.Series, bad: np.ndarray, spec: ColumnType) -> None:
@@ -142,22 +194,29 @@ def _null_rule(missing: np.ndarray, spec: ColumnType) -> list[Violation]:
     return [(Reason.NULL.value, missing, "(missing value in a non-nullable column)")]
 
 
-def _number_rules(values: np.ndarray, bad_type: np.ndarray, spec: Float | Int) -> list[Violation]:
+def _number_rules(
+    values: np.ndarray, bad_type: np.ndarray, spec: Float | Int, exact_checked: bool = False
+) -> tuple[list[Violation], FitChecks]:
     """Null, integrality, finiteness and range rules; each value breaks at most one of them.
 
-    One parallel counting pass; masks are only built for rules that are actually broken.
+    One counting pass (which also finds the finite range, for the fit-time checks); masks
+    are only built for rules that are actually broken. ``exact_checked``: integers beyond
+    2**53 were already found on the source's own integers (see ``coerce.inexact_ints``).
     """
     integral = isinstance(spec, Int)
     allow_inf = isinstance(spec, Float) and spec.allow_inf
     lo = -np.inf if spec.min is None else float(spec.min)
     hi = np.inf if spec.max is None else float(spec.max)
-    counts = nc.rule_counts(values, lo, hi, integral, allow_inf)
+    counts, smallest, largest = nc.scan(values, lo, hi, integral, allow_inf)
+    fit_checks = (counts[nc.NULL] == len(values), smallest == largest)
     if spec.nullable:
         counts[nc.NULL] = 0  # allowed: no mask needed
     if allow_inf:
         counts[nc.INF] = 0
+    if exact_checked:
+        counts[nc.TOO_BIG] = 0
     if not counts.any():
-        return []
+        return [], fit_checks
     masks = nc.rule_masks(values, counts, lo, hi, integral, allow_inf)
     empty = np.zeros(len(values), dtype=bool)
     rules: list[Violation] = []
@@ -166,9 +225,8 @@ def _number_rules(values: np.ndarray, bad_type: np.ndarray, spec: Float | Int) -
     if integral:
         not_integer = masks.get(nc.NOT_INTEGER, empty) | masks.get(nc.INF, empty)
         rules.append((Reason.NOT_INTEGER.value, not_integer, "(not a whole number)"))
-        rules.append(
-            (Reason.TYPE.value, masks.get(nc.TOO_BIG, empty), "(integer beyond 2**53, not exact)")
-        )
+        detail = "(integer beyond 2**53: float64 would round it)"
+        rules.append((Reason.INEXACT_INT.value, masks.get(nc.TOO_BIG, empty), detail))
     elif not allow_inf:
         rules.append(
             (Reason.NOT_FINITE.value, masks.get(nc.INF, empty), "(±inf; set allow_inf=True)")
@@ -177,7 +235,7 @@ def _number_rules(values: np.ndarray, bad_type: np.ndarray, spec: Float | Int) -
         rules.append((Reason.BELOW_MIN.value, masks.get(nc.BELOW, empty), f"(< min {spec.min})"))
     if spec.max is not None:
         rules.append((Reason.ABOVE_MAX.value, masks.get(nc.ABOVE, empty), f"(> max {spec.max})"))
-    return rules
+    return rules, fit_checks
 
 
 def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:

@@ -363,12 +363,12 @@ def test_transform_of_rows_that_are_all_quarantined(flights_pipeline, flights_sa
     assert sp.issparse(out.X)
 
 
-def test_integers_beyond_float_precision_are_a_type_fault():
+def test_integers_beyond_float_precision_are_an_inexact_int_fault():
     frame = pd.DataFrame({"n": [1, 2**60, 3, -(2**54)]})
     out = fp.Pipeline(fp.Schema({"n": fp.Int()}), [fp.col("n")]).fit_transform(frame)
     assert dict(zip(out.quarantine["row_id"], out.quarantine["reason"])) == {
-        1: "n: type",
-        3: "n: type",
+        1: "n: inexact_int",
+        3: "n: inexact_int",
     }
     assert out.X[:, 0].tolist() == [1.0, 3.0]
 

@@ -1,0 +1,75 @@
+"""Infer a starting-point :class:`~fastprep.schema.Schema` from a sample of the data.
+
+The result is a draft to read, edit and save (``schema.save("schema.json")``), not a
+contract: ranges are left open unless ``ranges=True`` (a sample's min/max is tighter than
+the data's), nullability follows the sample, and text with few distinct values becomes a
+``Category`` with its observed domain. ``fp.Schema.infer(source)`` calls this.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fastprep.io import Source, read_source, source_columns
+from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, String, set_inferrer
+from fastprep.validate.coerce import NULL_TOKENS
+
+#: text with at most this many distinct values (and not mostly distinct) is a Category
+MAX_CATEGORIES = 50
+
+
+def infer_schema(
+    source: Source, *, ranges: bool = False, max_categories: int = MAX_CATEGORIES
+) -> Schema:
+    """One column type per column of ``source`` (a DataFrame, or CSV/Parquet path)."""
+    columns = source_columns(source)
+    if columns is None:
+        raise ValueError(f"cannot list the columns of {source!r}")
+    frame, _ = read_source(source, columns)
+    return Schema({str(name): _infer(frame[name], ranges, max_categories) for name in columns})
+
+
+def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
+    nullable = bool(series.isna().any())
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return Bool(nullable=nullable)
+    if pd.api.types.is_integer_dtype(dtype):
+        return _number(Int, series.astype("float64"), nullable, ranges)
+    if pd.api.types.is_float_dtype(dtype):
+        return _number(Float, series, nullable, ranges)
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return String(nullable=nullable)  # kept as text: fastprep has no datetime type yet
+    text = series.dropna().astype("str").str.strip()
+    missing_tokens = text.str.lower().isin(NULL_TOKENS)
+    present = text[~missing_tokens]
+    nullable = nullable or bool(missing_tokens.any())
+    parsed = pd.to_numeric(present, errors="coerce")
+    if len(present) and parsed.notna().all():
+        integral = bool(np.all(np.mod(parsed.to_numpy(dtype=np.float64), 1) == 0))
+        kind = Int if integral and not present.str.contains(r"[.eE]").any() else Float
+        return _number(kind, parsed.astype("float64"), nullable, ranges)
+    distinct = present.unique()
+    if 0 < len(distinct) <= max_categories and len(distinct) <= max(1, len(present) // 2):
+        return Category(sorted(str(v) for v in distinct), nullable=nullable)
+    return String(nullable=nullable)
+
+
+def _number(kind: type, values: pd.Series, nullable: bool, ranges: bool) -> ColumnType:
+    array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = array[np.isfinite(array)]
+    bounds: dict[str, Any] = {}
+    if ranges and len(finite):
+        low, high = float(finite.min()), float(finite.max())
+        bounds = {"min": int(low), "max": int(high)} if kind is Int else {"min": low, "max": high}
+    if kind is Float:
+        has_inf = bool(np.isinf(array).any())
+        return Float(nullable=nullable, allow_inf=has_inf, **bounds)
+    return Int(nullable=nullable, **bounds)
+
+
+set_inferrer(infer_schema)
+__all__ = ["MAX_CATEGORIES", "infer_schema"]
