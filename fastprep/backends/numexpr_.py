@@ -102,11 +102,13 @@ class _Translator:
             isinstance(s, Const) and isinstance(s.value, str) for s in (node.left, node.right)
         ):
             return self.bind(("text", node), reference.evaluate_expr(node, self.table))
+        if node.op == "mod":
+            # numexpr has no remainder with numpy's edge cases (an infinite divisor keeps
+            # the dividend; a - floor(a / b) * b gives NaN there): numpy evaluates it
+            return self.bind(("mod", node), reference.evaluate_expr(node, self.table))
         a, b = self.translate(node.left), self.translate(node.right)
         if node.op in _ARITH:
             return f"({a} {_ARITH[node.op]} {b})"
-        if node.op == "mod":  # Python's modulo: the sign follows the divisor
-            return f"({a} - floor({a} / {b}) * {b})"
         missing = f"({a} != {a}) | ({b} != {b})"
         if node.op in _COMPARE:
             test = f"{a} {_COMPARE[node.op]} {b}"

@@ -128,6 +128,21 @@ def test_python_modulo_semantics_for_negative_operands(flights_sample):
     assert (out.X >= 0).all()
 
 
+@pytest.mark.parametrize("backend", ["pandas", "numba", "numexpr"])
+def test_modulo_by_infinity_and_zero_is_numpys_remainder(backend):
+    # found by the random-pipeline conformance test: numexpr's a - floor(a/b)*b gave NaN
+    # for an infinite divisor where numpy keeps the dividend (0.5 % inf == 0.5)
+    b = np.array([np.inf, -np.inf, 0.0, -0.0, 2.0, -3.0, 1e300])
+    frame = pd.DataFrame({"b": b})
+    schema = fp.Schema({"b": fp.Float(allow_inf=True)})
+    pipeline = fp.Pipeline(schema, [fp.expr("r = 0.5 % b") >> fp.FillMissing(-9)])
+    out = pipeline.fit_transform(frame, backend=backend)
+    with np.errstate(all="ignore"):
+        expected = np.remainder(0.5, b)
+    expected = np.where(np.isfinite(expected), expected, -9).astype(np.float32)
+    np.testing.assert_array_equal(out.X[:, 0], expected)
+
+
 def test_missing_target_is_quarantined_not_zero(flights_sample):
     frame = flights_sample
     arr = frame["arr_delay"].to_numpy(dtype=np.float64)
