@@ -17,6 +17,7 @@ from fastprep.backends.registry import load_backend, resolve
 from fastprep.columns import Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
+from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.errors import Reason
 from fastprep.io import Source, read_source, source_columns
 from fastprep.plan.dtypes import LType
@@ -40,6 +41,18 @@ class Output:
     report: Report
     quarantine: pd.DataFrame
     row_ids: np.ndarray
+    #: the requested ``out_dtype``; "bfloat16" X holds uint16 bit patterns
+    out_dtype: str = "float32"
+
+    def to_torch(self, device: str = "cpu") -> tuple[Any, Any]:
+        """``(X, y)`` as torch tensors (dense: zero-copy; CSR: ``torch.sparse_csr_tensor``).
+
+        Needs ``pip install fastprep[torch]``; ``device="cuda"`` falls back to CPU with a
+        warning when no GPU is available.
+        """
+        from fastprep.torch_bridge import output_to_torch
+
+        return output_to_torch(self, device)
 
     def save(self, folder: str | os.PathLike[str]) -> dict[str, str]:
         """Write X.npz/X.npy, y.npy, row_ids.npy, feature_names.json, report.json, quarantine.parquet."""
@@ -208,6 +221,27 @@ def transform_prepared(
     names = layout.names(plan, params)
     quarantined = quarantine.to_frame(prepared.raw, prepared.row_offset)
     return Output(X, y, names, report, quarantined, row_ids)
+
+
+def apply_precision(output: Output, precision: Precision) -> Output:
+    """Narrow X to float16/bfloat16 (checked; see :mod:`fastprep.emit.precision`) in place
+    of ``output``; float32/float64 were computed in their own type and pass through."""
+    output.out_dtype = precision.out_dtype
+    if not precision.narrow:
+        return output
+    X = output.X
+    with output.report.stage("cast"):
+        if sp.issparse(X):
+            data, info = cast_sparse_data(
+                X.data, X.indices, X.shape[1], precision, output.feature_names
+            )
+            X = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
+        else:
+            X, info = cast_dense(X, precision, output.feature_names)
+    output.X = X
+    output.report.precision = info
+    output.report.output = {**_describe(X), "dtype": precision.out_dtype}
+    return output
 
 
 def _released(plan: LogicalPlan, stage_number: int) -> tuple[str, ...]:

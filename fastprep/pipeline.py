@@ -11,11 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from fastprep import execute
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
+from fastprep.emit.precision import Precision
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.io import Source
 from fastprep.optimize import optimize
@@ -24,8 +23,6 @@ from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
 from fastprep.schema import Schema, column_facts
 from fastprep.state import decode_floats, encode_floats, read_state, write_state
-
-_OUT_DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 class Pipeline:
@@ -86,21 +83,35 @@ class Pipeline:
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report)
 
     def fit_transform(
-        self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
+        self,
+        source: Source,
+        *,
+        backend: str = "auto",
+        out_dtype: str = "float32",
+        on_overflow: str = "raise",
     ) -> execute.Output:
         """Fit and transform the same source, reading and validating it once."""
-        return self.fit_and_transform(source, backend=backend, out_dtype=out_dtype)[1]
+        return self.fit_and_transform(
+            source, backend=backend, out_dtype=out_dtype, on_overflow=on_overflow
+        )[1]
 
     def fit_and_transform(
-        self, source: Source, *, backend: str = "auto", out_dtype: str = "float32"
+        self,
+        source: Source,
+        *,
+        backend: str = "auto",
+        out_dtype: str = "float32",
+        on_overflow: str = "raise",
     ) -> tuple[FittedPipeline, execute.Output]:
         """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI)."""
-        dtype = _out_dtype(out_dtype)
+        precision = Precision(out_dtype, on_overflow)
+        dtype = precision.compute_dtype
         plan = self.optimized
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
         params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
         output = execute.transform_prepared(plan, params, prepared, dtype, backend)
+        execute.apply_precision(output, precision)
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report), output
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
@@ -136,15 +147,26 @@ class FittedPipeline:
         return self.pipeline.schema
 
     def transform(
-        self, source: Source, *, backend: str | None = None, out_dtype: str = "float32"
+        self,
+        source: Source,
+        *,
+        backend: str | None = None,
+        out_dtype: str = "float32",
+        on_overflow: str = "raise",
     ) -> execute.Output:
-        """Apply the fitted pipeline to ``source``; statistics are never re-learned here."""
+        """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
+
+        ``out_dtype``: "float32", "float64", "float16" or "bfloat16" (uint16 bits); a value
+        beyond a narrow type's range raises, or is clipped with ``on_overflow="clip"``.
+        """
         backend = backend or self.backend
+        precision = Precision(out_dtype, on_overflow)
         plan = self.plan
         prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
-        return execute.transform_prepared(
-            plan, self.params, prepared, _out_dtype(out_dtype), backend
+        output = execute.transform_prepared(
+            plan, self.params, prepared, precision.compute_dtype, backend
         )
+        return execute.apply_precision(output, precision)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
@@ -255,9 +277,3 @@ def _as_target(target: FeatureBuilder | str | None) -> Input | None:
             )
         return target.inputs[0]
     raise PipelineDefinitionError(f"target must be a column name or fp.expr(...), got {target!r}")
-
-
-def _out_dtype(name: str) -> type:
-    if name not in _OUT_DTYPES:
-        raise PipelineDefinitionError(f"out_dtype={name!r}; choose one of {sorted(_OUT_DTYPES)}")
-    return _OUT_DTYPES[name]

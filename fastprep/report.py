@@ -33,6 +33,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: per text column: bytes as the source held it vs dictionary-encoded (codes + distinct)
     text_encoding: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: narrowing to float16/bfloat16: values inexact, flushed to zero, clipped per column
+    precision: dict[str, Any] = field(default_factory=dict)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -64,6 +66,7 @@ class Report:
             "notes": list(self.notes),
             "output": dict(self.output),
             "text_encoding": {k: dict(v) for k, v in self.text_encoding.items()},
+            "precision": dict(self.precision),
         }
 
     def summary(self) -> str:
@@ -84,6 +87,14 @@ class Report:
             lines.append(
                 f"text: {len(self.text_encoding)} column(s) dictionary-encoded, "
                 f"{before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB"
+            )
+        if self.precision:
+            p = self.precision
+            clipped = sum(p["clipped"].values())
+            lines.append(
+                f"precision: {p['out_dtype']}: {p['values_inexact']:,} of {p['values']:,} "
+                f"value(s) lost precision, {p['underflow_to_zero']:,} underflowed to 0, "
+                f"{clipped:,} clipped"
             )
         timing = ", ".join(f"{k} {v:.3f}s" for k, v in self.stages.items())
         lines.append(f"stages ({self.backend}): {timing}")

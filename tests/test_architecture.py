@@ -28,6 +28,8 @@ LAYERS = {
     "fastprep.report": 3,
     "fastprep.execute": 4,
     "fastprep.pipeline": 4,
+    "fastprep.batches": 4,
+    "fastprep.torch_bridge": 4,
     "fastprep.explain": 4,
     "fastprep.bench": 4,
     "fastprep.cli": 4,
