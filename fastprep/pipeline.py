@@ -168,6 +168,24 @@ class FittedPipeline:
         )
         return execute.apply_precision(output, precision)
 
+    def batches(self, source: Source, **options: Any) -> Any:
+        """``(X_batch, y_batch)`` streamed over ``source``'s partitions, never the whole matrix.
+
+        Options: ``batch_size=1024, shuffle=False, seed=0, drop_last=False, epoch=0,
+        rows_per_partition, out_dtype, on_overflow, backend, pool_size, return_row_ids``;
+        the returned :class:`fastprep.batches.BatchStream` has ``.stats`` after a pass.
+        """
+        from fastprep.batches import BatchStream
+
+        return BatchStream(self, source, **options)
+
+    def torch_dataset(self, source: Source, **options: Any) -> Any:
+        """A ``torch.utils.data.IterableDataset`` over :meth:`batches` (``fastprep[torch]``);
+        each pass is a new epoch (reshuffled when ``shuffle=True``)."""
+        from fastprep.torch_bridge import BatchDataset
+
+        return BatchDataset(self, source, **options)
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
         doc = {
