@@ -112,7 +112,7 @@ class BatchStream:
         self.stats = stats = BatchStats()
         rng = np.random.default_rng([self.seed, self.epoch]) if self.shuffle else None
         assembler = _Assembler(self.batch_size, self.pool_size, stats, self.return_row_ids)
-        for output in self._partition_outputs(rng):
+        for output in self.partition_outputs(rng):
             order = np.arange(len(output.row_ids))
             if rng is not None:
                 order = rng.permutation(len(order))
@@ -120,7 +120,9 @@ class BatchStream:
             del output  # release the partition before the next one is read
         yield from assembler.finish(self.drop_last)
 
-    def _partition_outputs(self, rng: np.random.Generator | None) -> Iterator[execute.Output]:
+    def partition_outputs(self, rng: np.random.Generator | None = None) -> Iterator[execute.Output]:
+        """Each partition transformed on its own, in order (or ``rng``'s shuffled order);
+        the counts go to ``self.stats``."""
         fitted, stats = self.fitted, self.stats
         plan, schema = fitted.plan, fitted.schema
         columns = list(plan.columns)

@@ -18,6 +18,7 @@ from fastprep.columns import Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
+from fastprep.emit.shards import ShardWriter
 from fastprep.errors import Reason
 from fastprep.io import Source, read_source, source_columns
 from fastprep.plan.dtypes import LType
@@ -60,6 +61,13 @@ class Output:
             folder, self.X, self.y, self.feature_names, self.report.to_dict(),
             self.quarantine, self.row_ids,
         )  # fmt: skip
+
+    def save_shards(self, folder: str | os.PathLike[str]) -> str:
+        """Write X, y, row_ids as one memory-mappable ``.npy`` shard (CSR as three arrays)
+        plus a manifest; map back with ``fp.open_output(folder)``. Returns the manifest path."""
+        writer = ShardWriter(folder, self.feature_names, self.out_dtype)
+        writer.add(self.X, self.y, self.row_ids)
+        return str(writer.close(self.report.to_dict()))
 
 
 @dataclass

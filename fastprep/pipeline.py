@@ -179,6 +179,24 @@ class FittedPipeline:
 
         return BatchStream(self, source, **options)
 
+    def write_shards(self, source: Source, folder: str | os.PathLike[str], **options: Any) -> Any:
+        """Transform ``source`` partition by partition into memory-mappable ``.npy`` shards
+        (one per partition; never the whole matrix in memory); open with ``fp.open_output``.
+        Options as :meth:`batches` (``rows_per_partition``, ``out_dtype``, ...); returns the
+        :class:`~fastprep.batches.BatchStats` of the pass."""
+        from fastprep.batches import BatchStream
+        from fastprep.emit.shards import ShardWriter
+
+        stream = BatchStream(self, source, **options)
+        writer: ShardWriter | None = None
+        for output in stream.partition_outputs():
+            if writer is None:
+                writer = ShardWriter(folder, output.feature_names, stream.precision.out_dtype)
+            writer.add(output.X, output.y, output.row_ids)
+        assert writer is not None  # a source has at least one partition
+        writer.close({"batches": stream.stats.to_dict()})
+        return stream.stats
+
     def torch_dataset(self, source: Source, **options: Any) -> Any:
         """A ``torch.utils.data.IterableDataset`` over :meth:`batches` (``fastprep[torch]``);
         each pass is a new epoch (reshuffled when ``shuffle=True``)."""
