@@ -147,7 +147,7 @@ class BatchStream:
                 plan, fitted.params, prepared, self.precision.compute_dtype, self.backend
             )
             del prepared
-            execute.apply_precision(output, self.precision)
+            execute.apply_precision(output, self.precision, fitted.quantization)
             _account(stats, output)
             yield output
             del output

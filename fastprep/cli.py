@@ -174,7 +174,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", default="out", help="output folder (default: out/)")
     parser.add_argument("--backend", default="auto", help="auto (default) or pandas")
     parser.add_argument(
-        "--out-dtype", default="float32", choices=["float32", "float64", "float16", "bfloat16"]
+        "--out-dtype",
+        default="float32",
+        choices=["float32", "float64", "float16", "bfloat16", "int8", "uint8"],
     )
     parser.add_argument(
         "--on-overflow", default="raise", choices=["raise", "clip"],

@@ -18,8 +18,9 @@ from fastprep.columns import Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
+from fastprep.emit.quantize import Quantization, quantize
 from fastprep.emit.shards import ShardWriter
-from fastprep.errors import Reason
+from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.io import Source, read_source, source_columns
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
@@ -231,15 +232,25 @@ def transform_prepared(
     return Output(X, y, names, report, quarantined, row_ids)
 
 
-def apply_precision(output: Output, precision: Precision) -> Output:
-    """Narrow X to float16/bfloat16 (checked; see :mod:`fastprep.emit.precision`) in place
-    of ``output``; float32/float64 were computed in their own type and pass through."""
+def apply_precision(
+    output: Output, precision: Precision, quantization: Quantization | None = None
+) -> Output:
+    """Narrow X to float16/bfloat16 (checked; see :mod:`fastprep.emit.precision`) or
+    quantize it to int8/uint8 with the fitted ``quantization``, in place of ``output``;
+    float32/float64 were computed in their own type and pass through."""
     output.out_dtype = precision.out_dtype
-    if not precision.narrow:
+    if not (precision.narrow or precision.quantized):
         return output
     X = output.X
     with output.report.stage("cast"):
-        if sp.issparse(X):
+        if precision.quantized:
+            if quantization is None or quantization.dtype != precision.out_dtype:
+                raise PipelineDefinitionError(
+                    f"out_dtype={precision.out_dtype!r} needs fitted quantization parameters: "
+                    f"call fitted.calibrate_quantization(source, dtype={precision.out_dtype!r})"
+                )
+            X, info = quantize(X, quantization, output.feature_names)
+        elif sp.issparse(X):
             data, info = cast_sparse_data(
                 X.data, X.indices, X.shape[1], precision, output.feature_names
             )

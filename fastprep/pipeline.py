@@ -15,6 +15,7 @@ from fastprep import execute
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.emit.precision import Precision
+from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.io import Source
 from fastprep.optimize import optimize
@@ -136,6 +137,8 @@ class FittedPipeline:
         self.params = params
         self.backend = backend
         self.fit_report = fit_report
+        #: per-column int8/uint8 scale and zero point (``calibrate_quantization``), or None
+        self.quantization: Quantization | None = None
 
     @property
     def plan(self) -> LogicalPlan:
@@ -166,7 +169,17 @@ class FittedPipeline:
         output = execute.transform_prepared(
             plan, self.params, prepared, precision.compute_dtype, backend
         )
-        return execute.apply_precision(output, precision)
+        return execute.apply_precision(output, precision, self.quantization)
+
+    def calibrate_quantization(
+        self, source: Source, dtype: str = "uint8", *, backend: str | None = None
+    ) -> FittedPipeline:
+        """Learn each output column's int8/uint8 scale and zero point from ``source``'s
+        transformed rows (dense output only); kept in the fitted state, so that
+        ``transform(..., out_dtype=dtype)`` quantizes every later source the same way."""
+        out = self.transform(source, backend=backend)
+        self.quantization = calibrate(out.X, dtype)
+        return self
 
     def batches(self, source: Source, **options: Any) -> Any:
         """``(X_batch, y_batch)`` streamed over ``source``'s partitions, never the whole matrix.
@@ -214,6 +227,8 @@ class FittedPipeline:
             "name": self.pipeline.name,
             "optimize": self.pipeline.optimize,
         }
+        if self.quantization is not None:
+            doc["quantization"] = self.quantization.to_dict()
         write_state(path, doc, {})
 
     def __repr__(self) -> str:
@@ -243,7 +258,10 @@ def load(
     pipeline.optimize = bool(doc.get("optimize", True))
     check_plan(plan, {col: spec.ltype for col, spec in schema.items()})
     _check_params_match(pipeline.optimized, params, path)
-    return FittedPipeline(pipeline, params)
+    fitted = FittedPipeline(pipeline, params)
+    if doc.get("quantization") is not None:
+        fitted.quantization = Quantization.from_dict(doc["quantization"])
+    return fitted
 
 
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:

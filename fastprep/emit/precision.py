@@ -33,8 +33,12 @@ COMPUTE_DTYPES: dict[str, Any] = {
     "float64": np.float64,
     "float16": np.float32,
     "bfloat16": np.float32,
+    "int8": np.float32,
+    "uint8": np.float32,
 }
 NARROW = ("float16", "bfloat16")
+#: affine-quantized output (scale and zero point per column: :mod:`fastprep.emit.quantize`)
+QUANTIZED = ("int8", "uint8")
 POLICIES = ("raise", "clip")
 #: largest finite values of the narrow types
 FLOAT16_MAX = float(np.finfo(np.float16).max)
@@ -67,6 +71,10 @@ class Precision:
     @property
     def narrow(self) -> bool:
         return self.out_dtype in NARROW
+
+    @property
+    def quantized(self) -> bool:
+        return self.out_dtype in QUANTIZED
 
 
 def narrow_values(
