@@ -112,3 +112,18 @@ def test_unknown_dtype_or_policy_is_a_definition_error(flights_small):
         fitted.transform(flights_small, out_dtype="int4")
     with pytest.raises(fp.PipelineDefinitionError, match="on_overflow"):
         fitted.transform(flights_small, out_dtype="float16", on_overflow="ignore")
+
+
+def test_cli_writes_float16_and_reports_the_precision(tmp_path, repo_root, capsys):
+    import json
+
+    from fastprep.cli import main
+
+    code = main(["run", str(repo_root / "pipelines" / "flights.py"), "--out-dtype", "float16",
+                 "--output", str(tmp_path / "o")])  # fmt: skip
+    assert code == 0
+    assert "precision: float16" in capsys.readouterr().out
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["output"]["dtype"] == "float16" and report["precision"]["values_inexact"] > 0
+    opened = fp.open_output(tmp_path / "o")
+    assert opened.X.dtype == np.float16 and opened.out_dtype == "float16"
