@@ -9,6 +9,7 @@
 """
 
 from fastprep.dsl import col, cols, cross, expr
+from fastprep.emit.shards import open_output
 from fastprep.errors import (
     BackendError,
     DataValidationError,
@@ -71,4 +72,5 @@ __all__ = [
     "cross",
     "expr",
     "load",
+    "open_output",
 ]

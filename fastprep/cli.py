@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     started = time.perf_counter()
     fitted, output = pipeline.fit_and_transform(
-        source, backend=args.backend, out_dtype=args.out_dtype
+        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
     )
     _write(output, fitted, args.output, source, time.perf_counter() - started)
     return 0
@@ -96,7 +96,9 @@ def _transform(args: argparse.Namespace) -> int:
     if source is None:
         raise PipelineDefinitionError("pass --input PATH: the saved pipeline names no sample")
     started = time.perf_counter()
-    output = fitted.transform(source, backend=args.backend, out_dtype=args.out_dtype)
+    output = fitted.transform(
+        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
+    )
     _write(output, fitted, args.output, source, time.perf_counter() - started)
     return 0
 
@@ -225,7 +227,15 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", default="out", help="output folder (default: out/)")
     parser.add_argument("--backend", default="auto", help="auto (default) or pandas")
-    parser.add_argument("--out-dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument(
+        "--out-dtype",
+        default="float32",
+        choices=["float32", "float64", "float16", "bfloat16", "int8", "uint8"],
+    )
+    parser.add_argument(
+        "--on-overflow", default="raise", choices=["raise", "clip"],
+        help="a value beyond float16/bfloat16's range: raise (default) or clip (reported)",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ from fastprep.backends.registry import resolve
 from fastprep.columns import Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
-from fastprep.errors import Reason
+from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
+from fastprep.emit.quantize import Quantization, quantize
+from fastprep.emit.shards import ShardWriter
+from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.io import Source, read_source, source_columns
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
@@ -41,6 +44,18 @@ class Output:
     report: Report
     quarantine: pd.DataFrame
     row_ids: np.ndarray
+    #: the requested ``out_dtype``; "bfloat16" X holds uint16 bit patterns
+    out_dtype: str = "float32"
+
+    def to_torch(self, device: str = "cpu") -> tuple[Any, Any]:
+        """``(X, y)`` as torch tensors (dense: zero-copy; CSR: ``torch.sparse_csr_tensor``).
+
+        Needs ``pip install fastprep[torch]``; ``device="cuda"`` falls back to CPU with a
+        warning when no GPU is available.
+        """
+        from fastprep.torch_bridge import output_to_torch
+
+        return output_to_torch(self, device)
 
     def save(self, folder: str | os.PathLike[str]) -> dict[str, str]:
         """Write X.npz/X.npy, y.npy, row_ids.npy, feature_names.json, report.json, quarantine.parquet."""
@@ -48,6 +63,13 @@ class Output:
             folder, self.X, self.y, self.feature_names, self.report.to_dict(),
             self.quarantine, self.row_ids,
         )  # fmt: skip
+
+    def save_shards(self, folder: str | os.PathLike[str]) -> str:
+        """Write X, y, row_ids as one memory-mappable ``.npy`` shard (CSR as three arrays)
+        plus a manifest; map back with ``fp.open_output(folder)``. Returns the manifest path."""
+        writer = ShardWriter(folder, self.feature_names, self.out_dtype)
+        writer.add(self.X, self.y, self.row_ids)
+        return str(writer.close(self.report.to_dict()))
 
 
 @dataclass
@@ -231,6 +253,37 @@ def _stage_choices(plan: LogicalPlan, prepared: Prepared, backend: str) -> list[
 def _record_choices(prepared: Prepared, choices: list[Any]) -> None:
     prepared.report.plan = [choice.to_dict() for choice in choices]
     prepared.report.backend = stage_backends.describe(choices, prepared.choices_for or "auto")
+
+
+def apply_precision(
+    output: Output, precision: Precision, quantization: Quantization | None = None
+) -> Output:
+    """Narrow X to float16/bfloat16 (checked; see :mod:`fastprep.emit.precision`) or
+    quantize it to int8/uint8 with the fitted ``quantization``, in place of ``output``;
+    float32/float64 were computed in their own type and pass through."""
+    output.out_dtype = precision.out_dtype
+    if not (precision.narrow or precision.quantized):
+        return output
+    X = output.X
+    with output.report.stage("cast"):
+        if precision.quantized:
+            if quantization is None or quantization.dtype != precision.out_dtype:
+                raise PipelineDefinitionError(
+                    f"out_dtype={precision.out_dtype!r} needs fitted quantization parameters: "
+                    f"call fitted.calibrate_quantization(source, dtype={precision.out_dtype!r})"
+                )
+            X, info = quantize(X, quantization, output.feature_names)
+        elif sp.issparse(X):
+            data, info = cast_sparse_data(
+                X.data, X.indices, X.shape[1], precision, output.feature_names
+            )
+            X = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
+        else:
+            X, info = cast_dense(X, precision, output.feature_names)
+    output.X = X
+    output.report.precision = info
+    output.report.output = {**_describe(X), "dtype": precision.out_dtype}
+    return output
 
 
 def _released(plan: LogicalPlan, stage_number: int) -> tuple[str, ...]:

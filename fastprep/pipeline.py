@@ -16,6 +16,8 @@ import numpy as np
 from fastprep import execute, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
+from fastprep.emit.precision import Precision
+from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.io import Source
 from fastprep.optimize import optimize
@@ -27,8 +29,6 @@ from fastprep.schema import Schema, column_facts
 from fastprep.state import decode_floats, encode_floats, read_state, write_state
 from fastprep.validate import alerts as alerting
 from fastprep.validate import drift
-
-_OUT_DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 class Pipeline:
@@ -149,11 +149,16 @@ class Pipeline:
         *,
         backend: str = "auto",
         out_dtype: str = "float32",
+        on_overflow: str = "raise",
         on_alert: alerting.AlertCallback | None = None,
     ) -> execute.Output:
         """Fit and transform the same source, reading and validating it once."""
         return self.fit_and_transform(
-            source, backend=backend, out_dtype=out_dtype, on_alert=on_alert
+            source,
+            backend=backend,
+            out_dtype=out_dtype,
+            on_overflow=on_overflow,
+            on_alert=on_alert,
         )[1]
 
     def fit_and_transform(
@@ -162,16 +167,19 @@ class Pipeline:
         *,
         backend: str = "auto",
         out_dtype: str = "float32",
+        on_overflow: str = "raise",
         on_alert: alerting.AlertCallback | None = None,
     ) -> tuple[FittedPipeline, execute.Output]:
         """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI)."""
-        dtype = _out_dtype(out_dtype)
+        precision = Precision(out_dtype, on_overflow)
+        dtype = precision.compute_dtype
         plan = self.optimized
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
         profile = _profile(prepared)
         params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
         output = execute.transform_prepared(plan, params, prepared, dtype, backend)
+        execute.apply_precision(output, precision)
         output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine)
         _alert(self, output.report, on_alert, "fit")
         fitted = FittedPipeline(
@@ -204,6 +212,8 @@ class FittedPipeline:
         self.fit_report = fit_report
         #: per input column at fit: null rate, mean/std or vocabulary (drift reference)
         self.profile = profile
+        #: per-column int8/uint8 scale and zero point (``calibrate_quantization``), or None
+        self.quantization: Quantization | None = None
 
     @property
     def plan(self) -> LogicalPlan:
@@ -220,15 +230,19 @@ class FittedPipeline:
         *,
         backend: str | None = None,
         out_dtype: str = "float32",
+        on_overflow: str = "raise",
         on_alert: alerting.AlertCallback | None = None,
         drift_thresholds: dict[str, float] | None = None,
     ) -> execute.Output:
         """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
 
+        ``out_dtype``: "float32", "float64", "float16" or "bfloat16" (uint16 bits); a value
+        beyond a narrow type's range raises, or is clipped with ``on_overflow="clip"``.
         The report's ``drift`` compares the validated rows with the fit's profile
         (thresholds: ``fastprep.validate.drift.THRESHOLDS``, overridable here); findings
         and drift beyond a threshold are alerts (logged, and sent to ``on_alert``)."""
         backend = backend or self.backend
+        precision = Precision(out_dtype, on_overflow)
         plan = self.plan
         prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
         if self.profile is not None:
@@ -237,11 +251,58 @@ class FittedPipeline:
                     self.profile, prepared.table, drift_thresholds
                 )
         output = execute.transform_prepared(
-            plan, self.params, prepared, _out_dtype(out_dtype), backend
+            plan, self.params, prepared, precision.compute_dtype, backend
         )
+        execute.apply_precision(output, precision, self.quantization)
         output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine)
         _alert(self.pipeline, output.report, on_alert, "transform")
         return output
+
+    def calibrate_quantization(
+        self, source: Source, dtype: str = "uint8", *, backend: str | None = None
+    ) -> FittedPipeline:
+        """Learn each output column's int8/uint8 scale and zero point from ``source``'s
+        transformed rows (dense output only); kept in the fitted state, so that
+        ``transform(..., out_dtype=dtype)`` quantizes every later source the same way."""
+        out = self.transform(source, backend=backend)
+        self.quantization = calibrate(out.X, dtype)
+        return self
+
+    def batches(self, source: Source, **options: Any) -> Any:
+        """``(X_batch, y_batch)`` streamed over ``source``'s partitions, never the whole matrix.
+
+        Options: ``batch_size=1024, shuffle=False, seed=0, drop_last=False, epoch=0,
+        rows_per_partition, out_dtype, on_overflow, backend, pool_size, return_row_ids``;
+        the returned :class:`fastprep.batches.BatchStream` has ``.stats`` after a pass.
+        """
+        from fastprep.batches import BatchStream
+
+        return BatchStream(self, source, **options)
+
+    def write_shards(self, source: Source, folder: str | os.PathLike[str], **options: Any) -> Any:
+        """Transform ``source`` partition by partition into memory-mappable ``.npy`` shards
+        (one per partition; never the whole matrix in memory); open with ``fp.open_output``.
+        Options as :meth:`batches` (``rows_per_partition``, ``out_dtype``, ...); returns the
+        :class:`~fastprep.batches.BatchStats` of the pass."""
+        from fastprep.batches import BatchStream
+        from fastprep.emit.shards import ShardWriter
+
+        stream = BatchStream(self, source, **options)
+        writer: ShardWriter | None = None
+        for output in stream.partition_outputs():
+            if writer is None:
+                writer = ShardWriter(folder, output.feature_names, stream.precision.out_dtype)
+            writer.add(output.X, output.y, output.row_ids)
+        assert writer is not None  # a source has at least one partition
+        writer.close({"batches": stream.stats.to_dict()})
+        return stream.stats
+
+    def torch_dataset(self, source: Source, **options: Any) -> Any:
+        """A ``torch.utils.data.IterableDataset`` over :meth:`batches` (``fastprep[torch]``);
+        each pass is a new epoch (reshuffled when ``shuffle=True``)."""
+        from fastprep.torch_bridge import BatchDataset
+
+        return BatchDataset(self, source, **options)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
@@ -254,6 +315,8 @@ class FittedPipeline:
             "optimize": self.pipeline.optimize,
             "profile": encode_floats(self.profile),
         }
+        if self.quantization is not None:
+            doc["quantization"] = self.quantization.to_dict()
         write_state(path, doc, {})
 
     def __repr__(self) -> str:
@@ -286,7 +349,10 @@ def load(
     profile = decode_floats(doc.get("profile"))
     if profile is not None and not isinstance(profile, dict):
         raise StateFormatError(f"{os.fspath(path)!r}: malformed drift profile")
-    return FittedPipeline(pipeline, params, profile=profile)
+    fitted = FittedPipeline(pipeline, params, profile=profile)
+    if doc.get("quantization") is not None:
+        fitted.quantization = Quantization.from_dict(doc["quantization"])
+    return fitted
 
 
 def _profile(prepared: execute.Prepared) -> dict[str, Any]:
@@ -373,9 +439,3 @@ def _as_target(target: FeatureBuilder | str | None) -> Input | None:
             )
         return target.inputs[0]
     raise PipelineDefinitionError(f"target must be a column name or fp.expr(...), got {target!r}")
-
-
-def _out_dtype(name: str) -> type:
-    if name not in _OUT_DTYPES:
-        raise PipelineDefinitionError(f"out_dtype={name!r}; choose one of {sorted(_OUT_DTYPES)}")
-    return _OUT_DTYPES[name]

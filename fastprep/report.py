@@ -42,6 +42,8 @@ class Report:
     anomaly_patterns: list[dict[str, Any]] = field(default_factory=list)
     #: alerts sent (to logging and on_alert) for this run, after de-duplication
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    #: narrowing to float16/bfloat16: values inexact, flushed to zero, clipped per column
+    precision: dict[str, Any] = field(default_factory=dict)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -77,6 +79,7 @@ class Report:
             "drift": {k: dict(v) for k, v in self.drift.items()},
             "anomaly_patterns": list(self.anomaly_patterns),
             "alerts": list(self.alerts),
+            "precision": dict(self.precision),
         }
 
     def summary(self) -> str:
@@ -97,6 +100,14 @@ class Report:
             lines.append(
                 f"text: {len(self.text_encoding)} column(s) dictionary-encoded, "
                 f"{before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB"
+            )
+        if self.precision:
+            p = self.precision
+            clipped = sum(p["clipped"].values())
+            lines.append(
+                f"precision: {p['out_dtype']}: {p['values_inexact']:,} of {p['values']:,} "
+                f"value(s) lost precision, {p['underflow_to_zero']:,} underflowed to 0, "
+                f"{clipped:,} clipped"
             )
         timing = ", ".join(f"{k} {v:.3f}s" for k, v in self.stages.items())
         lines.append(f"stages ({self.backend}): {timing}")

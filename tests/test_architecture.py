@@ -30,6 +30,8 @@ LAYERS = {
     "fastprep.stage_backends": 4,
     "fastprep.calibrate": 4,
     "fastprep.pipeline": 4,
+    "fastprep.batches": 4,
+    "fastprep.torch_bridge": 4,
     "fastprep.explain": 4,
     "fastprep.bench": 4,
     "fastprep.cli": 4,

@@ -243,8 +243,8 @@ def test_unfitted_pipeline_cannot_transform():
 def test_bad_out_dtype_and_backend():
     pipeline = make([fp.col("distance")])
     frame = pd.DataFrame({"distance": [1.0, 2.0]})
-    with pytest.raises(fp.PipelineDefinitionError, match="float16"):
-        pipeline.fit_transform(frame, out_dtype="float16")
+    with pytest.raises(fp.PipelineDefinitionError, match="int4"):
+        pipeline.fit_transform(frame, out_dtype="int4")
     with pytest.raises(fp.BackendError, match="'nope'"):
         pipeline.fit(frame, backend="nope")
 
