@@ -82,10 +82,34 @@ def _run(args: argparse.Namespace) -> int:
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
     started = time.perf_counter()
+    if args.scheduler:
+        return _run_distributed(args, pipeline, source, started)
     fitted, output = pipeline.fit_and_transform(
         source, backend=args.backend, out_dtype=args.out_dtype
     )
     _write(output, fitted, args.output, source, time.perf_counter() - started)
+    return 0
+
+
+def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
+                     started: float) -> int:  # fmt: skip
+    """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
+    shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise PipelineDefinitionError(
+            "--scheduler needs dask.distributed: pip install 'fastprep[distributed]'"
+        ) from None
+    with Client(args.scheduler) as client:
+        fitted = pipeline.fit(source, backend=args.backend, client=client)
+        manifest = fitted.transform(source, backend=args.backend, out_dtype=args.out_dtype,
+                                    client=client, output_dir=args.output)  # fmt: skip
+    fitted.save(os.path.join(args.output, STATE_FILE))
+    print(f"fastprep: {source} on {args.scheduler}")
+    print(manifest.report.summary())
+    print(f"total {time.perf_counter() - started:.3f}s")
+    print(f"wrote {args.output}: {len(manifest.partitions)} shard(s), manifest.json, {STATE_FILE}")
     return 0
 
 
@@ -124,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="fit a pipeline file on a source and transform it")
     run.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
     run.add_argument("--input", "-i", help="DataFrame source: CSV/Parquet file, folder or glob")
+    run.add_argument("--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (shards)")
     _common(run)
     run.set_defaults(handler=_run)
     transform = sub.add_parser("transform", help="apply a saved fitted pipeline to a source")

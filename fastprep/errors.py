@@ -59,3 +59,7 @@ class Reason(str, Enum):
     TOO_LONG = "too_long"
     NONFINITE_FEATURE = "nonfinite_feature"
     NONFINITE_TARGET = "nonfinite_target"
+
+
+class JobError(FastprepError, RuntimeError):
+    """A distributed job could not finish (a partition killed its workers, shards missing)."""

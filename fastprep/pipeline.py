@@ -77,9 +77,29 @@ class Pipeline:
         optimized = self.optimized
         return optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
 
-    def fit(self, source: Source, *, backend: str = "auto") -> FittedPipeline:
-        """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob)."""
+    def fit(
+        self,
+        source: Source,
+        *,
+        backend: str = "auto",
+        client: Any = None,
+        rows_per_partition: int | None = None,
+    ) -> FittedPipeline:
+        """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
+
+        With ``client`` (a ``distributed.Client``), the fit runs on that Dask cluster, one
+        task per partition of ``source`` (a Parquet/CSV path or glob), and gives the same
+        fitted state as the single-machine fit.
+        """
         plan = self.optimized
+        if client is not None:
+            from fastprep import distributed
+
+            params, report = distributed.fit(
+                client, plan, self.schema, source, backend=backend,
+                **_partition_size(rows_per_partition),
+            )  # fmt: skip
+            return FittedPipeline(self, params, backend=backend, fit_report=report)
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
         params = execute.fit_prepared(plan, prepared, backend)
         fit_report = execute.snapshot_fit_report(prepared)
@@ -136,11 +156,33 @@ class FittedPipeline:
         return self.pipeline.schema
 
     def transform(
-        self, source: Source, *, backend: str | None = None, out_dtype: str = "float32"
-    ) -> execute.Output:
-        """Apply the fitted pipeline to ``source``; statistics are never re-learned here."""
+        self,
+        source: Source,
+        *,
+        backend: str | None = None,
+        out_dtype: str = "float32",
+        client: Any = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        rows_per_partition: int | None = None,
+    ) -> Any:
+        """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
+
+        With ``client``, each partition is transformed by a task on that Dask cluster:
+        the result is gathered into one :class:`Output`, or, with ``output_dir``, written
+        as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
+        resumes from the partitions already written).
+        """
         backend = backend or self.backend
         plan = self.plan
+        if client is not None:
+            from fastprep import distributed
+
+            _out_dtype(out_dtype)
+            return distributed.transform(
+                client, plan, self.schema, self.params, source,
+                output_dir=None if output_dir is None else os.fspath(output_dir),
+                backend=backend, out_dtype=out_dtype, **_partition_size(rows_per_partition),
+            )  # fmt: skip
         prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
         return execute.transform_prepared(
             plan, self.params, prepared, _out_dtype(out_dtype), backend
@@ -261,3 +303,7 @@ def _out_dtype(name: str) -> type:
     if name not in _OUT_DTYPES:
         raise PipelineDefinitionError(f"out_dtype={name!r}; choose one of {sorted(_OUT_DTYPES)}")
     return _OUT_DTYPES[name]
+
+
+def _partition_size(rows: int | None) -> dict[str, int]:
+    return {} if rows is None else {"rows_per_partition": rows}

@@ -27,6 +27,7 @@ LAYERS = {
     "fastprep.state": 3,
     "fastprep.report": 3,
     "fastprep.execute": 4,
+    "fastprep.distributed": 4,
     "fastprep.pipeline": 4,
     "fastprep.explain": 4,
     "fastprep.bench": 4,
