@@ -164,13 +164,15 @@ class FittedPipeline:
         client: Any = None,
         output_dir: str | os.PathLike[str] | None = None,
         rows_per_partition: int | None = None,
+        **distributed_options: Any,
     ) -> Any:
         """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
 
         With ``client``, each partition is transformed by a task on that Dask cluster:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
         as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
-        resumes from the partitions already written).
+        resumes from the partitions already written). ``distributed_options`` go to
+        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``).
         """
         backend = backend or self.backend
         plan = self.plan
@@ -182,6 +184,7 @@ class FittedPipeline:
                 client, plan, self.schema, self.params, source,
                 output_dir=None if output_dir is None else os.fspath(output_dir),
                 backend=backend, out_dtype=out_dtype, **_partition_size(rows_per_partition),
+                **distributed_options,
             )  # fmt: skip
         prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
         return execute.transform_prepared(

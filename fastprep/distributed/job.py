@@ -264,9 +264,9 @@ def _results(
     for future in as_completed(futures):
         if future.status != "error":
             continue
-        client.cancel(futures)
         spec = by_key[future.key]
         exc = future.exception()
+        client.cancel(futures)
         if isinstance(exc, KilledWorker):
             raise JobError(
                 f"{stage}: {spec.describe()} of source {spec.path!r} killed every worker "

@@ -58,7 +58,7 @@ def read_with_retries(
     """Read a partition, retrying I/O errors with backoff; returns the frame and retries."""
     for attempt in range(retry.tries):
         try:
-            return read_partition(spec, columns, text), attempt
+            return read_partition(spec, _present_columns(spec, columns), text), attempt
         except (SourceError, OSError) as exc:
             cause = exc.__cause__ if isinstance(exc, SourceError) else exc
             if not _transient(exc, cause):
@@ -83,10 +83,7 @@ def load_prepared(job: Job, spec: PartitionSpec, phase: str) -> tuple[execute.Pr
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
     text = [c for c in plan.columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-    columns = list(plan.columns)
-    if phase == "transform" and plan.target is not None:
-        columns = _present_columns(spec, columns)
-    frame, retries = read_with_retries(spec, columns, text, job.retry)
+    frame, retries = read_with_retries(spec, list(plan.columns), text, job.retry)
     try:
         prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
                                    row_offset=spec.row_offset or 0)  # fmt: skip
@@ -97,7 +94,8 @@ def load_prepared(job: Job, spec: PartitionSpec, phase: str) -> tuple[execute.Pr
 
 
 def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
-    """At transform the target's columns may be absent (new data): read what exists."""
+    """The target's columns may be absent (new data to transform): read what exists;
+    ``prepare`` then says the output has no y (and fit fails naming the column)."""
     if spec.kind != "parquet" or spec.path is None:
         return columns
     import pyarrow.parquet as pq
