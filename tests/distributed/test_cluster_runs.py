@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -141,13 +142,20 @@ def test_validation_failure_under_raise_names_partition_and_rows(
     strict = fp.Pipeline(
         fp.Schema(columns), pipeline.plan.features, fp.expr("late = arr_delay > 15")
     )
-    distance = pd.read_parquet(flights_row_groups, columns=["distance"])["distance"]
-    first_bad = int(np.flatnonzero(distance.to_numpy() > 2_000)[0])
+    bad = np.flatnonzero(
+        pd.read_parquet(flights_row_groups, columns=["distance"])["distance"].to_numpy() > 2_000
+    )
     with pytest.raises(DataValidationError) as info:
         strict.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
     message = str(info.value)
-    assert f"partition {first_bad // ROWS} " in message or "partition" in message
-    assert "distance" in message and str(first_bad) in message
+    found = re.match(r"partition (\d+) \((.*), row groups", message)
+    assert found and found.group(2) == str(flights_row_groups), message
+    part = int(found.group(1))
+    rows = [
+        int(r) for r in re.search(r"first rows ([\d, ]+)", message).group(1).split(",") if r.strip()
+    ]
+    expected = [int(r) for r in bad if part * ROWS <= r < (part + 1) * ROWS][: len(rows)]
+    assert "distance" in message and rows == expected  # global row ids of that partition
 
 
 def test_cli_run_with_scheduler(cluster, flights_row_groups, tmp_path, capsys) -> None:

@@ -16,7 +16,7 @@ from conftest import assert_same_matrix
 from fastprep import distributed as fd
 from fastprep.cli import load_pipeline_file
 from fastprep.distributed import RetryPolicy
-from fastprep.errors import SourceError
+from fastprep.errors import JobError, SourceError
 from fastprep.partitions import plan_partitions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,3 +129,49 @@ def test_read_that_keeps_failing_names_path_and_cause(client, fitted, flights_ro
     message = str(info.value)
     assert str(source) in message and "failed 3 times" in message
     assert "FileNotFoundError" in message or "No such file" in message
+
+
+@pytest.mark.slow  # restarts a worker twice (~10 s on a shared 2-core machine)
+def test_partition_that_kills_its_workers_names_partition_and_source(
+    cluster, fitted, flights_row_groups, tmp_path
+) -> None:
+    """With no failures allowed, a worker dying while it runs a task is that task's
+    ``KilledWorker``: the job stops naming the partition and its source; shards already
+    written stay and a re-run resumes from them."""
+    cluster.ensure_two_workers()
+    client = cluster.client
+
+    def _set_allowed_failures(dask_scheduler, n: int) -> int:  # sent by value
+        before = dask_scheduler.allowed_failures
+        dask_scheduler.allowed_failures = n
+        return before
+
+    allowed = client.run_on_scheduler(_set_allowed_failures, n=0)
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            fitted.transform(flights_row_groups, client=client, output_dir=tmp_path,
+                             rows_per_partition=1_000)  # fmt: skip
+        except BaseException as exc:
+            result["error"] = exc
+
+    try:
+        job = threading.Thread(target=run)
+        job.start()
+        deadline = time.time() + 60
+        while not list(tmp_path.glob("part-*.json")) and time.time() < deadline:
+            time.sleep(0.005)
+        cluster.kill(cluster.alive()[0])
+        job.join(120)
+    finally:
+        client.run_on_scheduler(_set_allowed_failures, n=allowed)
+    error = result.get("error")
+    assert isinstance(error, JobError), error
+    assert "killed every worker that ran it" in str(error)
+    assert str(flights_row_groups) in str(error) and "partition " in str(error)
+    cluster.ensure_two_workers()
+    manifest = fitted.transform(flights_row_groups, client=client, output_dir=tmp_path,
+                                rows_per_partition=1_000)  # fmt: skip
+    assert any(n.startswith("resumed:") for n in manifest.report.notes)
+    assert fd.load_shards(tmp_path).report.rows_in == 20_000
