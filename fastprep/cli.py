@@ -1,6 +1,7 @@
 """``fastprep`` command line: run a pipeline file, or apply a saved fitted pipeline.
 
     fastprep run pipelines/flights.py [--input SRC] [--output out/] [--backend auto]
+    fastprep run pipelines/flights.py --input data/*.parquet --scheduler tcp://host:8786
     fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
     fastprep explain pipelines/flights.py [--stage logical|optimized]
     fastprep bench pipelines/flights.py --rows 20000,336776,3367760
@@ -96,12 +97,13 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
     """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
     shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
     try:
-        from distributed import Client
+        from distributed import Client, LocalCluster
     except ImportError:
         raise PipelineDefinitionError(
             "--scheduler needs dask.distributed: pip install 'fastprep[distributed]'"
         ) from None
-    with Client(args.scheduler) as client:
+    cluster = LocalCluster() if args.scheduler == "local" else None  # sized to the machine
+    with Client(cluster or args.scheduler) as client:
         fitted = pipeline.fit(source, backend=args.backend, client=client)
         manifest = fitted.transform(source, backend=args.backend, out_dtype=args.out_dtype,
                                     client=client, output_dir=args.output)  # fmt: skip
@@ -110,6 +112,8 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
     print(manifest.report.summary())
     print(f"total {time.perf_counter() - started:.3f}s")
     print(f"wrote {args.output}: {len(manifest.partitions)} shard(s), manifest.json, {STATE_FILE}")
+    if cluster is not None:
+        cluster.close()
     return 0
 
 
@@ -148,7 +152,11 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="fit a pipeline file on a source and transform it")
     run.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
     run.add_argument("--input", "-i", help="DataFrame source: CSV/Parquet file, folder or glob")
-    run.add_argument("--scheduler", help="run on a Dask cluster, e.g. tcp://host:8786 (shards)")
+    run.add_argument(
+        "--scheduler",
+        help="run on a Dask cluster (tcp://host:8786, or 'local' for a LocalCluster); "
+        "writes shards + manifest.json",
+    )
     _common(run)
     run.set_defaults(handler=_run)
     transform = sub.add_parser("transform", help="apply a saved fitted pipeline to a source")

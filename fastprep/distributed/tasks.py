@@ -212,7 +212,7 @@ def write_shard(folder: Path, index: int, output: execute.Output) -> dict[str, s
     files: dict[str, str] = {}
     if sp.issparse(output.X):
         files["X"] = _atomic_save(folder, f"{base}.npz",
-                                  lambda f: sp.save_npz(f, sp.csr_matrix(output.X)))  # fmt: skip
+                                  lambda f: sp.save_npz(f, sp.csr_matrix(output.X), compressed=False))  # fmt: skip
     else:
         files["X"] = _atomic_save(folder, f"{base}.npy", lambda f: np.save(f, output.X))
     if output.y is not None:
