@@ -51,6 +51,14 @@ def partitions_for(
     retry: RetryPolicy,
 ) -> list[PartitionSpec]:  # fmt: skip
     """The source's partitions with every row offset known (CSV files counted on workers)."""
+    if is_dask_frame(source):
+        lengths = [int(n) for n in source.map_partitions(len).compute()]
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+        return [
+            PartitionSpec(i, "frame", path=f"dask:{source._name}", start=int(o),
+                          stop=int(o) + n, n_rows=n, row_offset=int(o))
+            for i, (n, o) in enumerate(zip(lengths, offsets))
+        ]  # fmt: skip
     if isinstance(source, pd.DataFrame):
         raise SourceError(
             "a distributed job reads its partitions inside the tasks: pass a Parquet/CSV "
@@ -67,6 +75,18 @@ def partitions_for(
     sizes = _results(client, futures, specs, "count rows")
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
+
+
+def is_dask_frame(source: Any) -> bool:
+    return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
+
+
+def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]:
+    """A dask DataFrame's partitions as futures computed from its graph (Dask recomputes
+    them if a worker is lost); ``None`` per partition for a file source."""
+    if not is_dask_frame(source):
+        return [None] * len(specs)
+    return client.compute(source.to_delayed())
 
 
 def fit(
@@ -88,6 +108,7 @@ def fit(
     }
     report: Report | None = None
     retries = 0
+    frames = _parts(client, source, specs)
     for level in range(max((len(p) for p in levels.values()), default=0)):
         targets: list[Target] = []
         for (f, name), positions in levels.items():
@@ -96,7 +117,7 @@ def fit(
                 kind = stat_kind(step)
                 targets.append((f, name, positions[level], "summary" if kind == "median"
                                 else kind, None))  # fmt: skip
-        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}")
+        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames)
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
@@ -109,14 +130,16 @@ def fit(
                 what = f"{plan.features[f].steps[position].describe()} on {name!r}"
                 window = agg.median_window(parts, report.rows_out, what)
                 windows.append((f, name, position, "window", window))
-            second = _fit_pass(client, job, specs, learned, windows, f"fit level {level} median")
+            second = _fit_pass(
+                client, job, specs, learned, windows, f"fit level {level} median", frames
+            )
             retries += sum(r["retries"] for r in second)
             for f, name, position, _, _ in windows:
                 parts = [r["partials"][(f, name, position)] for r in second]
                 total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
                 learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
     if report is None:
-        report = _fit_report(_fit_pass(client, job, specs, learned, [], "validate"), source)
+        report = _fit_report(_fit_pass(client, job, specs, learned, [], "validate", frames), source)
     if retries:
         report.notes.append(f"{retries} transient read error(s) retried")
     params = [
@@ -134,14 +157,20 @@ def _static(step: Any) -> dict[str, Any]:
 
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
-    targets: list[Target], stage: str,
+    targets: list[Target], stage: str, frames: list[Any],
 ) -> list[dict[str, Any]]:  # fmt: skip
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     futures = [
         client.submit(
-            fit_partials, job, spec, learned, targets, key=f"fastprep-fit-{token}-{spec.index}"
+            fit_partials,
+            job,
+            spec,
+            learned,
+            targets,
+            part,
+            key=f"fastprep-fit-{token}-{_token(spec)}",
         )
-        for spec in specs
+        for spec, part in zip(specs, frames)
     ]
     return _results(client, futures, specs, stage)
 
@@ -197,6 +226,7 @@ def transform(
     done: dict[int, dict[str, Any]] = {}
     if output_dir is not None:
         done = shards.completed(Path(output_dir), specs, fingerprint)
+    frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
     todo = [s for s in specs if s.index not in done]
     started = client.run_on_scheduler(_scheduler_time)
     where = _token(output_dir)
@@ -209,6 +239,7 @@ def transform(
             fingerprint,
             output_dir,
             out_dtype,
+            frames[spec.index],
             key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
         )
         for spec in todo

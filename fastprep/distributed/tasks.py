@@ -53,9 +53,16 @@ class Job:
 
 
 def read_with_retries(
-    spec: PartitionSpec, columns: list[str], text: list[str], retry: RetryPolicy
-) -> tuple[pd.DataFrame, int]:
-    """Read a partition, retrying I/O errors with backoff; returns the frame and retries."""
+    spec: PartitionSpec, columns: list[str], text: list[str], retry: RetryPolicy,
+    frame: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, int]:  # fmt: skip
+    """Read a partition, retrying I/O errors with backoff; returns the frame and retries.
+
+    ``frame`` is a dask DataFrame's partition, computed by Dask from its graph as this
+    task's dependency (recomputed, not lost, when a worker dies).
+    """
+    if frame is not None:
+        return frame.loc[:, [c for c in columns if c in frame.columns]].reset_index(drop=True), 0
     for attempt in range(retry.tries):
         try:
             return read_partition(spec, _present_columns(spec, columns), text), attempt
@@ -79,11 +86,13 @@ def _transient(exc: BaseException, cause: BaseException | None) -> bool:
     return isinstance(cause, OSError) and getattr(cause, "errno", None) != errno.EISDIR
 
 
-def load_prepared(job: Job, spec: PartitionSpec, phase: str) -> tuple[execute.Prepared, int]:
+def load_prepared(
+    job: Job, spec: PartitionSpec, phase: str, part: pd.DataFrame | None = None
+) -> tuple[execute.Prepared, int]:
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
     text = [c for c in plan.columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-    frame, retries = read_with_retries(spec, list(plan.columns), text, job.retry)
+    frame, retries = read_with_retries(spec, list(plan.columns), text, job.retry, part)
     try:
         prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
                                    row_offset=spec.row_offset or 0)  # fmt: skip
@@ -113,10 +122,10 @@ Target = tuple[int, str, int, str, Any]
 
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
-    targets: list[Target],
+    targets: list[Target], part: pd.DataFrame | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One fit pass over one partition: a partial aggregate per target, plus row counts."""
-    prepared, retries = load_prepared(job, spec, "fit")
+    prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
     repairs = reference.Repairs()
     partials: dict[tuple[int, str, int], Any] = {}
@@ -176,10 +185,10 @@ def shard_name(index: int) -> str:
 
 def transform_partition(
     job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
-    output_dir: str | None, dtype_name: str = "float32",
+    output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Transform one partition; write its shard (or return its arrays when gathering)."""
-    prepared, retries = load_prepared(job, spec, "transform")
+    prepared, retries = load_prepared(job, spec, "transform", part)
     dtype = np.float32 if dtype_name == "float32" else np.float64
     output = execute.transform_prepared(job.plan, params, prepared, dtype, job.backend)
     entry: dict[str, Any] = {

@@ -167,3 +167,17 @@ def test_cli_run_with_scheduler(cluster, flights_row_groups, tmp_path, capsys) -
     loaded = fd.load_shards(tmp_path)
     fitted = fp.load(tmp_path / "pipeline.fastprep")
     assert_same_matrix(loaded.X, fitted.transform(flights_row_groups).X)
+
+
+def test_dask_dataframe_source(single, dist_fitted, flights_row_groups, client) -> None:
+    """A dask DataFrame: its partitions are computed from its graph inside the job."""
+    dd = pytest.importorskip("dask.dataframe")
+    pipeline, _, expected = single
+    frame = dd.read_parquet(str(flights_row_groups), split_row_groups=2)
+    assert frame.npartitions > 1
+    fitted = pipeline.fit(frame, client=client)
+    assert_same_params(dist_fitted.params, fitted.params)
+    out = fitted.transform(frame, client=client)
+    assert_same_matrix(out.X, fitted.transform(flights_row_groups).X)
+    assert np.array_equal(out.row_ids, expected.row_ids)
+    assert np.array_equal(out.y, expected.y)
