@@ -1,6 +1,7 @@
 """``fastprep`` command line: run a pipeline file, or apply a saved fitted pipeline.
 
     fastprep run pipelines/flights.py [--input SRC] [--output out/] [--backend auto]
+    fastprep run pipelines/flights.py --input data/*.parquet --scheduler tcp://host:8786
     fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
     fastprep explain pipelines/flights.py [--stage logical|optimized]
     fastprep bench pipelines/flights.py --rows 20000,336776,3367760
@@ -83,10 +84,41 @@ def _run(args: argparse.Namespace) -> int:
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
     started = time.perf_counter()
+    if args.scheduler:
+        return _run_distributed(args, pipeline, source, started)
     fitted, output = pipeline.fit_and_transform(
         source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
     )
     _write(output, fitted, args.output, source, time.perf_counter() - started)
+    return 0
+
+
+def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
+                     started: float) -> int:  # fmt: skip
+    """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
+    shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise PipelineDefinitionError(
+            "--scheduler needs dask.distributed: pip install 'fastprep[distributed]'"
+        ) from None
+    cluster = LocalCluster() if args.scheduler == "local" else None  # sized to the machine
+    try:
+        with Client(cluster or args.scheduler) as client:
+            fitted = pipeline.fit(source, backend=args.backend, client=client)
+            manifest = fitted.transform(
+                source, backend=args.backend, out_dtype=args.out_dtype,
+                on_overflow=args.on_overflow, client=client, output_dir=args.output,
+            )  # fmt: skip
+    finally:
+        if cluster is not None:
+            cluster.close()
+    fitted.save(os.path.join(args.output, STATE_FILE))
+    print(f"fastprep: {source} on {args.scheduler}")
+    print(manifest.report.summary())
+    print(f"total {time.perf_counter() - started:.3f}s")
+    print(f"wrote {args.output}: {len(manifest.partitions)} shard(s), manifest.json, {STATE_FILE}")
     return 0
 
 
@@ -127,6 +159,11 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="fit a pipeline file on a source and transform it")
     run.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
     run.add_argument("--input", "-i", help="DataFrame source: CSV/Parquet file, folder or glob")
+    run.add_argument(
+        "--scheduler",
+        help="run on a Dask cluster (tcp://host:8786, or 'local' for a LocalCluster); "
+        "writes shards + manifest.json",
+    )
     _common(run)
     run.set_defaults(handler=_run)
     transform = sub.add_parser("transform", help="apply a saved fitted pipeline to a source")

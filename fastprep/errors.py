@@ -64,3 +64,7 @@ class Reason(str, Enum):
     ALL_NULL = "all_null"
     CONSTANT = "constant"
     EMPTY = "empty"
+
+
+class JobError(FastprepError, RuntimeError):
+    """A distributed job could not finish (a partition killed its workers, shards missing)."""

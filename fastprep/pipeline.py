@@ -130,12 +130,27 @@ class Pipeline:
         *,
         backend: str = "auto",
         on_alert: alerting.AlertCallback | None = None,
+        client: Any = None,
+        rows_per_partition: int | None = None,
     ) -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
 
         ``on_alert`` is called with each :class:`~fastprep.validate.alerts.Alert` (also
-        logged to ``fastprep.alerts``), once per (job, partition, rule)."""
+        logged to ``fastprep.alerts``), once per (job, partition, rule).
+
+        With ``client`` (a ``distributed.Client``), the fit runs on that Dask cluster, one
+        task per partition of ``source`` (a Parquet/CSV path or glob, or a dask DataFrame),
+        and gives the same fitted state as the single-machine fit.
+        """
         plan = self.optimized
+        if client is not None:
+            from fastprep import distributed
+
+            params, report = distributed.fit(
+                client, plan, self.schema, source, backend=backend,
+                **_partition_size(rows_per_partition),
+            )  # fmt: skip
+            return FittedPipeline(self, params, backend=backend, fit_report=report)
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
         profile = _profile(prepared)
         params = execute.fit_prepared(plan, prepared, backend)
@@ -233,17 +248,42 @@ class FittedPipeline:
         on_overflow: str = "raise",
         on_alert: alerting.AlertCallback | None = None,
         drift_thresholds: dict[str, float] | None = None,
-    ) -> execute.Output:
+        client: Any = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        rows_per_partition: int | None = None,
+        **distributed_options: Any,
+    ) -> Any:
         """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
 
         ``out_dtype``: "float32", "float64", "float16" or "bfloat16" (uint16 bits); a value
         beyond a narrow type's range raises, or is clipped with ``on_overflow="clip"``.
         The report's ``drift`` compares the validated rows with the fit's profile
         (thresholds: ``fastprep.validate.drift.THRESHOLDS``, overridable here); findings
-        and drift beyond a threshold are alerts (logged, and sent to ``on_alert``)."""
+        and drift beyond a threshold are alerts (logged, and sent to ``on_alert``).
+
+        With ``client``, each partition is transformed by a task on that Dask cluster:
+        the result is gathered into one :class:`Output`, or, with ``output_dir``, written
+        as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
+        resumes from the partitions already written). ``distributed_options`` go to
+        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``).
+        """
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)
         plan = self.plan
+        if client is not None:
+            from fastprep import distributed
+
+            if precision.quantized or on_overflow != "raise":
+                raise PipelineDefinitionError(
+                    f"out_dtype={out_dtype!r} with on_overflow={on_overflow!r} is not supported "
+                    "on a cluster yet: use float32/float64/float16/bfloat16 with 'raise'"
+                )
+            return distributed.transform(
+                client, plan, self.schema, self.params, source,
+                output_dir=None if output_dir is None else os.fspath(output_dir),
+                backend=backend, out_dtype=out_dtype, **_partition_size(rows_per_partition),
+                **distributed_options,
+            )  # fmt: skip
         prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
         if self.profile is not None:
             with prepared.report.stage("drift"):
@@ -439,3 +479,7 @@ def _as_target(target: FeatureBuilder | str | None) -> Input | None:
             )
         return target.inputs[0]
     raise PipelineDefinitionError(f"target must be a column name or fp.expr(...), got {target!r}")
+
+
+def _partition_size(rows: int | None) -> dict[str, int]:
+    return {} if rows is None else {"rows_per_partition": rows}

@@ -29,6 +29,7 @@ LAYERS = {
     "fastprep.execute": 4,
     "fastprep.stage_backends": 4,
     "fastprep.calibrate": 4,
+    "fastprep.distributed": 4,
     "fastprep.pipeline": 4,
     "fastprep.batches": 4,
     "fastprep.torch_bridge": 4,

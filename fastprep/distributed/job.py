@@ -1,0 +1,341 @@
+"""Fit and transform on a ``dask.distributed`` cluster, one task per partition.
+
+Fit is a few full passes (one per level of fitted steps in the longest chain, plus one for
+each level with a median); each pass maps :func:`tasks.fit_partials` over the partitions
+and merges the partial aggregates here, in partition order. Transform maps
+:func:`tasks.transform_partition` and either gathers the outputs into one matrix or writes
+shards and a manifest (see :mod:`fastprep.distributed.shards`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from distributed import Client, Future, KilledWorker, as_completed
+
+from fastprep import execute
+from fastprep.distributed import aggregates as agg
+from fastprep.distributed import shards
+from fastprep.distributed.tasks import (
+    Job,
+    RetryPolicy,
+    Target,
+    count_rows,
+    fit_partials,
+    stat_kind,
+    transform_partition,
+)
+from fastprep.emit import make_layout
+from fastprep.errors import FastprepError, JobError, SourceError
+from fastprep.io import Source
+from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
+from fastprep.plan.nodes import LogicalPlan
+from fastprep.plan.steps import FillMissing
+from fastprep.report import Report
+from fastprep.schema import Schema
+from fastprep.state import encode_floats
+
+Learned = dict[tuple[int, str], list[dict[str, Any]]]
+
+
+def partitions_for(
+    client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
+    retry: RetryPolicy,
+) -> list[PartitionSpec]:  # fmt: skip
+    """The source's partitions with every row offset known (CSV files counted on workers)."""
+    if is_dask_frame(source):
+        lengths = [int(n) for n in source.map_partitions(len).compute()]
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+        return [
+            PartitionSpec(i, "frame", path=f"dask:{source._name}", start=int(o),
+                          stop=int(o) + n, n_rows=n, row_offset=int(o))
+            for i, (n, o) in enumerate(zip(lengths, offsets))
+        ]  # fmt: skip
+    if isinstance(source, pd.DataFrame):
+        raise SourceError(
+            "a distributed job reads its partitions inside the tasks: pass a Parquet/CSV "
+            "path or glob (e.g. df.to_parquet('data.parquet', row_group_size=...)), not an "
+            "in-memory DataFrame"
+        )
+    specs = plan_partitions(source, rows_per_partition)
+    if all(s.row_offset is not None and s.n_rows is not None for s in specs):
+        return specs
+    futures = [
+        client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
+        for s in specs
+    ]
+    sizes = _results(client, futures, specs, "count rows")
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
+
+
+def is_dask_frame(source: Any) -> bool:
+    return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
+
+
+def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]:
+    """A dask DataFrame's partitions as futures computed from its graph (Dask recomputes
+    them if a worker is lost); ``None`` per partition for a file source."""
+    if not is_dask_frame(source):
+        return [None] * len(specs)
+    return client.compute(source.to_delayed())
+
+
+def fit(
+    client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
+    backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
+    retry: RetryPolicy | None = None,
+) -> tuple[execute.Params, Report]:  # fmt: skip
+    """Fitted parameters equal to the single-machine fit's, and the fit's report."""
+    job = Job(plan, schema, backend, retry or RetryPolicy())
+    specs = partitions_for(client, source, plan, rows_per_partition, job.retry)
+    learned: Learned = {
+        (f, item.name): [_static(step) for step in feature.steps]
+        for f, feature in enumerate(plan.features)
+        for item in feature.inputs
+    }
+    levels = {
+        key: [s for s, step in enumerate(plan.features[key[0]].steps) if step.needs_fit]
+        for key in learned
+    }
+    report: Report | None = None
+    retries = 0
+    frames = _parts(client, source, specs)
+    for level in range(max((len(p) for p in levels.values()), default=0)):
+        targets: list[Target] = []
+        for (f, name), positions in levels.items():
+            if level < len(positions):
+                step = plan.features[f].steps[positions[level]]
+                kind = stat_kind(step)
+                targets.append((f, name, positions[level], "summary" if kind == "median"
+                                else kind, None))  # fmt: skip
+        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames)
+        retries += sum(r["retries"] for r in results)
+        if report is None:
+            report = _fit_report(results, source)
+        medians = [t for t in targets if t[3] == "summary"]
+        _merge(plan, results, [t for t in targets if t[3] != "summary"], learned, report)
+        if medians:
+            windows = []
+            for f, name, position, _, _ in medians:
+                parts = [r["partials"][(f, name, position)] for r in results]
+                what = f"{plan.features[f].steps[position].describe()} on {name!r}"
+                window = agg.median_window(parts, report.rows_out, what)
+                windows.append((f, name, position, "window", window))
+            second = _fit_pass(
+                client, job, specs, learned, windows, f"fit level {level} median", frames
+            )
+            retries += sum(r["retries"] for r in second)
+            for f, name, position, _, _ in windows:
+                parts = [r["partials"][(f, name, position)] for r in second]
+                total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
+                learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+    if report is None:
+        report = _fit_report(_fit_pass(client, job, specs, learned, [], "validate", frames), source)
+    if retries:
+        report.notes.append(f"{retries} transient read error(s) retried")
+    params = [
+        {item.name: learned[(f, item.name)] for item in feature.inputs}
+        for f, feature in enumerate(plan.features)
+    ]
+    return params, report
+
+
+def _static(step: Any) -> dict[str, Any]:
+    if isinstance(step, FillMissing) and not step.needs_fit:
+        return {"fill": step.value}
+    return {}
+
+
+def _fit_pass(
+    client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
+    targets: list[Target], stage: str, frames: list[Any],
+) -> list[dict[str, Any]]:  # fmt: skip
+    token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
+    futures = [
+        client.submit(
+            fit_partials,
+            job,
+            spec,
+            learned,
+            targets,
+            part,
+            key=f"fastprep-fit-{token}-{_token(spec)}",
+        )
+        for spec, part in zip(specs, frames)
+    ]
+    return _results(client, futures, specs, stage)
+
+
+def learned_list(learned: Learned) -> list[Any]:
+    return [[list(k), v] for k, v in sorted(learned.items())]
+
+
+def _merge(
+    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
+    report: Report,
+) -> None:  # fmt: skip
+    for f, name, position, kind, _ in targets:
+        step = plan.features[f].steps[position]
+        parts = [r["partials"][(f, name, position)] for r in results]
+        what = f"{step.describe()} on {name!r}"
+        if kind == "vocabulary":
+            learned[(f, name)][position] = agg.params_from_vocabularies(
+                parts, step.min_frequency, step.max_categories
+            )
+        else:
+            total = agg.merge_moments(parts)
+            learned[(f, name)][position] = agg.params_from_moments(
+                step, total, report.rows_out, what
+            )
+
+
+def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
+    report = Report(source=str(source), backend="distributed")
+    report.rows_in = sum(r["rows_in"] for r in results)
+    report.rows_out = sum(r["rows_fit"] for r in results)
+    report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
+    report.findings = [f for r in results for f in r["findings"]]
+    report.check_accounting()
+    return report
+
+
+def transform(
+    client: Client, plan: LogicalPlan, schema: Schema, params: execute.Params, source: Source,
+    *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
+    rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
+    partitions: list[PartitionSpec] | None = None,
+) -> execute.Output | shards.Manifest:  # fmt: skip
+    """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
+
+    With ``output_dir``, partitions whose shard manifest (same fitted state and partition)
+    is already there are skipped: a re-run after a crash resumes where it stopped.
+    """
+    job = Job(plan, schema, backend, retry or RetryPolicy())
+    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry)
+    fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
+    names = make_layout(plan, params).names(plan, params)
+    done: dict[int, dict[str, Any]] = {}
+    if output_dir is not None:
+        done = shards.completed(Path(output_dir), specs, fingerprint)
+    frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
+    todo = [s for s in specs if s.index not in done]
+    started = client.run_on_scheduler(_scheduler_time)
+    where = _token(output_dir)
+    futures = [
+        client.submit(
+            transform_partition,
+            job,
+            spec,
+            params,
+            fingerprint,
+            output_dir,
+            out_dtype,
+            frames[spec.index],
+            key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
+        )
+        for spec in todo
+    ]
+    results = _results(client, futures, todo, "transform")
+    reruns = _reruns(client, futures, started)
+    entries = {r["entry"]["index"]: r["entry"] for r in results} | done
+    notes = _job_notes(results, reruns, len(done))
+    if output_dir is not None:
+        return shards.write_manifest(Path(output_dir), specs, entries, list(names), notes,
+                                     str(source), fingerprint)  # fmt: skip
+    return _gather(results, names, notes, str(source))
+
+
+def _gather(
+    results: list[dict[str, Any]], names: Any, notes: list[str], source: str
+) -> execute.Output:
+    outputs = [r["output"] for r in sorted(results, key=lambda r: r["entry"]["index"])]
+    X = (
+        sp.vstack([o.X for o in outputs], format="csr")
+        if sp.issparse(outputs[0].X)
+        else np.concatenate([o.X for o in outputs])
+    )
+    ys = [o.y for o in outputs]
+    y = None if any(v is None for v in ys) else np.concatenate(ys)
+    report = shards.combine_reports([o.report.to_dict() for o in outputs], notes, source)
+    quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
+    row_ids = np.concatenate([o.row_ids for o in outputs])
+    report.output = execute._describe(X)
+    return execute.Output(X, y, names, report, quarantine, row_ids)
+
+
+def _job_notes(results: list[dict[str, Any]], reruns: dict[str, int], resumed: int) -> list[str]:
+    notes = []
+    retries = sum(r["entry"]["retries"] for r in results)
+    if retries:
+        notes.append(f"{retries} transient read error(s) retried")
+    if reruns:
+        notes.append(
+            f"{len(reruns)} partition task(s) re-run after a worker was lost "
+            f"({sum(reruns.values())} extra run(s)); output is unchanged"
+        )
+    if resumed:
+        notes.append(f"resumed: {resumed} partition(s) already written were skipped")
+    return notes
+
+
+def _results(
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str
+) -> list[Any]:
+    """Wait for every task; the first failure stops the job, naming its partition."""
+    by_key = {f.key: s for f, s in zip(futures, specs)}
+    for future in as_completed(futures):
+        if future.status != "error":
+            continue
+        spec = by_key[future.key]
+        exc = future.exception()
+        client.cancel(futures)
+        if isinstance(exc, KilledWorker):
+            raise JobError(
+                f"{stage}: {spec.describe()} of source {spec.path!r} killed every worker "
+                f"that ran it ({exc}); fix or remove that partition, then re-run (written "
+                "partitions are kept and skipped)"
+            ) from exc
+        if isinstance(exc, FastprepError):
+            raise exc
+        raise JobError(f"{stage}: {spec.describe()} failed: {type(exc).__name__}: {exc}") from exc
+    return client.gather(futures)
+
+
+def _processing_counts(dask_scheduler: Any, keys: list[str], since: float) -> dict[str, int]:
+    """On the scheduler: how many times each task was sent to a worker since ``since``
+    (transition log entries: key, start, finish, recommendations, stimulus, time)."""
+    out = {}
+    for key in keys:
+        out[key] = sum(
+            1
+            for event in dask_scheduler.story(key)
+            if event[0] == key and event[2] == "processing" and event[-1] >= since
+        )
+    return out
+
+
+def _scheduler_time(dask_scheduler: Any) -> float:
+    return time.time()
+
+
+def _reruns(client: Client, futures: list[Future], since: float) -> dict[str, int]:
+    """Tasks that ran more than once (a worker died holding or running them)."""
+    if not futures:
+        return {}
+    keys = [f.key for f in futures]
+    counts = client.run_on_scheduler(_processing_counts, keys=keys, since=since)
+    return {k: n - 1 for k, n in counts.items() if n > 1}
+
+
+def _token(value: Any) -> str:
+    data = json.dumps(value, sort_keys=True, default=repr).encode()
+    return hashlib.sha1(data).hexdigest()[:16]

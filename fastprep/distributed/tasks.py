@@ -1,0 +1,253 @@
+"""The functions Dask runs on workers, one call per partition.
+
+Every task loads its partition from the source itself (never data sent with ``scatter``,
+which dies with its worker), is pure (same arguments, same result), and writes its files
+idempotently (temp name, then an atomic rename; the partition's manifest last). Dask may
+run a task twice — after a worker died, or speculatively — and a re-run only rewrites the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from fastprep import execute
+from fastprep.backends import pandas_ as reference
+from fastprep.distributed import aggregates as agg
+from fastprep.emit.precision import Precision
+from fastprep.errors import FastprepError, SourceError
+from fastprep.partitions import PartitionSpec, read_partition
+from fastprep.plan.dtypes import LType
+from fastprep.plan.nodes import LogicalPlan
+from fastprep.plan.steps import FillMissing, Step
+from fastprep.schema import Schema
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Transient read errors (``OSError``) are retried ``tries`` times in all, sleeping
+    ``base_delay * 2**attempt`` seconds between tries (exponential backoff)."""
+
+    tries: int = 5
+    base_delay: float = 0.1
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a task needs besides its partition (small: plan, schema, fitted state)."""
+
+    plan: LogicalPlan
+    schema: Schema
+    backend: str = "auto"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+def read_with_retries(
+    spec: PartitionSpec, columns: list[str], text: list[str], retry: RetryPolicy,
+    frame: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, int]:  # fmt: skip
+    """Read a partition, retrying I/O errors with backoff; returns the frame and retries.
+
+    ``frame`` is a dask DataFrame's partition, computed by Dask from its graph as this
+    task's dependency (recomputed, not lost, when a worker dies).
+    """
+    if frame is not None:
+        return frame.loc[:, [c for c in columns if c in frame.columns]].reset_index(drop=True), 0
+    for attempt in range(retry.tries):
+        try:
+            return read_partition(spec, _present_columns(spec, columns), text), attempt
+        except (SourceError, OSError) as exc:
+            cause = exc.__cause__ if isinstance(exc, SourceError) else exc
+            if not _transient(exc, cause):
+                raise
+            if attempt + 1 == retry.tries:
+                raise SourceError(
+                    f"reading {spec.path!r} ({spec.describe()}) failed {retry.tries} times; "
+                    f"last cause: {type(cause).__name__}: {cause}"
+                ) from cause
+            time.sleep(retry.base_delay * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _transient(exc: BaseException, cause: BaseException | None) -> bool:
+    """An I/O error (a flaky file system or object store), not bad content."""
+    if isinstance(exc, OSError) and not isinstance(exc, SourceError):
+        return True
+    return isinstance(cause, OSError) and getattr(cause, "errno", None) != errno.EISDIR
+
+
+def load_prepared(
+    job: Job, spec: PartitionSpec, phase: str, part: pd.DataFrame | None = None
+) -> tuple[execute.Prepared, int]:
+    """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
+    plan, schema = job.plan, job.schema
+    text = [c for c in plan.columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    frame, retries = read_with_retries(spec, list(plan.columns), text, job.retry, part)
+    try:
+        prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
+                                   row_offset=spec.row_offset or 0)  # fmt: skip
+    except FastprepError as exc:
+        raise type(exc)(f"{spec.describe()}: {exc}") from None
+    prepared.report.source = spec.describe()
+    return prepared, retries
+
+
+def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
+    """The target's columns may be absent (new data to transform): read what exists;
+    ``prepare`` then says the output has no y (and fit fails naming the column)."""
+    if spec.kind != "parquet" or spec.path is None:
+        return columns
+    import pyarrow.parquet as pq
+
+    names = set(pq.ParquetFile(spec.path).schema_arrow.names)
+    return [c for c in columns if c in names] or columns
+
+
+# ---------------------------------------------------------------- fit
+
+
+#: one statistic to compute: (feature index, input name, step position, kind, extra)
+Target = tuple[int, str, int, str, Any]
+
+
+def fit_partials(
+    job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[Target], part: pd.DataFrame | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One fit pass over one partition: a partial aggregate per target, plus row counts."""
+    prepared, retries = load_prepared(job, spec, "fit", part)
+    table = prepared.table
+    repairs = reference.Repairs()
+    partials: dict[tuple[int, str, int], Any] = {}
+    for feature_index, name, position, kind, extra in targets:
+        feature = job.plan.features[feature_index]
+        item = next(i for i in feature.inputs if i.name == name)
+        values = reference.input_values(item, table, repairs)
+        params = learned[(feature_index, name)]
+        for step, step_params in zip(feature.steps[:position], params):
+            if step.kind != "encoder":
+                values = reference.apply_step(step, step_params, values, name, repairs)
+        partials[(feature_index, name, position)] = _partial(kind, values, extra)
+    report = prepared.report
+    return {
+        "index": spec.index,
+        "partials": partials,
+        "rows_in": report.rows_in,
+        "rows_fit": table.n_rows,
+        "rows_quarantined": len(prepared.quarantine),
+        "findings": list(report.findings),
+        "retries": retries,
+    }
+
+
+def _partial(kind: str, values: Any, extra: Any) -> Any:
+    if kind == "moments":
+        return agg.moments_of(values)
+    if kind == "vocabulary":
+        return agg.vocabulary_of(values)
+    if kind == "summary":
+        return agg.summary_of(values)
+    if kind == "window":
+        return agg.window_of(values, *extra)
+    raise ValueError(f"unknown partial {kind!r}")
+
+
+def stat_kind(step: Step) -> str:
+    if step.kind == "encoder":
+        return "vocabulary"
+    if isinstance(step, FillMissing) and step.value == "median":
+        return "median"
+    return "moments"
+
+
+def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:
+    """Rows of a partition whose size the source does not say up front (a CSV file)."""
+    frame, _ = read_with_retries(spec, [column], [], retry)
+    return len(frame)
+
+
+# ---------------------------------------------------------------- transform
+
+
+def shard_name(index: int) -> str:
+    return f"part-{index:05d}"
+
+
+def transform_partition(
+    job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
+    output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Transform one partition; write its shard (or return its arrays when gathering)."""
+    prepared, retries = load_prepared(job, spec, "transform", part)
+    precision = Precision(dtype_name)
+    output = execute.transform_prepared(
+        job.plan, params, prepared, precision.compute_dtype, job.backend
+    )
+    execute.apply_precision(output, precision)
+    entry: dict[str, Any] = {
+        "index": spec.index,
+        "partition": spec.describe(),
+        "fingerprint": fingerprint,
+        "row_offset": spec.row_offset,
+        "rows_in": output.report.rows_in,
+        "rows_out": output.report.rows_out,
+        "rows_quarantined": output.report.rows_quarantined,
+        "shape": list(output.X.shape),
+        "layout": "csr" if sp.issparse(output.X) else "dense",
+        "nnz": int(output.X.nnz if sp.issparse(output.X) else np.count_nonzero(output.X)),
+        "retries": retries,
+        "pid": os.getpid(),
+        "report": output.report.to_dict(),
+    }
+    if output_dir is None:
+        return {"entry": entry, "output": output}
+    entry["files"] = write_shard(Path(output_dir), spec.index, output)
+    _atomic_write(Path(output_dir) / f"{shard_name(spec.index)}.json",
+                  json.dumps(entry, default=str).encode())  # fmt: skip
+    return {"entry": entry}
+
+
+def write_shard(folder: Path, index: int, output: execute.Output) -> dict[str, str]:
+    """X (``.npz`` CSR / ``.npy`` dense), y, row ids and quarantine, each renamed into place."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base = shard_name(index)
+    files: dict[str, str] = {}
+    if sp.issparse(output.X):
+        files["X"] = _atomic_save(folder, f"{base}.npz",
+                                  lambda f: sp.save_npz(f, sp.csr_matrix(output.X), compressed=False))  # fmt: skip
+    else:
+        files["X"] = _atomic_save(folder, f"{base}.npy", lambda f: np.save(f, output.X))
+    if output.y is not None:
+        files["y"] = _atomic_save(folder, f"{base}.y.npy", lambda f: np.save(f, output.y))
+    files["row_ids"] = _atomic_save(folder, f"{base}.row_ids.npy",
+                                    lambda f: np.save(f, output.row_ids))  # fmt: skip
+    files["quarantine"] = _atomic_save(
+        folder, f"{base}.quarantine.parquet",
+        lambda f: output.quarantine.to_parquet(f, index=False),
+    )  # fmt: skip
+    return files
+
+
+def _atomic_save(folder: Path, name: str, save: Any) -> str:
+    temp = folder / f".{name}.{uuid.uuid4().hex}.tmp"
+    with open(temp, "wb") as handle:
+        save(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, folder / name)
+    return name
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    _atomic_save(path.parent, path.name, lambda f: f.write(data))

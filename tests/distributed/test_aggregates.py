@@ -1,0 +1,79 @@
+"""Partial aggregates merged across partitions equal the statistic over all rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastprep.backends.encoders import fit_categories
+from fastprep.backends.stats import standardize_params
+from fastprep.distributed import aggregates as agg
+from fastprep.errors import FitError
+
+
+def _splits(n: int, k: int, rng: np.random.Generator) -> list[slice]:
+    cuts = np.sort(rng.choice(np.arange(1, n), size=k - 1, replace=False))
+    edges = [0, *cuts.tolist(), n]
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _exact_median(values: np.ndarray, parts: list[slice], points: int) -> float:
+    summaries = [agg.summary_of(values[p], points) for p in parts]
+    lo, hi = agg.median_window(summaries, len(values), "test")
+    windows = [agg.window_of(values[p], lo, hi) for p in parts]
+    return agg.median_from_windows(windows, sum(s.count for s in summaries))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_median_matches_numpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40_000))
+    values = rng.standard_normal(n) * 100
+    if seed % 2:  # heavy ties and missing values
+        values = np.round(values / 50)
+        values[rng.random(n) < 0.3] = np.nan
+    parts = _splits(n, int(rng.integers(1, min(n, 12) + 1)), rng)
+    points = int(rng.choice([3, 17, agg.SUMMARY_POINTS]))
+    assert _exact_median(values, parts, points) == np.nanmedian(values)
+
+
+def test_median_window_is_small() -> None:
+    """The second pass sends about 2 n / SUMMARY_POINTS values, not the column."""
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(400_000)
+    parts = _splits(len(values), 8, rng)
+    summaries = [agg.summary_of(values[p]) for p in parts]
+    lo, hi = agg.median_window(summaries, len(values), "test")
+    sent = sum(len(agg.window_of(values[p], lo, hi).values) for p in parts)
+    assert sent < 4 * len(values) / agg.SUMMARY_POINTS * len(parts)
+    assert lo < np.median(values) <= hi
+
+
+def test_median_of_nothing_is_a_fit_error() -> None:
+    empty = [agg.summary_of(np.array([np.nan, np.nan]))]
+    with pytest.raises(FitError, match="no non-missing values"):
+        agg.median_window(empty, 2, "FillMissing('median') on 'x'")
+
+
+def test_chan_moments_match_single_pass() -> None:
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal(100_001) * 1e3 + 5e4
+    values[rng.random(len(values)) < 0.1] = np.nan
+    parts = _splits(len(values), 9, rng) + [slice(0, 0)]  # an empty partition too
+    total = agg.merge_moments([agg.moments_of(values[p]) for p in parts])
+    reference = standardize_params(values, "x")
+    assert total.count == reference["count"]
+    assert total.mean == pytest.approx(reference["mean"], rel=1e-12)
+    assert total.m2 / total.count == pytest.approx(reference["var"], rel=1e-9)
+    assert (total.low, total.high) == (np.nanmin(values), np.nanmax(values))
+
+
+def test_vocabulary_merge_is_exact_with_min_frequency() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 40, 5_000).astype(float)
+    values[::97] = np.nan
+    parts = _splits(len(values), 5, rng)
+    merged = agg.params_from_vocabularies(
+        [agg.vocabulary_of(values[p]) for p in parts], min_frequency=120, max_categories=20
+    )
+    assert merged == fit_categories(values, 120, 20)
