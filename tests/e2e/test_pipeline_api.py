@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from conftest import assert_same_matrix
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
+from support import assert_same_matrix
 
 import fastprep as fp
 
