@@ -81,6 +81,18 @@ class Table:
     columns: dict[str, Column] = field(default_factory=dict)
     selection: np.ndarray | None = None
     _cache: dict[str, Column] = field(default_factory=dict, repr=False)
+    #: values computed from raw columns over all rows, kept for the table's lifetime (e.g.
+    #: a column's log1p, needed by every fit round and by the transform); see ``derive``
+    _derived: dict[Any, tuple[Any, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def derive(self, key: Any, source: np.ndarray, compute: Any) -> np.ndarray:
+        """``compute()`` once per ``key`` and source array (a repaired column is new)."""
+        entry = self._derived.get(key)
+        if entry is not None and entry[0] is source:
+            return entry[1]
+        value = compute()
+        self._derived[key] = (source, value)
+        return value
 
     @property
     def n_rows(self) -> int:

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from fastprep.backends.numba_codegen import (
 )
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
+from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
@@ -248,7 +250,6 @@ def _dictionary(column: TextColumn, selection: np.ndarray | None) -> pa.Dictiona
 
 
 _NO_SELECTION = np.empty(0, dtype=np.int64)
-HOIST_SCRATCH = nk.Scratch()
 
 
 def _selection(table: Table) -> np.ndarray:
@@ -267,12 +268,40 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
         values = (~equal if lookup.negate else equal).astype(np.float64)
         arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
-    buffers = HOIST_SCRATCH.get(len(program.hoisted), len(table.all_row_ids))
-    for (func, name), buffer in zip(program.hoisted, buffers, strict=True):
-        with np.errstate(all="ignore"):
-            getattr(np, func)(table.raw(name), out=buffer, dtype=np.float64)
-        arrays.append(buffer)
+    for func, name in program.hoisted:
+        source = table.raw(name)
+        arrays.append(
+            table.derive(("numpy", func, name), source, lambda f=func, v=source: _ufunc(f, v))
+        )
     return arrays
+
+
+#: below this many values a hoisted ufunc runs on one thread
+UFUNC_THREADS_MIN = 1 << 20
+#: thread chunks start at multiples of this many elements (whole SIMD blocks)
+UFUNC_ALIGN = 4096
+
+
+def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
+    """``np.<func>(values)`` as float64 into retained memory, split across threads for
+    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical)."""
+    out = ARENA.empty(len(values), np.float64)
+    threads = min(os.cpu_count() or 1, 8)
+    if len(values) < UFUNC_THREADS_MIN or threads == 1:
+        _ufunc_into(func, values, out, 0, len(values))
+        return out
+    step = -(-len(values) // threads // UFUNC_ALIGN) * UFUNC_ALIGN
+    starts = range(0, len(values), step)
+    list(_POOL.map(lambda lo: _ufunc_into(func, values, out, lo, lo + step), starts))
+    return out
+
+
+def _ufunc_into(func: str, values: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
+    with np.errstate(all="ignore"):  # per thread: the missing/invalid are counted later
+        getattr(np, func)(values[lo:hi], out=out[lo:hi], dtype=np.float64)
+
+
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fastprep-ufunc")
 
 
 def _param_array(

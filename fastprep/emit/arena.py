@@ -76,7 +76,7 @@ class Arena:
             self.stats["bypassed"] += 1
             return np.empty(shape, dtype)
         with self._lock:
-            chunk = self._take_free(_size_class(nbytes))
+            chunk = self._take_free(nbytes)
             if chunk is None:
                 self._release_free(keep_bytes=self.limit_bytes)
                 # 8-byte elements: scipy copies an array whose base has more than twice
@@ -117,13 +117,14 @@ class Arena:
             self._free_refs = _calibrate()
         return [i for i in range(len(self._chunks)) if self._refs(i) <= self._free_refs]
 
-    def _take_free(self, size_class: int) -> np.ndarray | None:
-        best, best_class = None, None
+    def _take_free(self, nbytes: int) -> np.ndarray | None:
+        """The smallest free chunk holding ``nbytes`` and not much larger."""
+        most = _class_bytes(_size_class(nbytes) + CLASS_SLACK)
+        best = None
         for i in self._free_indices():
-            chunk_class = _size_class(self._chunks[i].nbytes)
-            fits = size_class <= chunk_class <= size_class + CLASS_SLACK
-            if fits and (best_class is None or chunk_class < best_class):
-                best, best_class = i, chunk_class
+            size = self._chunks[i].nbytes
+            if nbytes <= size <= most and (best is None or size < self._chunks[best].nbytes):
+                best = i
         if best is None:
             return None
         return self._chunks.pop(best)

@@ -71,3 +71,18 @@ def test_free_chunks_beyond_the_limit_are_released():
     assert arena.stats["released"] >= 1
     assert arena.retained_bytes() - BIG * 16 * 4 <= arena.limit_bytes + 4096
     arena.clear()
+
+
+def test_a_request_never_gets_a_chunk_smaller_than_it_needs():
+    # found on the full flights table: a chunk rounded up to whole pages fell in the next
+    # size class and was handed to a larger request of that class
+    arena = Arena(limit_bytes=1 << 30)
+    rng = np.random.default_rng(2)
+    held = []
+    for n in rng.integers(BIG // 2, BIG * 4, 60):
+        out = arena.empty(int(n), np.float32)
+        assert out.shape == (n,)
+        out[-1] = 1.0
+        held.append(out)
+        if rng.random() < 0.6:
+            held.pop(int(rng.integers(len(held))))
