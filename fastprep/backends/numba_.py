@@ -87,25 +87,71 @@ def fit_stage(
     chains = chains_of(plan, stage)
     learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
     _static_params(chains, learned)
-    fitted_positions = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
-    rounds = max((len(p) for p in fitted_positions), default=0)
-    for level in range(rounds):
-        targets = [
-            (k, positions[level], _stat_kind(chains[k].steps[positions[level]]))
-            for k, positions in enumerate(fitted_positions)
-            if level < len(positions)
-        ]
+    pending = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
+    while any(pending):
+        targets, folded = [], []
+        for k, positions in enumerate(pending):
+            if not positions:
+                continue
+            s = positions.pop(0)
+            targets.append((k, s, _stat_kind(chains[k].steps[s])))
+            if _folds_into_fill(chains[k].steps, s, positions):
+                positions.pop(0)  # learned in this pass from the values before the fill
+                if targets[-1][2] != "moments":  # a mean fill has its moments already
+                    targets.append((k, s, "moments"))
+                folded.append((k, s))
         program = fit_program(chains, targets, _text_columns(table), table.selection is not None)
         moments, medians = _run_fit(program, chains, learned, table, log)
-        for (k, s, kind), result in zip(program.stats, [*moments, *medians]):
+        results = dict(zip(program.stats, [*moments, *medians], strict=True))
+        for (k, s, kind), result in results.items():
+            if kind == "moments" and (k, s) in folded and _stat_kind(chains[k].steps[s]) != kind:
+                continue  # the extra pass statistics of a folded median fill
             step = chains[k].steps[s]
             learned[k][s] = _params_from(
                 step, kind, result, f"{step.describe()} on {chains[k].name!r}"
             )
+        for k, s in folded:
+            step = chains[k].steps[s + 1]
+            present = results[(k, s, "moments")]
+            learned[k][s + 1] = _params_after_fill(
+                step, present, learned[k][s]["fill"], table.n_rows,
+                f"{step.describe()} on {chains[k].name!r}",
+            )  # fmt: skip
     out: dict[int, reference.FeatureParams] = {i: {} for i in stage.features}
     for chain, params in zip(chains, learned):
         out[chain.feature][chain.name] = params
     return out
+
+
+def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> bool:
+    """A fitted ``Standardize``/``MinMax`` right after a fitted ``FillMissing`` is learned in
+    the fill's pass: its statistics are those of the present values plus the copies of the
+    fill value (one pass over the data instead of two)."""
+    return (
+        isinstance(steps[s], FillMissing)
+        and bool(pending)
+        and pending[0] == s + 1
+        and isinstance(steps[s + 1], (Standardize, MinMax))
+    )
+
+
+def _params_after_fill(
+    step: Step, present: Any, fill: float, n_rows: int, what: str
+) -> dict[str, Any]:
+    """``step``'s parameters over the filled values: Chan's merge of the present values'
+    (count, mean, M2) with ``n_rows - count`` copies of ``fill`` (M2 of copies is 0)."""
+    count, mean, m2, lo, hi = (float(v) for v in present[:5])
+    filled = n_rows - int(count)
+    total = int(count) + filled
+    require_values(total, -1, what)
+    if filled:
+        delta = fill - mean if count else 0.0
+        mean = mean + delta * filled / total if count else fill
+        m2 = m2 + delta * delta * count * filled / total
+        lo, hi = (min(lo, fill), max(hi, fill)) if count else (fill, fill)
+    if isinstance(step, Standardize):
+        return standardize_from_moments(total, mean, m2 / total, what)
+    return minmax_from_range(lo, hi, *step.feature_range)
 
 
 def _stat_kind(step: Step) -> str:
