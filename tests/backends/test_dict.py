@@ -81,7 +81,7 @@ def test_hash_equals_feature_hasher_on_flights(flight_rows, backend, alternate_s
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_vectorize_equals_dict_vectorizer_with_unseen_keys(flight_rows, backend):
     fit_rows = flight_rows[:12000]
-    fitted, out = run(flight_rows, [fp.Dict("extras") >> fp.Vectorize()], backend, fit_rows)
+    _, out = run(flight_rows, [fp.Dict("extras") >> fp.Vectorize()], backend, fit_rows)
     dv = DictVectorizer(dtype=np.float32, sparse=True).fit(fit_rows)
     same_csr(out.X, dv.transform(flight_rows))
     names = [n.removeprefix("extras:") for n in out.feature_names]
@@ -175,7 +175,7 @@ def test_column_without_any_dict_is_a_schema_error():
 
 def test_definition_errors():
     schema = fp.Schema({"extras": fp.DictOf(), "dest": fp.Category()})
-    with pytest.raises(PipelineDefinitionError, match="Vectorize.*'dest' is category"):
+    with pytest.raises(PipelineDefinitionError, match=r"Vectorize.*'dest' is category"):
         fp.Pipeline(schema=schema, features=[fp.col("dest") >> fp.Vectorize()])
     with pytest.raises(PipelineDefinitionError, match="column of dicts"):
         fp.Pipeline(schema=schema, features=[fp.Dict("extras") >> fp.OneHot()])
