@@ -90,6 +90,16 @@ def timeit(fn, repeat: int) -> tuple[list[float], object]:
     return times, out
 
 
+def interleaved(fns: dict, repeat: int) -> dict[str, list[float]]:
+    """Round-robin runs (one of each method per round): on a shared machine a burst of
+    load then hits every method alike instead of one method's whole series."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            times[name].extend(timeit(fn, 1)[0])
+    return times
+
+
 def same(a, b) -> bool:
     a, b = a.tocsr(), b.tocsr()
     a.sum_duplicates()
@@ -173,13 +183,15 @@ def run_size(base: pd.DataFrame, rows: int, args) -> None:
     )
 
     res = {}
-    res["fastprep hash_columns"], out = timeit(ours, args.repeat)
-    res["sklearn FeatureHasher(input_type='dict')"], _ = timeit(
-        lambda: fh.transform(dicts), args.repeat
+    res = interleaved(
+        {
+            "fastprep hash_columns": ours,
+            "sklearn FeatureHasher(input_type='dict')": lambda: fh.transform(dicts),
+            "sklearn FeatureHasher(input_type='string')": lambda: fs.transform(tokens),
+        },
+        args.repeat,
     )
-    res["sklearn FeatureHasher(input_type='string')"], _ = timeit(
-        lambda: fs.transform(tokens), args.repeat
-    )
+    out = first
     k = min(args.naive_rows, rows)
     sub = [[(tok, 1.0) for tok in toks] for toks in tokens[:k]]
     nts, nout = timeit(lambda: naive(sub, nf), args.repeat)
@@ -235,14 +247,14 @@ def run_size(base: pd.DataFrame, rows: int, args) -> None:
     id_cols = [("id", ids)]
     if not same(hash_columns(id_cols, nf), fh.transform(id_dicts)):
         raise SystemExit("MISMATCH on row-ID column")
-    res2 = {}
-    res2["fastprep hash_columns"], _ = timeit(lambda: hash_columns(id_cols, nf), args.repeat)
-    res2["sklearn FeatureHasher(input_type='dict')"], _ = timeit(
-        lambda: fh.transform(id_dicts), args.repeat
-    )
     id_tokens = [[f"id={v}"] for v in ids.tolist()]
-    res2["sklearn FeatureHasher(input_type='string')"], _ = timeit(
-        lambda: fs.transform(id_tokens), args.repeat
+    res2 = interleaved(
+        {
+            "fastprep hash_columns": lambda: hash_columns(id_cols, nf),
+            "sklearn FeatureHasher(input_type='dict')": lambda: fh.transform(id_dicts),
+            "sklearn FeatureHasher(input_type='string')": lambda: fs.transform(id_tokens),
+        },
+        args.repeat,
     )
     report(
         f"all-distinct row-ID strings ({rows:,} distinct), bit-identical: True",

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 
 from fastprep.backends import _murmur as mm
+from fastprep.backends import hash_codes
 from fastprep.backends.hashing import _MAX_FEATURES, _run_hash
 from fastprep.dict_column import DictColumn
 
@@ -31,7 +32,14 @@ def _pairs(column: DictColumn) -> tuple[np.ndarray, np.ndarray, pa.Array, pa.Arr
     pos = np.flatnonzero(column.value_codes >= 0)
     n_values = max(len(column.value_uniques), 1)
     combined = column.key_codes[pos].astype(np.int64) * n_values + column.value_codes[pos]
-    distinct, inverse = np.unique(combined, return_inverse=True)
+    product = max(len(column.key_uniques), 1) * n_values
+    if product <= hash_codes.MAX_COMBINATIONS:  # a table per pair: no sort
+        distinct = hash_codes.present_combinations(combined, product)
+        lookup = np.empty(product, dtype=np.int64)
+        lookup[distinct] = np.arange(len(distinct))
+        inverse = lookup[combined]
+    else:
+        distinct, inverse = np.unique(combined, return_inverse=True)
     keys = column.key_uniques.take(pa.array(distinct // n_values))
     values = column.value_uniques.take(pa.array(distinct % n_values))
     return pos, inverse.astype(np.int64).ravel(), keys, values

@@ -20,7 +20,7 @@ A ``None`` value means the key is absent. Bad entries are dropped from the flatt
 from __future__ import annotations
 
 import numbers
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ def check_dicts(
     entry_rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
 
     key_strings, bad_key, bad_key_text = _strings(keys, check_type=True)
-    kind = np.fromiter((_value_kind(v) for v in values), dtype=np.int8, count=len(values))
+    kind = _value_kinds(values)
     numbers_, not_finite = _numbers(values, kind)
     str_pos = np.flatnonzero(kind == _STR)
     texts, _, bad_text = _strings([values[i] for i in str_pos.tolist()], check_type=False)
@@ -125,6 +125,16 @@ def _pair(item: Any) -> tuple[Any, Any] | None:
     if isinstance(item, dict) and item.keys() == {"key", "value"}:
         return item["key"], item["value"]
     return None
+
+
+def _value_kinds(values: list[Any]) -> np.ndarray:
+    """Per value: string, number, absent (None) or bad; the common types by one C-level map."""
+    kinds = np.fromiter(
+        map(_VALUE_KIND.get, map(type, values), repeat(-1)), dtype=np.int8, count=len(values)
+    )
+    for i in np.flatnonzero(kinds < 0).tolist():  # subclasses, numpy scalars, pd.NA, ...
+        kinds[i] = _value_kind(values[i])
+    return kinds
 
 
 def _value_kind(value: Any) -> int:

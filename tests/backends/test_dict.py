@@ -234,3 +234,24 @@ def test_parquet_struct_column(tmp_path, flights_sample):
                        features=[fp.Dict("extras") >> fp.Vectorize()])  # fmt: skip
     out = pipe.fit(str(tmp_path / "s.parquet")).transform(str(tmp_path / "s.parquet"))
     same_csr(out.X, DictVectorizer(dtype=np.float32).fit_transform(rows))
+
+
+def test_duplicate_map_keys_and_declared_string_values(tmp_path):
+    column = pa.array(
+        [[("a", 1.0), ("a", 2.0)], [("b", 3.0)]], type=pa.map_(pa.string(), pa.float64())
+    )
+    pq.write_table(pa.table({"extras": column}), tmp_path / "m.parquet")
+    pipe = fp.Pipeline(schema=fp.Schema({"extras": fp.DictOf()}),
+                       features=[fp.Dict("extras") >> fp.Hash(64)])  # fmt: skip
+    out = pipe.fit(str(tmp_path / "m.parquet")).transform(str(tmp_path / "m.parquet"))
+    assert [(f.rule, list(f.first_rows)) for f in out.report.findings if f.column == "extras"] == [
+        ("dict_duplicate_key", [0])
+    ]
+    _, out = run([{"a": "x"}, {"a": 1.0}, {"b": "y"}], [fp.Dict("extras") >> fp.Hash(64)],
+                 "numba", values="string")  # fmt: skip
+    assert out.row_ids.tolist() == [0, 2]
+
+
+def test_schema_infer_finds_dict_columns(flight_rows):
+    frame = pd.DataFrame({"extras": flight_rows[:100] + [None]})
+    assert fp.Schema.infer(frame)["extras"] == fp.DictOf(nullable=True)
