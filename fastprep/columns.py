@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.dict_column import DictColumn
+
 
 class TextColumn:
     """Dictionary-encoded text: ``uniques[codes[i]]`` is row i's value, ``-1`` is missing.
@@ -70,7 +72,7 @@ class TextColumn:
         return out
 
 
-Column = np.ndarray | TextColumn
+Column = np.ndarray | TextColumn | DictColumn
 
 
 @dataclass
@@ -112,7 +114,7 @@ class Table:
         if cached is not None:
             return cached
         column = self.columns[name]
-        if isinstance(column, TextColumn):
+        if isinstance(column, (TextColumn, DictColumn)):
             value: Column = column if self.selection is None else column.take(self.selection)
         else:
             value = column if self.selection is None else column[self.selection]

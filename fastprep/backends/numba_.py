@@ -22,6 +22,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from fastprep.backends import dict_encode
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.hashing import hash_columns
@@ -34,12 +35,13 @@ from fastprep.backends.numba_codegen import (
 )
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
+from fastprep.dict_column import DictColumn
 from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
-from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step
+from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step, Vectorize
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
 N_CHUNKS = 64
@@ -83,7 +85,13 @@ def fit_stage(
 ) -> dict[int, reference.FeatureParams]:
     """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
     if stage.kind != "fused":
-        return reference.fit_stage(plan, stage, table)
+        vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
+        rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
+        fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
+        for i in vectorized:  # (#8) the vocabulary from the flattened entries
+            name = plan.features[i].inputs[0].name
+            fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
+        return dict(sorted(fitted.items()))
     chains = chains_of(plan, stage)
     learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
     _static_params(chains, learned)
@@ -219,7 +227,10 @@ def run_stage(
 ) -> set[int]:
     """Run a stage into ``sink``; a fused stage reports its features checked finite."""
     if stage.kind != "fused":
-        rest = [i for i in stage.features if not isinstance(plan.features[i].encoder, Hash)]
+        rest = [
+            i for i in stage.features
+            if not isinstance(plan.features[i].encoder, (Hash, Vectorize))
+        ]  # fmt: skip
         for index in stage.features:
             if index not in rest:
                 sink.put(index, hash_feature(plan.features[index], params[index], table, log))
@@ -255,6 +266,16 @@ def hash_feature(
     gathered by code; quarantined rows are skipped by gathering the selected codes.
     """
     encoder = feature.encoder
+    name = feature.inputs[0].name
+    if isinstance(table.columns.get(name), DictColumn):  # (#8) fp.Dict >> Hash / Vectorize
+        if isinstance(encoder, Vectorize):
+            vocabulary = fitted[name][-1]["vocabulary"]
+            return SparseBlock(f"{name}:", dict_encode.vectorize_dicts(table[name], vocabulary))
+        assert isinstance(encoder, Hash)
+        hashed = dict_encode.hash_dicts(
+            table[name], encoder.n_features, alternate_sign=encoder.alternate_sign
+        )
+        return SparseBlock(hash_prefix(feature), hashed)
     assert isinstance(encoder, Hash)
     if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
         values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
