@@ -46,6 +46,19 @@ class CostProfile:
     numba_cache_load_seconds: float = 0.15
     #: compiling one fused kernel (fit rounds + transform) the first time
     numba_compile_seconds: float = 3.0
+    #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
+    #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
+    memory_headroom: float = 0.25
+    #: peak working memory of an in-memory fit + transform, in multiples of the used
+    #: columns' in-memory bytes (read frame + validated table + one step's temporaries)
+    memory_working_copies: float = 3.0
+    #: a whole in-process fit + transform per row (read, validate, every stage, emit),
+    #: against Dask: starting a LocalCluster, the fixed cost of one partition task, and a
+    #: row's cost on one worker thread (the fit's extra passes re-read each partition)
+    run_row_seconds: float = 3.0e-6
+    dask_cluster_start_seconds: float = 3.0
+    dask_task_seconds: float = 0.05
+    dask_row_seconds: float = 9.0e-6
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
