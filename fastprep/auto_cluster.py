@@ -26,8 +26,8 @@ from fastprep.preflight import Preflight, format_bytes, run_preflight
 from fastprep.schema import Schema
 
 OFF = ("off", "none", "false", "0")
-#: the cheap pre-flight (no data read) is followed by the cardinality sketches when its
-#: predicted peak is above this fraction of the budget
+#: the cheap pre-flight (sketches only where a cardinality could break the budget) is
+#: followed by every sketch when its predicted peak is above this fraction of the budget
 SKETCH_FRACTION = 0.25
 
 
@@ -54,7 +54,7 @@ def check(
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable)
-    result = run_preflight(plan, schema, source, sketch=False, **options)
+    result = run_preflight(plan, schema, source, sketch="needed", **options)
     if result.peak_bytes > SKETCH_FRACTION * result.budget:
         result = run_preflight(plan, schema, source, sketch=True, **options)
     result.refuse_if_needed()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep import auto_cluster, execute, stage_backends
+from fastprep import auto_cluster, execute, preflight, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.emit.precision import Precision
@@ -75,6 +75,7 @@ class Pipeline:
         stage: str = "optimized",
         analyze: bool = False,
         backend: str = "auto",
+        memory_budget: int | str | None = None,
     ) -> str:
         """The plan as a tree at a named stage: ``"logical"`` (as declared) or
         ``"optimized"`` (after the passes: folded expressions, simplified steps, fused
@@ -83,6 +84,8 @@ class Pipeline:
         With a ``source``, also the backend the planner picks for each stage on it and why
         (it reads and validates the source); ``analyze=True`` runs fit + transform too and
         adds the measured seconds per stage next to the predictions (like EXPLAIN ANALYZE).
+        The memory pre-flight comes first (rows, bytes, cardinality sketches vs
+        ``memory_budget``, and what it decided); a run it would refuse is not attempted.
         """
         if isinstance(source, str) and not any(c in source for c in "./*\\"):
             stage, source = source, None  # explain("logical"): a stage name, positionally
@@ -95,6 +98,10 @@ class Pipeline:
         text = optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
         if source is None:
             return text
+        pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget)
+        text += "\n" + "\n".join(pre.lines())
+        if any(d.refuse for d in pre.decisions) or pre.execution == "dask":
+            return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
         return text + "\n" + self._explain_backends(source, analyze, backend)
 
     def _explain_backends(self, source: Source, analyze: bool, backend: str) -> str:

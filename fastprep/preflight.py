@@ -199,20 +199,26 @@ def run_preflight(
     source: Source,
     *,
     budget: int | float | str | None = None,
-    sketch: bool = True,
+    sketch: bool | str = True,
     whole_output: bool = True,
     distributable: bool = True,
     profile: CostProfile | None = None,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
-    ``distributable``: Dask partitions are an option (installed and not opted out)."""
+    ``distributable``: Dask partitions are an option (installed and not opted out).
+    ``sketch="needed"``: sketch only the columns whose cardinality could break the budget
+    (inputs of ``OneHot(sparse=False)``; every vocabulary when even one entry per row would
+    not fit), so a routine run reads no column data."""
     profile = profile or load_profile()
     limit, where = memory_budget(budget, profile)
     n_rows, exact, kind = _rows(source)
     per_row = _bytes_per_row(plan, schema, source)
     input_bytes = int(sum(per_row.values()) * n_rows)
-    cards = _cardinalities(plan, schema, source) if sketch else {}
+    wanted = _categorical_inputs(plan)
+    if sketch == "needed":
+        wanted = _needed(plan, wanted, n_rows, limit)
+    cards = _cardinalities(wanted, schema, source) if sketch else {}
     decisions, layout, out_bytes = _output_decisions(plan, n_rows, cards, limit, whole_output)
     decisions += _vocabulary_decisions(plan, schema, source, cards, limit)
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
@@ -283,9 +289,19 @@ def _categorical_inputs(plan: LogicalPlan) -> dict[str, str]:
     return out
 
 
-def _cardinalities(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str, Cardinality]:
+def _needed(plan: LogicalPlan, wanted: dict[str, str], n_rows: int, budget: int) -> dict:
+    if n_rows * VOCABULARY_ENTRY_BYTES > budget / 4:
+        return wanted
+    dense = {i.name for f in plan.features if isinstance(f.encoder, OneHot)
+             and f.encoder.sparse is False for i in f.inputs}  # fmt: skip
+    return {c: k for c, k in wanted.items() if c in dense}
+
+
+def _cardinalities(
+    wanted: dict[str, str], schema: Schema, source: Source
+) -> dict[str, Cardinality]:
     out: dict[str, Cardinality] = {}
-    for column in _categorical_inputs(plan):
+    for column in wanted:
         spec = schema[column]
         if isinstance(spec, Category) and spec.categories is not None:
             out[column] = Cardinality(column, len(spec.categories), "declared in the schema")
@@ -365,7 +381,8 @@ def _output_decisions(
                                                     if dense > budget else ""),
                     ))  # fmt: skip
             else:
-                dense_width += width if known else len(feature.inputs)
+                unknown = len(widths) - len(known)  # sparse=None: CSR above the threshold
+                dense_width += width + unknown * (SPARSE_ONEHOT_MIN_CATEGORIES + 1)
                 declared_dense = declared_dense or encoder.sparse is False
         elif isinstance(encoder, Hash):
             sparse = True

@@ -25,6 +25,9 @@ def choose_stage_backends(
 ) -> list[planner.StageChoice]:
     """One choice per stage of ``plan`` for ``table``'s rows (forced unless ``auto``)."""
     forced = None if backend == "auto" else resolve(backend).name  # unknown names: an error
+    for feature in plan.features:  # a pinned feature names a real backend (or fails here)
+        if feature.backend is not None:
+            resolve(feature.backend)
     usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
     return planner.choose(
         plan,
