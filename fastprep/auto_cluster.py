@@ -15,16 +15,21 @@ loaded — never an out-of-memory crash halfway.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
+
+from fastprep.errors import FastprepError, PipelineDefinitionError
 from fastprep.io import Source
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.preflight import Preflight, format_bytes, run_preflight
 from fastprep.schema import Schema
 
+log = logging.getLogger("fastprep")
 OFF = ("off", "none", "false", "0")
 #: the cheap pre-flight (sketches only where a cardinality could break the budget) is
 #: followed by every sketch when its predicted peak is above this fraction of the budget
@@ -49,14 +54,23 @@ def check(
     budget: int | float | str | None = None,
     scheduler: str | None = None,
     whole_output: bool = True,
-) -> Preflight:
-    """The pre-flight for this run (refusals raised); sketches only when memory is tight."""
+) -> Preflight | None:
+    """The pre-flight for this run (refusals raised); sketches only when memory is tight.
+    None when the source's facts cannot be read (the run itself then says why)."""
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable)
-    result = run_preflight(plan, schema, source, sketch="needed", **options)
-    if result.peak_bytes > SKETCH_FRACTION * result.budget:
-        result = run_preflight(plan, schema, source, sketch=True, **options)
+    try:
+        result = run_preflight(plan, schema, source, sketch="needed", **options)
+        if result.peak_bytes > SKETCH_FRACTION * result.budget:
+            result = run_preflight(plan, schema, source, sketch=True, **options)
+    except PipelineDefinitionError:
+        raise  # a bad memory_budget= is the caller's to fix
+    except (FastprepError, OSError, ValueError, LookupError, TypeError, AttributeError,
+            pa.ArrowException) as exc:  # fmt: skip
+        # an unreadable or odd source: the reader and validation report it properly
+        log.debug("memory pre-flight skipped: %s", exc)
+        return None
     result.refuse_if_needed()
     return result
 
@@ -70,11 +84,11 @@ def route(
     budget: int | float | str | None = None,
     scheduler: str | None = None,
     whole_output: bool = True,
-) -> Iterator[tuple[Preflight, Any]]:
+) -> Iterator[tuple[Preflight | None, Any]]:
     """``(preflight, client)``: ``client`` is None for an in-memory run."""
     result = check(plan, schema, source, budget=budget, scheduler=scheduler,
                    whole_output=whole_output)  # fmt: skip
-    if result.execution != "dask":
+    if result is None or result.execution != "dask":
         yield result, None
         return
     from distributed import Client, LocalCluster
@@ -107,8 +121,10 @@ def _where(result: Preflight, where: str) -> Any:
     return replace(last, choice=f"{last.choice} on {where}")
 
 
-def note(result: Preflight) -> str:
+def note(result: Preflight | None) -> str:
     """One line for ``report.notes``."""
+    if result is None:
+        return "pre-flight: skipped"
     last = result.decisions[-1] if result.decisions else None
     where = last.describe() if last is not None else result.execution
     return f"pre-flight ({format_bytes(result.budget)} budget): {where}"

@@ -9,11 +9,22 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_same_matrix
+import scipy.sparse as sp
 
 import fastprep as fp
 from fastprep import auto_cluster, planner, preflight
 from fastprep.errors import BackendError, MemoryBudgetError, PipelineDefinitionError
+
+
+def assert_same_matrix(a, b) -> None:
+    """Same layout, dtype, shape and bits (a local copy: ``conftest`` names clash in a full
+    run)."""
+    assert sp.issparse(a) == sp.issparse(b) and a.dtype == b.dtype and a.shape == b.shape
+    if sp.issparse(a):
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(a, part), getattr(b, part))
+    else:
+        assert np.array_equal(a, b, equal_nan=True)
 
 
 @pytest.fixture(scope="module")
