@@ -47,12 +47,15 @@ class CostProfile:
     numba_cache_load_seconds: float = 0.15
     #: compiling one fused kernel (fit rounds + transform) the first time
     numba_compile_seconds: float = 3.0
+    #: loading the hashing kernels (murmur, CSR fill; shipped compiled in the disk cache)
+    #: on their first call in a process
+    numba_hash_load_seconds: float = 2.5
     #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
     #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
     memory_headroom: float = 0.25
     #: peak working memory of an in-memory fit + transform, in multiples of the used
     #: columns' in-memory bytes (read frame + validated table + one step's temporaries)
-    memory_working_copies: float = 3.0
+    memory_working_copies: float = 3.5
     #: a whole in-process fit + transform per row (read, validate, every stage, emit),
     #: against Dask: starting a LocalCluster, the fixed cost of one partition task, and a
     #: row's cost on one worker thread (the fit's extra passes re-read each partition)
@@ -162,7 +165,8 @@ def predict(
         COMPILE: profile.numba_compile_seconds,
     }[readiness]
     if kind == "hash":  # the hashing kernels ship with the package (cached on disk)
-        one_time = profile.numba_import_seconds if readiness == COLD else 0.0
+        load = 0.0 if readiness == READY else profile.numba_hash_load_seconds
+        one_time = load + (profile.numba_import_seconds if readiness == COLD else 0.0)
     predicted["numba"] = profile.numba_stage_seconds + work * numba_rate + one_time
     return predicted
 

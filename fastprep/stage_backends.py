@@ -43,8 +43,17 @@ def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
         return planner.COLD
     module = load_backend("numba")
     if stage.kind != "fused":
+        if planner.stage_work(plan, stage)[0] == "hash":
+            return _hash_readiness()
         return planner.READY
     return module.kernel_readiness(plan, stage, table)
+
+
+def _hash_readiness() -> str:
+    """The hashing kernels are loaded once their first call in this process has run."""
+    murmur = sys.modules.get("fastprep.backends._murmur")
+    loaded = murmur is not None and bool(getattr(murmur.hash_rows, "signatures", None))
+    return planner.READY if loaded else planner.CACHED
 
 
 def describe(choices: list[planner.StageChoice], asked: str) -> str:
