@@ -271,10 +271,13 @@ def _frame_column_bytes(series: pd.Series) -> float:
     n = max(len(series), 1)
     if isinstance(series.dtype, pd.CategoricalDtype):
         return series.cat.codes.dtype.itemsize + 4
-    if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
-        sample = series.iloc[:: max(n // 1000, 1)].dropna().astype(str)
+    if series.dtype == object:  # Python strings: pointers only in memory_usage(deep=False)
+        positions = np.unique(np.linspace(0, n - 1, min(len(series), 1000)).astype(int))
+        sample = series.take(positions).dropna().astype(str)
         mean = float(sample.str.len().mean()) if len(sample) else 0.0
-        return mean + 8 + 4  # text + offset/pointer + int32 code once validated
+        return mean + 8 + 4  # text + pointer + int32 code once validated
+    if pd.api.types.is_string_dtype(series.dtype):  # Arrow-backed: its buffers, + codes
+        return float(series.memory_usage(index=False, deep=False)) / n + 4
     return max(float(series.memory_usage(index=False, deep=False)) / n, 8.0)
 
 

@@ -114,6 +114,7 @@ def test_high_cardinality_onehot_is_csr_and_says_why(flights_pipeline, flights_s
     assert "onehot(tailnum): ~3," in text and "→ CSR" in text
     out = pipeline.fit_transform(flights_sample)
     assert out.report.output["layout"] == "csr"
+    assert_same_matrix(out.X, pipeline.fit_transform(flights_sample, backend="pandas").X)
 
 
 def test_declared_dense_onehot_over_budget_is_refused_before_loading(
