@@ -8,7 +8,7 @@
 ... )
 """
 
-from fastprep.dsl import col, cols, cross, expr
+from fastprep.dsl import Dict, col, cols, cross, expr
 from fastprep.emit.shards import open_output
 from fastprep.errors import (
     BackendError,
@@ -33,8 +33,9 @@ from fastprep.plan.steps import (
     MinMax,
     OneHot,
     Standardize,
+    Vectorize,
 )
-from fastprep.schema import Bool, Category, Float, Int, Schema, String
+from fastprep.schema import Bool, Category, DictOf, Float, Int, Schema, String
 from fastprep.validate import infer as _infer  # noqa: F401  (registers fp.Schema.infer)
 
 __version__ = "0.1.0"
@@ -46,6 +47,8 @@ __all__ = [
     "Category",
     "Clip",
     "DataValidationError",
+    "Dict",
+    "DictOf",
     "ExprSyntaxError",
     "FastprepError",
     "FillMissing",
@@ -67,6 +70,7 @@ __all__ = [
     "Standardize",
     "StateFormatError",
     "String",
+    "Vectorize",
     "col",
     "cols",
     "cross",

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.dict_column import DictColumn
+
 
 class TextColumn:
     """Dictionary-encoded text: ``uniques[codes[i]]`` is row i's value, ``-1`` is missing.
@@ -70,7 +72,7 @@ class TextColumn:
         return out
 
 
-Column = np.ndarray | TextColumn
+Column = np.ndarray | TextColumn | DictColumn
 
 
 @dataclass
@@ -81,6 +83,18 @@ class Table:
     columns: dict[str, Column] = field(default_factory=dict)
     selection: np.ndarray | None = None
     _cache: dict[str, Column] = field(default_factory=dict, repr=False)
+    #: values computed from raw columns over all rows, kept for the table's lifetime (e.g.
+    #: a column's log1p, needed by every fit round and by the transform); see ``derive``
+    _derived: dict[Any, tuple[Any, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def derive(self, key: Any, source: np.ndarray, compute: Any) -> np.ndarray:
+        """``compute()`` once per ``key`` and source array (a repaired column is new)."""
+        entry = self._derived.get(key)
+        if entry is not None and entry[0] is source:
+            return entry[1]
+        value = compute()
+        self._derived[key] = (source, value)
+        return value
 
     @property
     def n_rows(self) -> int:
@@ -100,7 +114,7 @@ class Table:
         if cached is not None:
             return cached
         column = self.columns[name]
-        if isinstance(column, TextColumn):
+        if isinstance(column, (TextColumn, DictColumn)):
             value: Column = column if self.selection is None else column.take(self.selection)
         else:
             value = column if self.selection is None else column[self.selection]

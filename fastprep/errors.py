@@ -64,6 +64,10 @@ class Reason(str, Enum):
     ALL_NULL = "all_null"
     CONSTANT = "constant"
     EMPTY = "empty"
+    DICT_KEY_TYPE = "dict_key_type"
+    DICT_VALUE_TYPE = "dict_value_type"
+    DICT_MIXED_TYPES = "dict_mixed_types"
+    DICT_DUPLICATE_KEY = "dict_duplicate_key"
 
 
 class JobError(FastprepError, RuntimeError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,10 +42,30 @@ class Output:
     y: np.ndarray | None
     feature_names: Sequence[str]
     report: Report
-    quarantine: pd.DataFrame
+    #: the rejected rows (a frame, or a function building it on first access)
+    quarantine_rows: pd.DataFrame | Callable[[], pd.DataFrame]
     row_ids: np.ndarray
     #: the requested ``out_dtype``; "bfloat16" X holds uint16 bit patterns
     out_dtype: str = "float32"
+
+    @property
+    def quarantine(self) -> pd.DataFrame:
+        """The rejected rows as read plus ``row_id`` and ``reason``. For a DataFrame
+        source it is gathered on first access (taking rows of Arrow text columns cost ~0.1 s
+        at 3.4M rows, paid by every run whether or not the rows were looked at)."""
+        if callable(self.quarantine_rows):
+            self.quarantine_rows = self.quarantine_rows()
+        return self.quarantine_rows
+
+    @quarantine.setter
+    def quarantine(self, frame: pd.DataFrame) -> None:
+        self.quarantine_rows = frame
+
+    def quarantine_reasons(self) -> pd.DataFrame:
+        """``row_id`` and ``reason`` of the rejected rows, without gathering the rows."""
+        if isinstance(self.quarantine_rows, _DeferredQuarantine):
+            return self.quarantine_rows.reasons()
+        return self.quarantine_rows[["row_id", "reason"]]
 
     def to_torch(self, device: str = "cpu") -> tuple[Any, Any]:
         """``(X, y)`` as torch tensors (dense: zero-copy; CSR: ``torch.sparse_csr_tensor``).
@@ -88,6 +108,8 @@ class Prepared:
     #: the backend per stage (planner choices with measured times) and the name asked for
     choices: list[Any] | None = None
     choices_for: str | None = None
+    #: the source was the caller's DataFrame (its quarantine rows may be gathered lazily)
+    source_is_frame: bool = False
 
 
 def prepare(
@@ -121,7 +143,10 @@ def prepare(
     report.rows_in = result.rows_in
     report.findings.extend(result.findings)
     report.text_encoding = result.text_encoding
-    prepared = Prepared(result.table, raw, result.quarantine, report, row_offset=row_offset)
+    prepared = Prepared(
+        result.table, raw, result.quarantine, report, row_offset=row_offset,
+        source_is_frame=isinstance(source, pd.DataFrame),
+    )  # fmt: skip
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared)
     return prepared
@@ -237,8 +262,33 @@ def transform_prepared(
     report.output = _describe(X)
     report.check_accounting()
     names = layout.names(plan, params)
-    quarantined = quarantine.to_frame(prepared.raw, prepared.row_offset)
-    return Output(X, y, names, report, quarantined, row_ids)
+    return Output(X, y, names, report, _quarantine_rows(prepared), row_ids)
+
+
+def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataFrame]:
+    """Eager for a file source (its rows would otherwise be kept alive by the output);
+    deferred for a caller's DataFrame, over a shallow copy (copy-on-write protects it
+    from later changes to the caller's frame)."""
+    quarantine, offset = prepared.quarantine, prepared.row_offset
+    if not prepared.source_is_frame or len(quarantine) == 0:
+        return quarantine.to_frame(prepared.raw, offset)
+    return _DeferredQuarantine(quarantine, prepared.raw.copy(deep=False), offset)
+
+
+class _DeferredQuarantine:
+    """Builds the quarantine frame when first asked for (see ``Output.quarantine``)."""
+
+    def __init__(self, quarantine: Quarantine, raw: pd.DataFrame, offset: int) -> None:
+        self._quarantine, self._raw, self._offset = quarantine, raw, offset
+
+    def __call__(self) -> pd.DataFrame:
+        return self._quarantine.to_frame(self._raw, self._offset)
+
+    def reasons(self) -> pd.DataFrame:
+        reasons = self._quarantine.reasons()
+        return pd.DataFrame(
+            {"row_id": reasons.index.to_numpy(), "reason": pd.array(reasons, dtype="str")}
+        )
 
 
 def _stage_choices(plan: LogicalPlan, prepared: Prepared, backend: str) -> list[Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan, Stage
-from fastprep.plan.steps import Hash, Map
+from fastprep.plan.steps import Hash, Map, Vectorize
 
 #: kernel readiness states, from cheapest to dearest
 READY, CACHED, COLD, COMPILE = "loaded", "cached", "cold", "compile"
@@ -137,8 +137,10 @@ class StageChoice:
 def stage_work(plan: LogicalPlan, stage: Stage) -> tuple[str, int]:
     """What a stage does (``"elementwise"``, ``"hash"`` or ``"encode"``) and its work units."""
     features = [plan.features[i] for i in stage.features]
-    if any(isinstance(f.encoder, Hash) for f in features):
-        return "hash", sum(len(f.inputs) for f in features if isinstance(f.encoder, Hash))
+    if any(isinstance(f.encoder, (Hash, Vectorize)) for f in features):  # (#8) dict kernels
+        return "hash", sum(
+            len(f.inputs) for f in features if isinstance(f.encoder, (Hash, Vectorize))
+        )
     if stage.kind == "fused" or all(f.encoder is None for f in features):
         return "elementwise", sum(max(1, len(f.steps)) * len(f.inputs) for f in features)
     return "encode", sum(len(f.inputs) for f in features)

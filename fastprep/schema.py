@@ -125,8 +125,35 @@ class String(ColumnType):
     max_length: int | None = None
 
 
+#: what the values of a ``DictOf`` column may be
+DICT_VALUES = ("number", "string")
+
+
+@dataclass(frozen=True)
+class DictOf(ColumnType):
+    """A column of dicts ``{str: number | str}`` (DictVectorizer input), for ``fp.Dict(name)``.
+
+    Each row must be a dict (or a list of ``(key, value)`` pairs, as pyarrow gives for a
+    ``map`` column); keys must be strings; a value is a finite number (bool counts as a
+    number, like sklearn) or a string; a ``None`` value means the key is absent. A key's
+    values must all be one type: ``values="number"`` or ``"string"`` pins it, ``None``
+    takes each key's majority type in the batch and flags the other rows. A missing row
+    (None/NaN) is an empty dict if ``nullable=True``, else the ``null`` rule.
+    """
+
+    ltype: ClassVar[LType] = LType.DICT
+    values: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.values is not None and self.values not in DICT_VALUES:
+            raise PipelineDefinitionError(
+                f"DictOf(values={self.values!r}): use 'number', 'string' or None (any)"
+            )
+
+
 COLUMN_TYPES: dict[str, type[ColumnType]] = {
-    cls.__name__: cls for cls in (Float, Int, Bool, Category, String)
+    cls.__name__: cls for cls in (Float, Int, Bool, Category, String, DictOf)
 }
 
 
@@ -144,7 +171,7 @@ class Schema(Mapping[str, ColumnType]):
             if not isinstance(spec, ColumnType):
                 hint = f"; did you mean fp.{spec.__name__}()?" if isinstance(spec, type) else ""
                 raise PipelineDefinitionError(
-                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String, "
+                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String/DictOf, "
                     f"got {spec!r}{hint}"
                 )
         self._columns = dict(columns)
@@ -231,7 +258,7 @@ def column_facts(schema: Schema) -> tuple[tuple[str, Facts], ...]:
     """
     out = []
     for name, spec in schema.items():
-        if spec.on_invalid == "warn" or spec.ltype.is_text:
+        if spec.on_invalid == "warn" or spec.ltype.is_text or spec.ltype == LType.DICT:
             out.append((name, UNKNOWN))
         elif isinstance(spec, (Float, Int)):
             finite = not (isinstance(spec, Float) and spec.allow_inf)

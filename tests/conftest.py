@@ -5,12 +5,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import scipy.sparse as sp
+from support import REPO, assert_same_matrix, to_dense  # noqa: F401  (re-exported)
 
-REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data_samples"
 
 
@@ -61,21 +59,3 @@ def flights_pipeline():
     from fastprep.cli import load_pipeline_file
 
     return load_pipeline_file(REPO / "pipelines" / "flights.py")
-
-
-def to_dense(X) -> np.ndarray:
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
-
-
-def assert_same_matrix(a, b) -> None:
-    """Exactly the same matrix: same layout, dtype, shape and bits (CSR arrays compared)."""
-    assert sp.issparse(a) == sp.issparse(b)
-    assert a.dtype == b.dtype
-    assert a.shape == b.shape
-    if sp.issparse(a):
-        assert a.format == b.format == "csr"
-        assert np.array_equal(a.indptr, b.indptr)
-        assert np.array_equal(a.indices, b.indices)
-        assert np.array_equal(a.data, b.data)
-    else:
-        assert np.array_equal(a, b)

@@ -14,6 +14,7 @@ LAYERS = {
     "fastprep.errors": 0,
     "fastprep.plan": 1,
     "fastprep.columns": 1,
+    "fastprep.dict_column": 1,
     "fastprep.dsl": 2,
     "fastprep.schema": 2,
     "fastprep.expr_parser": 2,

@@ -165,18 +165,18 @@ def _short(buf, lo, n):
 
 @njit(nogil=True, cache=True)
 def hash_rows(
-    sep, sep_off, m, d0, o0, v0, d1, o1, v1, d2, o2, v2, boff, seg_start, tasks, t_lo, t_hi, fm, out
+    sep, sep_off, m, d0, o0, v0, q0, d1, o1, v1, q1, d2, o2, v2, q2, base, lo, hi, fm, out
 ):  # pragma: no cover - compiled
-    """Hash per row the token ``sep[0] + s0 [+ sep[1] + s1 [+ sep[2] + s2]]``.
+    """Hash per row ``i`` in ``lo:hi`` the token ``sep[0] + s0 [+ sep[1] + s1 [+ sep[2] + s2]]``.
 
-    ``sep`` / ``sep_off`` hold the literal separators (``"col="``,
-    ``"^col2="``, ...).  ``d*`` / ``o*`` / ``v*`` are typed lists, one entry per
-    segment, of the UTF-8 data, int64 offsets and validity bitmap of the ``m``
-    member columns (``boff[j, s]``: bit offset, -1 if no nulls); segment ``s``
-    starts at row ``seg_start[s]``.  ``tasks`` rows are ``(segment, row_lo, row_hi)``; a call runs tasks ``t_lo:t_hi`` (one call
-    per thread, GIL released) with its own cache keyed by the exact member
-    bytes + lengths when they total <= 8 bytes.  ``out[i]`` gets the packed
-    code (see ``_code``), or ``MISSING`` if a member is missing.
+    ``sep`` / ``sep_off`` hold the literal separators (``"col="``, ``"^col2="``, ...).
+    ``d*`` / ``o*`` / ``v*`` are the UTF-8 data, int64 offsets and validity bitmap of one
+    segment (a piece where no member changes Arrow chunk) of the ``m`` member columns,
+    whose first row is ``base``; ``q*`` is the bitmap's bit offset, -1 if no nulls. Plain
+    arrays, not typed lists: a ``numba.typed.List`` compiles its methods in every new
+    process (~2 s), which the on-disk cache does not save. One call per (segment, thread),
+    GIL released, with its own cache keyed by the exact member bytes + lengths when they
+    total <= 8 bytes. ``out[i]`` gets the packed code (``_code``), or ``MISSING``.
     """
     h0, c0, n0 = _feed(sep, sep_off[0], sep_off[1], _U0, _U0, _U0)
     len0 = sep_off[1] - sep_off[0]
@@ -185,58 +185,51 @@ def hash_rows(
     shift = np.uint64(64 - _CACHE_BITS)
     ckey = np.zeros(1 << _CACHE_BITS, dtype=np.uint64)
     cval = np.full(1 << _CACHE_BITS, -1, dtype=np.int64)  # (lens << 40) | code
-    for t in range(t_lo, t_hi):
-        sg = tasks[t, 0]
-        base = seg_start[sg]
-        bd0, bo0, bv0 = d0[sg], o0[sg], v0[sg]
-        bd1, bo1, bv1 = d1[sg], o1[sg], v1[sg]
-        bd2, bo2, bv2 = d2[sg], o2[sg], v2[sg]
-        q0, q1, q2 = boff[0, sg], boff[1, sg], boff[2, sg]
-        for i in range(tasks[t, 1], tasks[t, 2]):
-            r = i - base
-            if q0 >= 0 and not _bit(bv0, q0 + r):
-                out[i] = MISSING
+    for i in range(lo, hi):
+        r = i - base
+        if q0 >= 0 and not _bit(v0, q0 + r):
+            out[i] = MISSING
+            continue
+        if m > 1 and q1 >= 0 and not _bit(v1, q1 + r):
+            out[i] = MISSING
+            continue
+        if m > 2 and q2 >= 0 and not _bit(v2, q2 + r):
+            out[i] = MISSING
+            continue
+        a0 = o0[r]
+        n0_ = o0[r + 1] - a0
+        a1 = o1[r]
+        n1_ = o1[r + 1] - a1 if m > 1 else 0
+        a2 = o2[r]
+        n2_ = o2[r + 1] - a2 if m > 2 else 0
+        tot = n0_ + n1_ + n2_
+        slot = -1
+        if tot <= 8:
+            key = _short(d0, a0, n0_)
+            if m > 1:
+                key |= _short(d1, a1, n1_) << np.uint64(min(8 * n0_, 56))
+            if m > 2:
+                key |= _short(d2, a2, n2_) << np.uint64(min(8 * (n0_ + n1_), 56))
+            lk = (n0_ | (n1_ << 4) | (n2_ << 8)) + 1
+            slot = np.int64(((key ^ np.uint64(lk)) * _GOLD) >> shift)
+            cv = cval[slot]
+            if (cv >> 40) == lk and ckey[slot] == key:
+                out[i] = cv & 0xFFFFFFFFFF
                 continue
-            if m > 1 and q1 >= 0 and not _bit(bv1, q1 + r):
-                out[i] = MISSING
-                continue
-            if m > 2 and q2 >= 0 and not _bit(bv2, q2 + r):
-                out[i] = MISSING
-                continue
-            a0 = bo0[r]
-            n0_ = bo0[r + 1] - a0
-            a1 = bo1[r]
-            n1_ = bo1[r + 1] - a1 if m > 1 else 0
-            a2 = bo2[r]
-            n2_ = bo2[r + 1] - a2 if m > 2 else 0
-            tot = n0_ + n1_ + n2_
-            slot = -1
-            if tot <= 8:
-                key = _short(bd0, a0, n0_)
-                if m > 1:
-                    key |= _short(bd1, a1, n1_) << np.uint64(min(8 * n0_, 56))
-                if m > 2:
-                    key |= _short(bd2, a2, n2_) << np.uint64(min(8 * (n0_ + n1_), 56))
-                lk = (n0_ | (n1_ << 4) | (n2_ << 8)) + 1
-                slot = np.int64(((key ^ np.uint64(lk)) * _GOLD) >> shift)
-                cv = cval[slot]
-                if (cv >> 40) == lk and ckey[slot] == key:
-                    out[i] = cv & 0xFFFFFFFFFF
-                    continue
-            h, c, nc = h0, c0, n0
-            for j in range(m):  # one _feed call site each: keeps compile time down
-                if j > 0:
-                    h, c, nc = _feed(sep, sep_off[j], sep_off[j + 1], h, c, nc)
-                bd = bd0 if j == 0 else (bd1 if j == 1 else bd2)
-                a = a0 if j == 0 else (a1 if j == 1 else a2)
-                nn = n0_ if j == 0 else (n1_ if j == 1 else n2_)
-                h, c, nc = _feed(bd, a, a + nn, h, c, nc)
-            length = len0 + tot + (len1 if m > 1 else 0) + (len2 if m > 2 else 0)
-            code = _code(_finish(h, c, nc, length), fm)
-            out[i] = code
-            if slot >= 0:
-                ckey[slot] = key
-                cval[slot] = (lk << 40) | code
+        h, c, nc = h0, c0, n0
+        for j in range(m):  # one _feed call site each: keeps compile time down
+            if j > 0:
+                h, c, nc = _feed(sep, sep_off[j], sep_off[j + 1], h, c, nc)
+            bd = d0 if j == 0 else (d1 if j == 1 else d2)
+            a = a0 if j == 0 else (a1 if j == 1 else a2)
+            nn = n0_ if j == 0 else (n1_ if j == 1 else n2_)
+            h, c, nc = _feed(bd, a, a + nn, h, c, nc)
+        length = len0 + tot + (len1 if m > 1 else 0) + (len2 if m > 2 else 0)
+        code = _code(_finish(h, c, nc, length), fm)
+        out[i] = code
+        if slot >= 0:
+            ckey[slot] = key
+            cval[slot] = (lk << 40) | code
 
 
 @njit(parallel=True, cache=True)

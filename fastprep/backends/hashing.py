@@ -185,11 +185,10 @@ def _mostly_distinct(arr) -> bool:
 
 
 def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
-    """One kernel call over all chunks: split rows at the union of the members'
-    chunk boundaries (zero-copy slices), then into tasks of <= _TASK rows."""
+    """Split rows at the union of the members' chunk boundaries (zero-copy slices) into
+    segments, and each segment into one piece per thread; one kernel call per piece."""
     import numba
     import pyarrow as pa
-    from numba.typed import List
 
     n = len(out)
     arrays = [
@@ -199,44 +198,29 @@ def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
     bounds = sorted(
         {0, n} | {int(b) for a in arrays for b in np.cumsum([len(c) for c in a.chunks])}
     )
-    lists = [(List(), List(), List()) for _ in arrays]
-    seg_start, tasks, boffs = [], [], []
+    workers = max(1, numba.get_num_threads())
+    calls = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if hi <= lo:
             continue
-        boff = [-1, -1, -1]
-        for j, (a, (ld, lo_, lv)) in enumerate(zip(arrays, lists)):
+        members: list = []
+        for a in arrays:
             piece = a.slice(lo, hi - lo)
             chunk = piece.chunks[0] if piece.num_chunks == 1 else piece.combine_chunks()
-            d, o, v, boff[j] = _buffers(chunk)
-            ld.append(d)
-            lo_.append(o)
-            lv.append(v)
-        boffs.append(boff)
-        sg = len(seg_start)
-        seg_start.append(lo)
-        tasks.extend((sg, t, min(t + _TASK, hi)) for t in range(lo, hi, _TASK))
-    if not tasks:
-        return
-    while len(lists) < 3:
-        lists.append(lists[0])
-    (d0, o0, v0), (d1, o1, v1), (d2, o2, v2) = lists
-    # Contiguous runs of tasks per thread (each keeps its own hash cache).
-    workers = max(1, min(numba.get_num_threads(), len(tasks)))
-    starts = np.array([t[1] for t in tasks], dtype=np.int64)
-    wb = np.searchsorted(starts, np.arange(workers + 1) * (n / workers)).tolist()
-    wb[0], wb[-1] = 0, len(tasks)
-    args = (
-        sep, sep_off, len(arrays), d0, o0, v0, d1, o1, v1, d2, o2, v2,
-        np.ascontiguousarray(np.array(boffs, dtype=np.int64).T),
-        np.array(seg_start, dtype=np.int64), np.array(tasks, dtype=np.int64),
-    )  # fmt: skip
+            members.extend(_buffers(chunk))
+        while len(members) < 12:
+            members.extend(members[:4])
+        parts = 1 if hi - lo < _TASK else workers
+        cuts = np.linspace(lo, hi, parts + 1).astype(np.int64).tolist()
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            if b > a:
+                calls.append((sep, sep_off, len(arrays), *members, lo, a, b, fm, out))
     if workers == 1 or n < _TASK:
-        mm.hash_rows(*args, 0, len(tasks), fm, out)
+        for args in calls:
+            mm.hash_rows(*args)
         return
     pool = _pool(workers)
-    futs = [pool.submit(mm.hash_rows, *args, lo, hi, fm, out) for lo, hi in zip(wb[:-1], wb[1:])]
-    for f in futs:
+    for f in [pool.submit(mm.hash_rows, *args) for args in calls]:
         f.result()
 
 

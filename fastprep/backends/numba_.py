@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from fastprep.backends import dict_encode
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.hashing import hash_columns
@@ -33,11 +35,13 @@ from fastprep.backends.numba_codegen import (
 )
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
+from fastprep.dict_column import DictColumn
+from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
-from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step
+from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step, Vectorize
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
 N_CHUNKS = 64
@@ -81,29 +85,81 @@ def fit_stage(
 ) -> dict[int, reference.FeatureParams]:
     """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
     if stage.kind != "fused":
-        return reference.fit_stage(plan, stage, table)
+        vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
+        rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
+        fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
+        for i in vectorized:  # (#8) the vocabulary from the flattened entries
+            name = plan.features[i].inputs[0].name
+            fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
+        return dict(sorted(fitted.items()))
     chains = chains_of(plan, stage)
     learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
     _static_params(chains, learned)
-    fitted_positions = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
-    rounds = max((len(p) for p in fitted_positions), default=0)
-    for level in range(rounds):
-        targets = [
-            (k, positions[level], _stat_kind(chains[k].steps[positions[level]]))
-            for k, positions in enumerate(fitted_positions)
-            if level < len(positions)
-        ]
+    pending = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
+    while any(pending):
+        targets, folded = [], []
+        for k, positions in enumerate(pending):
+            if not positions:
+                continue
+            s = positions.pop(0)
+            targets.append((k, s, _stat_kind(chains[k].steps[s])))
+            if _folds_into_fill(chains[k].steps, s, positions):
+                positions.pop(0)  # learned in this pass from the values before the fill
+                if targets[-1][2] != "moments":  # a mean fill has its moments already
+                    targets.append((k, s, "moments"))
+                folded.append((k, s))
         program = fit_program(chains, targets, _text_columns(table), table.selection is not None)
         moments, medians = _run_fit(program, chains, learned, table, log)
-        for (k, s, kind), result in zip(program.stats, [*moments, *medians]):
+        results = dict(zip(program.stats, [*moments, *medians], strict=True))
+        for (k, s, kind), result in results.items():
+            if kind == "moments" and (k, s) in folded and _stat_kind(chains[k].steps[s]) != kind:
+                continue  # the extra pass statistics of a folded median fill
             step = chains[k].steps[s]
             learned[k][s] = _params_from(
                 step, kind, result, f"{step.describe()} on {chains[k].name!r}"
             )
+        for k, s in folded:
+            step = chains[k].steps[s + 1]
+            present = results[(k, s, "moments")]
+            learned[k][s + 1] = _params_after_fill(
+                step, present, learned[k][s]["fill"], table.n_rows,
+                f"{step.describe()} on {chains[k].name!r}",
+            )  # fmt: skip
     out: dict[int, reference.FeatureParams] = {i: {} for i in stage.features}
     for chain, params in zip(chains, learned):
         out[chain.feature][chain.name] = params
     return out
+
+
+def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> bool:
+    """A fitted ``Standardize``/``MinMax`` right after a fitted ``FillMissing`` is learned in
+    the fill's pass: its statistics are those of the present values plus the copies of the
+    fill value (one pass over the data instead of two)."""
+    return (
+        isinstance(steps[s], FillMissing)
+        and bool(pending)
+        and pending[0] == s + 1
+        and isinstance(steps[s + 1], (Standardize, MinMax))
+    )
+
+
+def _params_after_fill(
+    step: Step, present: Any, fill: float, n_rows: int, what: str
+) -> dict[str, Any]:
+    """``step``'s parameters over the filled values: Chan's merge of the present values'
+    (count, mean, M2) with ``n_rows - count`` copies of ``fill`` (M2 of copies is 0)."""
+    count, mean, m2, lo, hi = (float(v) for v in present[:5])
+    filled = n_rows - int(count)
+    total = int(count) + filled
+    require_values(total, -1, what)
+    if filled:
+        delta = fill - mean if count else 0.0
+        mean = mean + delta * filled / total if count else fill
+        m2 = m2 + delta * delta * count * filled / total
+        lo, hi = (min(lo, fill), max(hi, fill)) if count else (fill, fill)
+    if isinstance(step, Standardize):
+        return standardize_from_moments(total, mean, m2 / total, what)
+    return minmax_from_range(lo, hi, *step.feature_range)
 
 
 def _stat_kind(step: Step) -> str:
@@ -171,7 +227,10 @@ def run_stage(
 ) -> set[int]:
     """Run a stage into ``sink``; a fused stage reports its features checked finite."""
     if stage.kind != "fused":
-        rest = [i for i in stage.features if not isinstance(plan.features[i].encoder, Hash)]
+        rest = [
+            i for i in stage.features
+            if not isinstance(plan.features[i].encoder, (Hash, Vectorize))
+        ]  # fmt: skip
         for index in stage.features:
             if index not in rest:
                 sink.put(index, hash_feature(plan.features[index], params[index], table, log))
@@ -207,6 +266,16 @@ def hash_feature(
     gathered by code; quarantined rows are skipped by gathering the selected codes.
     """
     encoder = feature.encoder
+    name = feature.inputs[0].name
+    if isinstance(table.columns.get(name), DictColumn):  # (#8) fp.Dict >> Hash / Vectorize
+        if isinstance(encoder, Vectorize):
+            vocabulary = fitted[name][-1]["vocabulary"]
+            return SparseBlock(f"{name}:", dict_encode.vectorize_dicts(table[name], vocabulary))
+        assert isinstance(encoder, Hash)
+        hashed = dict_encode.hash_dicts(
+            table[name], encoder.n_features, alternate_sign=encoder.alternate_sign
+        )
+        return SparseBlock(hash_prefix(feature), hashed)
     assert isinstance(encoder, Hash)
     if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
         values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
@@ -248,7 +317,6 @@ def _dictionary(column: TextColumn, selection: np.ndarray | None) -> pa.Dictiona
 
 
 _NO_SELECTION = np.empty(0, dtype=np.int64)
-HOIST_SCRATCH = nk.Scratch()
 
 
 def _selection(table: Table) -> np.ndarray:
@@ -267,12 +335,40 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
         values = (~equal if lookup.negate else equal).astype(np.float64)
         arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
-    buffers = HOIST_SCRATCH.get(len(program.hoisted), len(table.all_row_ids))
-    for (func, name), buffer in zip(program.hoisted, buffers, strict=True):
-        with np.errstate(all="ignore"):
-            getattr(np, func)(table.raw(name), out=buffer, dtype=np.float64)
-        arrays.append(buffer)
+    for func, name in program.hoisted:
+        source = table.raw(name)
+        arrays.append(
+            table.derive(("numpy", func, name), source, lambda f=func, v=source: _ufunc(f, v))
+        )
     return arrays
+
+
+#: below this many values a hoisted ufunc runs on one thread
+UFUNC_THREADS_MIN = 1 << 20
+#: thread chunks start at multiples of this many elements (whole SIMD blocks)
+UFUNC_ALIGN = 4096
+
+
+def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
+    """``np.<func>(values)`` as float64 into retained memory, split across threads for
+    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical)."""
+    out = ARENA.empty(len(values), np.float64)
+    threads = min(os.cpu_count() or 1, 8)
+    if len(values) < UFUNC_THREADS_MIN or threads == 1:
+        _ufunc_into(func, values, out, 0, len(values))
+        return out
+    step = -(-len(values) // threads // UFUNC_ALIGN) * UFUNC_ALIGN
+    starts = range(0, len(values), step)
+    list(_POOL.map(lambda lo: _ufunc_into(func, values, out, lo, lo + step), starts))
+    return out
+
+
+def _ufunc_into(func: str, values: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
+    with np.errstate(all="ignore"):  # per thread: the missing/invalid are counted later
+        getattr(np, func)(values[lo:hi], out=out[lo:hi], dtype=np.float64)
+
+
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fastprep-ufunc")
 
 
 def _param_array(

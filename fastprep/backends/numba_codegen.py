@@ -429,8 +429,11 @@ def fit_program(
     body: list[str] = []
     moment_slots = [t for t in targets if t[2] == "moments"]
     median_slots = [t for t in targets if t[2] == "median"]
+    computed: set[tuple[int, int]] = set()
     for chain_index, step_index, kind in targets:
-        body += chain_code(emitter, chain_index, chains[chain_index], step_index, counted=False)
+        if (chain_index, step_index) not in computed:  # moments and median of one value
+            computed.add((chain_index, step_index))
+            body += chain_code(emitter, chain_index, chains[chain_index], step_index, counted=False)
         if kind == "moments":
             slot = moment_slots.index((chain_index, step_index, kind))
             body.append(f"buf[{slot}, i - b0] = v{chain_index}")

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
+from fastprep.backends import dict_reference
 from fastprep.backends.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -23,6 +24,7 @@ from fastprep.backends.expressions import evaluate
 from fastprep.backends.map_ import apply_map
 from fastprep.backends.stats import fill_value, minmax_params, standardize_params
 from fastprep.columns import Table, TextColumn
+from fastprep.dict_column import DictColumn
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
@@ -39,6 +41,7 @@ from fastprep.plan.steps import (
     OneHot,
     Standardize,
     Step,
+    Vectorize,
 )
 
 FeatureParams = dict[str, list[dict[str, Any]]]
@@ -60,6 +63,8 @@ class Repairs:
 
 def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | TextColumn:
     """Evaluate a feature input; infinities/invalid results of an ``expr`` become missing."""
+    if item.is_plain_column and isinstance(table.raw(item.name), DictColumn):
+        return table[item.name]  # type: ignore[return-value]  # (#8) a dict column as is
     value = evaluate(item.expr, table)
     if item.is_plain_column or isinstance(value, TextColumn):
         return value
@@ -114,6 +119,8 @@ def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str
         return fit_categories(values, step.min_frequency, step.max_categories)
     if isinstance(step, (Clip, Log1p, Hash, Map)):
         return {}
+    if isinstance(step, Vectorize):
+        return {"vocabulary": dict_reference.fit_vocabulary(values)}  # type: ignore[arg-type]
     raise BackendError(f"pandas backend has no fit for {step.describe()}")
 
 
@@ -184,6 +191,16 @@ def run_stage(
             view = sink.numeric_view(index)
             for j, item in enumerate(feature.inputs):
                 view[:, j] = categorify_codes(values[item.name], fitted[item.name][-1])
+        elif isinstance(encoder, Hash) and isinstance(values[feature.inputs[0].name], DictColumn):
+            hashed = dict_reference.hash_dicts(
+                values[feature.inputs[0].name], encoder.n_features, encoder.alternate_sign
+            )
+            sink.put(index, SparseBlock(hash_prefix(feature), hashed))
+        elif isinstance(encoder, Vectorize):
+            name = feature.inputs[0].name
+            vocabulary = fitted[name][-1]["vocabulary"]
+            matrix = dict_reference.vectorize_dicts(values[name], vocabulary)
+            sink.put(index, SparseBlock(f"{name}:", matrix))
         elif isinstance(encoder, Hash):
             hashed = hash_with_sklearn(encoder, values, table.n_rows, cross=feature.cross)
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))

@@ -66,12 +66,12 @@ def _polars(pipeline: Any) -> RunFn:
 
 
 def fastprep_factory(backend: str) -> Callable[[Any], RunFn]:
-    """fastprep itself: ``pipeline.fit(df, backend=b)`` then ``.transform(df, backend=b)``."""
+    """fastprep itself: ``pipeline.fit_transform(df, backend=b)`` (fit and transform the
+    same frame, reading and validating it once; sklearn runs its ``fit_transform`` too)."""
 
     def factory(pipeline: Any) -> RunFn:
         def run(df: Any) -> Result:
-            fitted = pipeline.fit(df, backend=backend)
-            out = fitted.transform(df, backend=backend)
+            out = pipeline.fit_transform(df, backend=backend)
             return out.X, out.y
 
         return run

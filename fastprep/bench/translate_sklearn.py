@@ -117,15 +117,14 @@ def build(pipeline: Any, sparse: bool) -> ColumnTransformer:
 
 
 def make(pipeline: Any) -> RunFn:
-    """The sklearn implementation of ``pipeline`` (``fit`` then ``transform``)."""
+    """The sklearn implementation of ``pipeline`` (``fit_transform`` on the same frame)."""
     text = text_columns(pipeline)
     target = pipeline.plan.target
     sparse = plan_may_be_sparse(pipeline)
 
     def run(df: pd.DataFrame) -> Result:
         transformer = build(pipeline, sparse)
-        transformer.fit(df)
-        X = transformer.transform(df)
+        X = transformer.fit_transform(df)
         X = X.astype(np.float32) if sparse else np.ascontiguousarray(X, dtype=np.float32)
         y = None if target is None else as_float32(input_series(target, df, text))
         return X, y

@@ -34,7 +34,7 @@ from fastprep.distributed.tasks import (
     transform_partition,
 )
 from fastprep.emit import make_layout
-from fastprep.errors import FastprepError, JobError, SourceError
+from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, SourceError
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
@@ -95,6 +95,13 @@ def fit(
     retry: RetryPolicy | None = None,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
     """Fitted parameters equal to the single-machine fit's, and the fit's report."""
+    from fastprep.plan.steps import Vectorize
+
+    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # (#8)
+        raise PipelineDefinitionError(
+            "fp.Vectorize() is not fitted on a cluster yet (no partial vocabulary of dict "
+            "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
+        )
     job = Job(plan, schema, backend, retry or RetryPolicy())
     specs = partitions_for(client, source, plan, rows_per_partition, job.retry)
     learned: Learned = {

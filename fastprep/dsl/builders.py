@@ -80,3 +80,12 @@ def expr(text: str) -> FeatureBuilder:
     """A derived column from a restricted expression: ``fp.expr("speed = distance / air_time")``."""
     name, tree = parse_expr(text)
     return FeatureBuilder((Input(name, tree),))
+
+
+def Dict(name: str) -> FeatureBuilder:
+    """A column of dicts (declared ``fp.DictOf()``), hashed or vectorized as a whole:
+    ``fp.Dict("extras") >> fp.Hash(2**18)`` or ``fp.Dict("extras") >> fp.Vectorize()``.
+    Each key plays the part of a column name: tokens are ``key=value`` and ``key``."""
+    if not isinstance(name, str) or not name:
+        raise PipelineDefinitionError(f"fp.Dict(...) takes one column name, got {name!r}")
+    return cols(name)

@@ -66,6 +66,8 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
     if feature.cross:
         _check_cross(feature, types, where)
         return
+    if _check_dict_feature(feature, types, where):
+        return
     numeric_steps = [s for s in feature.steps if s.kind != "encoder"]
     for item in feature.inputs:
         input_type = infer_type(item.expr, types, f"{where}, input {item.name!r}")
@@ -159,3 +161,32 @@ def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: 
 def input_types(inputs: tuple[Input, ...], types: Mapping[str, LType]) -> dict[str, LType]:
     """Logical type of each named input."""
     return {item.name: infer_type(item.expr, types, item.name) for item in inputs}
+
+
+def _check_dict_feature(feature: Feature, types: Mapping[str, LType], where: str) -> bool:
+    """(#8) A dict column is hashed or vectorized whole; Vectorize needs a dict column.
+    True when the feature is a dict feature (and passed)."""
+    from fastprep.plan.steps import Hash, Vectorize
+
+    found = {i.name: infer_type(i.expr, types, where) for i in feature.inputs}
+    dicts = [name for name, t in found.items() if t == LType.DICT]
+    vectorize = isinstance(feature.encoder, Vectorize)
+    if not dicts and not vectorize:
+        return False
+    if not dicts:
+        name, kind = next(iter(found.items()))
+        raise PipelineDefinitionError(
+            f"{where}: fp.Vectorize() needs a column of dicts, but {name!r} is {kind.value}; "
+            "declare it fp.DictOf() (or use fp.OneHot() for a text column)"
+        )
+    if len(feature.inputs) != 1 or not all(i.is_plain_column for i in feature.inputs):
+        raise PipelineDefinitionError(
+            f"{where}: a dict column {dicts[0]!r} is encoded alone: fp.Dict({dicts[0]!r}) >> "
+            "fp.Hash(n) or fp.Vectorize()"
+        )
+    if len(feature.steps) != 1 or not isinstance(feature.steps[0], (Hash, Vectorize)):
+        raise PipelineDefinitionError(
+            f"{where}: {dicts[0]!r} is a column of dicts: end it with fp.Hash(n) or "
+            "fp.Vectorize() (no other step applies to a dict)"
+        )
+    return True

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from fastprep.emit.arena import ARENA
+
 #: below this many rows the kernels' serial twins run (thread wake-up costs more)
 PARALLEL_MIN_ROWS = 200_000
 
@@ -103,7 +105,7 @@ def assemble_csr(
     Returns ``(data, indices, indptr)`` of X."""
     n_rows = len(rows)
     plan = [_prepare(block, dtype) for block in blocks]
-    counts = np.zeros(n_rows, dtype=np.int64)
+    counts = ARENA.zeros(n_rows, np.int64)
     for kind, _offset, args in plan:
         if kind == "dense":
             _run(_count_dense, n_rows, rows, dense, args[0], args[1], counts)
@@ -112,14 +114,18 @@ def assemble_csr(
                 _run(_count_codes, n_rows, rows, codes, counts)
         else:
             _run(_count_sparse, n_rows, rows, args[0], counts)
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    nnz = int(indptr[-1])
+    starts = ARENA.empty(n_rows + 1, np.int64)
+    starts[0] = 0
+    np.cumsum(counts, out=starts[1:])
+    nnz = int(starts[-1])
     index_dtype = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
-    indices = np.empty(nnz, dtype=index_dtype)
-    data = np.empty(nnz, dtype=dtype)
-    cursor = counts  # reused: the counts are in indptr now
-    cursor[:] = indptr[:-1]
+    indptr = starts if index_dtype == np.int64 else ARENA.empty(n_rows + 1, index_dtype)
+    if indptr is not starts:
+        np.copyto(indptr, starts, casting="same_kind")
+    indices = ARENA.empty(nnz, index_dtype)
+    data = ARENA.empty(nnz, dtype)
+    cursor = counts  # reused: the counts are in starts now
+    cursor[:] = starts[:-1]
     for kind, offset, args in plan:
         if kind == "dense":
             _run(_fill_dense, n_rows, rows, dense, args[0], args[1], offset, cursor, indices, data)
@@ -128,7 +134,7 @@ def assemble_csr(
                 _run(_fill_codes, n_rows, rows, codes, offset + local, cursor, indices, data)
         else:
             _run(_fill_sparse, n_rows, rows, *args, offset, cursor, indices, data)
-    return data, indices, indptr.astype(index_dtype, copy=False)
+    return data, indices, indptr
 
 
 def _prepare(block: tuple, dtype: np.dtype) -> tuple[str, int, tuple]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.plan.nodes import Feature, LogicalPlan
-from fastprep.plan.steps import Categorify, Hash, OneHot
+from fastprep.plan.steps import Categorify, Hash, OneHot, Vectorize
 
 #: above this many categories in one input, ``OneHot(sparse=None)`` emits CSR
 SPARSE_ONEHOT_MIN_CATEGORIES = 64
@@ -44,6 +44,9 @@ class Layout:
             elif slot.kind == "onehot":
                 for item in feature.inputs:
                     parts.append(category_names(item.name, fitted[item.name][-1]))
+            elif slot.kind == "vocab":  # (#8) "col:" + DictVectorizer's feature name
+                name = feature.inputs[0].name
+                parts.append([f"{name}:{v}" for v in fitted[name][-1]["vocabulary"]])
             else:
                 parts.append(HashedNames(slot.prefix, slot.width))
         return FeatureNames(parts)
@@ -69,6 +72,9 @@ def _slot(feature: Feature, fitted: dict[str, Any], offset: int) -> FeatureSlot:
         if sparse is None:
             sparse = max(widths, default=0) > SPARSE_ONEHOT_MIN_CATEGORIES
         return FeatureSlot("onehot", offset, sum(widths), sparse)
+    if isinstance(encoder, Vectorize):
+        width = len(fitted[feature.inputs[0].name][-1]["vocabulary"])
+        return FeatureSlot("vocab", offset, width, True, f"{feature.inputs[0].name}:")
     assert isinstance(encoder, Hash)
     return FeatureSlot("hash", offset, encoder.n_features, True, hash_prefix(feature))
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
+from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
@@ -33,10 +35,10 @@ class OutputSink:
             for i in numeric:
                 self._numeric_offsets[i] = offset
                 offset += layout.slots[i].width
-            self.dense = np.empty((n_rows, offset), dtype=self.dtype)
+            self.dense = ARENA.empty((n_rows, offset), self.dtype)
         else:
             self._numeric_offsets = {i: layout.slots[i].offset for i in numeric}
-            self.dense = np.zeros((n_rows, layout.width), dtype=self.dtype)
+            self.dense = ARENA.zeros((n_rows, layout.width), self.dtype)
         self.numeric_features = numeric
 
     def column_offset(self, feature: int) -> int:
@@ -86,7 +88,7 @@ class OutputSink:
     def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
         """X, dropping the rows where ``keep`` is False (only when some must go)."""
         if not self.layout.sparse:
-            return self.dense if keep is None else self.dense[keep]
+            return self.dense if keep is None else _compact_rows(self.dense, keep)
         blocks: list[tuple] = []
         for index, slot in enumerate(self.layout.slots):
             if slot.kind == "numeric":
@@ -116,3 +118,19 @@ def _write_codes(block: CodesBlock, out: np.ndarray, offset: int) -> None:
         present = codes >= 0
         out[rows[present], start + codes[present]] = 1
         start += width
+
+
+def _compact_rows(dense: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The rows where ``keep`` is True, moved up in place: a view of the first rows of the
+    same buffer (no second matrix; the dropped rows' memory stays with it)."""
+    kept = np.flatnonzero(keep)
+    first = int(np.argmin(keep)) if not keep.all() else len(keep)
+    _move_rows(dense, kept[first:], first)
+    return dense[: len(kept)]
+
+
+@njit(cache=True)
+def _move_rows(dense, sources, start):  # pragma: no cover - compiled
+    # serial on purpose: a row moves up only into a row already moved or dropped
+    for k in range(sources.shape[0]):
+        dense[start + k, :] = dense[sources[k], :]

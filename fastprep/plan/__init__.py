@@ -17,6 +17,7 @@ from fastprep.plan.steps import (
     Standardize,
     Step,
     StepChain,
+    Vectorize,
 )
 
 __all__ = [
@@ -39,5 +40,6 @@ __all__ = [
     "Step",
     "StepChain",
     "Unary",
+    "Vectorize",
     "Where",
 ]

@@ -13,6 +13,8 @@ class LType(str, Enum):
     BOOL = "bool"
     CATEGORY = "category"
     STRING = "string"
+    #: a column of ``{str: number | str}`` dicts (``fp.DictOf``), hashed or vectorized
+    DICT = "dict"
 
     @property
     def is_numeric(self) -> bool:

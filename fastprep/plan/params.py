@@ -20,6 +20,7 @@ from fastprep.plan.steps import (
     OneHot,
     Standardize,
     Step,
+    Vectorize,
 )
 
 _NUMBER_KEYS: dict[type, tuple[str, ...]] = {
@@ -46,6 +47,12 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
     if isinstance(step, (OneHot, Categorify)):
         _check_categories(step, params, where)
         _check_vocabulary(step, params, where)
+    elif isinstance(step, Vectorize):  # (#8) sorted distinct feature names
+        names = params.get("vocabulary")
+        if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
+            raise ValueError(f"{where}: {step.describe()} needs a list of feature names")
+        if names != sorted(set(names)):
+            raise ValueError(f"{where}: {step.describe()} feature names must be sorted, distinct")
     elif not isinstance(step, (FillMissing, Standardize, MinMax, Clip, Log1p, Hash, Map)):
         raise ValueError(f"{where}: no parameter check for {step.describe()}")
 

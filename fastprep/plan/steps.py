@@ -225,6 +225,22 @@ class Hash(Step):
             )
 
 
+@dataclass(frozen=True)
+class Vectorize(Step):
+    """A fitted vocabulary of a dict column's feature names, like sklearn ``DictVectorizer``.
+
+    ``fp.Dict("col") >> fp.Vectorize()``: a string value gives feature ``key=value``
+    (value 1), a number gives feature ``key`` (that value); the vocabulary is every name
+    seen at fit, sorted; names unseen at fit are ignored at transform. Always CSR.
+    """
+
+    kind: ClassVar[str] = "encoder"
+    needs_fit: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return "Vectorize()"
+
+
 #: functions ``fp.Map`` steps refer to by name; saved pipelines store only the name
 FUNCTIONS: dict[str, Callable[[float], float]] = {}
 
@@ -263,9 +279,22 @@ class Map(Step):
 
 STEP_TYPES: dict[str, type[Step]] = {
     cls.__name__: cls
-    for cls in (FillMissing, Clip, Log1p, Standardize, MinMax, OneHot, Categorify, Hash, Map)
+    for cls in (
+        FillMissing,
+        Clip,
+        Log1p,
+        Standardize,
+        MinMax,
+        OneHot,
+        Categorify,
+        Hash,
+        Map,
+        Vectorize,
+    )
 }
-AnyStep = FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Categorify | Hash | Map
+AnyStep = (
+    FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Categorify | Hash | Map | Vectorize
+)
 
 
 def step_from_dict(

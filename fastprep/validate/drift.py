@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from numba import njit
 
 from fastprep.columns import Table, TextColumn
+from fastprep.dict_column import DictColumn
 
 #: above this many distinct values a text column's vocabulary is not kept (no unseen share)
 MAX_VOCABULARY = 100_000
@@ -70,6 +71,8 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
     """Per column of ``table`` (its selected rows): what drift is measured against."""
     out: dict[str, dict[str, Any]] = {}
     for name, column in table.columns.items():
+        if isinstance(column, DictColumn):  # (#8) no drift measure for dict columns yet
+            continue
         if isinstance(column, TextColumn):
             text, codes = _text_codes(table, name)
             n = len(codes)
@@ -124,7 +127,7 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
     """Like :func:`profile`, with text measured as the share of values unseen at fit."""
     out: dict[str, Any] = {}
     for name, column in table.columns.items():
-        if name not in fitted:
+        if name not in fitted or isinstance(column, DictColumn):
             continue
         if not isinstance(column, TextColumn):
             out[name] = _numeric(column, table.selection)

@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from fastprep.emit.arena import ARENA
+
 #: rows per task
 TASK_ROWS = 1 << 18
 #: above this share of distinct values in the first task, encode in one serial pass
@@ -176,7 +178,7 @@ def encode(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
         for c in (values.chunks if isinstance(values, pa.ChunkedArray) else [values])
     ]
     n = sum(len(c) for c in chunks)
-    codes = np.empty(n, dtype=np.int32)
+    codes = ARENA.empty(n, np.int32)  # warm memory: see fastprep.emit.arena
     tasks = _tasks(chunks)
     if not tasks:
         return codes, pa.array([], type=pa.large_string())

@@ -20,9 +20,10 @@ import pyarrow.compute as pc
 
 from fastprep.columns import Column, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
-from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, String
+from fastprep.schema import Bool, Category, ColumnType, DictOf, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import inexact_ints, to_bools, to_numbers, to_text
+from fastprep.validate.dict_checks import check_dicts
 from fastprep.validate.findings import Finding, Quarantine, make_finding
 from fastprep.validate.memory import text_encoding_bytes
 from fastprep.validate.repair import repair_values
@@ -135,6 +136,10 @@ def _check_column(
             detail = "(integer beyond 2**53: float64 would round it)"
             rules.append((Reason.INEXACT_INT.value, inexact, detail))
         return values, _type_violation(bad_type, spec) + rules, fit_checks
+    if isinstance(spec, DictOf):  # (#8) flattened once; rules are masks over entries
+        column, dict_rules, dict_checks = check_dicts(name, series, spec)
+        _refuse_wrong_type(name, series, dict_rules[1 - spec.nullable][1], spec)
+        return column, dict_rules, dict_checks
     if isinstance(spec, Bool):
         values, bad_type = to_bools(series)
         _refuse_wrong_type(name, series, bad_type, spec)

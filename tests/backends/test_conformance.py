@@ -200,6 +200,8 @@ STEPS = st.sampled_from(
         [fp.FillMissing(0)],
         [fp.FillMissing("mean"), fp.Standardize()],
         [fp.FillMissing("median"), fp.Clip(-2, 2)],
+        [fp.FillMissing("median"), fp.Standardize()],  # learned in the fill's pass
+        [fp.FillMissing("median"), fp.MinMax(), fp.Clip(0, 0.5)],
         [fp.Clip(-100, 100), fp.Clip(-5, None), fp.FillMissing(1), fp.MinMax()],
         [fp.FillMissing(0), fp.Log1p(), fp.FillMissing(-1), fp.Standardize(with_mean=False)],
         [],
@@ -276,3 +278,28 @@ def _chain(builder, steps):
     for step in steps:
         builder = builder >> step
     return builder
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("missing", [0.0, 0.3, 0.999])
+def test_a_scaler_after_a_median_fill_learned_in_one_pass_matches(backend, missing):
+    rng = np.random.default_rng(8)
+    n = 5000
+    x = 1e6 + rng.normal(size=n) * 3
+    x[rng.random(n) < missing] = np.nan
+    if np.isnan(x).all():
+        x[0] = 2.0
+    frame = pd.DataFrame({"x": x})
+    schema = fp.Schema({"x": fp.Float(nullable=True)})
+    features = [
+        fp.col("x") >> fp.FillMissing("median") >> fp.Standardize(),
+        fp.expr("z = x * 2") >> fp.FillMissing("median") >> fp.MinMax(),
+    ]
+    pipeline = fp.Pipeline(schema=schema, features=features)
+    reference = pipeline.fit(frame, backend="pandas").params
+    other = pipeline.fit(frame, backend=backend).params
+    for ref_feature, feature in zip(reference, other, strict=True):
+        for name, steps in ref_feature.items():
+            for ref_step, step in zip(steps, feature[name], strict=True):
+                for key, value in ref_step.items():
+                    assert step[key] == pytest.approx(value, rel=1e-12, abs=1e-12), (name, key)

@@ -141,3 +141,17 @@ def test_consecutive_affine_steps_collapse_within_one_ulp() -> None:
     assert source.count(" + p[") == 1, "three affine steps became one multiply-add"
     ulp = np.spacing(np.maximum(np.abs(reference), np.abs(fused)))
     assert (np.abs(reference.astype(np.float64) - fused) <= np.maximum(ulp, 1e-6)).all()
+
+
+@pytest.mark.parametrize("func", ["log1p", "log", "exp", "sqrt"])
+def test_threaded_hoisted_ufunc_is_bit_identical_to_one_numpy_call(func):
+    from fastprep.backends import numba_
+
+    rng = np.random.default_rng(11)
+    for n in (numba_.UFUNC_THREADS_MIN + 1, numba_.UFUNC_THREADS_MIN * 3 + 12_345):
+        values = rng.normal(size=n) * 50
+        values[rng.random(n) < 0.05] = np.nan
+        values[:4] = [np.inf, -np.inf, -1.0, 0.0]
+        with np.errstate(all="ignore"):
+            expected = getattr(np, func)(values)
+        np.testing.assert_array_equal(numba_._ufunc(func, values), expected)

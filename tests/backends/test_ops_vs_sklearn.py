@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from conftest import to_dense
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.impute import SimpleImputer
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
+from support import to_dense
 
 import fastprep as fp
 

@@ -5,7 +5,6 @@ kill a worker process by its pid the way a crash or the OOM killer would."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -23,18 +22,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 
-def _root_helpers():
-    """Test modules elsewhere do ``from conftest import ...``; once this folder's conftest
-    is imported it answers to that name, so it offers the root conftest's helpers too."""
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_fastprep_root_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_root = _root_helpers()
-assert_same_matrix, to_dense, REPO = _root.assert_same_matrix, _root.to_dense, _root.REPO
+from support import REPO, assert_same_matrix, to_dense  # noqa: E402,F401
 
 DASK = str(Path(sys.executable).with_name("dask"))
 START_TIMEOUT = 60

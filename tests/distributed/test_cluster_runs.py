@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import assert_same_matrix
+from support import assert_same_matrix
 
 import fastprep as fp
 from fastprep import distributed as fd

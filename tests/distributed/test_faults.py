@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_same_matrix
+from support import assert_same_matrix
 
 from fastprep import distributed as fd
 from fastprep.cli import load_pipeline_file

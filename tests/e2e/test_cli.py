@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from conftest import assert_same_matrix
+from support import assert_same_matrix
 
 import fastprep as fp
 

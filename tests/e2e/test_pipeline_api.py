@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from conftest import assert_same_matrix
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
+from support import assert_same_matrix
 
 import fastprep as fp
 
@@ -335,3 +335,17 @@ def test_transform_of_new_data_without_the_target_column(
     # fitting still needs the target
     with pytest.raises(fp.SchemaError, match="arr_delay"):
         flights_pipeline.fit(new_data)
+
+
+def test_quarantine_of_a_dataframe_is_gathered_later_from_the_rows_as_they_were(
+    flights_pipeline, flights_sample
+):
+    out = flights_pipeline.fit_transform(flights_sample)
+    assert callable(out.quarantine_rows)  # deferred for a caller's frame
+    expected_rows = flights_sample.iloc[out.quarantine["row_id"].to_numpy()]
+    out = flights_pipeline.fit_transform(flights_sample)
+    flights_sample.loc[:, "dest"] = "CHANGED"  # the caller edits its frame afterwards
+    quarantine = out.quarantine
+    assert len(quarantine) == out.report.rows_quarantined > 0
+    assert (quarantine["dest"].to_numpy() == expected_rows["dest"].to_numpy()).all()
+    assert quarantine is out.quarantine  # built once

@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_same_matrix
+from support import assert_same_matrix
 
 import fastprep as fp
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_same_matrix
+from support import assert_same_matrix
 
 import fastprep as fp
 
