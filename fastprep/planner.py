@@ -49,7 +49,7 @@ class CostProfile:
     numba_compile_seconds: float = 3.0
     #: loading the hashing kernels (murmur, CSR fill; shipped compiled in the disk cache)
     #: on their first call in a process
-    numba_hash_load_seconds: float = 2.5
+    numba_hash_load_seconds: float = 0.5
     #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
     #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
     memory_headroom: float = 0.25
