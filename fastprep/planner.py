@@ -55,7 +55,7 @@ class CostProfile:
     memory_headroom: float = 0.25
     #: peak working memory of an in-memory fit + transform, in multiples of the used
     #: columns' in-memory bytes (read frame + validated table + one step's temporaries)
-    memory_working_copies: float = 3.5
+    memory_working_copies: float = 4.0
     #: a whole in-process fit + transform per row (read, validate, every stage, emit),
     #: against Dask: starting a LocalCluster, the fixed cost of one partition task, and a
     #: row's cost on one worker thread (the fit's extra passes re-read each partition)
