@@ -14,10 +14,12 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-CACHE = Path(__file__).resolve().parent / ".data"
+#: generated data, shared with bench_distributed.py's default cache
+CACHE = Path(tempfile.gettempdir()) / "fastprep-bench"
 
 
 def measure(n_rows: int) -> dict:
