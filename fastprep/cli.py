@@ -179,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--input", "-i", help="a source: add the backend chosen per stage")
     explain.add_argument("--analyze", action="store_true", help="also run it: measured times")
     explain.add_argument("--backend", default="auto", help="auto (default), pandas or numba")
+    explain.add_argument("--memory-budget", help="the pre-flight's budget, e.g. 2GB")
     explain.add_argument("--debug", action="store_true", help="show tracebacks")
     explain.set_defaults(handler=_explain)
     calibrate = sub.add_parser(
@@ -225,7 +226,8 @@ def _explain(args: argparse.Namespace) -> int:
     if args.analyze and source is None:
         print("fastprep explain --analyze needs --input", file=sys.stderr)
         return 2
-    print(pipeline.explain(source, stage=args.stage, analyze=args.analyze, backend=args.backend))
+    print(pipeline.explain(source, stage=args.stage, analyze=args.analyze, backend=args.backend,
+                           memory_budget=args.memory_budget))  # fmt: skip
     return 0
 
 

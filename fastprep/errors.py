@@ -72,3 +72,8 @@ class Reason(str, Enum):
 
 class JobError(FastprepError, RuntimeError):
     """A distributed job could not finish (a partition killed its workers, shards missing)."""
+
+
+class MemoryBudgetError(FastprepError, MemoryError):
+    """The memory pre-flight predicts a run would not fit the memory budget (nothing was
+    loaded); the message says what, by how much, and the options."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep import execute, stage_backends
+from fastprep import auto_cluster, execute, preflight, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.emit.precision import Precision
@@ -75,6 +75,7 @@ class Pipeline:
         stage: str = "optimized",
         analyze: bool = False,
         backend: str = "auto",
+        memory_budget: int | str | None = None,
     ) -> str:
         """The plan as a tree at a named stage: ``"logical"`` (as declared) or
         ``"optimized"`` (after the passes: folded expressions, simplified steps, fused
@@ -83,6 +84,8 @@ class Pipeline:
         With a ``source``, also the backend the planner picks for each stage on it and why
         (it reads and validates the source); ``analyze=True`` runs fit + transform too and
         adds the measured seconds per stage next to the predictions (like EXPLAIN ANALYZE).
+        The memory pre-flight comes first (rows, bytes, cardinality sketches vs
+        ``memory_budget``, and what it decided); a run it would refuse is not attempted.
         """
         if isinstance(source, str) and not any(c in source for c in "./*\\"):
             stage, source = source, None  # explain("logical"): a stage name, positionally
@@ -95,6 +98,10 @@ class Pipeline:
         text = optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
         if source is None:
             return text
+        pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget)
+        text += "\n" + "\n".join(pre.lines())
+        if any(d.refuse for d in pre.decisions) or pre.execution == "dask":
+            return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
         return text + "\n" + self._explain_backends(source, analyze, backend)
 
     def _explain_backends(self, source: Source, analyze: bool, backend: str) -> str:
@@ -132,6 +139,8 @@ class Pipeline:
         on_alert: alerting.AlertCallback | None = None,
         client: Any = None,
         rows_per_partition: int | None = None,
+        memory_budget: int | str | None = None,
+        scheduler: str | None = None,
     ) -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
 
@@ -141,8 +150,22 @@ class Pipeline:
         With ``client`` (a ``distributed.Client``), the fit runs on that Dask cluster, one
         task per partition of ``source`` (a Parquet/CSV path or glob, or a dask DataFrame),
         and gives the same fitted state as the single-machine fit.
+
+        Without ``client``, the memory pre-flight (:mod:`fastprep.preflight`) decides: a
+        source whose in-memory fit would exceed ``memory_budget`` (bytes or "2GB"; default
+        ``$FASTPREP_MEMORY_BUDGET`` or the available memory less headroom) is fitted on Dask
+        partitions (``scheduler``: an address, "local", or "off" to refuse instead).
         """
         plan = self.optimized
+        if client is None:
+            with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
+                                    scheduler=scheduler, whole_output=False) as (pre, auto):  # fmt: skip
+                if auto is not None:
+                    rows = rows_per_partition or pre.rows_per_partition
+                    fitted = self.fit(source, backend=backend, client=auto,
+                                      rows_per_partition=rows)  # fmt: skip
+                    fitted.fit_report.notes.append(auto_cluster.note(pre))
+                    return fitted
         if client is not None:
             from fastprep import distributed
 
@@ -166,6 +189,8 @@ class Pipeline:
         out_dtype: str = "float32",
         on_overflow: str = "raise",
         on_alert: alerting.AlertCallback | None = None,
+        memory_budget: int | str | None = None,
+        scheduler: str | None = None,
     ) -> execute.Output:
         """Fit and transform the same source, reading and validating it once."""
         return self.fit_and_transform(
@@ -174,6 +199,8 @@ class Pipeline:
             out_dtype=out_dtype,
             on_overflow=on_overflow,
             on_alert=on_alert,
+            memory_budget=memory_budget,
+            scheduler=scheduler,
         )[1]
 
     def fit_and_transform(
@@ -184,11 +211,26 @@ class Pipeline:
         out_dtype: str = "float32",
         on_overflow: str = "raise",
         on_alert: alerting.AlertCallback | None = None,
+        memory_budget: int | str | None = None,
+        scheduler: str | None = None,
     ) -> tuple[FittedPipeline, execute.Output]:
-        """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI)."""
+        """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI).
+
+        ``memory_budget`` / ``scheduler``: as :meth:`fit` (a source too large for memory
+        is fitted and transformed on Dask partitions, X gathered)."""
         precision = Precision(out_dtype, on_overflow)
         dtype = precision.compute_dtype
         plan = self.optimized
+        with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
+                                scheduler=scheduler) as (pre, auto):  # fmt: skip
+            if auto is not None:
+                rows = pre.rows_per_partition
+                fitted = self.fit(source, backend=backend, client=auto, rows_per_partition=rows)
+                output = fitted.transform(source, backend=backend, out_dtype=out_dtype,
+                                          on_overflow=on_overflow, client=auto,
+                                          rows_per_partition=rows)  # fmt: skip
+                output.report.notes.append(auto_cluster.note(pre))
+                return fitted, output
         prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
         profile = _profile(prepared)
         params = execute.fit_prepared(plan, prepared, backend)
@@ -251,6 +293,8 @@ class FittedPipeline:
         client: Any = None,
         output_dir: str | os.PathLike[str] | None = None,
         rows_per_partition: int | None = None,
+        memory_budget: int | str | None = None,
+        scheduler: str | None = None,
         **distributed_options: Any,
     ) -> Any:
         """Apply the fitted pipeline to ``source``; statistics are never re-learned here.
@@ -270,6 +314,20 @@ class FittedPipeline:
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)
         plan = self.plan
+        if client is None:  # the memory pre-flight: Dask partitions if it would not fit
+            with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
+                                    scheduler=scheduler, whole_output=output_dir is None,
+                                    ) as (pre, auto):  # fmt: skip
+                if auto is not None:
+                    out = self.transform(source, backend=backend, out_dtype=out_dtype,
+                                         on_overflow=on_overflow, client=auto,
+                                         output_dir=output_dir,
+                                         rows_per_partition=rows_per_partition
+                                         or pre.rows_per_partition,
+                                         **distributed_options)  # fmt: skip
+                    if hasattr(out, "report"):
+                        out.report.notes.append(auto_cluster.note(pre))
+                    return out
         if client is not None:
             from fastprep import distributed
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan, Stage
 from fastprep.plan.steps import Hash, Map, Vectorize
 
@@ -46,6 +47,22 @@ class CostProfile:
     numba_cache_load_seconds: float = 0.15
     #: compiling one fused kernel (fit rounds + transform) the first time
     numba_compile_seconds: float = 3.0
+    #: loading the hashing kernels (murmur, CSR fill; shipped compiled in the disk cache)
+    #: on their first call in a process
+    numba_hash_load_seconds: float = 0.5
+    #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
+    #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
+    memory_headroom: float = 0.25
+    #: peak working memory of an in-memory fit + transform, in multiples of the used
+    #: columns' in-memory bytes (read frame + validated table + one step's temporaries)
+    memory_working_copies: float = 4.0
+    #: a whole in-process fit + transform per row (read, validate, every stage, emit),
+    #: against Dask: starting a LocalCluster, the fixed cost of one partition task, and a
+    #: row's cost on one worker thread (the fit's extra passes re-read each partition)
+    run_row_seconds: float = 3.0e-6
+    dask_cluster_start_seconds: float = 3.0
+    dask_task_seconds: float = 0.05
+    dask_row_seconds: float = 9.0e-6
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
@@ -150,7 +167,8 @@ def predict(
         COMPILE: profile.numba_compile_seconds,
     }[readiness]
     if kind == "hash":  # the hashing kernels ship with the package (cached on disk)
-        one_time = profile.numba_import_seconds if readiness == COLD else 0.0
+        load = 0.0 if readiness == READY else profile.numba_hash_load_seconds
+        one_time = load + (profile.numba_import_seconds if readiness == COLD else 0.0)
     predicted["numba"] = profile.numba_stage_seconds + work * numba_rate + one_time
     return predicted
 
@@ -188,17 +206,23 @@ def choose(
         if _has_map(plan, stage):  # fp.Map compiles per function: no reliable prediction
             predicted = {"pandas": predicted["pandas"]}
         rows.append((number, kind, units, state, predicted))
+    pins = [stage_pin(plan, stage) for stage in stages]
     if forced is not None:
         return [
-            StageChoice(n, k, u, forced, p, f"{forced}: forced", True) for n, k, u, _, p in rows
-        ]
-    best = [min(p, key=lambda b: (p[b], b != "pandas")) for *_, p in rows]
+            _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
+            StageChoice(n, k, u, forced, p, f"{forced}: forced", True)
+            for (n, k, u, _, p), pin in zip(rows, pins)
+        ]  # fmt: skip
+    best = [pin or min(p, key=lambda b: (p[b], b != "pandas")) for (*_, p), pin in zip(rows, pins)]
+    cold = cold and "numba" not in pins  # a stage pinned to numba pays the import anyway
+    free = [not pin for pin in pins]
     import_note = ""
     if cold and "numba" in best:
-        mixed = sum(p[b] for (*_, p), b in zip(rows, best)) + profile.numba_import_seconds
-        pandas_only = sum(p["pandas"] for *_, p in rows)
+        mixed = sum(p[b] for (*_, p), b, f in zip(rows, best, free) if f)
+        mixed += profile.numba_import_seconds
+        pandas_only = sum(p["pandas"] for (*_, p), f in zip(rows, free) if f)
         if pandas_only <= mixed:
-            best = ["pandas"] * len(rows)
+            best = [b if not f else "pandas" for b, f in zip(best, free)]
             import_note = (
                 f"; all stages on pandas: predicted {pandas_only:.3g} s vs {mixed:.3g} s "
                 f"with numba's import ({profile.numba_import_seconds:.3g} s)"
@@ -206,9 +230,32 @@ def choose(
         else:
             import_note = f"; + numba import {profile.numba_import_seconds:.3g} s once"
     return [
+        _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
         StageChoice(n, k, u, b, p, _reason(b, p, n_rows, u, k, state) + import_note)
-        for (n, k, u, state, p), b in zip(rows, best)
-    ]
+        for (n, k, u, state, p), b, pin in zip(rows, best, pins)
+    ]  # fmt: skip
+
+
+def stage_pin(plan: LogicalPlan, stage: Stage) -> str | None:
+    """The backend a stage's features are pinned to (``.backend(name)``), if any."""
+    pins = {plan.features[i].backend for i in stage.features} - {None}
+    if len(pins) > 1:
+        raise PipelineDefinitionError(
+            f"one stage's features are pinned to different backends {sorted(pins)}: "  # type: ignore[type-var]
+            "pin them to the same backend"
+        )
+    return pins.pop() if pins else None
+
+
+def _pinned(
+    n: int, kind: str, units: int, pin: str, predicted: dict[str, float], plan: LogicalPlan,
+    stage: Stage,
+) -> StageChoice:  # fmt: skip
+    names = ", ".join(i.name for f in stage.features for i in plan.features[f].inputs)
+    reason = f"{pin}: forced on {names} (.backend({pin!r}))"
+    if predicted:
+        reason += "; predicted " + ", ".join(f"{b} {t:.3g} s" for b, t in predicted.items())
+    return StageChoice(n, kind, units, pin, predicted, reason, True)
 
 
 def _has_map(plan: LogicalPlan, stage: Stage) -> bool:

@@ -25,6 +25,9 @@ def choose_stage_backends(
 ) -> list[planner.StageChoice]:
     """One choice per stage of ``plan`` for ``table``'s rows (forced unless ``auto``)."""
     forced = None if backend == "auto" else resolve(backend).name  # unknown names: an error
+    for feature in plan.features:  # a pinned feature names a real backend (or fails here)
+        if feature.backend is not None:
+            resolve(feature.backend)
     usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
     return planner.choose(
         plan,
@@ -40,8 +43,17 @@ def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
         return planner.COLD
     module = load_backend("numba")
     if stage.kind != "fused":
+        if planner.stage_work(plan, stage)[0] == "hash":
+            return _hash_readiness()
         return planner.READY
     return module.kernel_readiness(plan, stage, table)
+
+
+def _hash_readiness() -> str:
+    """The hashing kernels are loaded once their first call in this process has run."""
+    murmur = sys.modules.get("fastprep.backends._murmur")
+    loaded = murmur is not None and bool(getattr(murmur.hash_rows, "signatures", None))
+    return planner.READY if loaded else planner.CACHED
 
 
 def describe(choices: list[planner.StageChoice], asked: str) -> str:

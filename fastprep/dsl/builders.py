@@ -18,6 +18,16 @@ class FeatureBuilder:
     inputs: tuple[Input, ...]
     steps: tuple[Step, ...] = ()
     cross: bool = False
+    pinned: str | None = None
+
+    def backend(self, name: str) -> FeatureBuilder:
+        """Run this feature's stage on backend ``name`` (e.g. ``"pandas"``) whatever the
+        pipeline's ``backend=`` or the planner would pick; shown in ``explain``."""
+        if not isinstance(name, str) or not name or name == "auto":
+            raise PipelineDefinitionError(
+                f".backend({name!r}): name a backend such as 'pandas' or 'numba'"
+            )
+        return FeatureBuilder(self.inputs, self.steps, self.cross, name)
 
     def __rshift__(self, other: Step | StepChain) -> FeatureBuilder:
         if isinstance(other, Step):
@@ -32,10 +42,10 @@ class FeatureBuilder:
             raise PipelineDefinitionError(
                 f"cannot apply {other!r} with '>>'; expected an op such as fp.Standardize()"
             )
-        return FeatureBuilder(self.inputs, self.steps + added, self.cross)
+        return FeatureBuilder(self.inputs, self.steps + added, self.cross, self.pinned)
 
     def build(self) -> Feature:
-        return Feature(self.inputs, self.steps, self.cross)
+        return Feature(self.inputs, self.steps, self.cross, self.pinned)
 
 
 def cols(*names: str) -> FeatureBuilder:

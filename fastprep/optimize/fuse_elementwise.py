@@ -7,6 +7,8 @@ A feature is fusable when it has no encoder: its output columns are numbers comp
 by row (after fitting). All fusable features share one stage, so every input column is
 read once and every output column written once; the fused stage runs first, then the
 encoders in declared order. Output column order is untouched: it is set by the features.
+Features pinned to a backend (``.backend("pandas")``) fuse only with features pinned to the
+same backend: one fused stage per pin, after the unpinned one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ def is_fusable(feature: Feature) -> bool:
 
 
 def fuse_elementwise(plan: LogicalPlan) -> LogicalPlan:
-    fused = tuple(i for i, f in enumerate(plan.features) if is_fusable(f))
-    stages = [Stage("fused", fused)] if fused else []
+    groups: dict[str | None, list[int]] = {None: []}
+    for i, f in enumerate(plan.features):
+        if is_fusable(f):
+            groups.setdefault(f.backend, []).append(i)
+    stages = [Stage("fused", tuple(members)) for members in groups.values() if members]
     stages += [Stage("single", (i,)) for i, f in enumerate(plan.features) if not is_fusable(f)]
     return replace(plan, stages=tuple(stages))

@@ -34,6 +34,9 @@ class Feature:
     steps: tuple[Step, ...] = ()
     #: a cross: the encoder sees one joint token per row (``a=x^b=y``), not each input
     cross: bool = False
+    #: the backend this feature's stage must run on (``.backend("pandas")``), or None: the
+    #: planner's choice
+    backend: str | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -108,6 +111,7 @@ class LogicalPlan:
                     "inputs": [input_to_dict(i) for i in f.inputs],
                     "steps": [s.to_dict() for s in f.steps],
                     "cross": f.cross,
+                    **({"backend": f.backend} if f.backend is not None else {}),
                 }
                 for f in self.features
             ],
@@ -123,6 +127,7 @@ class LogicalPlan:
                 inputs=tuple(input_from_dict(i) for i in f["inputs"]),
                 steps=tuple(step_from_dict(s, functions) for s in f["steps"]),
                 cross=bool(f.get("cross", False)),
+                backend=None if f.get("backend") is None else str(f["backend"]),
             )
             for f in data["features"]
         )
@@ -149,7 +154,8 @@ def _feature_line(feature: Feature) -> str:
         i.name if i.is_plain_column else f"{i.name} = {to_source(i.expr)}" for i in feature.inputs
     )
     steps = " >> ".join(s.describe() for s in feature.steps)
-    return f"[{inputs}]" + (f" >> {steps}" if steps else "")
+    pinned = f"  [backend={feature.backend}]" if feature.backend is not None else ""
+    return f"[{inputs}]" + (f" >> {steps}" if steps else "") + pinned
 
 
 def input_to_dict(item: Input) -> dict[str, Any]:

@@ -1,0 +1,237 @@
+"""Memory pre-flight and execution choice on real flights data: small / large /
+high-cardinality / larger-than-budget inputs, refusals before loading, per-feature pins, and
+that every choice gives the same X as ``backend="pandas"``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import fastprep as fp
+from fastprep import auto_cluster, planner, preflight
+from fastprep.errors import BackendError, MemoryBudgetError, PipelineDefinitionError
+
+
+def assert_same_matrix(a, b) -> None:
+    """Same layout, dtype, shape and bits (a local copy: ``conftest`` names clash in a full
+    run)."""
+    assert sp.issparse(a) == sp.issparse(b) and a.dtype == b.dtype and a.shape == b.shape
+    if sp.issparse(a):
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(a, part), getattr(b, part))
+    else:
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+@pytest.fixture(scope="module")
+def grouped_parquet(tmp_path_factory, _flights_sample_cached):
+    """The real 20,000-row sample as Parquet with 5,000-row row groups (4 partitions)."""
+    path = tmp_path_factory.mktemp("preflight") / "flights.parquet"
+    _flights_sample_cached.to_parquet(path, row_group_size=5_000)
+    return str(path)
+
+
+def tailnum_pipeline(flights_pipeline, **onehot):
+    """The flights schema with a one-hot of the ~3,200 tail numbers (high cardinality)."""
+    return fp.Pipeline(
+        flights_pipeline.schema,
+        [
+            fp.col("distance") >> fp.Log1p() >> fp.Standardize(),
+            fp.cols("tailnum") >> fp.OneHot(**onehot),
+        ],
+        target=fp.expr("late = arr_delay > 15"),
+    )
+
+
+def test_cardinality_sketch_matches_the_real_counts(flights_sample, grouped_parquet):
+    for column in ("tailnum", "dest", "carrier"):
+        true = flights_sample[column].nunique()
+        for source in (flights_sample, grouped_parquet):
+            card = preflight.cardinality(source, column)
+            assert abs(card.estimate - true) <= 3 * card.relative_error * true, (column, source)
+            assert not card.lower_bound
+    # four row groups' sketches merged = the one-row-group file's sketch (mergeable)
+    one_group = preflight.cardinality("data_samples/flights.parquet", "tailnum")
+    assert one_group.estimate == preflight.cardinality(grouped_parquet, "tailnum").estimate
+
+
+def test_csv_head_gives_a_lower_bound(flights_csv, monkeypatch):
+    monkeypatch.setattr(preflight, "CSV_SAMPLE_ROWS", 1_000)
+    card = preflight.cardinality(str(flights_csv), "tailnum")
+    assert card.lower_bound and card.describe().startswith("≥")
+    assert card.estimate < pd.read_csv(flights_csv, usecols=["tailnum"])["tailnum"].nunique()
+
+
+def test_budget_sources_and_parsing(monkeypatch):
+    assert preflight.parse_bytes("2GB") == 2 * 10**9
+    assert preflight.parse_bytes("512 MiB") == 512 * 2**20
+    with pytest.raises(PipelineDefinitionError, match="'2 parsecs'"):
+        preflight.parse_bytes("2 parsecs")
+    monkeypatch.setenv("FASTPREP_MEMORY_BUDGET", "3MB")
+    assert preflight.memory_budget() == (3 * 10**6, "$FASTPREP_MEMORY_BUDGET")
+    assert preflight.memory_budget("1kB")[0] == 1000  # the argument wins
+    monkeypatch.delenv("FASTPREP_MEMORY_BUDGET")
+    budget, where = preflight.memory_budget(profile=planner.CostProfile(memory_headroom=0.5))
+    assert 0 < budget <= preflight.available_memory() * 0.5 + 1 and "less 50%" in where
+
+
+def test_small_source_stays_in_memory(flights_pipeline, flights_sample):
+    pre = preflight.run_preflight(flights_pipeline.optimized, flights_pipeline.schema,
+                                  "data_samples/flights.parquet", budget="1GB")  # fmt: skip
+    assert pre.n_rows == 20_000 and pre.rows_exact and pre.fits
+    assert pre.execution == "in-memory"
+    assert pre.output_layout == "csr"  # the Hash block makes X CSR
+    # the predicted peak is the right order: the real run's X alone is a good part of it
+    out = flights_pipeline.fit_transform(flights_sample, backend="pandas")
+    X = out.X
+    assert X.data.nbytes + X.indices.nbytes <= pre.output_bytes <= 4 * (X.data.nbytes + 8e5)
+
+
+def test_large_source_goes_to_dask_when_predicted_faster(flights_pipeline):
+    # with many workers' worth of cheap Dask rows, 3.4M rows are predicted faster on Dask
+    profile = replace(planner.CostProfile(), run_row_seconds=3e-6, dask_row_seconds=1e-7)
+    big = preflight.Preflight(3_367_760, True, "parquet", 0, 0, 0, "csr", 10**12, "test")
+    preflight._execution_decision(big, "x.parquet", profile, distributable=True)
+    assert big.execution == "dask"
+    assert "3.23 s" not in big.decisions[-1].reason and "predicted" in big.decisions[-1].reason
+    small = preflight.Preflight(20_000, True, "parquet", 0, 0, 0, "csr", 10**12, "test")
+    preflight._execution_decision(small, "x.parquet", profile, distributable=True)
+    assert small.execution == "in-memory"  # the cluster's start-up does not pay
+
+
+def test_high_cardinality_onehot_is_csr_and_says_why(flights_pipeline, flights_sample):
+    pipeline = tailnum_pipeline(flights_pipeline)
+    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, flights_sample,
+                                  budget="4MB")  # fmt: skip
+    onehot = next(d for d in pre.decisions if d.subject == "onehot(tailnum)")
+    assert onehot.choice == "CSR" and "categories × 20,000 rows dense" in onehot.reason
+    assert "> budget 4 MB" in onehot.reason and pre.output_layout == "csr"
+    text = pipeline.explain(flights_sample, memory_budget="1GB")
+    assert "onehot(tailnum): ~3," in text and "→ CSR" in text
+    out = pipeline.fit_transform(flights_sample)
+    assert out.report.output["layout"] == "csr"
+    assert_same_matrix(out.X, pipeline.fit_transform(flights_sample, backend="pandas").X)
+
+
+def test_declared_dense_onehot_over_budget_is_refused_before_loading(
+    flights_pipeline, grouped_parquet
+):
+    pipeline = tailnum_pipeline(flights_pipeline, sparse=False)
+    with pytest.raises(MemoryBudgetError, match=r"X \(dense\) ~2\d\d MB > budget 50 MB") as exc:
+        pipeline.fit_transform(grouped_parquet, memory_budget="50MB")
+    assert "sparse=None would give CSR" in str(exc.value) and "write_shards" in str(exc.value)
+    # the fit alone needs no X: it runs, and the layout stays the declared dense one
+    fitted = pipeline.fit(grouped_parquet, memory_budget="50MB")
+    assert fitted.fit_report.rows_out == 19_430
+
+
+def test_vocabulary_over_budget_recommends_hashing(flights_pipeline, flights_sample):
+    pipeline = tailnum_pipeline(flights_pipeline)
+    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, flights_sample,
+                                  budget="200kB", whole_output=False)  # fmt: skip
+    refused = [d for d in pre.decisions if d.refuse]
+    assert refused[0].subject == "vocabulary(tailnum)"
+    assert "fp.Hash(n_features=2**12)" in refused[0].reason
+    assert "not automatic" in refused[0].reason
+
+
+def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
+    flights_pipeline, grouped_parquet
+):
+    distributed = pytest.importorskip("distributed")
+    reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=":0") as cluster:  # fmt: skip
+        out = flights_pipeline.fit_transform(
+            grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address
+        )
+        fitted = flights_pipeline.fit(
+            grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address
+        )
+        again = fitted.transform(grouped_parquet, memory_budget="3MB",
+                                 scheduler=cluster.scheduler_address)  # fmt: skip
+    note = out.report.notes[-1]
+    assert "budget 3 MB" in note and "Dask partitions" in note and "never loaded whole" in note
+    assert "fit level" not in note and "Dask partitions" in fitted.fit_report.notes[-1]
+    for result in (out, again):
+        assert_same_matrix(result.X, reference.X)
+        assert np.array_equal(result.y, reference.y)
+        assert np.array_equal(result.row_ids, reference.row_ids)
+    # opted out: refused before anything is loaded, with the options named
+    with pytest.raises(MemoryBudgetError, match="Dask partitions are off"):
+        flights_pipeline.fit_transform(grouped_parquet, memory_budget="3MB", scheduler="off")
+    # a DataFrame is already in memory: it runs there, and says so in explain
+    text = flights_pipeline.explain(pd.read_parquet(grouped_parquet), memory_budget="3MB")
+    assert "the DataFrame is already in memory" in text
+
+
+@pytest.mark.slow
+def test_auto_started_local_cluster(flights_pipeline, grouped_parquet):
+    """No scheduler configured: the planner starts a LocalCluster of worker processes."""
+    pytest.importorskip("distributed")
+    reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
+    out = flights_pipeline.fit_transform(grouped_parquet, memory_budget="3MB")
+    assert "LocalCluster of" in out.report.notes[-1]
+    assert_same_matrix(out.X, reference.X)
+
+
+def test_scheduler_setting_precedence(monkeypatch):
+    monkeypatch.delenv("FASTPREP_SCHEDULER", raising=False)
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://10.0.0.1:8786")
+    assert auto_cluster.scheduler_setting(None) == "tcp://10.0.0.1:8786"
+    monkeypatch.setenv("FASTPREP_SCHEDULER", "off")
+    assert auto_cluster.scheduler_setting(None) == "off"
+    assert auto_cluster.scheduler_setting("local") == "local"
+
+
+def _pinned_pipeline(flights_pipeline):
+    return fp.Pipeline(
+        flights_pipeline.schema,
+        [
+            fp.col("distance") >> fp.Log1p() >> fp.Standardize(),
+            (fp.cols("dep_delay") >> fp.FillMissing(0) >> fp.Clip(-60, 600)).backend("pandas"),
+            fp.expr("speed = distance / air_time * 60") >> fp.FillMissing("median"),
+            fp.cols("origin", "carrier") >> fp.OneHot(),
+            (fp.cols("tailnum", "dest") >> fp.Hash(n_features=2**18)).backend("pandas"),
+        ],
+        target=fp.expr("late = arr_delay > 15"),
+    )
+
+
+def test_pinned_features_keep_their_backend_and_the_same_X(
+    flights_pipeline, flights_sample, tmp_path
+):
+    pytest.importorskip("numba")
+    pipeline = _pinned_pipeline(flights_pipeline)
+    stages = pipeline.optimized.execution_stages()
+    assert [s.features for s in stages if s.kind == "fused"] == [(0, 2), (1,)]  # split by pin
+    reference = pipeline.fit_transform(flights_sample, backend="pandas")
+    for backend in ("auto", "numba"):
+        out = pipeline.fit_transform(flights_sample, backend=backend)
+        assert_same_matrix(out.X, reference.X)
+        pinned = [e for e in out.report.plan if "(.backend('pandas'))" in e["reason"]]
+        assert {e["stage"] for e in pinned} == {1, 3} and all(e["forced"] for e in pinned)
+        assert {e["backend"] for e in pinned} == {"pandas"}
+    numba_run = {e["stage"]: e["backend"] for e in out.report.plan}
+    assert numba_run[0] == "numba" and numba_run[2] == "numba"  # the global choice elsewhere
+    text = pipeline.explain(flights_sample)
+    assert "[backend=pandas]" in text and "forced on tailnum, dest (.backend('pandas'))" in text
+    # the pin is part of the saved state
+    fitted = pipeline.fit(flights_sample)
+    fitted.save(tmp_path / "state.zip")
+    loaded = fp.load(tmp_path / "state.zip")
+    assert [f.backend for f in loaded.pipeline.plan.features][:2] == [None, "pandas"]
+    assert_same_matrix(loaded.transform(flights_sample).X, reference.X)
+
+
+def test_pinning_to_an_unknown_backend_fails_clearly(flights_pipeline, flights_sample):
+    with pytest.raises(PipelineDefinitionError, match="name a backend"):
+        fp.col("distance").backend("auto")
+    pipeline = fp.Pipeline(flights_pipeline.schema,
+                           [(fp.col("distance") >> fp.Log1p()).backend("cuda")])  # fmt: skip
+    with pytest.raises(BackendError, match="unknown backend 'cuda'"):
+        pipeline.fit(flights_sample)
