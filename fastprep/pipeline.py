@@ -132,6 +132,7 @@ class Pipeline:
         on_alert: alerting.AlertCallback | None = None,
         client: Any = None,
         rows_per_partition: int | None = None,
+        progress: Any = False,
     ) -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
 
@@ -140,14 +141,16 @@ class Pipeline:
 
         With ``client`` (a ``distributed.Client``), the fit runs on that Dask cluster, one
         task per partition of ``source`` (a Parquet/CSV path or glob, or a dask DataFrame),
-        and gives the same fitted state as the single-machine fit.
+        and gives the same fitted state as the single-machine fit. ``progress`` (cluster
+        only): True / "auto" (if stderr is a terminal) / a callable ``(stage, done, total)``
+        shows a bar per pass over completed partitions; off by default.
         """
         plan = self.optimized
         if client is not None:
             from fastprep import distributed
 
             params, report = distributed.fit(
-                client, plan, self.schema, source, backend=backend,
+                client, plan, self.schema, source, backend=backend, progress=progress,
                 **_partition_size(rows_per_partition),
             )  # fmt: skip
             return FittedPipeline(self, params, backend=backend, fit_report=report)
@@ -265,7 +268,8 @@ class FittedPipeline:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
         as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
         resumes from the partitions already written). ``distributed_options`` go to
-        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``).
+        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``,
+        ``progress=`` as in :meth:`Pipeline.fit`).
         """
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)

@@ -24,6 +24,7 @@ from distributed import Client, Future, KilledWorker, as_completed
 from fastprep import execute
 from fastprep.distributed import aggregates as agg
 from fastprep.distributed import shards
+from fastprep.distributed.progress import Progress, ProgressArg
 from fastprep.distributed.tasks import (
     Job,
     RetryPolicy,
@@ -48,7 +49,7 @@ Learned = dict[tuple[int, str], list[dict[str, Any]]]
 
 def partitions_for(
     client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
-    retry: RetryPolicy,
+    retry: RetryPolicy, progress: Progress | None = None,
 ) -> list[PartitionSpec]:  # fmt: skip
     """The source's partitions with every row offset known (CSV files counted on workers)."""
     if is_dask_frame(source):
@@ -72,7 +73,7 @@ def partitions_for(
         client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
         for s in specs
     ]
-    sizes = _results(client, futures, specs, "count rows")
+    sizes = _results(client, futures, specs, "count rows", progress)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
 
@@ -92,11 +93,15 @@ def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]
 def fit(
     client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
     backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
-    retry: RetryPolicy | None = None,
+    retry: RetryPolicy | None = None, progress: ProgressArg = False,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
-    """Fitted parameters equal to the single-machine fit's, and the fit's report."""
+    """Fitted parameters equal to the single-machine fit's, and the fit's report.
+
+    ``progress``: a bar per pass over completed partitions (see
+    :mod:`fastprep.distributed.progress`)."""
     job = Job(plan, schema, backend, retry or RetryPolicy())
-    specs = partitions_for(client, source, plan, rows_per_partition, job.retry)
+    bars = Progress(progress)
+    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
     learned: Learned = {
         (f, item.name): [_static(step) for step in feature.steps]
         for f, feature in enumerate(plan.features)
@@ -117,7 +122,8 @@ def fit(
                 kind = stat_kind(step)
                 targets.append((f, name, positions[level], "summary" if kind == "median"
                                 else kind, None))  # fmt: skip
-        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames)
+        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames,
+                            bars)  # fmt: skip
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
@@ -131,7 +137,7 @@ def fit(
                 window = agg.median_window(parts, report.rows_out, what)
                 windows.append((f, name, position, "window", window))
             second = _fit_pass(
-                client, job, specs, learned, windows, f"fit level {level} median", frames
+                client, job, specs, learned, windows, f"fit level {level} median", frames, bars
             )
             retries += sum(r["retries"] for r in second)
             for f, name, position, _, _ in windows:
@@ -139,7 +145,9 @@ def fit(
                 total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
                 learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
     if report is None:
-        report = _fit_report(_fit_pass(client, job, specs, learned, [], "validate", frames), source)
+        report = _fit_report(
+            _fit_pass(client, job, specs, learned, [], "validate", frames, bars), source
+        )
     if retries:
         report.notes.append(f"{retries} transient read error(s) retried")
     params = [
@@ -157,7 +165,7 @@ def _static(step: Any) -> dict[str, Any]:
 
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
-    targets: list[Target], stage: str, frames: list[Any],
+    targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     futures = [
@@ -172,7 +180,7 @@ def _fit_pass(
         )
         for spec, part in zip(specs, frames)
     ]
-    return _results(client, futures, specs, stage)
+    return _results(client, futures, specs, stage, progress)
 
 
 def learned_list(learned: Learned) -> list[Any]:
@@ -212,15 +220,18 @@ def transform(
     client: Client, plan: LogicalPlan, schema: Schema, params: execute.Params, source: Source,
     *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
-    partitions: list[PartitionSpec] | None = None,
+    partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
     With ``output_dir``, partitions whose shard manifest (same fitted state and partition)
     is already there are skipped: a re-run after a crash resumes where it stopped.
+    ``progress``: a bar over completed partitions (skipped ones count as done).
     """
     job = Job(plan, schema, backend, retry or RetryPolicy())
-    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry)
+    bars = Progress(progress)
+    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
+                                         bars)  # fmt: skip
     fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
     names = make_layout(plan, params).names(plan, params)
     done: dict[int, dict[str, Any]] = {}
@@ -244,7 +255,7 @@ def transform(
         )
         for spec in todo
     ]
-    results = _results(client, futures, todo, "transform")
+    results = _results(client, futures, todo, "transform", bars, total=len(specs))
     reruns = _reruns(client, futures, started)
     entries = {r["entry"]["index"]: r["entry"] for r in results} | done
     notes = _job_notes(results, reruns, len(done))
@@ -288,12 +299,29 @@ def _job_notes(results: list[dict[str, Any]], reruns: dict[str, int], resumed: i
 
 
 def _results(
-    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str
-) -> list[Any]:
-    """Wait for every task; the first failure stops the job, naming its partition."""
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    progress: Progress | None = None, total: int | None = None,
+) -> list[Any]:  # fmt: skip
+    """Wait for every task; the first failure stops the job, naming its partition.
+
+    Progress ticks once per completed partition task (``total - len(futures)`` partitions,
+    those a resumed job skips, count as done from the start)."""
+    total = len(futures) if total is None else total
+    tracker = (progress or Progress()).stage(stage, total, total - len(futures))
+    try:
+        return _wait(client, futures, specs, stage, tracker)
+    finally:
+        tracker.close()
+
+
+def _wait(
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    tracker: Any,
+) -> list[Any]:  # fmt: skip
     by_key = {f.key: s for f, s in zip(futures, specs)}
     for future in as_completed(futures):
         if future.status != "error":
+            tracker.tick()
             continue
         spec = by_key[future.key]
         exc = future.exception()
