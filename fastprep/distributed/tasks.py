@@ -251,3 +251,23 @@ def _atomic_save(folder: Path, name: str, save: Any) -> str:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     _atomic_save(path.parent, path.name, lambda f: f.write(data))
+
+
+def worker_peak_mib() -> float:
+    """This process's peak resident memory in MiB (``client.run(worker_peak_mib)`` gives
+    each worker's).
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this process's own
+    address space. Not ``ru_maxrss``: that survives ``fork`` + ``exec``, so a worker started
+    by a big parent process reports the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
