@@ -39,7 +39,7 @@ from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import FillMissing
+from fastprep.plan.steps import FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
@@ -111,6 +111,8 @@ def fit(
         key: [s for s, step in enumerate(plan.features[key[0]].steps) if step.needs_fit]
         for key in learned
     }
+    folds = _folds(plan, levels)
+    levels = {k: [q for q in v if q not in folds.get(k, ())] for k, v in levels.items()}
     report: Report | None = None
     retries = 0
     frames = _parts(client, source, specs)
@@ -122,13 +124,16 @@ def fit(
                 kind = stat_kind(step)
                 targets.append((f, name, positions[level], "summary" if kind == "median"
                                 else kind, None))  # fmt: skip
+                if positions[level] + 1 in folds.get((f, name), ()):
+                    targets.append((f, name, positions[level] + 1, "unfilled", None))
         results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames,
                             bars)  # fmt: skip
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
         medians = [t for t in targets if t[3] == "summary"]
-        _merge(plan, results, [t for t in targets if t[3] != "summary"], learned, report)
+        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "unfilled")],
+               learned, report)  # fmt: skip
         if medians:
             windows = []
             for f, name, position, _, _ in medians:
@@ -144,6 +149,7 @@ def fit(
                 parts = [r["partials"][(f, name, position)] for r in second]
                 total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
                 learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+        _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
     if report is None:
         report = _fit_report(
             _fit_pass(client, job, specs, learned, [], "validate", frames, bars), source
@@ -155,6 +161,35 @@ def fit(
         for f, feature in enumerate(plan.features)
     ]
     return params, report
+
+
+def _folds(plan: LogicalPlan, levels: dict[tuple[int, str], list[int]]) -> dict[Any, set[int]]:
+    """Per chain, the fitted ``Standardize``/``MinMax`` positions right after a fitted
+    ``FillMissing``: their moments are the fill's input moments with the fill value folded
+    in (:func:`aggregates.with_fill`), learned in the fill's pass — one pass fewer per such
+    level (the flights pipeline's ``FillMissing("median") >> Standardize()``: 3 -> 2)."""
+    out: dict[Any, set[int]] = {}
+    for (f, name), positions in levels.items():
+        steps = plan.features[f].steps
+        for before, q in zip(positions, positions[1:]):
+            fill = steps[before]
+            if (before == q - 1 and isinstance(fill, FillMissing) and fill.needs_fit
+                    and isinstance(steps[q], (Standardize, MinMax))):  # fmt: skip
+                out.setdefault((f, name), set()).add(q)
+    return out
+
+
+def _merge_folded(
+    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
+    report: Report,
+) -> None:  # fmt: skip
+    for f, name, position, _, _ in targets:
+        step = plan.features[f].steps[position]
+        present = agg.merge_moments([r["partials"][(f, name, position)] for r in results])
+        fill = learned[(f, name)][position - 1]["fill"]
+        total = agg.with_fill(present, fill, report.rows_out)
+        what = f"{step.describe()} on {name!r}"
+        learned[(f, name)][position] = agg.params_from_moments(step, total, report.rows_out, what)
 
 
 def _static(step: Any) -> dict[str, Any]:

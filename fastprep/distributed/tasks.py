@@ -135,7 +135,10 @@ def fit_partials(
         item = next(i for i in feature.inputs if i.name == name)
         values = reference.input_values(item, table, repairs)
         params = learned[(feature_index, name)]
-        for step, step_params in zip(feature.steps[:position], params):
+        # "unfilled": the moments of the step's input *before* the fill just ahead of it
+        # (the job folds the fill value in: no pass after the fill's own)
+        upto = position - 1 if kind == "unfilled" else position
+        for step, step_params in zip(feature.steps[:upto], params):
             if step.kind != "encoder":
                 values = reference.apply_step(step, step_params, values, name, repairs)
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
@@ -152,7 +155,7 @@ def fit_partials(
 
 
 def _partial(kind: str, values: Any, extra: Any) -> Any:
-    if kind == "moments":
+    if kind in ("moments", "unfilled"):
         return agg.moments_of(values)
     if kind == "vocabulary":
         return agg.vocabulary_of(values)
