@@ -106,10 +106,12 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
     cluster = LocalCluster() if args.scheduler == "local" else None  # sized to the machine
     try:
         with Client(cluster or args.scheduler) as client:
-            fitted = pipeline.fit(source, backend=args.backend, client=client)
+            progress = "auto" if args.progress is None else args.progress
+            fitted = pipeline.fit(source, backend=args.backend, client=client, progress=progress)
             manifest = fitted.transform(
                 source, backend=args.backend, out_dtype=args.out_dtype,
                 on_overflow=args.on_overflow, client=client, output_dir=args.output,
+                progress=progress,
             )  # fmt: skip
     finally:
         if cluster is not None:
@@ -164,6 +166,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run on a Dask cluster (tcp://host:8786, or 'local' for a LocalCluster); "
         "writes shards + manifest.json",
     )
+    run.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="with --scheduler: a progress bar per stage on stderr (default: when stderr "
+        "is a terminal)",
+    )  # fmt: skip
     _common(run)
     run.set_defaults(handler=_run)
     transform = sub.add_parser("transform", help="apply a saved fitted pipeline to a source")

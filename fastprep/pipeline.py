@@ -141,6 +141,7 @@ class Pipeline:
         rows_per_partition: int | None = None,
         memory_budget: int | str | None = None,
         scheduler: str | None = None,
+        progress: Any = False,
     ) -> FittedPipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
 
@@ -149,7 +150,9 @@ class Pipeline:
 
         With ``client`` (a ``distributed.Client``), the fit runs on that Dask cluster, one
         task per partition of ``source`` (a Parquet/CSV path or glob, or a dask DataFrame),
-        and gives the same fitted state as the single-machine fit.
+        and gives the same fitted state as the single-machine fit. ``progress`` (cluster
+        only): True / "auto" (if stderr is a terminal) / a callable ``(stage, done, total)``
+        shows a bar per pass over completed partitions; off by default.
 
         Without ``client``, the memory pre-flight (:mod:`fastprep.preflight`) decides: a
         source whose in-memory fit would exceed ``memory_budget`` (bytes or "2GB"; default
@@ -163,14 +166,14 @@ class Pipeline:
                 if auto is not None:
                     rows = rows_per_partition or pre.rows_per_partition
                     fitted = self.fit(source, backend=backend, client=auto,
-                                      rows_per_partition=rows)  # fmt: skip
+                                      rows_per_partition=rows, progress=progress)  # fmt: skip
                     fitted.fit_report.notes.append(auto_cluster.note(pre))
                     return fitted
         if client is not None:
             from fastprep import distributed
 
             params, report = distributed.fit(
-                client, plan, self.schema, source, backend=backend,
+                client, plan, self.schema, source, backend=backend, progress=progress,
                 **_partition_size(rows_per_partition),
             )  # fmt: skip
             return FittedPipeline(self, params, backend=backend, fit_report=report)
@@ -309,7 +312,8 @@ class FittedPipeline:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
         as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
         resumes from the partitions already written). ``distributed_options`` go to
-        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``).
+        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``,
+        ``progress=`` as in :meth:`Pipeline.fit`).
         """
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)

@@ -80,6 +80,16 @@ def merge_moments(parts: list[Moments]) -> Moments:
     return total
 
 
+def with_fill(present: Moments, fill: float, rows: int) -> Moments:
+    """The moments of ``rows`` values after the missing ones were set to ``fill``: the
+    present values' moments merged with ``rows - present.count`` copies of ``fill``
+    (mean ``fill``, M2 0) by the same Chan update — no pass over the filled values."""
+    missing = rows - present.count
+    if missing <= 0:
+        return present
+    return merge_moments([present, Moments(missing, float(fill), 0.0, float(fill), float(fill))])
+
+
 def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dict[str, Any]:
     """The step's fitted parameters, in the shape the single-machine fit gives them."""
     require_values(total.count, rows, what)

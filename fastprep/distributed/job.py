@@ -24,6 +24,7 @@ from distributed import Client, Future, KilledWorker, as_completed
 from fastprep import execute
 from fastprep.distributed import aggregates as agg
 from fastprep.distributed import shards
+from fastprep.distributed.progress import Progress, ProgressArg
 from fastprep.distributed.tasks import (
     Job,
     RetryPolicy,
@@ -38,7 +39,7 @@ from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, So
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import FillMissing
+from fastprep.plan.steps import FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
@@ -48,7 +49,7 @@ Learned = dict[tuple[int, str], list[dict[str, Any]]]
 
 def partitions_for(
     client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
-    retry: RetryPolicy,
+    retry: RetryPolicy, progress: Progress | None = None,
 ) -> list[PartitionSpec]:  # fmt: skip
     """The source's partitions with every row offset known (CSV files counted on workers)."""
     if is_dask_frame(source):
@@ -72,7 +73,7 @@ def partitions_for(
         client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
         for s in specs
     ]
-    sizes = _results(client, futures, specs, "count rows")
+    sizes = _results(client, futures, specs, "count rows", progress)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
 
@@ -92,9 +93,12 @@ def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]
 def fit(
     client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
     backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
-    retry: RetryPolicy | None = None,
+    retry: RetryPolicy | None = None, progress: ProgressArg = False,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
-    """Fitted parameters equal to the single-machine fit's, and the fit's report."""
+    """Fitted parameters equal to the single-machine fit's, and the fit's report.
+
+    ``progress``: a bar per pass over completed partitions (see
+    :mod:`fastprep.distributed.progress`)."""
     from fastprep.plan.steps import Vectorize
 
     if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # (#8)
@@ -103,7 +107,8 @@ def fit(
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
         )
     job = Job(plan, schema, backend, retry or RetryPolicy())
-    specs = partitions_for(client, source, plan, rows_per_partition, job.retry)
+    bars = Progress(progress)
+    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
     learned: Learned = {
         (f, item.name): [_static(step) for step in feature.steps]
         for f, feature in enumerate(plan.features)
@@ -113,6 +118,8 @@ def fit(
         key: [s for s, step in enumerate(plan.features[key[0]].steps) if step.needs_fit]
         for key in learned
     }
+    folds = _folds(plan, levels)
+    levels = {k: [q for q in v if q not in folds.get(k, ())] for k, v in levels.items()}
     report: Report | None = None
     retries = 0
     frames = _parts(client, source, specs)
@@ -124,12 +131,16 @@ def fit(
                 kind = stat_kind(step)
                 targets.append((f, name, positions[level], "summary" if kind == "median"
                                 else kind, None))  # fmt: skip
-        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames)
+                if positions[level] + 1 in folds.get((f, name), ()):
+                    targets.append((f, name, positions[level] + 1, "unfilled", None))
+        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames,
+                            bars)  # fmt: skip
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
         medians = [t for t in targets if t[3] == "summary"]
-        _merge(plan, results, [t for t in targets if t[3] != "summary"], learned, report)
+        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "unfilled")],
+               learned, report)  # fmt: skip
         if medians:
             windows = []
             for f, name, position, _, _ in medians:
@@ -138,15 +149,18 @@ def fit(
                 window = agg.median_window(parts, report.rows_out, what)
                 windows.append((f, name, position, "window", window))
             second = _fit_pass(
-                client, job, specs, learned, windows, f"fit level {level} median", frames
+                client, job, specs, learned, windows, f"fit level {level} median", frames, bars
             )
             retries += sum(r["retries"] for r in second)
             for f, name, position, _, _ in windows:
                 parts = [r["partials"][(f, name, position)] for r in second]
                 total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
                 learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+        _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
     if report is None:
-        report = _fit_report(_fit_pass(client, job, specs, learned, [], "validate", frames), source)
+        report = _fit_report(
+            _fit_pass(client, job, specs, learned, [], "validate", frames, bars), source
+        )
     if retries:
         report.notes.append(f"{retries} transient read error(s) retried")
     params = [
@@ -154,6 +168,35 @@ def fit(
         for f, feature in enumerate(plan.features)
     ]
     return params, report
+
+
+def _folds(plan: LogicalPlan, levels: dict[tuple[int, str], list[int]]) -> dict[Any, set[int]]:
+    """Per chain, the fitted ``Standardize``/``MinMax`` positions right after a fitted
+    ``FillMissing``: their moments are the fill's input moments with the fill value folded
+    in (:func:`aggregates.with_fill`), learned in the fill's pass — one pass fewer per such
+    level (the flights pipeline's ``FillMissing("median") >> Standardize()``: 3 -> 2)."""
+    out: dict[Any, set[int]] = {}
+    for (f, name), positions in levels.items():
+        steps = plan.features[f].steps
+        for before, q in zip(positions, positions[1:]):
+            fill = steps[before]
+            if (before == q - 1 and isinstance(fill, FillMissing) and fill.needs_fit
+                    and isinstance(steps[q], (Standardize, MinMax))):  # fmt: skip
+                out.setdefault((f, name), set()).add(q)
+    return out
+
+
+def _merge_folded(
+    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
+    report: Report,
+) -> None:  # fmt: skip
+    for f, name, position, _, _ in targets:
+        step = plan.features[f].steps[position]
+        present = agg.merge_moments([r["partials"][(f, name, position)] for r in results])
+        fill = learned[(f, name)][position - 1]["fill"]
+        total = agg.with_fill(present, fill, report.rows_out)
+        what = f"{step.describe()} on {name!r}"
+        learned[(f, name)][position] = agg.params_from_moments(step, total, report.rows_out, what)
 
 
 def _static(step: Any) -> dict[str, Any]:
@@ -164,7 +207,7 @@ def _static(step: Any) -> dict[str, Any]:
 
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
-    targets: list[Target], stage: str, frames: list[Any],
+    targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     futures = [
@@ -179,7 +222,7 @@ def _fit_pass(
         )
         for spec, part in zip(specs, frames)
     ]
-    return _results(client, futures, specs, stage)
+    return _results(client, futures, specs, stage, progress)
 
 
 def learned_list(learned: Learned) -> list[Any]:
@@ -219,15 +262,18 @@ def transform(
     client: Client, plan: LogicalPlan, schema: Schema, params: execute.Params, source: Source,
     *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
-    partitions: list[PartitionSpec] | None = None,
+    partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
     With ``output_dir``, partitions whose shard manifest (same fitted state and partition)
     is already there are skipped: a re-run after a crash resumes where it stopped.
+    ``progress``: a bar over completed partitions (skipped ones count as done).
     """
     job = Job(plan, schema, backend, retry or RetryPolicy())
-    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry)
+    bars = Progress(progress)
+    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
+                                         bars)  # fmt: skip
     fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
     names = make_layout(plan, params).names(plan, params)
     done: dict[int, dict[str, Any]] = {}
@@ -251,7 +297,7 @@ def transform(
         )
         for spec in todo
     ]
-    results = _results(client, futures, todo, "transform")
+    results = _results(client, futures, todo, "transform", bars, total=len(specs))
     reruns = _reruns(client, futures, started)
     entries = {r["entry"]["index"]: r["entry"] for r in results} | done
     notes = _job_notes(results, reruns, len(done))
@@ -295,12 +341,29 @@ def _job_notes(results: list[dict[str, Any]], reruns: dict[str, int], resumed: i
 
 
 def _results(
-    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str
-) -> list[Any]:
-    """Wait for every task; the first failure stops the job, naming its partition."""
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    progress: Progress | None = None, total: int | None = None,
+) -> list[Any]:  # fmt: skip
+    """Wait for every task; the first failure stops the job, naming its partition.
+
+    Progress ticks once per completed partition task (``total - len(futures)`` partitions,
+    those a resumed job skips, count as done from the start)."""
+    total = len(futures) if total is None else total
+    tracker = (progress or Progress()).stage(stage, total, total - len(futures))
+    try:
+        return _wait(client, futures, specs, stage, tracker)
+    finally:
+        tracker.close()
+
+
+def _wait(
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    tracker: Any,
+) -> list[Any]:  # fmt: skip
     by_key = {f.key: s for f, s in zip(futures, specs)}
     for future in as_completed(futures):
         if future.status != "error":
+            tracker.tick()
             continue
         spec = by_key[future.key]
         exc = future.exception()

@@ -135,7 +135,10 @@ def fit_partials(
         item = next(i for i in feature.inputs if i.name == name)
         values = reference.input_values(item, table, repairs)
         params = learned[(feature_index, name)]
-        for step, step_params in zip(feature.steps[:position], params):
+        # "unfilled": the moments of the step's input *before* the fill just ahead of it
+        # (the job folds the fill value in: no pass after the fill's own)
+        upto = position - 1 if kind == "unfilled" else position
+        for step, step_params in zip(feature.steps[:upto], params):
             if step.kind != "encoder":
                 values = reference.apply_step(step, step_params, values, name, repairs)
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
@@ -152,7 +155,7 @@ def fit_partials(
 
 
 def _partial(kind: str, values: Any, extra: Any) -> Any:
-    if kind == "moments":
+    if kind in ("moments", "unfilled"):
         return agg.moments_of(values)
     if kind == "vocabulary":
         return agg.vocabulary_of(values)
@@ -251,3 +254,23 @@ def _atomic_save(folder: Path, name: str, save: Any) -> str:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     _atomic_save(path.parent, path.name, lambda f: f.write(data))
+
+
+def worker_peak_mib() -> float:
+    """This process's peak resident memory in MiB (``client.run(worker_peak_mib)`` gives
+    each worker's).
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this process's own
+    address space. Not ``ru_maxrss``: that survives ``fork`` + ``exec``, so a worker started
+    by a big parent process reports the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

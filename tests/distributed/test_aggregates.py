@@ -77,3 +77,20 @@ def test_vocabulary_merge_is_exact_with_min_frequency() -> None:
         [agg.vocabulary_of(values[p]) for p in parts], min_frequency=120, max_categories=20
     )
     assert merged == fit_categories(values, 120, 20)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fill_folded_into_moments_matches_filled_values(seed: int) -> None:
+    """Moments of the present values + the fill value's copies = moments after filling."""
+    rng = np.random.default_rng(seed)
+    values = rng.normal(50, 20, int(rng.integers(10, 30_000)))
+    values[rng.random(len(values)) < rng.uniform(0, 0.6)] = np.nan
+    fill = float(np.nanmedian(values))
+    parts = _splits(len(values), int(rng.integers(1, 8)) + 1, rng)
+    present = agg.merge_moments([agg.moments_of(values[p]) for p in parts])
+    total = agg.with_fill(present, fill, len(values))
+    filled = np.where(np.isnan(values), fill, values)
+    assert total.count == len(values)
+    assert (total.low, total.high) == (filled.min(), filled.max())
+    assert np.isclose(total.mean, filled.mean(), rtol=1e-12)
+    assert np.isclose(total.m2 / total.count, filled.var(), rtol=1e-12)
