@@ -34,7 +34,7 @@ from fastprep.plan.steps import (
     OneHot,
     Standardize,
 )
-from fastprep.schema import Bool, Category, Float, Int, Schema, String
+from fastprep.schema import Bool, Category, Datetime, Float, Int, Schema, String
 from fastprep.validate import infer as _infer  # noqa: F401  (registers fp.Schema.infer)
 
 __version__ = "0.1.0"
@@ -46,6 +46,7 @@ __all__ = [
     "Category",
     "Clip",
     "DataValidationError",
+    "Datetime",
     "ExprSyntaxError",
     "FastprepError",
     "FillMissing",

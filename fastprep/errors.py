@@ -64,6 +64,10 @@ class Reason(str, Enum):
     ALL_NULL = "all_null"
     CONSTANT = "constant"
     EMPTY = "empty"
+    UNEXPECTED_COLUMN = "unexpected_column"
+    DUPLICATE_KEY = "duplicate_key"
+    OVERFLOW = "overflow"
+    TIMEZONE = "timezone"
 
 
 class JobError(FastprepError, RuntimeError):
