@@ -113,9 +113,9 @@ def prepare(
         report.notes.append("the source has no target column(s): transformed without y")
     columns = schema.read_columns(plan.columns)  # + key columns, for uniqueness
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-    unexpected = unexpected_column_findings(schema, source_columns(source), phase)
     with report.stage("read"):
         raw, source_info = read_source(source, columns, text)
+        unexpected = unexpected_column_findings(schema, source_columns(source), phase)
     report.source = source_info.description
     with report.stage("validate"):
         ids = np.arange(row_offset, row_offset + len(raw), dtype=np.int64)

@@ -14,7 +14,17 @@ import numpy as np
 import pandas as pd
 
 from fastprep.io import Source, read_source, source_columns
-from fastprep.schema import Bool, Category, ColumnType, Float, Int, Schema, String, set_inferrer
+from fastprep.schema import (
+    Bool,
+    Category,
+    ColumnType,
+    Datetime,
+    Float,
+    Int,
+    Schema,
+    String,
+    set_inferrer,
+)
 from fastprep.validate.coerce import NULL_TOKENS
 
 #: text with at most this many distinct values (and not mostly distinct) is a Category
@@ -42,7 +52,8 @@ def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
     if pd.api.types.is_float_dtype(dtype):
         return _number(Float, series, nullable, ranges)
     if pd.api.types.is_datetime64_any_dtype(dtype):
-        return String(nullable=nullable)  # kept as text: fastprep has no datetime type yet
+        tz = getattr(dtype, "tz", None)
+        return Datetime(tz=None if tz is None else "UTC", nullable=nullable)
     text = series.dropna().astype("str").str.strip()
     missing_tokens = text.str.lower().isin(NULL_TOKENS)
     present = text[~missing_tokens]

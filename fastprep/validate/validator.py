@@ -191,7 +191,10 @@ def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) ->
     rule, detail = (
         (Reason.ALL_NULL.value, "(every value is missing at fit time)")
         if all_null
-        else (Reason.CONSTANT.value, "(one distinct value at fit time, within rounding: carries no signal)")
+        else (
+            Reason.CONSTANT.value,
+            "(one distinct value at fit time, within rounding: carries no signal)",
+        )
     )
     finding = make_finding(
         name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"

@@ -348,3 +348,14 @@ def test_impute_declaration_checked() -> None:
         fp.Float(impute="median")
     with pytest.raises(fp.PipelineDefinitionError, match="whole number"):
         fp.Int(impute=0.5)
+
+
+def test_infer_drafts_datetime_columns_that_validate_their_sample() -> None:
+    naive = pd.Series(pd.to_datetime(["2013-01-01 05:00", None, "2013-01-02 06:00"]))
+    frame = pd.DataFrame({"naive": naive, "aware": naive.dt.tz_localize("Europe/Paris")})
+    schema = fp.Schema.infer(frame)
+    assert schema["naive"] == fp.Datetime(nullable=True)
+    assert schema["aware"] == fp.Datetime(tz="UTC", nullable=True)
+    # in float64 inside the expression: float32 X holds epoch seconds only to ~128 s
+    out = run(schema, [fp.expr("d = naive - aware") >> fp.FillMissing(0)], frame)
+    assert dense(out)[:, 0].tolist() == [3600, 0, 3600]  # Paris is UTC+1 in January
