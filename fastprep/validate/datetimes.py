@@ -18,7 +18,7 @@ from fastprep.errors import SchemaError
 from fastprep.schema import Datetime
 
 #: a text timestamp that names its offset: "...Z", "...+01:00", "...-0500"
-_OFFSET = r"(?:[zZ]|[+-]\d\d:?\d\d)$"
+OFFSET = r"(?:[zZ]|[+-]\d\d:?\d\d)$"
 _NS_PER_SECOND = 1e9
 
 
@@ -48,7 +48,7 @@ def to_epoch_seconds(
 def _parse_text(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarray, ...]:
     present = series.notna().to_numpy()
     text = series.astype("str").str.strip().where(present)
-    aware = text.str.contains(_OFFSET, regex=True, na=False).to_numpy(dtype=bool)
+    aware = text.str.contains(OFFSET, regex=True, na=False).to_numpy(dtype=bool)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         parsed = pd.to_datetime(text, errors="coerce", utc=True, format="ISO8601")

@@ -122,12 +122,20 @@ def validate_frame(
     table = Table(ids, coerced)
     if len(quarantine):
         keep = np.ones(len(ids), dtype=bool)
-        keep[np.searchsorted(ids, quarantine.row_ids())] = False  # ids are ascending
+        keep[_positions(ids, quarantine.row_ids())] = False
         table = table.take(keep)
     return ValidationResult(table, quarantine, findings, len(frame), text_encoding)
 
 
 Violation = tuple[str, np.ndarray, str]
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of ``wanted`` in the ascending ``ids`` (a subtraction when ids are a range,
+    the usual case: positions in the source plus an offset)."""
+    if len(ids) and int(ids[-1]) - int(ids[0]) == len(ids) - 1:
+        return wanted - ids[0]
+    return np.searchsorted(ids, wanted)
 
 
 #: what a fit-time check learned of a column: (all values missing, all present values equal)
@@ -290,8 +298,9 @@ def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
             bad_unique = ~pc.is_in(arrow, value_set=allowed).to_numpy(zero_copy_only=False)
         else:
             bad_unique = ~np.isin(text.uniques, np.asarray(spec.categories, dtype=object))
-        detail = f"(not one of {list(spec.categories)})"
-        rules.append((Reason.CATEGORY.value, _gather(bad_unique, text.codes), detail))
+        if bad_unique.any():  # else no per-row gather: every distinct value is allowed
+            detail = f"(not one of {list(spec.categories)})"
+            rules.append((Reason.CATEGORY.value, _gather(bad_unique, text.codes), detail))
     if isinstance(spec, String) and spec.max_length is not None:
         if arrow is not None:  # characters, like len(str)
             lengths = pc.utf8_length(arrow).to_numpy(zero_copy_only=False)
@@ -300,9 +309,9 @@ def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
                 (len(u) for u in text.uniques), dtype=np.int64, count=len(text.uniques)
             )
         detail = f"(longer than {spec.max_length} characters)"
-        rules.append(
-            (Reason.TOO_LONG.value, _gather(lengths > spec.max_length, text.codes), detail)
-        )
+        too_long = lengths > spec.max_length
+        if too_long.any():
+            rules.append((Reason.TOO_LONG.value, _gather(too_long, text.codes), detail))
     return rules
 
 
