@@ -35,7 +35,7 @@ from fastprep.plan.steps import (
     Standardize,
     Vectorize,
 )
-from fastprep.schema import Bool, Category, DictOf, Float, Int, Schema, String
+from fastprep.schema import Bool, Category, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.validate import infer as _infer  # noqa: F401  (registers fp.Schema.infer)
 
 __version__ = "0.1.0"
@@ -47,6 +47,7 @@ __all__ = [
     "Category",
     "Clip",
     "DataValidationError",
+    "Datetime",
     "Dict",
     "DictOf",
     "ExprSyntaxError",

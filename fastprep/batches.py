@@ -125,7 +125,7 @@ class BatchStream:
         the counts go to ``self.stats``."""
         fitted, stats = self.fitted, self.stats
         plan, schema = fitted.plan, fitted.schema
-        columns = list(plan.columns)
+        columns = schema.read_columns(plan.columns)  # + key columns
         text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
         frame = self.source if isinstance(self.source, pd.DataFrame) else None
         specs = plan_partitions(self.source, self.rows_per_partition)

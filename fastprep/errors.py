@@ -68,6 +68,10 @@ class Reason(str, Enum):
     DICT_VALUE_TYPE = "dict_value_type"
     DICT_MIXED_TYPES = "dict_mixed_types"
     DICT_DUPLICATE_KEY = "dict_duplicate_key"
+    UNEXPECTED_COLUMN = "unexpected_column"
+    DUPLICATE_KEY = "duplicate_key"
+    OVERFLOW = "overflow"
+    TIMEZONE = "timezone"
 
 
 class JobError(FastprepError, RuntimeError):

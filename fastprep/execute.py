@@ -29,6 +29,7 @@ from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.validate import Quarantine, validate_frame
 from fastprep.validate.findings import make_finding
+from fastprep.validate.table_checks import unexpected_column_findings
 
 log = logging.getLogger("fastprep")
 Params = list[dict[str, list[dict[str, Any]]]]
@@ -132,16 +133,17 @@ def prepare(
     if plan.target is not None and phase == "transform" and _target_absent(plan, source):
         plan = replace(plan, target=None)
         report.notes.append("the source has no target column(s): transformed without y")
-    columns = plan.columns
+    columns = schema.read_columns(plan.columns)  # + key columns, for uniqueness
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
     with report.stage("read"):
         raw, source_info = read_source(source, columns, text)
+        unexpected = unexpected_column_findings(schema, source_columns(source), phase)
     report.source = source_info.description
     with report.stage("validate"):
         ids = np.arange(row_offset, row_offset + len(raw), dtype=np.int64)
         result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
     report.rows_in = result.rows_in
-    report.findings.extend(result.findings)
+    report.findings.extend(unexpected + result.findings)
     report.text_encoding = result.text_encoding
     prepared = Prepared(
         result.table, raw, result.quarantine, report, row_offset=row_offset,

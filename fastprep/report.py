@@ -118,10 +118,17 @@ class Report:
             )
         for note in self.notes:
             lines.append(f"note: {note}")
-        for finding in self.findings[:8]:
+        unexpected = [f.column for f in self.findings if f.rule == "unexpected_column"]
+        if unexpected:  # one line, not one per column
+            names = ", ".join(unexpected[:10]) + (", ..." if len(unexpected) > 10 else "")
+            lines.append(
+                f"  - {len(unexpected)} source column(s) not in the schema (not read): {names}"
+            )
+        findings = [f for f in self.findings if f.rule != "unexpected_column"]
+        for finding in findings[:8]:
             lines.append(f"  - {finding.message()}")
-        if len(self.findings) > 8:
-            lines.append(f"  ... and {len(self.findings) - 8} more findings in report.json")
+        if len(findings) > 8:
+            lines.append(f"  ... and {len(findings) - 8} more findings in report.json")
         drifting = {c: e["alerts"] for c, e in self.drift.items() if e.get("alerts")}
         for column, measures in drifting.items():
             lines.append(f"  - drift {column!r}: {', '.join(measures)}")

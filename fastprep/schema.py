@@ -26,6 +26,13 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.facts import UNKNOWN, Facts
 
 POLICIES = ("quarantine", "raise", "warn", "repair")
+#: what to do with source columns the schema does not declare (default: ignore, reported)
+UNEXPECTED_POLICIES = ("ignore", "warn", "raise")
+#: what to do with rows whose declared key repeats an earlier row's (default: raise)
+DUPLICATE_POLICIES = ("raise", "quarantine", "warn")
+#: storage dtypes a column may declare; values beyond the dtype's range break rule ``overflow``
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+FLOAT_DTYPES = ("float16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -66,10 +73,15 @@ class Float(ColumnType):
     min: float | None = None
     max: float | None = None
     allow_inf: bool = False
+    #: declared storage type: a finite value beyond its range breaks rule ``overflow``
+    dtype: str | None = None
+    #: a number that replaces missing values (action ``impute``, counted in the report)
+    impute: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_bounds("Float", self.min, self.max)
+        _check_storage("Float", self.dtype, FLOAT_DTYPES, self.impute)
 
 
 @dataclass(frozen=True)
@@ -79,10 +91,48 @@ class Int(ColumnType):
     ltype: ClassVar[LType] = LType.INT
     min: int | None = None
     max: int | None = None
+    #: declared storage type (``"int8"``...): a value beyond its range breaks ``overflow``
+    dtype: str | None = None
+    #: a whole number that replaces missing values (action ``impute``, counted)
+    impute: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_bounds("Int", self.min, self.max)
+        _check_storage("Int", self.dtype, INT_DTYPES, self.impute)
+        if self.impute is not None and not float(self.impute).is_integer():
+            raise PipelineDefinitionError(f"Int(impute={self.impute!r}): must be a whole number")
+
+
+def _check_storage(
+    kind: str, dtype: str | None, allowed: tuple[str, ...], impute: float | None
+) -> None:
+    if dtype is not None and dtype not in allowed:
+        raise PipelineDefinitionError(
+            f"{kind}(dtype={dtype!r}); choose one of {', '.join(allowed)}"
+        )
+    if impute is not None and (
+        isinstance(impute, bool)
+        or not isinstance(impute, (int, float))
+        or not math.isfinite(impute)
+    ):
+        raise PipelineDefinitionError(
+            f"{kind}(impute={impute!r}): must be a finite number (for a fitted statistic "
+            "use the step fp.FillMissing('median'))"
+        )
+
+
+@dataclass(frozen=True)
+class Datetime(ColumnType):
+    """A timestamp column, seen by expressions as float64 seconds since 1970-01-01 (UTC).
+
+    ``tz=None``: naive timestamps (wall-clock, no zone); ``tz="UTC"`` (or any zone name):
+    time-zone-aware timestamps, converted to UTC. A source whose zone-awareness differs from
+    the declaration is a ``SchemaError`` (fastprep never guesses a zone).
+    """
+
+    ltype: ClassVar[LType] = LType.FLOAT
+    tz: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,14 +203,23 @@ class DictOf(ColumnType):
 
 
 COLUMN_TYPES: dict[str, type[ColumnType]] = {
-    cls.__name__: cls for cls in (Float, Int, Bool, Category, String, DictOf)
+    cls.__name__: cls for cls in (Float, Int, Bool, Category, String, DictOf, Datetime)
 }
 
 
 class Schema(Mapping[str, ColumnType]):
     """Column name → :class:`ColumnType`, in declaration order."""
 
-    def __init__(self, columns: Mapping[str, ColumnType]) -> None:
+    def __init__(
+        self,
+        columns: Mapping[str, ColumnType],
+        *,
+        keys: list[str] | tuple[str, ...] | None = None,
+        on_duplicate: str = "raise",
+        unexpected: str = "ignore",
+    ) -> None:
+        """``keys``: columns whose combination must be unique (``on_duplicate`` decides);
+        ``unexpected``: what to do with source columns the schema does not declare."""
         if not isinstance(columns, Mapping):
             raise PipelineDefinitionError(
                 "fp.Schema takes a dict of column name -> fp.Float(...) etc."
@@ -175,12 +234,30 @@ class Schema(Mapping[str, ColumnType]):
                     f"got {spec!r}{hint}"
                 )
         self._columns = dict(columns)
+        self.keys_: tuple[str, ...] = _check_keys(keys, self._columns)
+        for label, value, allowed in (
+            ("on_duplicate", on_duplicate, DUPLICATE_POLICIES),
+            ("unexpected", unexpected, UNEXPECTED_POLICIES),
+        ):
+            if value not in allowed:
+                raise PipelineDefinitionError(
+                    f"Schema({label}={value!r}); choose one of {', '.join(allowed)}"
+                )
+        self.on_duplicate = on_duplicate
+        self.unexpected = unexpected
+
+    def read_columns(self, columns: list[str] | tuple[str, ...]) -> list[str]:
+        """``columns`` plus the key columns (uniqueness needs them read)."""
+        return list(columns) + [k for k in self.keys_ if k not in columns]
 
     def __getitem__(self, name: str) -> ColumnType:
         try:
             return self._columns[name]
         except KeyError:
             raise PipelineDefinitionError(unknown_column_message(name, self._columns)) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._columns
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._columns)
@@ -190,11 +267,23 @@ class Schema(Mapping[str, ColumnType]):
 
     def __repr__(self) -> str:
         body = ",\n".join(f"    {name!r}: {spec!r}" for name, spec in self._columns.items())
-        return f"Schema({{\n{body}\n}})"
+        options = "".join(f", {k}={v!r}" for k, v in self._options().items())
+        return f"Schema({{\n{body}\n}}{options})"
+
+    def _options(self) -> dict[str, Any]:
+        """The non-default schema-level options (kept out of the JSON when default)."""
+        out: dict[str, Any] = {}
+        if self.keys_:
+            out["keys"] = list(self.keys_)
+            out["on_duplicate"] = self.on_duplicate
+        if self.unexpected != "ignore":
+            out["unexpected"] = self.unexpected
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form; ``columns`` is a list so the declared order survives sorted keys."""
-        return {"columns": [[name, spec.to_dict()] for name, spec in self._columns.items()]}
+        columns = [[name, spec.to_dict()] for name, spec in self._columns.items()]
+        return {"columns": columns, **self._options()}
 
     @classmethod
     def infer(cls, source: Any, *, ranges: bool = False, max_categories: int = 50) -> Schema:
@@ -221,6 +310,8 @@ class Schema(Mapping[str, ColumnType]):
     def from_dict(cls, data: Mapping[str, Any]) -> Schema:
         columns: dict[str, ColumnType] = {}
         pairs = data["columns"] if "columns" in data else list(data.items())
+        names = ("keys", "on_duplicate", "unexpected")
+        options = {k: data[k] for k in names if "columns" in data and k in data}
         for name, spec in pairs:
             if not isinstance(spec, Mapping):
                 raise PipelineDefinitionError(f"column {name!r}: malformed type {spec!r}")
@@ -229,7 +320,18 @@ class Schema(Mapping[str, ColumnType]):
             if kind not in COLUMN_TYPES:
                 raise PipelineDefinitionError(f"column {name!r}: unknown type {kind!r}")
             columns[name] = COLUMN_TYPES[kind](**spec)
-        return cls(columns)
+        return cls(columns, **options)
+
+
+def _check_keys(keys: Any, columns: Mapping[str, ColumnType]) -> tuple[str, ...]:
+    if keys is None:
+        return ()
+    if isinstance(keys, str) or not all(isinstance(k, str) for k in keys) or not keys:
+        raise PipelineDefinitionError(f"Schema(keys={keys!r}) needs a list of column names")
+    for key in keys:
+        if key not in columns:
+            raise PipelineDefinitionError(unknown_column_message(key, columns, "keys"))
+    return tuple(keys)
 
 
 _INFERRER: Callable[..., Schema] | None = None
@@ -260,11 +362,14 @@ def column_facts(schema: Schema) -> tuple[tuple[str, Facts], ...]:
     for name, spec in schema.items():
         if spec.on_invalid == "warn" or spec.ltype.is_text or spec.ltype == LType.DICT:
             out.append((name, UNKNOWN))
+        elif isinstance(spec, Datetime):
+            out.append((name, Facts(-math.inf, math.inf, spec.nullable, True)))
         elif isinstance(spec, (Float, Int)):
             finite = not (isinstance(spec, Float) and spec.allow_inf)
             lo = -math.inf if spec.min is None else float(spec.min)
             hi = math.inf if spec.max is None else float(spec.max)
-            out.append((name, Facts(lo, hi, spec.nullable, finite)))
+            missing = spec.nullable and spec.impute is None  # imputed: never missing
+            out.append((name, Facts(lo, hi, missing, finite)))
         else:  # Bool
             out.append((name, Facts(0.0, 1.0, spec.nullable, True)))
     return tuple(sorted(out))

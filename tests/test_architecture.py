@@ -22,6 +22,8 @@ LAYERS = {
     "fastprep.backends": 3,
     "fastprep.planner": 3,
     "fastprep.validate": 3,
+    "fastprep.validate.datetimes": 3,
+    "fastprep.validate.table_checks": 3,
     "fastprep.emit": 3,
     "fastprep.io": 3,
     "fastprep.partitions": 3,

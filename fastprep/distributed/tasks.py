@@ -92,8 +92,9 @@ def load_prepared(
 ) -> tuple[execute.Prepared, int]:
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
-    text = [c for c in plan.columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-    frame, retries = read_with_retries(spec, list(plan.columns), text, job.retry, part)
+    columns = schema.read_columns(plan.columns)  # + key columns
+    text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
         prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
                                    row_offset=spec.row_offset or 0)  # fmt: skip

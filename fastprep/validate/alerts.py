@@ -53,7 +53,7 @@ def alerts_from(
     out = [
         Alert(job, partition, f"{f.column}:{f.rule}", f.message(), f.count, f.phase)
         for f in findings
-        if f.count and f.action not in ("clip", "round", "set_missing")
+        if f.count and f.action not in ("clip", "round", "set_missing", "impute", "ignore")
     ]
     for column, entry in (drift or {}).items():
         for measure in entry.get("alerts", ()):

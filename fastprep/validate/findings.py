@@ -25,6 +25,8 @@ class Finding:
     phase: str = "transform"
 
     def message(self) -> str:
+        if self.rule == "unexpected_column":  # a whole column, no rows
+            return f"column {self.column!r}: not declared in the schema (not read) -> {self.action}"
         rows = ", ".join(str(r) for r in self.first_rows)
         more = ", ..." if self.count > len(self.first_rows) else ""
         examples = f" (e.g. {', '.join(self.examples)})" if self.examples else ""

@@ -8,6 +8,7 @@ the data's), nullability follows the sample, and text with few distinct values b
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from fastprep.schema import (
     Bool,
     Category,
     ColumnType,
+    Datetime,
     DictOf,
     Float,
     Int,
@@ -26,6 +28,7 @@ from fastprep.schema import (
     set_inferrer,
 )
 from fastprep.validate.coerce import NULL_TOKENS
+from fastprep.validate.datetimes import OFFSET as _OFFSET
 
 #: text with at most this many distinct values (and not mostly distinct) is a Category
 MAX_CATEGORIES = 50
@@ -42,6 +45,10 @@ def infer_schema(
     return Schema({str(name): _infer(frame[name], ranges, max_categories) for name in columns})
 
 
+#: text that starts like an ISO 8601 date (2013-01-01...)
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}"
+
+
 def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
     nullable = bool(series.isna().any())
     dtype = series.dtype
@@ -52,7 +59,8 @@ def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
     if pd.api.types.is_float_dtype(dtype):
         return _number(Float, series, nullable, ranges)
     if pd.api.types.is_datetime64_any_dtype(dtype):
-        return String(nullable=nullable)  # kept as text: fastprep has no datetime type yet
+        tz = getattr(dtype, "tz", None)
+        return Datetime(tz=None if tz is None else "UTC", nullable=nullable)
     if pd.api.types.is_object_dtype(dtype):  # (#8) a column of dicts
         head = series.dropna().head(1000).tolist()
         if head and all(isinstance(v, dict) for v in head):
@@ -66,6 +74,13 @@ def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
         integral = bool(np.all(np.mod(parsed.to_numpy(dtype=np.float64), 1) == 0))
         kind = Int if integral and not present.str.contains(r"[.eE]").any() else Float
         return _number(kind, parsed.astype("float64"), nullable, ranges)
+    if len(present) and present.str.match(_ISO_DATE).all():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stamps = pd.to_datetime(present, errors="coerce", utc=True, format="ISO8601")
+        aware = present.str.contains(_OFFSET, regex=True)
+        if stamps.notna().all() and (aware.all() or not aware.any()):  # ISO 8601 text
+            return Datetime(tz="UTC" if aware.all() else None, nullable=nullable)
     distinct = present.unique()
     if 0 < len(distinct) <= max_categories and len(distinct) <= max(1, len(present) // 2):
         return Category(sorted(str(v) for v in distinct), nullable=nullable)

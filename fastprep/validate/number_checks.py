@@ -74,10 +74,13 @@ def rule_masks(
     masks: dict[int, np.ndarray] = {}
     with np.errstate(invalid="ignore"):
         as_float = values.astype(np.float64, copy=False)
-        infinite = np.isinf(as_float)
-        ranged = as_float if range_on_inf else np.where(infinite, np.nan, as_float)
         if counts[NULL]:
             masks[NULL] = np.isnan(as_float)
+        if not (counts[INF] or counts[BELOW] or counts[ABOVE]):
+            infinite = ranged = None  # the common broken rule is NULL alone: no temporaries
+        else:
+            infinite = np.isinf(as_float)
+            ranged = as_float if range_on_inf else np.where(infinite, np.nan, as_float)
         if counts[INF]:
             masks[INF] = infinite
         if counts[NOT_INTEGER]:

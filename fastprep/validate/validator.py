@@ -20,13 +20,15 @@ import pyarrow.compute as pc
 
 from fastprep.columns import Column, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
-from fastprep.schema import Bool, Category, ColumnType, DictOf, Float, Int, Schema, String
+from fastprep.schema import Bool, Category, ColumnType, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import inexact_ints, to_bools, to_numbers, to_text
+from fastprep.validate.datetimes import to_epoch_seconds
 from fastprep.validate.dict_checks import check_dicts
 from fastprep.validate.findings import Finding, Quarantine, make_finding
 from fastprep.validate.memory import text_encoding_bytes
-from fastprep.validate.repair import repair_values
+from fastprep.validate.repair import impute_missing, overflow_mask, repair_values
+from fastprep.validate.table_checks import duplicate_key_finding
 
 log = logging.getLogger("fastprep.validate")
 
@@ -51,8 +53,8 @@ def validate_frame(
     phase: str = "transform",
     row_ids: np.ndarray | None = None,
 ) -> ValidationResult:
-    """Check ``columns`` of ``frame`` against ``schema``; see the module docstring."""
-    columns = list(columns)
+    """Check ``columns`` of ``frame`` (and the schema's key columns) against ``schema``."""
+    columns = schema.read_columns(list(columns))
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         present = ", ".join(map(str, frame.columns[:30]))
@@ -68,7 +70,11 @@ def validate_frame(
     text_encoding: dict[str, dict[str, Any]] = {}
     for name in columns:
         spec = schema[name]
-        values, violations, fit_checks = _check_column(name, frame[name], spec)
+        values, violations, fit_checks, imputed = _check_column(name, frame[name], spec)
+        if imputed is not None:
+            findings.append(make_finding(name, Reason.NULL.value, imputed, ids, "impute",
+                                             detail=f"(missing, set to {spec.impute})",
+                                             phase=phase))  # fmt: skip
         if isinstance(values, TextColumn):
             text_encoding[name] = text_encoding_bytes(frame[name], values)
         for rule, mask, detail in violations:
@@ -99,6 +105,11 @@ def validate_frame(
         coerced[name] = values
         if phase == "fit":
             findings.extend(_fit_findings(name, fit_checks, ids, len(frame)))
+    duplicates = duplicate_key_finding(schema, coerced, ids, phase)  # raises under "raise"
+    if duplicates is not None:
+        findings.append(duplicates[0])
+        if schema.on_duplicate == "quarantine":
+            quarantine.add(ids[duplicates[1]], f"{duplicates[0].column}: duplicate_key")
     if phase == "fit" and len(frame) == 0:  # a statistic to fit will then be a FitError
         findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
                                 phase=phase))  # fmt: skip
@@ -112,12 +123,20 @@ def validate_frame(
     table = Table(ids, coerced)
     if len(quarantine):
         keep = np.ones(len(ids), dtype=bool)
-        keep[np.searchsorted(ids, quarantine.row_ids())] = False  # ids are ascending
+        keep[_positions(ids, quarantine.row_ids())] = False
         table = table.take(keep)
     return ValidationResult(table, quarantine, findings, len(frame), text_encoding)
 
 
 Violation = tuple[str, np.ndarray, str]
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of ``wanted`` in the ascending ``ids`` (a subtraction when ids are a range,
+    the usual case: positions in the source plus an offset)."""
+    if len(ids) and int(ids[-1]) - int(ids[0]) == len(ids) - 1:
+        return wanted - ids[0]
+    return np.searchsorted(ids, wanted)
 
 
 #: what a fit-time check learned of a column: (all values missing, all present values equal)
@@ -126,27 +145,46 @@ FitChecks = tuple[bool, bool]
 
 def _check_column(
     name: str, series: pd.Series, spec: ColumnType
-) -> tuple[Column, list[Violation], FitChecks]:
+) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
+    """Coerced values, the rules broken, what fit checks learned, and the imputed rows."""
+    if isinstance(spec, Datetime):
+        seconds, bad_type, wrong_zone = to_epoch_seconds(name, series, spec)
+        _refuse_wrong_type(name, series, bad_type, spec)
+        missing = np.isnan(seconds) & ~bad_type & ~wrong_zone
+        present = seconds[~np.isnan(seconds)]
+        checks = (len(present) == 0, len(present) > 0 and bool((present == present[0]).all()))
+        rules = _type_violation(bad_type, spec) + _null_rule(missing, spec)
+        if wrong_zone.any():
+            zone = "(has a time zone offset; declared naive)" if spec.tz is None else (
+                f"(naive; declared tz={spec.tz!r})")  # fmt: skip
+            rules.append((Reason.TIMEZONE.value, wrong_zone, zone))
+        return seconds, rules, checks, None
     if isinstance(spec, (Float, Int)):
         values, bad_type = to_numbers(series)
         _refuse_wrong_type(name, series, bad_type, spec)
+        values, imputed = impute_missing(values, bad_type, spec)
         inexact = inexact_ints(series, values)
         rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None)
         if inexact is not None:
             detail = "(integer beyond 2**53: float64 would round it)"
             rules.append((Reason.INEXACT_INT.value, inexact, detail))
-        return values, _type_violation(bad_type, spec) + rules, fit_checks
+        if spec.dtype is not None:
+            overflow = overflow_mask(values, spec)
+            if overflow is not None:
+                detail = f"(beyond the range of the declared dtype {spec.dtype})"
+                rules.append((Reason.OVERFLOW.value, overflow, detail))
+        return values, _type_violation(bad_type, spec) + rules, fit_checks, imputed
     if isinstance(spec, DictOf):  # (#8) flattened once; rules are masks over entries
         column, dict_rules, dict_checks = check_dicts(name, series, spec)
         _refuse_wrong_type(name, series, dict_rules[1 - spec.nullable][1], spec)
-        return column, dict_rules, dict_checks
+        return column, dict_rules, dict_checks, None
     if isinstance(spec, Bool):
         values, bad_type = to_bools(series)
         _refuse_wrong_type(name, series, bad_type, spec)
         missing = np.isnan(values) & ~bad_type
         present = values[~np.isnan(values)]
         checks = (len(present) == 0, len(present) > 0 and bool((present == present[0]).all()))
-        return values, _type_violation(bad_type, spec) + _null_rule(missing, spec), checks
+        return values, _type_violation(bad_type, spec) + _null_rule(missing, spec), checks, None
     assert isinstance(spec, (Category, String))
     text, bad_type, bad_encoding = to_text(series)
     rules = _null_rule((text.codes < 0) & ~bad_type & ~bad_encoding, spec)
@@ -154,7 +192,8 @@ def _check_column(
     if bad_encoding.any():
         detail = "(not valid Unicode: a lone surrogate, or bytes that are not UTF-8)"
         rules.append((Reason.ENCODING.value, bad_encoding, detail))
-    return text, rules + _text_rules(text, spec), (text.n_unique == 0, text.n_unique == 1)
+    fit_checks = (text.n_unique == 0, text.n_unique == 1)
+    return text, rules + _text_rules(text, spec), fit_checks, None
 
 
 def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) -> list[Finding]:
@@ -165,7 +204,10 @@ def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) ->
     rule, detail = (
         (Reason.ALL_NULL.value, "(every value is missing at fit time)")
         if all_null
-        else (Reason.CONSTANT.value, "(one distinct value at fit time: carries no signal)")
+        else (
+            Reason.CONSTANT.value,
+            "(one distinct value at fit time, within rounding: carries no signal)",
+        )
     )
     finding = make_finding(
         name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"
@@ -213,7 +255,7 @@ def _number_rules(
     lo = -np.inf if spec.min is None else float(spec.min)
     hi = np.inf if spec.max is None else float(spec.max)
     counts, smallest, largest = nc.scan(values, lo, hi, integral, allow_inf)
-    fit_checks = (counts[nc.NULL] == len(values), smallest == largest)
+    fit_checks = (counts[nc.NULL] == len(values), _near_equal(smallest, largest, len(values)))
     if spec.nullable:
         counts[nc.NULL] = 0  # allowed: no mask needed
     if allow_inf:
@@ -243,6 +285,15 @@ def _number_rules(
     return rules, fit_checks
 
 
+def _near_equal(smallest: float, largest: float, n: int) -> bool:
+    """All present values equal within rounding (Standardize's near-constant tolerance):
+    a column whose values differ by ~1e-16 is constant, not a signal to scale up."""
+    if not (np.isfinite(smallest) and np.isfinite(largest)):
+        return bool(smallest == largest)
+    eps = float(np.finfo(np.float64).eps)
+    return bool(largest - smallest <= n * eps * max(abs(smallest), abs(largest)))
+
+
 def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
     rules: list[Violation] = []
     arrow = text.arrow_uniques
@@ -252,8 +303,9 @@ def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
             bad_unique = ~pc.is_in(arrow, value_set=allowed).to_numpy(zero_copy_only=False)
         else:
             bad_unique = ~np.isin(text.uniques, np.asarray(spec.categories, dtype=object))
-        detail = f"(not one of {list(spec.categories)})"
-        rules.append((Reason.CATEGORY.value, _gather(bad_unique, text.codes), detail))
+        if bad_unique.any():  # else no per-row gather: every distinct value is allowed
+            detail = f"(not one of {list(spec.categories)})"
+            rules.append((Reason.CATEGORY.value, _gather(bad_unique, text.codes), detail))
     if isinstance(spec, String) and spec.max_length is not None:
         if arrow is not None:  # characters, like len(str)
             lengths = pc.utf8_length(arrow).to_numpy(zero_copy_only=False)
@@ -262,9 +314,9 @@ def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
                 (len(u) for u in text.uniques), dtype=np.int64, count=len(text.uniques)
             )
         detail = f"(longer than {spec.max_length} characters)"
-        rules.append(
-            (Reason.TOO_LONG.value, _gather(lengths > spec.max_length, text.codes), detail)
-        )
+        too_long = lengths > spec.max_length
+        if too_long.any():
+            rules.append((Reason.TOO_LONG.value, _gather(too_long, text.codes), detail))
     return rules
 
 
