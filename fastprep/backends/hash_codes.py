@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit, prange
 
+from fastprep.emit.arena import ARENA
 from fastprep.validate import text_encode
 
 #: a cross is hashed by combination when the member cardinalities' product is at most this
@@ -47,14 +48,14 @@ def combined_codes(codes: list[np.ndarray], cardinalities: list[int]) -> np.ndar
     empty = np.zeros(1, np.int32)
     c2 = codes[2] if len(codes) == 3 else empty
     n2 = cardinalities[2] if len(codes) == 3 else 1
-    out = np.empty(len(codes[0]), dtype=np.int64)
+    out = ARENA.empty(len(codes[0]), np.int64)
     _combine(codes[0], codes[1], c2, len(codes) == 3, cardinalities[1], n2, out)
     return out
 
 
 def present_combinations(combined: np.ndarray, product: int) -> np.ndarray:
     """The sorted distinct non-missing combined codes (int64)."""
-    seen = np.zeros(product, dtype=np.bool_)
+    seen = ARENA.zeros(product, np.bool_)
     _mark(combined, seen)
     return np.flatnonzero(seen)
 
