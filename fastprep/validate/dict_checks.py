@@ -20,7 +20,7 @@ A ``None`` value means the key is absent. Bad entries are dropped from the flatt
 from __future__ import annotations
 
 import numbers
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,7 @@ def check_dicts(
     kind = _value_kinds(values)
     numbers_, not_finite = _numbers(values, kind)
     str_pos = np.flatnonzero(kind == _STR)
-    texts, _, bad_text = _strings([values[i] for i in str_pos.tolist()], check_type=False)
+    texts, _, bad_text = _strings(list(compress(values, (kind == _STR).tolist())), check_type=False)
     bad_value_text = np.zeros(len(values), dtype=bool)
     bad_value_text[str_pos] = bad_text
 
@@ -94,7 +94,12 @@ def _rows(objects: np.ndarray) -> tuple[list[dict], np.ndarray, np.ndarray, np.n
     missing = np.zeros(n, dtype=bool)
     not_dict = np.zeros(n, dtype=bool)
     dup = np.zeros(n, dtype=bool)
-    odd = [i for i, row in enumerate(rows) if type(row) is not dict]
+    # one C-level pass when every row is a plain dict (the common case)
+    odd = (
+        []
+        if set(map(type, rows)) <= {dict}
+        else [i for i, r in enumerate(rows) if type(r) is not dict]
+    )
     for i in odd:
         row = rows[i]
         converted, state = _as_dict(row)
@@ -153,7 +158,9 @@ def _numbers(values: list[Any], kind: np.ndarray) -> tuple[np.ndarray, np.ndarra
     out = np.full(len(values), np.nan)
     pos = np.flatnonzero(kind == _NUM)
     try:
-        out[pos] = np.array([values[i] for i in pos.tolist()], dtype=np.float64)
+        out[pos] = np.fromiter(
+            compress(values, (kind == _NUM).tolist()), dtype=np.float64, count=len(pos)
+        )
     except (OverflowError, TypeError, ValueError):  # an int beyond float64's range
         for i in pos.tolist():
             try:
