@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from fastprep.dict_column import DictColumn
+from fastprep.emit.arena import ARENA
 from fastprep.errors import Reason
 from fastprep.schema import DictOf
 from fastprep.validate import text_encode
@@ -58,7 +59,7 @@ def check_dicts(
     numbers_, not_finite = _numbers(values, kind)
     str_pos = np.flatnonzero(kind == _STR)
     texts, _, bad_text = _strings(list(compress(values, (kind == _STR).tolist())), check_type=False)
-    bad_value_text = np.zeros(len(values), dtype=bool)
+    bad_value_text = ARENA.zeros(len(values), np.bool_)
     bad_value_text[str_pos] = bad_text
 
     key_codes, key_uniques = text_encode.encode(pa.chunked_array([key_strings]))
@@ -155,7 +156,8 @@ def _value_kind(value: Any) -> int:
 
 def _numbers(values: list[Any], kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 per entry (NaN where not a number) and the non-finite numbers' mask."""
-    out = np.full(len(values), np.nan)
+    out = ARENA.empty(len(values), np.float64)
+    out.fill(np.nan)
     pos = np.flatnonzero(kind == _NUM)
     try:
         out[pos] = np.fromiter(
@@ -167,7 +169,7 @@ def _numbers(values: list[Any], kind: np.ndarray) -> tuple[np.ndarray, np.ndarra
                 out[i] = float(values[i])
             except (OverflowError, TypeError, ValueError):
                 out[i] = np.inf
-    not_finite = np.zeros(len(values), dtype=bool)
+    not_finite = ARENA.zeros(len(values), np.bool_)
     not_finite[pos] = ~np.isfinite(out[pos])
     return out, not_finite
 
@@ -218,20 +220,27 @@ def _type_rules(
 
 def _flattened(keep, entry_rows, n, key_codes, key_uniques, kind, str_pos, texts, numbers_):
     """The kept entries as a DictColumn (string values dictionary-encoded)."""
-    value_codes = np.full(len(kind), -1, dtype=np.int32)
+    value_codes = ARENA.empty(len(kind), np.int32)
+    value_codes.fill(-1)
     if len(str_pos):
         codes, value_uniques = text_encode.encode(pa.chunked_array([texts]))
         value_codes[str_pos] = codes
     else:
         value_uniques = pa.array([], type=pa.large_string())
-    kept_rows = entry_rows[keep]
+    n_kept = int(np.count_nonzero(keep))
+    kept_rows = _compress(keep, entry_rows, n_kept)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(kept_rows, minlength=n), out=offsets[1:])
     return DictColumn(
         offsets,
-        np.ascontiguousarray(key_codes[keep], dtype=np.int32),
+        _compress(keep, np.asarray(key_codes, dtype=np.int32), n_kept),
         key_uniques,
-        value_codes[keep],
+        _compress(keep, value_codes, n_kept),
         value_uniques,
-        np.where(kind[keep] == _NUM, numbers_[keep], np.nan),
+        _compress(keep, numbers_, n_kept),  # NaN wherever the entry is not a number
     )
+
+
+def _compress(mask: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """``values[mask]`` into retained memory (fresh pages cost more than the gather)."""
+    return np.compress(mask, values, out=ARENA.empty(count, values.dtype))
