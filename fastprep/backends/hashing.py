@@ -166,9 +166,8 @@ def _hash_cross_by_codes(mm, sep, sep_off, arrays, fm, out) -> bool:
     if min(cards) == 0:
         out[:] = mm.MISSING
         return True
-    combined = hash_codes.combined_codes([codes for codes, _ in coded], cards)
     product = int(np.prod(np.array(cards, dtype=np.int64)))
-    combos = hash_codes.present_combinations(combined, product)
+    combined, combos = hash_codes.combined_and_present([codes for codes, _ in coded], cards)
     members = hash_codes.member_values(combos, [uniques for _, uniques in coded], cards)
     hashed = ARENA.empty(len(combos), np.uint32)
     _run_hash(mm, sep, sep_off, [pa.chunked_array([m]) for m in members], fm, hashed)
