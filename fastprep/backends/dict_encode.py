@@ -22,6 +22,7 @@ from fastprep.backends import _murmur as mm
 from fastprep.backends import hash_codes
 from fastprep.backends.hashing import _MAX_FEATURES, _run_hash
 from fastprep.dict_column import DictColumn
+from fastprep.emit.arena import ARENA
 
 _KEY_ONLY = (np.frombuffer(b"\0", dtype=np.uint8), np.zeros(4, dtype=np.int64))
 _KEY_EQ_VALUE = (np.frombuffer(b"=", dtype=np.uint8), np.array([0, 0, 1, 1], dtype=np.int64))
@@ -53,7 +54,8 @@ def hash_dicts(
         raise ValueError(f"n_features must be in [1, {_MAX_FEATURES}], got {n_features}")
     m, imin = mm.fastmod_params(int(n_features))
     fm = np.array([np.int64(m.view(np.int64)), int(n_features), imin, int(bool(alternate_sign))])
-    codes = np.empty(len(column.key_codes), dtype=np.uint32)
+    n_entries = len(column.key_codes)
+    codes = ARENA.empty(n_entries, np.uint32)  # retained pages: see fastprep.emit.arena
     pos, inverse, keys, values = _pairs(column)
     if len(pos):
         pair_codes = np.empty(len(keys), dtype=np.uint32)
@@ -65,9 +67,11 @@ def hash_dicts(
         key_codes = np.empty(len(column.key_uniques), dtype=np.uint32)
         _run_hash(mm, *_KEY_ONLY, [pa.chunked_array([column.key_uniques])], fm, key_codes)
         codes[num] = key_codes[column.key_codes[num]]
-    index = (codes >> 1).astype(np.int64)
-    values_ = np.where(column.value_codes >= 0, 1.0, column.numbers)
-    values_ = np.where(codes & 1, -values_, values_)
+    index = np.right_shift(codes, 1, out=ARENA.empty(n_entries, np.int64))
+    values_ = ARENA.empty(n_entries, np.float64)
+    np.copyto(values_, column.numbers)
+    np.copyto(values_, 1.0, where=column.value_codes >= 0)
+    np.negative(values_, out=values_, where=(codes & 1) != 0)
     keep = values_ != 0.0  # FeatureHasher skips zero values
     return _to_csr(column, keep, index, values_, int(n_features), np.dtype(dtype))
 
@@ -114,8 +118,11 @@ def _to_csr(column, keep, index, values, width, dtype) -> sp.csr_matrix:
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     idx_dtype = np.int32 if max(int(indptr[-1]), width) <= 2**31 - 1 else np.int64
-    indices = index[keep].astype(idx_dtype)
-    data = values[keep].astype(dtype)
+    nnz = int(indptr[-1])
+    indices = ARENA.empty(nnz, idx_dtype)
+    indices[...] = np.compress(keep, index, out=ARENA.empty(nnz, index.dtype))
+    data = ARENA.empty(nnz, dtype)
+    data[...] = np.compress(keep, values, out=ARENA.empty(nnz, values.dtype))
     merged = np.zeros(n, dtype=np.int64)
     _sort_rows(indptr, indices, data, merged)
     if merged.any():

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit, prange
 
+from fastprep.emit.arena import ARENA
 from fastprep.validate import text_encode
 
 #: a cross is hashed by combination when the member cardinalities' product is at most this
@@ -47,14 +48,45 @@ def combined_codes(codes: list[np.ndarray], cardinalities: list[int]) -> np.ndar
     empty = np.zeros(1, np.int32)
     c2 = codes[2] if len(codes) == 3 else empty
     n2 = cardinalities[2] if len(codes) == 3 else 1
-    out = np.empty(len(codes[0]), dtype=np.int64)
+    out = ARENA.empty(len(codes[0]), np.int64)
     _combine(codes[0], codes[1], c2, len(codes) == 3, cardinalities[1], n2, out)
     return out
 
 
+def combined_and_present(
+    codes: list[np.ndarray], cardinalities: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``combined_codes`` and ``present_combinations`` of it in one parallel pass (the
+    marks are idempotent byte stores, so threads may race on them harmlessly)."""
+    empty = np.zeros(1, np.int32)
+    c2 = codes[2] if len(codes) == 3 else empty
+    n2 = cardinalities[2] if len(codes) == 3 else 1
+    product = 1
+    for n in cardinalities:
+        product *= n
+    out = ARENA.empty(len(codes[0]), np.int64)
+    seen = ARENA.zeros(product, np.bool_)
+    _combine_mark(codes[0], codes[1], c2, len(codes) == 3, cardinalities[1], n2, out, seen)
+    return out, np.flatnonzero(seen)
+
+
+@njit(parallel=True, cache=True)
+def _combine_mark(c0, c1, c2, three, n1, n2, out, seen):  # pragma: no cover - compiled
+    for i in prange(out.shape[0]):
+        a = c0[i]
+        b = c1[i]
+        c = c2[i] if three else 0
+        if a < 0 or b < 0 or c < 0:
+            out[i] = -1
+        else:
+            k = (np.int64(a) * n1 + b) * n2 + c
+            out[i] = k
+            seen[k] = True
+
+
 def present_combinations(combined: np.ndarray, product: int) -> np.ndarray:
     """The sorted distinct non-missing combined codes (int64)."""
-    seen = np.zeros(product, dtype=np.bool_)
+    seen = ARENA.zeros(product, np.bool_)
     _mark(combined, seen)
     return np.flatnonzero(seen)
 

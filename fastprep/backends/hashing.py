@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastprep.emit.arena import ARENA
+
 if TYPE_CHECKING:
     import scipy.sparse
 
@@ -139,7 +141,7 @@ def _hash_string_feature(mm, names, arrays, fm, out) -> None:
     if len(dic) == 0:
         out[:] = mm.MISSING
         return
-    table = np.empty(len(dic), dtype=np.uint32)
+    table = ARENA.empty(len(dic), np.uint32)
     _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], fm, table)
     hash_codes.gather_combined(table, codes, out, np.uint32(mm.MISSING))
 
@@ -164,13 +166,13 @@ def _hash_cross_by_codes(mm, sep, sep_off, arrays, fm, out) -> bool:
     if min(cards) == 0:
         out[:] = mm.MISSING
         return True
-    combined = hash_codes.combined_codes([codes for codes, _ in coded], cards)
     product = int(np.prod(np.array(cards, dtype=np.int64)))
-    combos = hash_codes.present_combinations(combined, product)
+    combined, combos = hash_codes.combined_and_present([codes for codes, _ in coded], cards)
     members = hash_codes.member_values(combos, [uniques for _, uniques in coded], cards)
-    hashed = np.empty(len(combos), dtype=np.uint32)
+    hashed = ARENA.empty(len(combos), np.uint32)
     _run_hash(mm, sep, sep_off, [pa.chunked_array([m]) for m in members], fm, hashed)
-    table = np.full(product, mm.MISSING, dtype=np.uint32)
+    table = ARENA.empty(product, np.uint32)
+    table.fill(mm.MISSING)
     table[combos] = hashed
     hash_codes.gather_combined(table, combined, out, np.uint32(mm.MISSING))
     return True
@@ -304,12 +306,13 @@ def hash_columns(
 
     fm_m, imin_idx = mm.fastmod_params(n_features)
     fm = np.array([np.int64(fm_m.view(np.int64)), n_features, imin_idx, int(bool(alternate_sign))])
-    # Per string feature and row: ``index * 2 + negative`` or ``mm.MISSING``.
-    s_code = np.empty((len(str_feats), n_rows), dtype=np.uint32)
+    # Per string feature and row: ``index * 2 + negative`` or ``mm.MISSING``. Large
+    # per-run arrays come from the arena (retained pages: fresh ones fault at ~0.3 GiB/s).
+    s_code = ARENA.empty((len(str_feats), n_rows), np.uint32)
     for p, (nms, arrs) in enumerate(str_feats):
         if n_rows:
             _hash_string_feature(mm, nms, arrs, fm, s_code[p])
-    num_vals = np.empty((len(num_feats), n_rows), dtype=np.float64)
+    num_vals = ARENA.empty((len(num_feats), n_rows), np.float64)
     num_code = np.empty(len(num_feats), dtype=np.int64)
     for p, (nm, vals) in enumerate(num_feats):
         num_vals[p] = vals
@@ -319,26 +322,28 @@ def hash_columns(
 
     kind_arr = np.array([k for k, _ in kinds], dtype=np.int8)
     pos_arr = np.array([p for _, p in kinds], dtype=np.int64)
-    counts = np.empty(n_rows, dtype=np.int32)
+    counts = ARENA.empty(n_rows, np.int32)
     if n_rows:
         mm.count_nnz(s_code, num_vals, counts)
     # int32 indptr straight away when it cannot overflow (sklearn: int32 iff nnz fits)
     wide = n_rows * len(kinds) > _INT32_MAX
-    indptr = np.zeros(n_rows + 1, dtype=np.int64 if wide else np.int32)
+    indptr = ARENA.empty(n_rows + 1, np.int64 if wide else np.int32)
+    indptr[0] = 0
     np.cumsum(counts, out=indptr[1:], dtype=indptr.dtype)
     nnz = int(indptr[-1])
     idx_dtype = np.int32 if nnz <= _INT32_MAX else np.int64
-    indices = np.empty(nnz, dtype=idx_dtype)
-    data = np.empty(nnz, dtype=dtype)
-    removed = np.zeros(n_rows, dtype=np.int32)  # calloc: only rows with duplicates touch it
+    indices = ARENA.empty(nnz, idx_dtype)
+    data = ARENA.empty(nnz, dtype)
+    removed = ARENA.zeros(n_rows, np.int32)  # only rows with duplicates write it
     if n_rows and len(kinds):
         mm.fill_rows(s_code, num_code, num_vals, kind_arr, pos_arr, indptr, indices, data, removed)
     n_removed = int(removed.sum())
     if n_removed:
-        new_indptr = np.zeros(n_rows + 1, dtype=indptr.dtype)
+        new_indptr = ARENA.empty(n_rows + 1, indptr.dtype)
+        new_indptr[0] = 0
         np.cumsum(np.diff(indptr) - removed, out=new_indptr[1:], dtype=indptr.dtype)
-        new_indices = np.empty(nnz - n_removed, dtype=idx_dtype)
-        new_data = np.empty(nnz - n_removed, dtype=dtype)
+        new_indices = ARENA.empty(nnz - n_removed, idx_dtype)
+        new_data = ARENA.empty(nnz - n_removed, dtype)
         mm.compact(indptr, indices, data, new_indptr, new_indices, new_data)
         indptr, indices, data = new_indptr, new_indices, new_data
     out = sp.csr_matrix(

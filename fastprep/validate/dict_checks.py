@@ -20,7 +20,7 @@ A ``None`` value means the key is absent. Bad entries are dropped from the flatt
 from __future__ import annotations
 
 import numbers
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from fastprep.dict_column import DictColumn
+from fastprep.emit.arena import ARENA
 from fastprep.errors import Reason
 from fastprep.schema import DictOf
 from fastprep.validate import text_encode
@@ -57,8 +58,8 @@ def check_dicts(
     kind = _value_kinds(values)
     numbers_, not_finite = _numbers(values, kind)
     str_pos = np.flatnonzero(kind == _STR)
-    texts, _, bad_text = _strings([values[i] for i in str_pos.tolist()], check_type=False)
-    bad_value_text = np.zeros(len(values), dtype=bool)
+    texts, _, bad_text = _strings(list(compress(values, (kind == _STR).tolist())), check_type=False)
+    bad_value_text = ARENA.zeros(len(values), np.bool_)
     bad_value_text[str_pos] = bad_text
 
     key_codes, key_uniques = text_encode.encode(pa.chunked_array([key_strings]))
@@ -94,7 +95,12 @@ def _rows(objects: np.ndarray) -> tuple[list[dict], np.ndarray, np.ndarray, np.n
     missing = np.zeros(n, dtype=bool)
     not_dict = np.zeros(n, dtype=bool)
     dup = np.zeros(n, dtype=bool)
-    odd = [i for i, row in enumerate(rows) if type(row) is not dict]
+    # one C-level pass when every row is a plain dict (the common case)
+    odd = (
+        []
+        if set(map(type, rows)) <= {dict}
+        else [i for i, r in enumerate(rows) if type(r) is not dict]
+    )
     for i in odd:
         row = rows[i]
         converted, state = _as_dict(row)
@@ -150,17 +156,20 @@ def _value_kind(value: Any) -> int:
 
 def _numbers(values: list[Any], kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 per entry (NaN where not a number) and the non-finite numbers' mask."""
-    out = np.full(len(values), np.nan)
+    out = ARENA.empty(len(values), np.float64)
+    out.fill(np.nan)
     pos = np.flatnonzero(kind == _NUM)
     try:
-        out[pos] = np.array([values[i] for i in pos.tolist()], dtype=np.float64)
+        out[pos] = np.fromiter(
+            compress(values, (kind == _NUM).tolist()), dtype=np.float64, count=len(pos)
+        )
     except (OverflowError, TypeError, ValueError):  # an int beyond float64's range
         for i in pos.tolist():
             try:
                 out[i] = float(values[i])
             except (OverflowError, TypeError, ValueError):
                 out[i] = np.inf
-    not_finite = np.zeros(len(values), dtype=bool)
+    not_finite = ARENA.zeros(len(values), np.bool_)
     not_finite[pos] = ~np.isfinite(out[pos])
     return out, not_finite
 
@@ -211,20 +220,27 @@ def _type_rules(
 
 def _flattened(keep, entry_rows, n, key_codes, key_uniques, kind, str_pos, texts, numbers_):
     """The kept entries as a DictColumn (string values dictionary-encoded)."""
-    value_codes = np.full(len(kind), -1, dtype=np.int32)
+    value_codes = ARENA.empty(len(kind), np.int32)
+    value_codes.fill(-1)
     if len(str_pos):
         codes, value_uniques = text_encode.encode(pa.chunked_array([texts]))
         value_codes[str_pos] = codes
     else:
         value_uniques = pa.array([], type=pa.large_string())
-    kept_rows = entry_rows[keep]
+    n_kept = int(np.count_nonzero(keep))
+    kept_rows = _compress(keep, entry_rows, n_kept)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(kept_rows, minlength=n), out=offsets[1:])
     return DictColumn(
         offsets,
-        np.ascontiguousarray(key_codes[keep], dtype=np.int32),
+        _compress(keep, np.asarray(key_codes, dtype=np.int32), n_kept),
         key_uniques,
-        value_codes[keep],
+        _compress(keep, value_codes, n_kept),
         value_uniques,
-        np.where(kind[keep] == _NUM, numbers_[keep], np.nan),
+        _compress(keep, numbers_, n_kept),  # NaN wherever the entry is not a number
     )
+
+
+def _compress(mask: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """``values[mask]`` into retained memory (fresh pages cost more than the gather)."""
+    return np.compress(mask, values, out=ARENA.empty(count, values.dtype))
