@@ -49,8 +49,10 @@ class CostProfile:
     #: compiling one fused kernel (fit rounds + transform) the first time
     numba_compile_seconds: float = 3.0
     #: loading the hashing kernels (murmur, CSR fill; shipped compiled in the disk cache)
-    #: on their first call in a process
-    numba_hash_load_seconds: float = 0.5
+    #: on their first call in a process: the whole hash stage's first call took 0.025 s at
+    #: 20k rows in a fresh process once the kernels took plain arrays (was 0.44-0.58 s with
+    #: numba typed Lists, which recompiled per process)
+    numba_hash_load_seconds: float = 0.03
     #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
     #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
     memory_headroom: float = 0.25
