@@ -43,21 +43,12 @@ def combinable(cardinalities: list[int], n_rows: int) -> bool:
     return product <= min(MAX_COMBINATIONS, max(MAX_COMBINATIONS_PER_ROW * n_rows, 1 << 16))
 
 
-def combined_codes(codes: list[np.ndarray], cardinalities: list[int]) -> np.ndarray:
-    """One int64 code per row for a cross of 2-3 coded columns (-1 if a member is missing)."""
-    empty = np.zeros(1, np.int32)
-    c2 = codes[2] if len(codes) == 3 else empty
-    n2 = cardinalities[2] if len(codes) == 3 else 1
-    out = ARENA.empty(len(codes[0]), np.int64)
-    _combine(codes[0], codes[1], c2, len(codes) == 3, cardinalities[1], n2, out)
-    return out
-
-
 def combined_and_present(
     codes: list[np.ndarray], cardinalities: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``combined_codes`` and ``present_combinations`` of it in one parallel pass (the
-    marks are idempotent byte stores, so threads may race on them harmlessly)."""
+    """One int64 code per row for a cross of 2-3 coded columns (-1 if a member is
+    missing), and the sorted distinct codes present, in one parallel pass (the marks are
+    idempotent byte stores, so threads may race on them harmlessly)."""
     empty = np.zeros(1, np.int32)
     c2 = codes[2] if len(codes) == 3 else empty
     n2 = cardinalities[2] if len(codes) == 3 else 1
@@ -100,18 +91,6 @@ def member_values(
         members.append(uniques[k].take(pa.array(rest % cardinalities[k])))
         rest = rest // cardinalities[k]
     return members[::-1]
-
-
-@njit(parallel=True, cache=True)
-def _combine(c0, c1, c2, three, n1, n2, out):  # pragma: no cover - compiled
-    for i in prange(out.shape[0]):
-        a = c0[i]
-        b = c1[i]
-        c = c2[i] if three else 0
-        if a < 0 or b < 0 or c < 0:
-            out[i] = -1
-        else:
-            out[i] = (np.int64(a) * n1 + b) * n2 + c
 
 
 @njit(cache=True)
