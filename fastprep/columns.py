@@ -74,6 +74,27 @@ class TextColumn:
 
 Column = np.ndarray | TextColumn | DictColumn
 
+#: ``row_range`` keeps one read-only ``arange`` up to this many rows (8 bytes per row)
+ROW_RANGE_CACHE_MAX = 1 << 28
+_ROW_RANGE = np.arange(0, dtype=np.int64)
+
+
+def row_range(start: int, n: int) -> np.ndarray:
+    """Row ids ``start .. start+n-1`` as a read-only int64 view of one cached ``arange``.
+
+    Every run numbers its rows; a fresh 26 MB ``arange`` at 3.4M rows is written at
+    first-touch speed on each call, while a view of the kept one costs nothing.
+    """
+    global _ROW_RANGE
+    stop = start + n
+    if stop > ROW_RANGE_CACHE_MAX or start < 0:
+        return np.arange(start, stop, dtype=np.int64)
+    if len(_ROW_RANGE) < stop:
+        grown = np.arange(max(stop, min(2 * len(_ROW_RANGE), ROW_RANGE_CACHE_MAX)), dtype=np.int64)
+        grown.flags.writeable = False
+        _ROW_RANGE = grown
+    return _ROW_RANGE[start:stop]
+
 
 @dataclass
 class Table:
@@ -85,7 +106,7 @@ class Table:
     _cache: dict[str, Column] = field(default_factory=dict, repr=False)
     #: values computed from raw columns over all rows, kept for the table's lifetime (e.g.
     #: a column's log1p, needed by every fit round and by the transform); see ``derive``
-    _derived: dict[Any, tuple[Any, np.ndarray]] = field(default_factory=dict, repr=False)
+    _derived: dict[Any, tuple[Any, Any]] = field(default_factory=dict, repr=False)
 
     def derive(self, key: Any, source: np.ndarray, compute: Any) -> np.ndarray:
         """``compute()`` once per ``key`` and source array (a repaired column is new)."""
@@ -95,6 +116,10 @@ class Table:
         value = compute()
         self._derived[key] = (source, value)
         return value
+
+    def remember(self, key: Any, source: np.ndarray, value: Any) -> None:
+        """Seed :meth:`derive` with a value already computed from ``source`` (all rows)."""
+        self._derived[key] = (source, value)
 
     @property
     def n_rows(self) -> int:
@@ -125,12 +150,15 @@ class Table:
 
     def drop(self, name: str) -> None:
         """Release a column whose last consumer has run."""
-        self.columns.pop(name, None)
+        column = self.columns.pop(name, None)
         self._cache.pop(name, None)
+        for key in [k for k, (source, _) in self._derived.items() if source is column]:
+            del self._derived[key]  # e.g. its log1p: released with it
 
     def take(self, rows: np.ndarray) -> Table:
         """Rows by position in the current selection (an index array or a boolean mask)."""
         positions = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, np.int64)
         if self.selection is not None:
             positions = self.selection[positions]
-        return Table(self.all_row_ids, self.columns, positions)
+        # derived values are over all rows, whatever the selection: they carry over
+        return Table(self.all_row_ids, self.columns, positions, _derived=self._derived)

@@ -44,8 +44,9 @@ def read_source(
         missing = [c for c in columns if c not in source.columns]
         if missing:
             raise SchemaError(_missing_message(missing, list(source.columns), "the DataFrame"))
-        frame = source.loc[:, columns].reset_index(drop=True)
-        return frame, SourceInfo(f"DataFrame ({len(source):,} rows × {source.shape[1]} columns)")
+        return _select_columns(source, columns), SourceInfo(
+            f"DataFrame ({len(source):,} rows × {source.shape[1]} columns)"
+        )
     if not isinstance(source, (str, os.PathLike)):
         raise SourceError(
             f"source must be a pandas DataFrame or a path/glob to CSV or Parquet, "
@@ -58,6 +59,21 @@ def read_source(
     )
     frame = table.to_pandas()
     return frame, SourceInfo(f"{source} ({len(files)} file(s), {len(frame):,} rows)", tuple(files))
+
+
+def _select_columns(source: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The caller's columns without copying them: ``df.loc[:, columns]`` copies every
+    numeric block (150 MiB and ~12 ms for six columns at 3.4M rows); a frame built from
+    the column Series with ``copy=False`` shares their memory (copy-on-write keeps the
+    caller's frame safe). Duplicated names keep the copying path, so validation can name them."""
+    if source.columns.duplicated().any() or not isinstance(source.index, pd.RangeIndex):
+        return source.loc[:, columns].reset_index(drop=True)
+    if not columns:  # e.g. a constant expression: no column, but the source's row count
+        return pd.DataFrame(index=pd.RangeIndex(len(source)))
+    frame = pd.DataFrame({name: source[name] for name in columns}, copy=False)
+    if source.index.start != 0 or source.index.step != 1:
+        frame = frame.reset_index(drop=True)
+    return frame
 
 
 def source_columns(source: Source) -> list[str] | None:

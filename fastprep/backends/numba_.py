@@ -349,10 +349,27 @@ UFUNC_THREADS_MIN = 1 << 20
 UFUNC_ALIGN = 4096
 
 
+#: an integer column whose range is at most 1/RANGE_SHARE of its length gets a table
+RANGE_SHARE = 8
+
+
 def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
     """``np.<func>(values)`` as float64 into retained memory, split across threads for
-    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical)."""
+    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical).
+
+    An integer column with few distinct values (hour, distance, counts) gets the function
+    of each value in its range once, gathered by value: the same float64 results, ~6x
+    less time than a transcendental function per row.
+    """
     out = ARENA.empty(len(values), np.float64)
+    if values.dtype == np.int64 and len(values) >= UFUNC_THREADS_MIN:
+        lowest, highest = nk.int_range(values, TRANSFORM_CHUNKS)
+        if int(highest) - int(lowest) < len(values) // RANGE_SHARE:
+            domain = np.arange(lowest, highest + 1, dtype=np.int64)
+            with np.errstate(all="ignore"):
+                table = getattr(np, func)(domain, dtype=np.float64)
+            nk.gather_table(values, lowest, table, out, TRANSFORM_CHUNKS)
+            return out
     threads = min(os.cpu_count() or 1, 8)
     if len(values) < UFUNC_THREADS_MIN or threads == 1:
         _ufunc_into(func, values, out, 0, len(values))

@@ -8,7 +8,7 @@ one pass over memory, numerically stable, deterministic (fixed chunking, merged 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: rows per statistics block (the buffer is a few KiB, so it stays in cache)
 BLOCK = 1024
@@ -132,17 +132,17 @@ def _key(v):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _select_pair(values, n, k):  # pragma: no cover - compiled
+def _select_pair_from(values, n, k, shift, counts, low, high):  # pragma: no cover - compiled
     """``(kth(k-1), kth(k))`` of ``values[:n]`` (no NaN; kth(-1) is NaN) by radix
-    selection: a histogram of 16 key bits per level narrows the candidates to one bucket;
-    when ranks k-1 and k fall in different buckets they are that pair's max and min.
-    ``values`` is reordered."""
-    shift = np.uint64(48)
+    selection, from key bit ``shift + 16`` down: a histogram of 16 key bits per level
+    narrows the candidates to one bucket; when ranks k-1 and k fall in different buckets
+    they are that pair's max and min. ``values`` is reordered; ``counts``/``low``/``high``
+    are reused scratch (65536 each: fresh pages per level cost more than the level)."""
     m = n
     while True:
-        counts = np.zeros(65536, np.int64)
-        low = np.full(65536, np.inf)
-        high = np.full(65536, -np.inf)
+        counts[:] = 0
+        low[:] = np.inf
+        high[:] = -np.inf
         for i in range(m):
             v = values[i]
             b = (_key(v) >> shift) & np.uint64(0xFFFF)
@@ -174,19 +174,138 @@ def _select_pair(values, n, k):  # pragma: no cover - compiled
         shift -= np.uint64(16)
 
 
+_LEVEL = (np.zeros(65536, np.int64), np.empty(65536), np.empty(65536))
+
+
+def _select_pair(values: np.ndarray, n: int, k: int, shift: int = 48) -> tuple[float, float]:
+    return _select_pair_from(values, n, k, np.uint64(shift), *_LEVEL)
+
+
+#: above this many values the first selection level runs on threads (see _median_parallel)
+PARALLEL_MEDIAN_MIN = 1 << 19
+#: chunks of the parallel histogram (integer counts: the result is the same for any number)
+MEDIAN_CHUNKS = 4
+_BUCKETS = 65536
+
+
+@njit(parallel=True, cache=True)
+def _histogram_top16(values, counts):  # pragma: no cover - compiled
+    """Per chunk, how many non-missing values fall in each bucket of their top 16 key bits."""
+    n = values.shape[0]
+    n_chunks = counts.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        row = counts[c]
+        row[:] = 0
+        for i in range(c * size, min(n, c * size + size)):
+            v = values[i]
+            if v == v:
+                row[(_key(v) >> np.uint64(48)) & np.uint64(0xFFFF)] += 1
+
+
+@njit(parallel=True, cache=True)
+def _gather_bucket(values, bucket, offsets, out):  # pragma: no cover - compiled
+    """Copy the values of one top-16-bit bucket into ``out`` (each chunk from its offset)."""
+    n = values.shape[0]
+    n_chunks = offsets.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        k = offsets[c]
+        for i in range(c * size, min(n, c * size + size)):
+            v = values[i]
+            if v == v and (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF) == bucket:
+                out[k] = v
+                k += 1
+
+
+@njit(cache=True)
+def _max_below_bucket(values, bucket):  # pragma: no cover - compiled
+    """The largest non-missing value whose top-16-bit bucket is below ``bucket``."""
+    best = -np.inf
+    for i in range(values.shape[0]):
+        v = values[i]
+        if v == v and (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF) < bucket and v > best:
+            best = v
+    return best
+
+
+_COUNTS = np.zeros((0, _BUCKETS), np.int64)
+
+
+def _median_parallel(values: np.ndarray) -> tuple[float, float, int, int]:
+    """``(kth(half-1), kth(half), present, half)`` of the non-missing values: the first
+    radix level (a histogram of the top 16 key bits) runs on threads without compacting the
+    missing values away; only the median's bucket is copied out for the serial levels."""
+    global _COUNTS
+    if _COUNTS.shape[0] != MEDIAN_CHUNKS:  # kept between calls: no fresh pages to touch
+        _COUNTS = np.zeros((MEDIAN_CHUNKS, _BUCKETS), np.int64)
+    _histogram_top16(values, _COUNTS)
+    per_bucket = _COUNTS.sum(axis=0)
+    present = int(per_bucket.sum())
+    if present == 0:
+        return np.nan, np.nan, 0, 0
+    half = present // 2
+    before = np.cumsum(per_bucket) - per_bucket  # values in earlier buckets
+    bucket = int(np.searchsorted(before + per_bucket, half, side="right"))
+    k = half - int(before[bucket])
+    offsets = np.cumsum(_COUNTS[:, bucket]) - _COUNTS[:, bucket]
+    out = np.empty(int(per_bucket[bucket]))
+    _gather_bucket(values, np.uint64(bucket), offsets, out)
+    # every value of ``out`` shares the top 16 bits: selection goes on from the next 16
+    lower, upper = _select_pair(out, len(out), k, shift=32)
+    if k == 0 and half > 0:  # rank half-1 is the last value of an earlier bucket
+        lower = _max_below_bucket(values, np.uint64(bucket))
+    return float(lower), float(upper), present, half
+
+
 def nanmedian(values: np.ndarray) -> tuple[float, int]:
     """Median of the non-missing values by selection (O(n), no sort of the data), and
     their count. Equals ``np.nanmedian``: the middle value, or the mean of the two middle
-    values. Works in place on ``values`` (a scratch buffer): no allocation of its size.
+    values. May reorder ``values`` (a scratch buffer): no allocation of its size.
     """
-    present = int(_compact_in_place(values))
-    if present == 0:
-        return float("nan"), 0
-    half = present // 2
-    lower, upper = _select_pair(values, present, half)
+    if len(values) >= PARALLEL_MEDIAN_MIN:
+        lower, upper, present, half = _median_parallel(values)
+        if present == 0:
+            return float("nan"), 0
+    else:
+        present = int(_compact_in_place(values))
+        if present == 0:
+            return float("nan"), 0
+        half = present // 2
+        lower, upper = _select_pair(values, present, half)
     if present % 2:
         return float(upper), present
     return float(np.mean(np.array([lower, upper]))), present
+
+
+@njit(parallel=True, cache=True)
+def int_range(values, n_chunks):  # pragma: no cover - compiled
+    """Smallest and largest value of an integer array (one parallel pass)."""
+    n = values.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    lows = np.empty(n_chunks, np.int64)
+    highs = np.empty(n_chunks, np.int64)
+    for c in prange(n_chunks):
+        lo = values[0]
+        hi = values[0]
+        for i in range(c * size, min(n, c * size + size)):
+            v = values[i]
+            lo = min(lo, v)
+            hi = max(hi, v)
+        lows[c] = lo
+        highs[c] = hi
+    return lows.min(), highs.max()
+
+
+@njit(parallel=True, cache=True)
+def gather_table(values, lowest, table, out, n_chunks):  # pragma: no cover - compiled
+    """``out[i] = table[values[i] - lowest]``: a function of a small-range integer column,
+    computed once per distinct value and gathered."""
+    n = values.shape[0]
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        for i in range(c * size, min(n, c * size + size)):
+            out[i] = table[values[i] - lowest]
 
 
 class Scratch:

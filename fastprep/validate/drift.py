@@ -3,8 +3,8 @@
 At fit, :func:`profile` records per input column (over the rows that passed validation)
 its null rate and, for numbers, mean and std; for text, the distinct values seen (up to
 ``MAX_VOCABULARY``). At transform, :func:`compare` measures the same on the new rows and
-flags each measure beyond its threshold. Numbers take one compiled pass per column (count,
-sum, sum of squares); text works on the distinct values and a gather by code.
+flags each measure beyond its threshold. Numbers reuse validation's scan of the column (count,
+shifted sum, sum of squares); text works on the distinct values and a gather by code.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from numba import njit
 
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
+from fastprep.validate import number_checks as nc
 
 #: above this many distinct values a text column's vocabulary is not kept (no unseen share)
 MAX_VOCABULARY = 100_000
@@ -33,25 +34,44 @@ THRESHOLDS = {
 
 
 @njit(cache=True)
-def _moments(values, selection, use_selection):  # pragma: no cover - compiled
-    n = selection.shape[0] if use_selection else values.shape[0]
+def _sums_over(values, rows, shift):  # pragma: no cover - compiled
+    """Finite count and sums of ``v - shift``, ``(v - shift)**2`` over ``values[rows]``."""
     count = 0
     total = 0.0
     squares = 0.0
-    for k in range(n):
-        v = np.float64(values[selection[k]] if use_selection else values[k])
+    for k in range(rows.shape[0]):
+        v = np.float64(values[rows[k]])
         if v == v and v != np.inf and v != -np.inf:
             count += 1
-            total += v
-            squares += v * v
-    return n, count, total, squares
+            d = v - shift
+            total += d
+            squares += d * d
+    return count, total, squares
 
 
-def _numeric(values: np.ndarray, selection: np.ndarray | None) -> dict[str, float]:
-    chosen = np.zeros(0, np.int64) if selection is None else selection
-    n, count, total, squares = _moments(values, chosen, selection is not None)
-    mean = total / count if count else math.nan
-    var = max(squares / count - mean * mean, 0.0) if count else math.nan
+def _numeric(table: Table, name: str) -> dict[str, float]:
+    """Null rate, mean and std of a number column's selected rows.
+
+    The column's scan over all rows comes from validation (or one pass here); rows the
+    selection left out (quarantined) are subtracted from its shifted sums, so a few
+    thousand quarantined rows cost a pass over those rows only.
+    """
+    values = table.raw(name)
+    scanned = table.derive(("scan", name), values, lambda: nc.moments_only(values))
+    n, count, total, squares = scanned.n, scanned.finite, scanned.total, scanned.squares
+    if table.selection is not None and 2 * len(table.selection) < scanned.n:
+        n = len(table.selection)  # most rows left: sum the kept ones instead
+        count, total, squares = _sums_over(values, table.selection, scanned.shift)
+    elif table.selection is not None:
+        kept = np.zeros(scanned.n, dtype=bool)
+        kept[table.selection] = True
+        dropped = np.flatnonzero(~kept)
+        gone, gone_total, gone_squares = _sums_over(values, dropped, scanned.shift)
+        n, count = n - len(dropped), count - int(gone)
+        total, squares = total - gone_total, squares - gone_squares
+    mean = scanned.shift + total / count if count else math.nan
+    relative = total / count if count else 0.0
+    var = max(squares / count - relative * relative, 0.0) if count else math.nan
     return {
         "rows": int(n),
         "null_rate": (n - count) / n if n else 0.0,
@@ -84,7 +104,7 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
                 entry["vocabulary"] = sorted(str(v) for v in text.uniques[used[:-1]])
             out[name] = entry
         else:
-            out[name] = _numeric(column, table.selection)
+            out[name] = _numeric(table, name)
     return out
 
 
@@ -130,7 +150,7 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
         if name not in fitted or isinstance(column, DictColumn):
             continue
         if not isinstance(column, TextColumn):
-            out[name] = _numeric(column, table.selection)
+            out[name] = _numeric(table, name)
             continue
         text, codes = _text_codes(table, name)
         n = len(codes)

@@ -68,9 +68,10 @@ def validate_frame(
     quarantine = Quarantine()
     to_raise: list[Finding] = []
     text_encoding: dict[str, dict[str, Any]] = {}
+    scans: dict[int, nc.ColumnScan] = {}
     for name in columns:
         spec = schema[name]
-        values, violations, fit_checks, imputed = _check_column(name, frame[name], spec)
+        values, violations, fit_checks, imputed = _check_column(name, frame[name], spec, scans)
         if imputed is not None:
             findings.append(make_finding(name, Reason.NULL.value, imputed, ids, "impute",
                                              detail=f"(missing, set to {spec.impute})",
@@ -121,6 +122,10 @@ def validate_frame(
             "fix the data, widen the rule, or set on_invalid='quarantine'"
         )
     table = Table(ids, coerced)
+    for name, values in coerced.items():  # the drift profile reuses them (not if repaired)
+        scanned = scans.get(id(values))
+        if scanned is not None:
+            table.remember(("scan", name), values, scanned)
     if len(quarantine):
         keep = np.ones(len(ids), dtype=bool)
         keep[_positions(ids, quarantine.row_ids())] = False
@@ -129,6 +134,7 @@ def validate_frame(
 
 
 Violation = tuple[str, np.ndarray, str]
+INEXACT = "(integer beyond 2**53: float64 would round it)"
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -144,9 +150,10 @@ FitChecks = tuple[bool, bool]
 
 
 def _check_column(
-    name: str, series: pd.Series, spec: ColumnType
+    name: str, series: pd.Series, spec: ColumnType, scans: dict[int, nc.ColumnScan] | None = None
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
-    """Coerced values, the rules broken, what fit checks learned, and the imputed rows."""
+    """Coerced values, the rules broken, what fit checks learned, and the imputed rows;
+    ``scans`` collects each number column's one-pass scan, by ``id`` of the array scanned."""
     if isinstance(spec, Datetime):
         seconds, bad_type, wrong_zone = to_epoch_seconds(name, series, spec)
         _refuse_wrong_type(name, series, bad_type, spec)
@@ -163,8 +170,9 @@ def _check_column(
         values, bad_type = to_numbers(series)
         _refuse_wrong_type(name, series, bad_type, spec)
         values, imputed = impute_missing(values, bad_type, spec)
-        inexact = inexact_ints(series, values)
-        rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None)
+        # an int64 array is checked exactly for |v| > 2**53 in the scan itself
+        inexact = None if values.dtype == np.int64 else inexact_ints(series, values)
+        rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None, scans)
         if inexact is not None:
             detail = "(integer beyond 2**53: float64 would round it)"
             rules.append((Reason.INEXACT_INT.value, inexact, detail))
@@ -242,7 +250,11 @@ def _null_rule(missing: np.ndarray, spec: ColumnType) -> list[Violation]:
 
 
 def _number_rules(
-    values: np.ndarray, bad_type: np.ndarray, spec: Float | Int, exact_checked: bool = False
+    values: np.ndarray,
+    bad_type: np.ndarray,
+    spec: Float | Int,
+    exact_checked: bool = False,
+    scans: dict[int, nc.ColumnScan] | None = None,
 ) -> tuple[list[Violation], FitChecks]:
     """Null, integrality, finiteness and range rules; each value breaks at most one of them.
 
@@ -251,10 +263,14 @@ def _number_rules(
     2**53 were already found on the source's own integers (see ``coerce.inexact_ints``).
     """
     integral = isinstance(spec, Int)
+    int_source = values.dtype.kind == "i"
     allow_inf = isinstance(spec, Float) and spec.allow_inf
     lo = -np.inf if spec.min is None else float(spec.min)
     hi = np.inf if spec.max is None else float(spec.max)
-    counts, smallest, largest = nc.scan(values, lo, hi, integral, allow_inf)
+    scanned = nc.scan_column(values, lo, hi, integral, allow_inf)
+    if scans is not None:
+        scans[id(values)] = scanned
+    counts, smallest, largest = scanned.counts.copy(), scanned.smallest, scanned.largest
     fit_checks = (counts[nc.NULL] == len(values), _near_equal(smallest, largest, len(values)))
     if spec.nullable:
         counts[nc.NULL] = 0  # allowed: no mask needed
@@ -272,8 +288,8 @@ def _number_rules(
     if integral:
         not_integer = masks.get(nc.NOT_INTEGER, empty) | masks.get(nc.INF, empty)
         rules.append((Reason.NOT_INTEGER.value, not_integer, "(not a whole number)"))
-        detail = "(integer beyond 2**53: float64 would round it)"
-        rules.append((Reason.INEXACT_INT.value, masks.get(nc.TOO_BIG, empty), detail))
+        if not int_source:
+            rules.append((Reason.INEXACT_INT.value, masks.get(nc.TOO_BIG, empty), INEXACT))
     elif not allow_inf:
         rules.append(
             (Reason.NOT_FINITE.value, masks.get(nc.INF, empty), "(±inf; set allow_inf=True)")
@@ -282,6 +298,8 @@ def _number_rules(
         rules.append((Reason.BELOW_MIN.value, masks.get(nc.BELOW, empty), f"(< min {spec.min})"))
     if spec.max is not None:
         rules.append((Reason.ABOVE_MAX.value, masks.get(nc.ABOVE, empty), f"(> max {spec.max})"))
+    if int_source and nc.TOO_BIG in masks:  # found exactly on the int64 values
+        rules.append((Reason.INEXACT_INT.value, masks[nc.TOO_BIG], INEXACT))
     return rules, fit_checks
 
 

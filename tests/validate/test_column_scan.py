@@ -1,0 +1,103 @@
+"""The one-pass column scan (validation + drift moments) and the numeric shortcuts of #3."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastprep as fp
+from fastprep.backends import numba_, numba_kernels
+from fastprep.columns import Table, row_range
+from fastprep.validate import drift
+from fastprep.validate import number_checks as nc
+
+
+def _values(kind: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    if kind == "int":
+        return rng.integers(-(2**40), 2**40, size=n)
+    values = rng.normal(1e9, 1.0, size=n)  # far from zero: the naive variance breaks here
+    values[rng.random(n) < 0.1] = np.nan
+    values[rng.random(n) < 0.01] = np.inf
+    return values
+
+
+@pytest.mark.parametrize("kind", ["float", "int"])
+def test_parallel_and_serial_scans_agree_and_count_right(kind: str) -> None:
+    values = _values(kind, nc.PARALLEL_MIN + 12345)
+    parallel = nc.scan_column(values, -np.inf, 1e9, kind == "int", False)
+    small = values[: nc.PARALLEL_MIN - 1]
+    serial = nc.scan_column(small, -np.inf, 1e9, kind == "int", False)
+    as_float = values.astype(np.float64)
+    finite = np.isfinite(as_float)
+    assert parallel.counts[nc.NULL] == np.isnan(as_float).sum()
+    assert parallel.counts[nc.INF] == np.isinf(as_float).sum()
+    assert parallel.counts[nc.ABOVE] == (as_float[finite] > 1e9).sum()
+    assert parallel.finite == finite.sum()
+    assert parallel.smallest == as_float[finite].min()
+    mean = parallel.shift + parallel.total / parallel.finite
+    assert mean == pytest.approx(as_float[finite].mean(), abs=1e-9 * as_float[finite].std())
+    small_f = small.astype(np.float64)
+    assert serial.finite == np.isfinite(small_f).sum()
+    assert serial.largest == small_f[np.isfinite(small_f)].max()
+
+
+def test_int64_beyond_2_53_is_counted_exactly() -> None:
+    values = np.array([1, 2**53, 2**53 + 1, -(2**53) - 1, 5], dtype=np.int64)
+    scanned = nc.scan_column(values, -np.inf, np.inf, False, False)
+    assert scanned.counts[nc.TOO_BIG] == 2  # 2**53 itself is exact
+    masks = nc.rule_masks(values, scanned.counts, -np.inf, np.inf, False, False)
+    assert masks[nc.TOO_BIG].tolist() == [False, False, True, True, False]
+
+
+@pytest.mark.parametrize("kept_share", [0.97, 0.3])
+def test_drift_profile_of_a_selection_matches_numpy(kept_share: float) -> None:
+    values = _values("float", 200_000)
+    table = Table(row_range(0, len(values)), {"x": values})
+    table.remember(("scan", "x"), values, nc.moments_only(values))
+    keep = np.random.default_rng(3).random(len(values)) < kept_share
+    profiled = drift.profile(table.take(keep))["x"]
+    chosen = values[keep]
+    finite = chosen[np.isfinite(chosen)]
+    assert profiled["rows"] == keep.sum()
+    assert profiled["null_rate"] == pytest.approx(1 - len(finite) / keep.sum())
+    assert profiled["mean"] == pytest.approx(finite.mean(), rel=1e-14)
+    assert profiled["std"] == pytest.approx(finite.std(), rel=1e-6)
+
+
+def test_row_range_is_a_read_only_range() -> None:
+    ids = row_range(5, 10)
+    assert ids.tolist() == list(range(5, 15)) and not ids.flags.writeable
+    assert row_range(0, 3).tolist() == [0, 1, 2]
+
+
+def test_small_range_int_ufunc_is_bit_identical() -> None:
+    rng = np.random.default_rng(11)
+    values = rng.integers(-50, 5000, size=numba_.UFUNC_THREADS_MIN + 7)
+    for func in ("log1p", "exp", "sqrt", "log"):
+        with np.errstate(all="ignore"):
+            want = getattr(np, func)(values.astype(np.float64))
+        assert np.array_equal(numba_._ufunc(func, values), want, equal_nan=True), func
+
+
+def test_parallel_median_is_numpys_nanmedian() -> None:
+    rng = np.random.default_rng(2)
+    n = numba_kernels.PARALLEL_MEDIAN_MIN + 1001
+    for values in (rng.normal(400, 100, n), np.round(rng.normal(size=n) * 3),
+                   np.r_[np.full(n // 2, 1.0), np.full(n - n // 2, 1e10)]):  # fmt: skip
+        values[rng.random(n) < 0.2] = np.nan
+        median, count = numba_kernels.nanmedian(values.copy())
+        assert median == np.nanmedian(values)
+        assert count == np.count_nonzero(~np.isnan(values))
+
+
+def test_pipeline_on_a_frame_with_an_offset_index_reads_without_copy(flights_sample) -> None:
+    frame = flights_sample.iloc[100:].copy()
+    pipeline = fp.Pipeline(
+        schema=fp.Schema({"distance": fp.Float(min=0)}),
+        features=[fp.col("distance") >> fp.Standardize()],
+    )
+    out = pipeline.fit_transform(frame, backend="numba")
+    want = frame["distance"].to_numpy(np.float64)
+    assert out.row_ids.tolist() == list(range(len(frame)))
+    assert np.allclose(out.X[:, 0], (want - want.mean()) / want.std(), atol=1e-6)
+    assert isinstance(frame.index, pd.RangeIndex) and frame.index.start == 100
