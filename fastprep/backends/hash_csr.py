@@ -189,36 +189,37 @@ def fill_rows(
                 code, v = _entry(k, i, kind, pos, s_code, num_code, num_vals, ccodes,
                                  gsrc, gmul, goff, gtab)  # fmt: skip
                 if code >= 0:
-                    c = insert_sorted(sx, sv, c, code >> 1, v * (1.0 - 2.0 * (code & 1)))
-            merge_into(sx, sv, c, indices, data, start)
+                    sx[c] = code >> 1
+                    sv[c] = v * (1.0 - 2.0 * (code & 1))  # cast to the output dtype
+                    c += 1
+            for t in range(sort_merge(sx, sv, 0, c)):
+                indices[start + t] = sx[t]
+                data[start + t] = sv[t]
 
 
 @njit(cache=True, inline="always")
-def insert_sorted(sx, sv, c, x, v):  # pragma: no cover - compiled
-    """Insert ``(x, v)`` after every entry of ``sx[:c]`` with index <= ``x`` (a stable
-    insertion sort, one entry at a time; ``v`` is cast to ``sv``'s dtype); returns c + 1."""
-    t = c
-    while t > 0 and sx[t - 1] > x:
-        sx[t] = sx[t - 1]
-        sv[t] = sv[t - 1]
-        t -= 1
-    sx[t] = x
-    sv[t] = v
-    return c + 1
-
-
-@njit(cache=True, inline="always")
-def merge_into(sx, sv, c, indices, data, start):  # pragma: no cover - compiled
-    """Sorted ``sx[:c]`` / ``sv[:c]`` with runs of equal indices summed (in ``data``'s
-    dtype, left to right) into ``indices`` / ``data`` from ``start``; returns the count."""
+def sort_merge(indices, data, start, end):  # pragma: no cover - compiled
+    """Row ``indices[start:end]`` / ``data[start:end]`` in place: stable insertion sort by
+    index, then runs of equal indices summed (in ``data``'s dtype, left to right) into the
+    front; returns the merged count. Shared by the hashing and ``fp.Dict`` kernels."""
+    for a in range(start + 1, end):
+        ki = indices[a]
+        kv = data[a]
+        b = a - 1
+        while b >= start and indices[b] > ki:
+            indices[b + 1] = indices[b]
+            data[b + 1] = data[b]
+            b -= 1
+        indices[b + 1] = ki
+        data[b + 1] = kv
+    if end - start < 2:
+        return end - start
     w = start
-    indices[w] = sx[0]
-    data[w] = sv[0]
-    for a in range(1, c):
-        if sx[a] == sx[a - 1]:
-            data[w] += sv[a]
+    for a in range(start + 1, end):
+        if indices[a] == indices[w]:
+            data[w] += data[a]
         else:
             w += 1
-            indices[w] = sx[a]
-            data[w] = sv[a]
+            indices[w] = indices[a]
+            data[w] = data[a]
     return w - start + 1

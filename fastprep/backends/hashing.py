@@ -228,10 +228,17 @@ def _source_key(arr) -> tuple:
 
 def _mostly_distinct(arr) -> bool:
     """A sample of the column is more than half distinct values (e.g. row IDs)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    sample = arr.take(np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64))
-    return len(pc.unique(sample)) > _SAMPLE // 2
+    rows = np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64)
+    pieces, at = [], 0
+    for chunk in arr.chunks:  # per chunk: ChunkedArray.take took ~5 ms on 26 chunks
+        lo, hi = np.searchsorted(rows, [at, at + len(chunk)])
+        if hi > lo:
+            pieces.append(chunk.take(pa.array(rows[lo:hi] - at)))
+        at += len(chunk)
+    return len(pc.unique(pa.concat_arrays(pieces))) > _SAMPLE // 2
 
 
 def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
