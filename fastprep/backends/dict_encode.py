@@ -20,6 +20,7 @@ from numba import njit, prange
 
 from fastprep.backends import _murmur as mm
 from fastprep.backends import hash_codes
+from fastprep.backends.hash_csr import sort_merge
 from fastprep.backends.hashing import _MAX_FEATURES, _run_hash
 from fastprep.dict_column import DictColumn
 from fastprep.emit.arena import ARENA
@@ -139,26 +140,7 @@ def _to_csr(column, keep, index, values, width, dtype) -> sp.csr_matrix:
 
 @njit(parallel=True, cache=True)
 def _sort_rows(indptr, indices, data, merged):  # pragma: no cover - compiled
-    """Per row: stable insertion sort by index, then sum runs of equal indices in place."""
+    """Per row: stable sort by index, then sum runs of equal indices in place."""
     for i in prange(indptr.shape[0] - 1):
         start, end = indptr[i], indptr[i + 1]
-        for a in range(start + 1, end):
-            ki, kv = indices[a], data[a]
-            b = a - 1
-            while b >= start and indices[b] > ki:
-                indices[b + 1] = indices[b]
-                data[b + 1] = data[b]
-                b -= 1
-            indices[b + 1] = ki
-            data[b + 1] = kv
-        if end - start < 2:
-            continue
-        w = start
-        for a in range(start + 1, end):
-            if indices[a] == indices[w]:
-                data[w] += data[a]
-            else:
-                w += 1
-                indices[w] = indices[a]
-                data[w] = data[a]
-        merged[i] = end - start - (w - start + 1)
+        merged[i] = end - start - sort_merge(indices, data, start, end)

@@ -3,9 +3,10 @@
 Real categorical columns repeat their values (tailnum: 4,043 distinct in 336,776 rows), so
 MurmurHash over every row's bytes repeats the same work. Here a text column becomes int32
 codes + its distinct values (the parallel encoder of ``fastprep.validate.text_encode``, or an
-Arrow dictionary as given), and a cross of 2-3 such columns becomes one combined code per
-row, ``(c0 * n1 + c1) * n2 + c2``: the caller hashes the tokens of the combinations present
-and gathers per row. Missing members give code -1 (the cross does not fire).
+Arrow dictionary as given), and a cross of 2-3 such columns is addressed by the combined code
+``(c0 * n1 + c1) * n2 + c2``: the caller hashes the tokens of the combinations (all, or those
+present) and the CSR kernels (``hash_csr``) look each row's up. Missing members give code -1
+(the cross does not fire).
 """
 
 from __future__ import annotations
@@ -43,35 +44,37 @@ def combinable(cardinalities: list[int], n_rows: int) -> bool:
     return product <= min(MAX_COMBINATIONS, max(MAX_COMBINATIONS_PER_ROW * n_rows, 1 << 16))
 
 
-def combined_and_present(
-    codes: list[np.ndarray], cardinalities: list[int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """One int64 code per row for a cross of 2-3 coded columns (-1 if a member is
-    missing), and the sorted distinct codes present, in one parallel pass (the marks are
-    idempotent byte stores, so threads may race on them harmlessly)."""
-    empty = np.zeros(1, np.int32)
-    c2 = codes[2] if len(codes) == 3 else empty
-    n2 = cardinalities[2] if len(codes) == 3 else 1
+def present(ccodes: np.ndarray, sources: np.ndarray, cardinalities: list[int]) -> np.ndarray:
+    """The sorted distinct combined codes ``(c0 * n1 + c1) * n2 + c2`` present over rows
+    with no member missing; members are rows ``sources`` of ``ccodes``."""
     product = 1
     for n in cardinalities:
         product *= n
-    out = ARENA.empty(len(codes[0]), np.int64)
     seen = ARENA.zeros(product, np.bool_)
-    _combine_mark(codes[0], codes[1], c2, len(codes) == 3, cardinalities[1], n2, out, seen)
-    return out, np.flatnonzero(seen)
+    mul = np.ones(3, np.int64)
+    mul[: len(cardinalities)] = cardinalities
+    srcs = np.full(3, -1, np.int64)
+    srcs[: len(sources)] = sources
+    _mark_rows(ccodes, srcs, mul, seen)
+    return np.flatnonzero(seen)
 
 
 @njit(parallel=True, cache=True)
-def _combine_mark(c0, c1, c2, three, n1, n2, out, seen):  # pragma: no cover - compiled
-    for i in prange(out.shape[0]):
-        a = c0[i]
-        b = c1[i]
-        c = c2[i] if three else 0
-        if a < 0 or b < 0 or c < 0:
-            out[i] = -1
-        else:
-            k = (np.int64(a) * n1 + b) * n2 + c
-            out[i] = k
+def _mark_rows(ccodes, srcs, mul, seen):  # pragma: no cover - compiled
+    # a store only where not yet marked: threads storing to one cache line again and again
+    # made it bounce between cores (3x slower than the loads)
+    for i in prange(ccodes.shape[1]):
+        k = np.int64(0)
+        for m in range(3):
+            s = srcs[m]
+            if s < 0:
+                break
+            c = ccodes[s, i]
+            if c < 0:
+                k = -1
+                break
+            k = k * mul[m] + c
+        if k >= 0 and not seen[k]:
             seen[k] = True
 
 
@@ -99,29 +102,3 @@ def _mark(combined, seen):  # pragma: no cover - compiled
         k = combined[i]
         if k >= 0:
             seen[k] = True
-
-
-#: below this many rows the gather runs serially (starting threads costs more)
-PARALLEL_MIN_ROWS = 1 << 17
-
-
-def gather_combined(table, combined, out, missing) -> None:
-    """Per row, the packed hash code of its combination (``missing`` where -1)."""
-    if len(combined) < PARALLEL_MIN_ROWS:
-        _gather_serial(table, combined, out, missing)
-    else:
-        _gather_parallel(table, combined, out, missing)
-
-
-@njit(parallel=True, cache=True)
-def _gather_parallel(table, combined, out, missing):  # pragma: no cover - compiled
-    for i in prange(combined.shape[0]):
-        k = combined[i]
-        out[i] = table[k] if k >= 0 else missing
-
-
-@njit(cache=True)
-def _gather_serial(table, combined, out, missing):  # pragma: no cover - compiled
-    for i in range(combined.shape[0]):
-        k = combined[i]
-        out[i] = table[k] if k >= 0 else missing

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastprep.backends import hash_csr
+from fastprep.backends.hash_csr import DIRECT, GATHERED, NUMBER
 from fastprep.emit.arena import ARENA
+from fastprep.validate import text_encode
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -21,10 +24,10 @@ __all__ = ["hash_columns"]
 
 _MAX_FEATURES = 2**31 - 1
 _INT32_MAX = 2**31 - 1
-# Dictionary path: only for long strings with few distinct values (murmur over
-# short strings is cheaper than arrow's dictionary hash table).
-_DICT_MIN_MEAN_BYTES = 24
-_DICT_MAX_DISTINCT_RATIO = 0.2
+#: a cross's table holds every combination of its members' values (no pass over the rows
+#: to find those present) when there are at most this many or a 16th of the rows
+_HASH_ALL_COMBINATIONS = 1 << 16
+#: rows sampled to tell a mostly-distinct column (more than half distinct) from the rest
 _SAMPLE = 4096
 _TASK = 16384  # rows per parallel task
 _POOL = None
@@ -103,87 +106,139 @@ def _separators(names: Sequence[str]):
     return sep, off
 
 
-def _use_dictionary(arr) -> bool:
-    """Cheap estimate: long strings with few distinct values -> dictionary path."""
-    import pyarrow.compute as pc
+class _Strings:
+    """The string features of one call, each either hashed per row into a row of
+    ``s_code`` (packed codes) or gathered by dictionary code from a table in ``gtab``.
 
-    n = len(arr)
-    if n < 4 * _SAMPLE:
-        return False
-    total = 0
-    for c in arr.chunks:
-        if len(c):
-            off = np.frombuffer(c.buffers()[1], dtype=np.int64)
-            total += int(off[c.offset + len(c)] - off[c.offset])
-    if total < _DICT_MIN_MEAN_BYTES * n:
-        return False
-    sample = arr.take(np.linspace(0, n - 1, _SAMPLE).astype(np.int64))
-    return len(pc.unique(sample)) <= _DICT_MAX_DISTINCT_RATIO * _SAMPLE
+    Each distinct source column (by its Arrow buffers: ``dest`` used alone and in a cross
+    is one source) is dictionary-encoded at most once per call, into a row of ``ccodes``."""
 
+    def __init__(self, mm, features, fm, n_rows: int) -> None:
+        self.mm, self.fm, self.n = mm, fm, n_rows
+        keys: dict[tuple, int] = {}
+        self.arrays: list = []
+        self.members = []
+        for _names, arrays in features:
+            idx = []
+            for arr in arrays:
+                key = _source_key(arr)
+                if key not in keys:
+                    keys[key] = len(self.arrays)
+                    self.arrays.append(arr)
+                idx.append(keys[key])
+            self.members.append(idx)
+        self.ccodes = ARENA.empty((len(self.arrays), n_rows), np.int32)
+        self.uniques: dict[int, Any] = {}  # source -> distinct values, None: not encoded
+        direct = [f for f, (names, arrays) in enumerate(features) if not self._gatherable(f)]
+        self.s_code = ARENA.empty((len(direct), n_rows), np.uint32)
+        self.kinds: list[tuple[int, int] | None] = [None] * len(features)
+        for p, f in enumerate(direct):
+            names, arrays = features[f]
+            _run_hash(mm, *_separators(names), arrays, fm, self.s_code[p])
+            self.kinds[f] = (DIRECT, p)
+        self.gsrc = np.full((len(features), 3), -1, dtype=np.int64)
+        self.gmul = np.ones((len(features), 3), dtype=np.int64)
+        self.goff = np.zeros(len(features), dtype=np.int64)
+        tables: list[np.ndarray] = []
+        at = 0
+        for f, (names, _arrays) in enumerate(features):
+            if self.kinds[f] is not None:
+                continue
+            table = self._table(f, names)
+            if table is None:  # a member with no values at all: never fires
+                continue
+            g = len(tables)
+            srcs = self.members[f]
+            self.gsrc[g, : len(srcs)] = srcs
+            self.gmul[g, : len(srcs)] = [len(self.uniques[s]) for s in srcs]
+            self.goff[g] = at
+            at += len(table)
+            tables.append(table)
+            self.kinds[f] = (GATHERED, g)
+        self.gtab = np.concatenate(tables) if tables else np.zeros(1, np.uint32)
+        self.gsrc, self.gmul = self.gsrc[: len(tables)].copy(), self.gmul[: len(tables)].copy()
+        self.goff = self.goff[: len(tables)].copy()
 
-def _hash_string_feature(mm, names, arrays, fm, out) -> None:
-    """Hash one (possibly crossed) string feature into packed codes ``out``."""
-    import pyarrow as pa
+    def _encoded(self, s: int) -> bool:
+        """Encode source ``s`` (once); False if it has too many distinct values."""
+        import pyarrow as pa
 
-    from . import hash_codes
+        from . import hash_codes
 
-    sep, sep_off = _separators(names)
-    if len(arrays) > 1:
-        if not _hash_cross_by_codes(mm, sep, sep_off, arrays, fm, out):
-            _run_hash(mm, sep, sep_off, arrays, fm, out)
-        return
-    arr = arrays[0]
-    if not (pa.types.is_dictionary(arr.type) or _use_dictionary(arr)):
-        _run_hash(mm, sep, sep_off, arrays, fm, out)
-        return
-    # Dictionary path: hash each distinct value once, then gather by code.
-    codes, dic = hash_codes.codes_and_uniques(arr)
-    if len(dic) == 0:
-        out[:] = mm.MISSING
-        return
-    table = ARENA.empty(len(dic), np.uint32)
-    _run_hash(mm, sep, sep_off, [pa.chunked_array([dic])], fm, table)
-    hash_codes.gather_combined(table, codes, out, np.uint32(mm.MISSING))
+        if s not in self.uniques:
+            arr = self.arrays[s]
+            if pa.types.is_dictionary(arr.type):
+                codes, uniques = hash_codes.codes_and_uniques(arr)
+                self.ccodes[s] = codes
+                self.uniques[s] = uniques
+            elif len(arr) >= 4 * _SAMPLE and _mostly_distinct(arr):
+                self.uniques[s] = None  # e.g. row IDs: hashing each row is cheaper
+            else:
+                done = text_encode.try_encode(arr, out=self.ccodes[s])
+                self.uniques[s] = None if done is None else done[1]
+        return self.uniques[s] is not None
 
+    def _gatherable(self, f: int) -> bool:
+        from . import hash_codes
 
-def _hash_cross_by_codes(mm, sep, sep_off, arrays, fm, out) -> bool:
-    """Hash a cross once per combination of member values present, then gather per row.
-
-    False (nothing written) when a member looks high-cardinality (a sample of mostly
-    distinct values) or the combinations would not fit a table: then each row is hashed."""
-    import pyarrow as pa
-
-    from . import hash_codes
-
-    n = len(out)
-    for arr in arrays:
-        if not pa.types.is_dictionary(arr.type) and n >= 4 * _SAMPLE and _mostly_distinct(arr):
+        srcs = self.members[f]
+        if not all(self._encoded(s) for s in srcs):
             return False
-    coded = [hash_codes.codes_and_uniques(arr) for arr in arrays]
-    cards = [len(uniques) for _, uniques in coded]
-    if not hash_codes.combinable(cards, n):
-        return False
-    if min(cards) == 0:
-        out[:] = mm.MISSING
-        return True
-    product = int(np.prod(np.array(cards, dtype=np.int64)))
-    combined, combos = hash_codes.combined_and_present([codes for codes, _ in coded], cards)
-    members = hash_codes.member_values(combos, [uniques for _, uniques in coded], cards)
-    hashed = ARENA.empty(len(combos), np.uint32)
-    _run_hash(mm, sep, sep_off, [pa.chunked_array([m]) for m in members], fm, hashed)
-    table = ARENA.empty(product, np.uint32)
-    table.fill(mm.MISSING)
-    table[combos] = hashed
-    hash_codes.gather_combined(table, combined, out, np.uint32(mm.MISSING))
-    return True
+        return len(srcs) == 1 or hash_codes.combinable([len(self.uniques[s]) for s in srcs], self.n)
+
+    def _table(self, f: int, names):
+        """Packed codes by combined dictionary code (``MISSING`` for absent
+        combinations), or None when a member has no values."""
+        import pyarrow as pa
+
+        from . import hash_codes
+
+        srcs = self.members[f]
+        cards = [len(self.uniques[s]) for s in srcs]
+        product = int(np.prod(np.array(cards, dtype=np.int64)))
+        if product == 0:
+            return None
+        if product <= max(_HASH_ALL_COMBINATIONS, self.n // 16):
+            combos = np.arange(product, dtype=np.int64)  # cheaper than finding those present
+        else:
+            combos = hash_codes.present(self.ccodes, np.array(srcs, np.int64), cards)
+        values = hash_codes.member_values(combos, [self.uniques[s] for s in srcs], cards)
+        hashed = np.empty(len(combos), np.uint32)
+        _run_hash(self.mm, *_separators(names), [pa.chunked_array([v]) for v in values],
+                  self.fm, hashed)  # fmt: skip
+        if len(combos) == product:
+            return hashed
+        table = np.full(product, self.mm.MISSING, dtype=np.uint32)
+        table[combos] = hashed
+        return table
+
+
+def _source_key(arr) -> tuple:
+    """Identifies a column by its chunks' buffers (alive for the call), type and slices."""
+
+    def buffers(chunk) -> tuple:
+        return tuple(0 if b is None else b.address for b in chunk.buffers())
+
+    parts: list = [str(arr.type)]
+    for c in arr.chunks:
+        dic = buffers(c.dictionary) if hasattr(c, "dictionary") else ()
+        parts.append((buffers(c), dic, c.offset, len(c)))
+    return tuple(parts)
 
 
 def _mostly_distinct(arr) -> bool:
     """A sample of the column is more than half distinct values (e.g. row IDs)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    sample = arr.take(np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64))
-    return len(pc.unique(sample)) > _SAMPLE // 2
+    rows = np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64)
+    pieces, at = [], 0
+    for chunk in arr.chunks:  # per chunk: ChunkedArray.take took ~5 ms on 26 chunks
+        lo, hi = np.searchsorted(rows, [at, at + len(chunk)])
+        if hi > lo:
+            pieces.append(chunk.take(pa.array(rows[lo:hi] - at)))
+        at += len(chunk)
+    return len(pc.unique(pa.concat_arrays(pieces))) > _SAMPLE // 2
 
 
 def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
@@ -306,12 +361,9 @@ def hash_columns(
 
     fm_m, imin_idx = mm.fastmod_params(n_features)
     fm = np.array([np.int64(fm_m.view(np.int64)), n_features, imin_idx, int(bool(alternate_sign))])
-    # Per string feature and row: ``index * 2 + negative`` or ``mm.MISSING``. Large
-    # per-run arrays come from the arena (retained pages: fresh ones fault at ~0.3 GiB/s).
-    s_code = ARENA.empty((len(str_feats), n_rows), np.uint32)
-    for p, (nms, arrs) in enumerate(str_feats):
-        if n_rows:
-            _hash_string_feature(mm, nms, arrs, fm, s_code[p])
+    # Large per-call arrays come from the arena (retained pages: fresh ones fault at
+    # ~0.3 GiB/s on the VMs measured).
+    strings = _Strings(mm, str_feats, fm, n_rows)
     num_vals = ARENA.empty((len(num_feats), n_rows), np.float64)
     num_code = np.empty(len(num_feats), dtype=np.int64)
     for p, (nm, vals) in enumerate(num_feats):
@@ -320,13 +372,17 @@ def hash_columns(
         idx = int(imin_idx) if h == -(2**31) else abs(h) % n_features
         num_code[p] = idx * 2 + int(bool(alternate_sign) and h < 0)
 
-    kind_arr = np.array([k for k, _ in kinds], dtype=np.int8)
-    pos_arr = np.array([p for _, p in kinds], dtype=np.int64)
+    order = [strings.kinds[p] if k == 0 else (NUMBER, p) for k, p in kinds]
+    order = [k for k in order if k is not None]
+    kind_arr = np.array([k for k, _ in order], dtype=np.int8)
+    pos_arr = np.array([p for _, p in order], dtype=np.int64)
+    parts = (kind_arr, pos_arr, strings.s_code, num_code, num_vals, strings.ccodes,
+             strings.gsrc, strings.gmul, strings.goff, strings.gtab)  # fmt: skip
     counts = ARENA.empty(n_rows, np.int32)
     if n_rows:
-        mm.count_nnz(s_code, num_vals, counts)
+        hash_csr.count_rows(*parts, counts)
     # int32 indptr straight away when it cannot overflow (sklearn: int32 iff nnz fits)
-    wide = n_rows * len(kinds) > _INT32_MAX
+    wide = n_rows * len(order) > _INT32_MAX
     indptr = ARENA.empty(n_rows + 1, np.int64 if wide else np.int32)
     indptr[0] = 0
     np.cumsum(counts, out=indptr[1:], dtype=indptr.dtype)
@@ -334,18 +390,8 @@ def hash_columns(
     idx_dtype = np.int32 if nnz <= _INT32_MAX else np.int64
     indices = ARENA.empty(nnz, idx_dtype)
     data = ARENA.empty(nnz, dtype)
-    removed = ARENA.zeros(n_rows, np.int32)  # only rows with duplicates write it
-    if n_rows and len(kinds):
-        mm.fill_rows(s_code, num_code, num_vals, kind_arr, pos_arr, indptr, indices, data, removed)
-    n_removed = int(removed.sum())
-    if n_removed:
-        new_indptr = ARENA.empty(n_rows + 1, indptr.dtype)
-        new_indptr[0] = 0
-        np.cumsum(np.diff(indptr) - removed, out=new_indptr[1:], dtype=indptr.dtype)
-        new_indices = ARENA.empty(nnz - n_removed, idx_dtype)
-        new_data = ARENA.empty(nnz - n_removed, dtype)
-        mm.compact(indptr, indices, data, new_indptr, new_indices, new_data)
-        indptr, indices, data = new_indptr, new_indices, new_data
+    if nnz:
+        hash_csr.fill_rows(*parts, indptr, indices, data)
     out = sp.csr_matrix(
         (data, indices, indptr.astype(idx_dtype, copy=False)),
         shape=(n_rows, n_features),

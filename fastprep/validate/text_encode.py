@@ -170,21 +170,42 @@ def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     return data, offsets, _NO_BITMAP, -1
 
 
-def encode(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+def encode(
+    values: pa.Array | pa.ChunkedArray, *, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array]:
     """``(codes, uniques)``: int32 codes (-1 = null) in order of first appearance, and the
-    distinct values as an Arrow large_string array (``uniques[codes[i]]`` is row i)."""
+    distinct values as an Arrow large_string array (``uniques[codes[i]]`` is row i).
+    ``out``: an int32 array of the column's length to write the codes to."""
+    encoded = _encode(values, out, give_up=False)
+    assert encoded is not None
+    return encoded
+
+
+def try_encode(
+    values: pa.Array | pa.ChunkedArray, *, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array] | None:
+    """:func:`encode`, or None when the first task finds many distinct values (more than
+    ``HIGH_CARDINALITY``) and there are more tasks: a caller that can do without codes
+    (hashing each row's bytes) is spared the serial encoding such a column would need."""
+    return _encode(values, out, give_up=True)
+
+
+def _encode(values, out, give_up: bool):
     chunks = [
         c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
         for c in (values.chunks if isinstance(values, pa.ChunkedArray) else [values])
     ]
     n = sum(len(c) for c in chunks)
-    codes = ARENA.empty(n, np.int32)  # warm memory: see fastprep.emit.arena
+    codes = ARENA.empty(n, np.int32) if out is None else out  # warm memory: emit.arena
     tasks = _tasks(chunks)
     if not tasks:
         return codes, pa.array([], type=pa.large_string())
     first = _run_task(tasks[0], codes)
-    if len(tasks) == 1 or len(first) > HIGH_CARDINALITY * (tasks[0][2] - tasks[0][1]):
-        return _encode_serially(chunks, codes)
+    many = len(first) > HIGH_CARDINALITY * (tasks[0][2] - tasks[0][1])
+    if len(tasks) == 1:  # the first task was the whole column
+        return codes, _distinct(tasks[0][0], first)
+    if many:
+        return None if give_up else _encode_serially(chunks, codes)
     local = [first, *_pool().map(lambda task: _run_task(task, codes), tasks[1:])]
     candidates = pa.concat_arrays(
         [task[0].take(pa.array(rows)) for task, rows in zip(tasks, local)]
