@@ -42,6 +42,7 @@ from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step, Vectorize
+from fastprep.validate.number_checks import ColumnScan, moments_only
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
 N_CHUNKS = 64
@@ -337,10 +338,16 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
     for func, name in program.hoisted:
         source = table.raw(name)
-        arrays.append(
-            table.derive(("numpy", func, name), source, lambda f=func, v=source: _ufunc(f, v))
-        )
+        arrays.append(table.derive(("numpy", func, name), source,
+                                   lambda f=func, n=name, v=source: _hoisted(table, f, n, v)))  # fmt: skip
     return arrays
+
+
+def _hoisted(table: Table, func: str, name: str, source: np.ndarray) -> np.ndarray:
+    """``func`` of a column, with the column's range from the table's remembered scan."""
+    if source.dtype != np.int64:
+        return _ufunc(func, source)
+    return _ufunc(func, source, table.derive(("scan", name), source, lambda: moments_only(source)))
 
 
 #: below this many values a hoisted ufunc runs on one thread
@@ -353,18 +360,21 @@ UFUNC_ALIGN = 4096
 RANGE_SHARE = 8
 
 
-def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
+def _ufunc(func: str, values: np.ndarray, scanned: ColumnScan | None = None) -> np.ndarray:
     """``np.<func>(values)`` as float64 into retained memory, split across threads for
     large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical).
 
     An integer column with few distinct values (hour, distance, counts) gets the function
     of each value in its range once, gathered by value: the same float64 results, ~6x
-    less time than a transcendental function per row.
+    less time than a transcendental function per row. Its range comes from ``scanned``
+    (validation's scan of the column), else from one scan here.
     """
     out = ARENA.empty(len(values), np.float64)
     if values.dtype == np.int64 and len(values) >= UFUNC_THREADS_MIN:
-        lowest, highest = nk.int_range(values, TRANSFORM_CHUNKS)
-        if int(highest) - int(lowest) < len(values) // RANGE_SHARE:
+        scanned = scanned or moments_only(values)
+        lowest, highest = int(scanned.smallest), int(scanned.largest)  # exact below 2**53
+        exact = max(abs(lowest), abs(highest)) < 2**53
+        if exact and highest - lowest < len(values) // RANGE_SHARE:
             domain = np.arange(lowest, highest + 1, dtype=np.int64)
             with np.errstate(all="ignore"):
                 table = getattr(np, func)(domain, dtype=np.float64)

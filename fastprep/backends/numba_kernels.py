@@ -132,6 +132,12 @@ def _key(v):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _top16(v):  # pragma: no cover - compiled
+    """The bucket of ``v`` in the first radix level: the top 16 bits of its sort key."""
+    return (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF)
+
+
+@njit(cache=True)
 def _select_pair_from(values, n, k, shift, counts, low, high):  # pragma: no cover - compiled
     """``(kth(k-1), kth(k))`` of ``values[:n]`` (no NaN; kth(-1) is NaN) by radix
     selection, from key bit ``shift + 16`` down: a histogram of 16 key bits per level
@@ -200,7 +206,7 @@ def _histogram_top16(values, counts):  # pragma: no cover - compiled
         for i in range(c * size, min(n, c * size + size)):
             v = values[i]
             if v == v:
-                row[(_key(v) >> np.uint64(48)) & np.uint64(0xFFFF)] += 1
+                row[_top16(v)] += 1
 
 
 @njit(parallel=True, cache=True)
@@ -213,7 +219,7 @@ def _gather_bucket(values, bucket, offsets, out):  # pragma: no cover - compiled
         k = offsets[c]
         for i in range(c * size, min(n, c * size + size)):
             v = values[i]
-            if v == v and (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF) == bucket:
+            if v == v and _top16(v) == bucket:
                 out[k] = v
                 k += 1
 
@@ -224,7 +230,7 @@ def _max_below_bucket(values, bucket):  # pragma: no cover - compiled
     best = -np.inf
     for i in range(values.shape[0]):
         v = values[i]
-        if v == v and (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF) < bucket and v > best:
+        if v == v and _top16(v) < bucket and v > best:
             best = v
     return best
 
@@ -276,25 +282,6 @@ def nanmedian(values: np.ndarray) -> tuple[float, int]:
     if present % 2:
         return float(upper), present
     return float(np.mean(np.array([lower, upper]))), present
-
-
-@njit(parallel=True, cache=True)
-def int_range(values, n_chunks):  # pragma: no cover - compiled
-    """Smallest and largest value of an integer array (one parallel pass)."""
-    n = values.shape[0]
-    size = (n + n_chunks - 1) // n_chunks
-    lows = np.empty(n_chunks, np.int64)
-    highs = np.empty(n_chunks, np.int64)
-    for c in prange(n_chunks):
-        lo = values[0]
-        hi = values[0]
-        for i in range(c * size, min(n, c * size + size)):
-            v = values[i]
-            lo = min(lo, v)
-            hi = max(hi, v)
-        lows[c] = lo
-        highs[c] = hi
-    return lows.min(), highs.max()
 
 
 @njit(parallel=True, cache=True)

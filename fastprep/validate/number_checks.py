@@ -78,14 +78,23 @@ def _scan_range(
     stats[c, SQUARES] = squares
 
 
+@njit(cache=True)
+def _outputs(values, n_chunks):  # pragma: no cover - compiled
+    """Row count, per-chunk counts and statistics (zeroed), and the chunk size."""
+    n = values.shape[0]
+    return (
+        n,
+        np.zeros((n_chunks, 6), np.int64),
+        np.zeros((n_chunks, 5)),
+        (n + n_chunks - 1) // n_chunks,
+    )
+
+
 @njit(cache=True, error_model="numpy", parallel=True)
 def _parallel(
     values, lo, hi, integral, range_on_inf, int_source, shift, n_chunks
 ):  # pragma: no cover
-    n = values.shape[0]
-    counts = np.zeros((n_chunks, 6), np.int64)
-    stats = np.zeros((n_chunks, 5))
-    size = (n + n_chunks - 1) // n_chunks
+    n, counts, stats, size = _outputs(values, n_chunks)
     for c in prange(n_chunks):
         _scan_range(values, c * size, min(n, c * size + size), lo, hi, integral,
                     range_on_inf, int_source, shift, counts, stats, c)  # fmt: skip
@@ -98,10 +107,7 @@ def _serial(
 ):  # pragma: no cover
     """The same chunks on the calling thread (a separate function: Numba's cache would mix
     up two dispatchers of one Python function)."""
-    n = values.shape[0]
-    counts = np.zeros((n_chunks, 6), np.int64)
-    stats = np.zeros((n_chunks, 5))
-    size = (n + n_chunks - 1) // n_chunks
+    n, counts, stats, size = _outputs(values, n_chunks)
     for c in range(n_chunks):
         _scan_range(values, c * size, min(n, c * size + size), lo, hi, integral,
                     range_on_inf, int_source, shift, counts, stats, c)  # fmt: skip

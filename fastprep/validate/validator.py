@@ -68,7 +68,7 @@ def validate_frame(
     quarantine = Quarantine()
     to_raise: list[Finding] = []
     text_encoding: dict[str, dict[str, Any]] = {}
-    scans: dict[int, nc.ColumnScan] = {}
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
     for name in columns:
         spec = schema[name]
         values, violations, fit_checks, imputed = _check_column(name, frame[name], spec, scans)
@@ -123,9 +123,9 @@ def validate_frame(
         )
     table = Table(ids, coerced)
     for name, values in coerced.items():  # the drift profile reuses them (not if repaired)
-        scanned = scans.get(id(values))
-        if scanned is not None:
-            table.remember(("scan", name), values, scanned)
+        entry = scans.get(id(values))
+        if entry is not None and entry[0] is values:
+            table.remember(("scan", name), values, entry[1])
     if len(quarantine):
         keep = np.ones(len(ids), dtype=bool)
         keep[_positions(ids, quarantine.row_ids())] = False
@@ -150,7 +150,10 @@ FitChecks = tuple[bool, bool]
 
 
 def _check_column(
-    name: str, series: pd.Series, spec: ColumnType, scans: dict[int, nc.ColumnScan] | None = None
+    name: str,
+    series: pd.Series,
+    spec: ColumnType,
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None = None,
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
     """Coerced values, the rules broken, what fit checks learned, and the imputed rows;
     ``scans`` collects each number column's one-pass scan, by ``id`` of the array scanned."""
@@ -254,7 +257,7 @@ def _number_rules(
     bad_type: np.ndarray,
     spec: Float | Int,
     exact_checked: bool = False,
-    scans: dict[int, nc.ColumnScan] | None = None,
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None = None,
 ) -> tuple[list[Violation], FitChecks]:
     """Null, integrality, finiteness and range rules; each value breaks at most one of them.
 
@@ -268,8 +271,8 @@ def _number_rules(
     lo = -np.inf if spec.min is None else float(spec.min)
     hi = np.inf if spec.max is None else float(spec.max)
     scanned = nc.scan_column(values, lo, hi, integral, allow_inf)
-    if scans is not None:
-        scans[id(values)] = scanned
+    if scans is not None:  # holding ``values`` keeps its id from being reused meanwhile
+        scans[id(values)] = (values, scanned)
     counts, smallest, largest = scanned.counts.copy(), scanned.smallest, scanned.largest
     fit_checks = (counts[nc.NULL] == len(values), _near_equal(smallest, largest, len(values)))
     if spec.nullable:

@@ -77,6 +77,9 @@ def test_small_range_int_ufunc_is_bit_identical() -> None:
         with np.errstate(all="ignore"):
             want = getattr(np, func)(values.astype(np.float64))
         assert np.array_equal(numba_._ufunc(func, values), want, equal_nan=True), func
+    near_2_60 = 2**60 + rng.integers(0, 100, size=len(values))  # float64 cannot tell them apart
+    exact = np.log1p(near_2_60.astype(np.float64))
+    assert np.array_equal(numba_._ufunc("log1p", near_2_60), exact)
 
 
 def test_parallel_median_is_numpys_nanmedian() -> None:
