@@ -27,38 +27,46 @@ DIRECT, NUMBER, GATHERED = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
-def _entry(k, i, kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul, goff, gtab):
-    """(packed code ``index * 2 + negative``, value) of feature ``k`` in row ``i``; code -1
-    when the feature gives no entry."""
-    p = pos[k]
-    t = kind[k]
-    if t == 0:
-        c = np.int64(s_code[p, i])
-        if c == MISSING:
-            return np.int64(-1), 0.0
-        return c, 1.0
-    if t == 1:
-        v = num_vals[p, i]
-        if v == v and v != 0.0:
-            return np.int64(num_code[p]), v
-        return np.int64(-1), 0.0
-    return _gathered(p, i, ccodes, gsrc, gmul, goff, gtab), 1.0
+def _block_codes(lo, hi, kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul, goff, gtab,
+                 codes, vals):  # fmt: skip  # pragma: no cover - compiled
+    """``codes[k, j]``: packed code (``index * 2 + negative``) of feature ``k`` in row
+    ``lo + j``, -1 when it gives no entry; ``vals[k, j]``: a number feature's value.
 
-
-@njit(cache=True, inline="always")
-def _gathered(g, i, ccodes, gsrc, gmul, goff, gtab):
-    """Packed code of gathered feature ``g`` in row ``i``, -1 if a member is missing (the
-    table has a code for every combination that occurs)."""
-    key = np.int64(0)
-    for m in range(3):
-        s = gsrc[g, m]
-        if s < 0:
-            break
-        c = ccodes[s, i]
-        if c < 0:
-            return np.int64(-1)
-        key = key * gmul[g, m] + c
-    return np.int64(gtab[goff[g] + key])
+    Why per feature, then per row: one tight loop per feature (its kind and members fixed)
+    instead of a switch on the kind and member count per entry — 1.5-2x faster passes."""
+    m = hi - lo
+    for k in range(kind.shape[0]):
+        p = pos[k]
+        t = kind[k]
+        if t == DIRECT:
+            for j in range(m):
+                c = np.int64(s_code[p, lo + j])
+                codes[k, j] = -1 if c == MISSING else c
+        elif t == NUMBER:
+            nc = np.int64(num_code[p])
+            for j in range(m):
+                v = num_vals[p, lo + j]
+                codes[k, j] = nc if (v == v) & (v != 0.0) else -1
+                vals[k, j] = v
+        else:
+            s0, s1, s2, off = gsrc[p, 0], gsrc[p, 1], gsrc[p, 2], goff[p]
+            if s1 < 0:
+                for j in range(m):
+                    c0 = ccodes[s0, lo + j]
+                    codes[k, j] = np.int64(gtab[off + c0]) if c0 >= 0 else -1
+            elif s2 < 0:
+                m1 = gmul[p, 1]
+                for j in range(m):
+                    c0, c1 = ccodes[s0, lo + j], ccodes[s1, lo + j]
+                    ok = (c0 >= 0) & (c1 >= 0)
+                    codes[k, j] = np.int64(gtab[off + c0 * m1 + c1]) if ok else -1
+            else:
+                m1, m2 = gmul[p, 1], gmul[p, 2]
+                for j in range(m):
+                    c0, c1, c2 = ccodes[s0, lo + j], ccodes[s1, lo + j], ccodes[s2, lo + j]
+                    ok = (c0 >= 0) & (c1 >= 0) & (c2 >= 0)
+                    key = (c0 * m1 + c1) * m2 + c2
+                    codes[k, j] = np.int64(gtab[off + key]) if ok else -1
 
 
 @njit(cache=True, inline="always")
@@ -100,29 +108,24 @@ def _keep(x, v, c, k0, k1, k2, vals):
 def count_rows(
     kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul, goff, gtab, counts
 ):  # pragma: no cover - compiled
-    """``counts[i]``: the number of distinct indices among row ``i``'s entries. (One loop
-    per kind of feature: the order does not matter for a count, and a kind switch per
-    entry doubled the time.)"""
+    """``counts[i]``: the number of distinct indices among row ``i``'s entries."""
     n = counts.shape[0]
-    ng, nd, nn = goff.shape[0], s_code.shape[0], num_vals.shape[0]
+    nk = kind.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
-        seen = np.empty(max(kind.shape[0], 1), np.int64)
-        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+        lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
+        codes = np.empty((nk, BLOCK), np.int64)
+        vals = np.empty((nk, BLOCK), np.float64)
+        seen = np.empty(max(nk, 1), np.int64)
+        _block_codes(lo, hi, kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul,
+                     goff, gtab, codes, vals)  # fmt: skip
+        for j in range(hi - lo):
             c = 0
             x0 = x1 = x2 = np.int64(-1)
-            for g in range(ng):
-                code = _gathered(g, i, ccodes, gsrc, gmul, goff, gtab)
+            for k in range(nk):
+                code = codes[k, j]
                 if code >= 0:
                     c, x0, x1, x2 = _distinct(code >> 1, c, x0, x1, x2, seen)
-            for p in range(nd):
-                code = np.int64(s_code[p, i])
-                if code != MISSING:
-                    c, x0, x1, x2 = _distinct(code >> 1, c, x0, x1, x2, seen)
-            for p in range(nn):
-                v = num_vals[p, i]
-                if v == v and v != 0.0:
-                    c, x0, x1, x2 = _distinct(num_code[p] >> 1, c, x0, x1, x2, seen)
-            counts[i] = c
+            counts[lo + j] = c
 
 
 @njit(parallel=True, cache=True)
@@ -132,65 +135,60 @@ def fill_rows(
     """Row ``i``'s merged entries into ``indices`` / ``data`` from ``indptr[i]`` on.
 
     A row of up to 3 entries with distinct indices (almost all rows) is built in
-    registers in any feature order and sorted by index; any other row is rebuilt in
-    feature order through scratch arrays, stably sorted and merged."""
+    registers and sorted by index; any other row goes through scratch arrays in feature
+    order, stably sorted and merged."""
     n = indptr.shape[0] - 1
     nk = kind.shape[0]
-    ng, nd, nn = goff.shape[0], s_code.shape[0], num_vals.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
+        lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
+        codes = np.empty((nk, BLOCK), np.int64)
+        vals = np.empty((nk, BLOCK), np.float64)
         sx = np.empty(max(nk, 1), np.int64)
         sv = np.empty(max(nk, 1), data.dtype)
-        vals = np.empty(3, np.float64)
-        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+        kept = np.empty(3, np.float64)
+        _block_codes(lo, hi, kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul,
+                     goff, gtab, codes, vals)  # fmt: skip
+        for j in range(hi - lo):
+            i = lo + j
             start = indptr[i]
             size = indptr[i + 1] - start
             if size == 0:
                 continue
             c = 0
             k0 = k1 = k2 = np.int64(0)
-            for g in range(ng):
-                code = _gathered(g, i, ccodes, gsrc, gmul, goff, gtab)
+            for k in range(nk):
+                code = codes[k, j]
                 if code >= 0:
-                    v = 1.0 - 2.0 * (code & 1)
-                    c, k0, k1, k2 = _keep(code >> 1, v, c, k0, k1, k2, vals)
-            for p in range(nd):
-                code = np.int64(s_code[p, i])
-                if code != MISSING:
-                    v = 1.0 - 2.0 * (code & 1)
-                    c, k0, k1, k2 = _keep(code >> 1, v, c, k0, k1, k2, vals)
-            for p in range(nn):
-                v = num_vals[p, i]
-                if v == v and v != 0.0:
-                    code = num_code[p]
-                    v *= 1.0 - 2.0 * (code & 1)  # exact: v is never 0 or NaN
-                    c, k0, k1, k2 = _keep(code >> 1, v, c, k0, k1, k2, vals)
+                    sign = 1.0 - 2.0 * (code & 1)
+                    v = vals[k, j] * sign if kind[k] == NUMBER else sign  # exact: v != 0, NaN
+                    c, k0, k1, k2 = _keep(code >> 1, v, c, k0, k1, k2, kept)
             if c == size and c == 1:
                 indices[start] = k0 >> 2
-                data[start] = vals[0]
+                data[start] = kept[0]
                 continue
             if c == size and c == 2:
-                lo, hi = min(k0, k1), max(k0, k1)
-                indices[start], indices[start + 1] = lo >> 2, hi >> 2
-                data[start] = vals[lo & 3]
-                data[start + 1] = vals[hi & 3]
+                a, z = min(k0, k1), max(k0, k1)
+                indices[start], indices[start + 1] = a >> 2, z >> 2
+                data[start] = kept[a & 3]
+                data[start + 1] = kept[z & 3]
                 continue
             if c == size and c == 3:
                 a, m = min(k0, k1), max(k0, k1)
                 m, z = min(m, k2), max(m, k2)
                 a, m = min(a, m), max(a, m)
                 indices[start], indices[start + 1], indices[start + 2] = a >> 2, m >> 2, z >> 2
-                data[start] = vals[a & 3]
-                data[start + 1] = vals[m & 3]
-                data[start + 2] = vals[z & 3]
+                data[start] = kept[a & 3]
+                data[start + 1] = kept[m & 3]
+                data[start + 2] = kept[z & 3]
                 continue
             # duplicates or more than 3 entries: in feature order, stable sort and merge
             c = 0
             for k in range(nk):
-                code, v = _entry(k, i, kind, pos, s_code, num_code, num_vals, ccodes,
-                                 gsrc, gmul, goff, gtab)  # fmt: skip
+                code = codes[k, j]
                 if code >= 0:
+                    sign = 1.0 - 2.0 * (code & 1)
                     sx[c] = code >> 1
-                    sv[c] = v * (1.0 - 2.0 * (code & 1))  # cast to the output dtype
+                    sv[c] = vals[k, j] * sign if kind[k] == NUMBER else sign  # output dtype
                     c += 1
             for t in range(sort_merge(sx, sv, 0, c)):
                 indices[start + t] = sx[t]

@@ -27,8 +27,6 @@ _INT32_MAX = 2**31 - 1
 #: a cross's table holds every combination of its members' values (no pass over the rows
 #: to find those present) when there are at most this many or a 16th of the rows
 _HASH_ALL_COMBINATIONS = 1 << 16
-#: rows sampled to tell a mostly-distinct column (more than half distinct) from the rest
-_SAMPLE = 4096
 _TASK = 16384  # rows per parallel task
 _POOL = None
 _POOL_SIZE = 0
@@ -171,9 +169,7 @@ class _Strings:
                 codes, uniques = hash_codes.codes_and_uniques(arr)
                 self.ccodes[s] = codes
                 self.uniques[s] = uniques
-            elif len(arr) >= 4 * _SAMPLE and _mostly_distinct(arr):
-                self.uniques[s] = None  # e.g. row IDs: hashing each row is cheaper
-            else:
+            else:  # gives up early on mostly distinct values (row IDs): hashing is cheaper
                 done = text_encode.try_encode(arr, out=self.ccodes[s])
                 self.uniques[s] = None if done is None else done[1]
         return self.uniques[s] is not None
@@ -224,21 +220,6 @@ def _source_key(arr) -> tuple:
         dic = buffers(c.dictionary) if hasattr(c, "dictionary") else ()
         parts.append((buffers(c), dic, c.offset, len(c)))
     return tuple(parts)
-
-
-def _mostly_distinct(arr) -> bool:
-    """A sample of the column is more than half distinct values (e.g. row IDs)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    rows = np.linspace(0, len(arr) - 1, _SAMPLE).astype(np.int64)
-    pieces, at = [], 0
-    for chunk in arr.chunks:  # per chunk: ChunkedArray.take took ~5 ms on 26 chunks
-        lo, hi = np.searchsorted(rows, [at, at + len(chunk)])
-        if hi > lo:
-            pieces.append(chunk.take(pa.array(rows[lo:hi] - at)))
-        at += len(chunk)
-    return len(pc.unique(pa.concat_arrays(pieces))) > _SAMPLE // 2
 
 
 def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:

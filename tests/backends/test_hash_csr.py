@@ -71,10 +71,10 @@ def test_features_are_gathered_or_hashed_per_row() -> None:
     )
 
 
-def test_first_task_with_many_distinct_values_falls_back_to_per_row(monkeypatch) -> None:
-    """A column the sample calls repetitive but whose first encoding task finds many distinct
-    values (here: distinct first rows, then repeats) is hashed per row instead."""
-    monkeypatch.setattr(text_encode, "TASK_ROWS", 4096)
+def test_first_rows_with_many_distinct_values_fall_back_to_per_row(monkeypatch) -> None:
+    """A column whose encoder finds many distinct values in its first rows (here: distinct
+    first rows, then repeats) is hashed per row instead."""
+    monkeypatch.setattr(text_encode, "PROBE_ROWS", 4096)
     n = 40_000
     values = [f"v{i}" for i in range(4096)] + [f"r{i % 50}" for i in range(n - 4096)]
     col = pd.Series(values, dtype="str")

@@ -70,7 +70,12 @@ def test_smoke_run_gates_every_implementation(tmp_path: Path) -> None:
     table = (output / "results.md").read_text()
     assert "| implementation |" in table and "fastprep, backend=auto" in table
     fresh = harness.sample_in_worker(FLIGHTS, "pandas", size["clean_path"], 500, timeout=60)
-    assert len(fresh["seconds"]) == 2 and fresh["peak_rss_mib"][0] > fresh["rows"] / 2**20
+    # one cold run, then warm runs while they add up to under WARM_BUDGET_S (short calls
+    # are timed several times), never more than MAX_RUNS in all
+    assert 2 <= len(fresh["seconds"]) <= harness.MAX_RUNS
+    assert len(fresh["seconds"]) == 2 or sum(fresh["seconds"][1:-1]) < harness.WARM_BUDGET_S
+    assert len(fresh["peak_rss_mib"]) == len(fresh["seconds"])
+    assert fresh["peak_rss_mib"][0] > fresh["rows"] / 2**20
 
 
 def test_bench_subcommand_registers_with_a_handler() -> None:

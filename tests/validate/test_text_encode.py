@@ -25,10 +25,11 @@ def check(array: pa.Array | pa.ChunkedArray, expected: list[str | None]) -> None
     assert uniques.null_count == 0 and pa.types.is_large_string(uniques.type)
 
 
-@pytest.fixture(params=[1 << 18, 7], ids=["one-task", "many-tasks"])
+@pytest.fixture(params=[1 << 18, 7], ids=["one-part", "many-parts"])
 def task_rows(request, monkeypatch):
-    """Run each case as one task and split into many tiny tasks (the merge path)."""
+    """Run each case as one part and split into up to 5 tiny parts (the merge path)."""
     monkeypatch.setattr(text_encode, "TASK_ROWS", request.param)
+    monkeypatch.setattr(text_encode, "PARTS", 5)
     return request.param
 
 
@@ -43,8 +44,8 @@ texts = st.one_of(
 @settings(max_examples=60, deadline=None)
 @given(values=st.lists(texts, max_size=80), cut=st.integers(0, 80))
 def test_matches_factorize(values, cut):
-    for rows in (1 << 18, 5):  # one task, and the merge of many
-        text_encode.TASK_ROWS = rows
+    for rows in (1 << 18, 5):  # one part, and the merge of many
+        text_encode.TASK_ROWS, text_encode.PARTS = rows, 7
         try:
             check(pa.array(values, type=pa.string()), values)
             cut_at = min(cut, len(values))
@@ -53,7 +54,7 @@ def test_matches_factorize(values, cut):
             )
             check(chunked, values)
         finally:
-            text_encode.TASK_ROWS = 1 << 18
+            text_encode.TASK_ROWS, text_encode.PARTS = 1 << 16, None
 
 
 def test_sliced_arrays_with_nulls(task_rows):
@@ -78,7 +79,7 @@ def test_real_flights_columns(flights_sample, task_rows):
 
 
 def test_every_value_distinct_takes_the_serial_path(monkeypatch):
-    monkeypatch.setattr(text_encode, "TASK_ROWS", 1000)
+    monkeypatch.setattr(text_encode, "PROBE_ROWS", 1000)
     values = [f"row-{i:07d}" for i in range(20_000)]
     calls = []
     serial = text_encode._encode_serially
@@ -91,3 +92,24 @@ def test_empty_and_all_null():
     check(pa.array([], type=pa.string()), [])
     check(pa.array([None, None], type=pa.string()), [None, None])
     check(pa.chunked_array([], type=pa.string()), [])
+
+
+def test_parts_span_chunks_and_share_long_values(monkeypatch):
+    """Parts cut across chunk boundaries; a long value first seen in a later part or chunk
+    is merged by its bytes, and a byte buffer too small for the next value grows."""
+    monkeypatch.setattr(text_encode, "TASK_ROWS", 3)
+    monkeypatch.setattr(text_encode, "PARTS", 4)
+    long_a, long_b = "x" * 5000, "y" * 9000  # longer than the 4096-byte start buffer
+    values = ["a", long_a, None, "b", long_b, "a", long_a, "é" * 10, None, long_b, "b", "c"]
+    chunks = [values[:2], values[2:3], values[3:8], values[8:]]
+    check(pa.chunked_array([pa.array(c, pa.string()) for c in chunks]), values)
+
+
+def test_many_distinct_values_in_a_later_part_give_up_only_in_try_encode(monkeypatch):
+    monkeypatch.setattr(text_encode, "TASK_ROWS", 1000)
+    monkeypatch.setattr(text_encode, "PARTS", 2)
+    monkeypatch.setattr(text_encode, "PROBE_ROWS", 1000)
+    values = ["r"] * 5000 + [f"id-{i}" for i in range(5000)]  # part 1 is all distinct
+    array = pa.array(values, pa.large_string())
+    assert text_encode.try_encode(array) is None
+    check(array, values)
