@@ -6,7 +6,10 @@ written to and read back from a row array each. Here each row's entries are prod
 the fly from what the features are made of — a per-row packed code (``s_code``, hashed per
 row), a number, or a table lookup by dictionary code (``gtab[goff + (c0 * n1 + c1) * n2 +
 c2]`` over the rows' codes of 1-3 encoded source columns) — once to count the merged
-entries per row, once to write them sorted and summed where ``indptr`` says.
+entries per row, once to write them sorted and summed where ``indptr`` says. When every
+feature gives a sign (strings and crosses, no numbers), the first pass also keeps each
+row's sorted packed codes (:func:`sort_rows`) and the second only expands them
+(:func:`fill_sorted`) instead of looking every feature up again.
 
 Semantics are sklearn's ``FeatureHasher``: each value cast to the output dtype, then the
 row's entries stably sorted by index and duplicates summed in that dtype, left to right;
@@ -189,6 +192,124 @@ def fill_rows(
                     sign = 1.0 - 2.0 * (code & 1)
                     sx[c] = code >> 1
                     sv[c] = vals[k, j] * sign if kind[k] == NUMBER else sign  # output dtype
+                    c += 1
+            for t in range(sort_merge(sx, sv, 0, c)):
+                indices[start + t] = sx[t]
+                data[start + t] = sv[t]
+
+
+#: ``packed[i, 0]`` of a row whose entries share an index (merged again by ``fill_sorted``);
+#: never a packed code (at most ``2 * (2**31 - 2) + 1``)
+MERGE_AGAIN = np.uint32(0xFFFFFFFF)
+#: sorts after every packed code (an absent entry in :func:`_sort_rows_of_3`)
+_ABSENT = np.int64(1) << np.int64(40)
+
+
+@njit(parallel=True, cache=True)
+def sort_rows(
+    kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul, goff, gtab, counts, packed
+):  # pragma: no cover - compiled
+    """Sign-only features (no number feature): ``counts[i]`` = the distinct indices of row
+    ``i``, and its packed codes sorted into ``packed[i, :counts[i]]`` — or ``packed[i, 0]
+    = MERGE_AGAIN`` when two entries share an index (rare: a hash collision in the row).
+
+    Why: with the sorted codes kept, the second pass (:func:`fill_sorted`) only expands
+    them into ``indices``/``data``; before, it looked every feature up and sorted again
+    (3.4M rows x 3 features: ~60 -> ~40 ms for both passes). Sorting by packed code is
+    sorting by index, since indices are distinct here."""
+    n = counts.shape[0]
+    nk = kind.shape[0]
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
+        codes = np.empty((nk, BLOCK), np.int64)
+        vals = np.empty((nk, BLOCK), np.float64)
+        _block_codes(lo, hi, kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul,
+                     goff, gtab, codes, vals)  # fmt: skip
+        if 1 <= nk <= 3:
+            _sort_rows_of_3(lo, hi, nk, codes, counts, packed)
+            continue
+        for j in range(hi - lo):
+            i = lo + j
+            c = 0
+            for k in range(nk):
+                code = codes[k, j]
+                if code >= 0:
+                    t = c
+                    while t > 0 and np.int64(packed[i, t - 1]) > code:
+                        packed[i, t] = packed[i, t - 1]
+                        t -= 1
+                    packed[i, t] = code
+                    c += 1
+            distinct = c
+            for t in range(1, c):
+                if packed[i, t] >> 1 == packed[i, t - 1] >> 1:
+                    distinct -= 1
+            counts[i] = distinct
+            if distinct != c:
+                packed[i, 0] = MERGE_AGAIN
+
+
+@njit(cache=True, inline="always")
+def _sort_rows_of_3(lo, hi, nk, codes, counts, packed):  # pragma: no cover - compiled
+    """:func:`sort_rows` for 1-3 features (``nk >= 1``): a branch-free sorting network in registers
+    (absent entries sort last as ``_ABSENT``); an insertion sort in memory took 2x longer."""
+    for j in range(hi - lo):
+        i = lo + j
+        a = codes[0, j]
+        m = codes[1, j] if nk > 1 else np.int64(-1)
+        z = codes[2, j] if nk > 2 else np.int64(-1)
+        c = (a >= 0) + (m >= 0) + (z >= 0)
+        a = a if a >= 0 else _ABSENT
+        m = m if m >= 0 else _ABSENT
+        z = z if z >= 0 else _ABSENT
+        a, m = min(a, m), max(a, m)
+        m, z = min(m, z), max(m, z)
+        a, m = min(a, m), max(a, m)
+        same = ((a >> 1) == (m >> 1)) & (m != _ABSENT)
+        same2 = ((m >> 1) == (z >> 1)) & (z != _ABSENT)
+        counts[i] = c - same - same2
+        packed[i, 0] = MERGE_AGAIN if same | same2 else a
+        if nk > 1:
+            packed[i, 1] = m
+        if nk > 2:
+            packed[i, 2] = z
+
+
+@njit(parallel=True, cache=True)
+def fill_sorted(
+    kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul, goff, gtab, packed, indptr,
+    indices, data,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Rows of :func:`sort_rows` into ``indices``/``data`` where ``indptr`` says: each
+    packed code is ``index * 2 + negative``; a ``MERGE_AGAIN`` row is looked up again in
+    feature order, stably sorted and its duplicates summed (sklearn's order)."""
+    n = indptr.shape[0] - 1
+    nk = kind.shape[0]
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
+        codes = np.empty((nk, 1), np.int64)
+        vals = np.empty((nk, 1), np.float64)
+        sx = np.empty(max(nk, 1), np.int64)
+        sv = np.empty(max(nk, 1), data.dtype)
+        for i in range(lo, hi):
+            start = indptr[i]
+            size = indptr[i + 1] - start
+            if size == 0:
+                continue
+            if packed[i, 0] != MERGE_AGAIN:
+                for t in range(size):
+                    p = packed[i, t]
+                    indices[start + t] = p >> 1
+                    data[start + t] = 1.0 - 2.0 * (p & 1)
+                continue
+            _block_codes(i, i + 1, kind, pos, s_code, num_code, num_vals, ccodes, gsrc, gmul,
+                         goff, gtab, codes, vals)  # fmt: skip
+            c = 0
+            for k in range(nk):
+                code = codes[k, 0]
+                if code >= 0:
+                    sx[c] = code >> 1
+                    sv[c] = 1.0 - 2.0 * (code & 1)
                     c += 1
             for t in range(sort_merge(sx, sv, 0, c)):
                 indices[start + t] = sx[t]

@@ -360,7 +360,12 @@ def hash_columns(
     parts = (kind_arr, pos_arr, strings.s_code, num_code, num_vals, strings.ccodes,
              strings.gsrc, strings.gmul, strings.goff, strings.gtab)  # fmt: skip
     counts = ARENA.empty(n_rows, np.int32)
-    if n_rows:
+    # sign-only features: the first pass keeps each row's sorted codes for the second
+    sign_only = len(order) > 0 and NUMBER not in kind_arr
+    packed = ARENA.empty((n_rows, len(order)), np.uint32) if sign_only else None
+    if n_rows and packed is not None:
+        hash_csr.sort_rows(*parts, counts, packed)
+    elif n_rows:
         hash_csr.count_rows(*parts, counts)
     # int32 indptr straight away when it cannot overflow (sklearn: int32 iff nnz fits)
     wide = n_rows * len(order) > _INT32_MAX
@@ -371,7 +376,9 @@ def hash_columns(
     idx_dtype = np.int32 if nnz <= _INT32_MAX else np.int64
     indices = ARENA.empty(nnz, idx_dtype)
     data = ARENA.empty(nnz, dtype)
-    if nnz:
+    if nnz and packed is not None:
+        hash_csr.fill_sorted(*parts, packed, indptr, indices, data)
+    elif nnz:
         hash_csr.fill_rows(*parts, indptr, indices, data)
     out = sp.csr_matrix(
         (data, indices, indptr.astype(idx_dtype, copy=False)),

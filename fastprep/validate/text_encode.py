@@ -62,6 +62,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 _NO_BITMAP = _read_only(np.ones(1, dtype=np.uint8))
 _NO_DATA = _read_only(np.zeros(1, dtype=np.uint8))
+_NO_WORDS = _read_only(np.zeros(0, dtype=np.uint64))
 
 
 def _workers() -> int:
@@ -75,8 +76,11 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-@njit(cache=True, inline="always")
-def _key(data, s0, s1):  # pragma: no cover - compiled
+@njit(cache=True, nogil=True)
+def _key_bytes(data, s0, s1):  # pragma: no cover - compiled
+    """Table key of ``data[s0:s1]``: up to 7 bytes packed with the length (exact), else an
+    FNV-1a hash with the top bit set. (The row loop cuts short values out of 8-byte words
+    instead; this is its fallback and the merge's key.)"""
     n = s1 - s0
     if n <= 7:
         k = np.uint64(n) << np.uint64(56)
@@ -144,7 +148,7 @@ def _grown(a, size):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _lookup(data, s0, s1, slots, slot_keys, vbytes, voffs):  # pragma: no cover - compiled
     """(slot, code or -1) of ``data[s0:s1]``: its code, or the free slot it would take."""
-    k = _key(data, s0, s1)
+    k = _key_bytes(data, s0, s1)
     mask = len(slots) - 1
     slot = np.int64(_mix(k) & np.uint64(mask))
     while slots[slot] >= 0:
@@ -156,12 +160,19 @@ def _lookup(data, s0, s1, slots, slot_keys, vbytes, voffs):  # pragma: no cover 
 
 
 @njit(cache=True, nogil=True)
-def _encode_until_full(data, offsets, bitmap, bit_offset, i, hi, codes, slots, slot_keys,
-                       vbytes, voffs, used):  # fmt: skip  # pragma: no cover - compiled
+def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, slots,
+                       slot_keys, vbytes, voffs, used):  # fmt: skip  # pragma: no cover - compiled
     """Rows ``i:hi`` until the table is half full or a new value's bytes do not fit;
     returns (next row, distinct so far, why it stopped). (The caller grows the arrays:
-    rebinding arrays inside this loop made it 10× slower.)"""
+    rebinding arrays inside this loop made it 10× slower.)
+
+    The key of a value of up to 7 bytes is cut out of two aligned 8-byte ``words`` (the
+    data as uint64; empty when unaligned) instead of a byte loop, and key and probe are
+    written out here, not called: with numba-inlined helpers (``_lookup``) the loop ran
+    2-3x slower (tailnum at 3.4M rows, one thread: 45 -> ~20 ms)."""
     limit = _limit(len(slots))
+    mask = len(slots) - 1
+    nwords = len(words)
     while i < hi:
         if bit_offset >= 0:
             bit = i + bit_offset
@@ -170,7 +181,24 @@ def _encode_until_full(data, offsets, bitmap, bit_offset, i, hi, codes, slots, s
                 i += 1
                 continue
         s0, s1 = offsets[i], offsets[i + 1]
-        slot, k, code = _lookup(data, s0, s1, slots, slot_keys, vbytes, voffs)
+        n = s1 - s0
+        q = s0 >> 3
+        if (n <= 7) & (q + 1 < nwords):
+            r = np.uint64((s0 & 7) * 8)
+            w = (words[q] >> r) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - r))
+            k = (w & ((np.uint64(1) << np.uint64(8 * n)) - np.uint64(1))) | (
+                np.uint64(n) << np.uint64(56)
+            )
+        else:
+            k = _key_bytes(data, s0, s1)
+        slot = np.int64(_mix(k) & np.uint64(mask))
+        code = -1
+        while slots[slot] >= 0:
+            c = slots[slot]
+            if slot_keys[slot] == k and ((k & _LONG) == 0 or _same(data, s0, s1, vbytes, voffs, c)):
+                code = c
+                break
+            slot = (slot + 1) & mask
         if code < 0:
             if used >= limit:
                 return i, used, _TABLE_FULL
@@ -189,16 +217,16 @@ def _encode_until_full(data, offsets, bitmap, bit_offset, i, hi, codes, slots, s
 
 
 @njit(cache=True, nogil=True)
-def _encode_chunk(data, offsets, bitmap, bit_offset, lo, hi, codes, slots, slot_keys, vbytes,
-                  voffs, used, rows_before, probe_rows, high):  # fmt: skip  # pragma: no cover
+def _encode_chunk(data, words, offsets, bitmap, bit_offset, lo, hi, codes, slots, slot_keys,
+                  vbytes, voffs, used, rows_before, probe_rows, high):  # fmt: skip  # pragma: no cover
     """Rows ``lo:hi`` of one chunk (``codes`` is the chunk's view) into a part's table,
     growing it as needed. ``rows_before``: the part's rows in earlier chunks. Returns the
     (possibly new) arrays and the distinct count, -1 when the part gives up (``probe_rows``
     > 0 and more than ``high`` of at least ``probe_rows`` rows distinct)."""
     i = lo
     while True:
-        i, used, why = _encode_until_full(data, offsets, bitmap, bit_offset, i, hi, codes,
-                                          slots, slot_keys, vbytes, voffs, used)  # fmt: skip
+        i, used, why = _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi,
+                                          codes, slots, slot_keys, vbytes, voffs, used)  # fmt: skip
         if why == _DONE:
             return slots, slot_keys, vbytes, voffs, used
         if why == _BYTES_FULL:
@@ -244,20 +272,23 @@ def _remap(codes, mapping):  # pragma: no cover - compiled
             codes[i] = mapping[c]
 
 
-def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(bytes, int64 offsets over the chunk's rows, validity bitmap, bit offset or -1),
-    all read-only."""
+def _buffers(chunk: pa.Array) -> tuple[np.ndarray, ...]:
+    """(bytes, the bytes as aligned uint64 words, int64 offsets over the chunk's rows,
+    validity bitmap, bit offset or -1), all read-only."""
     if not pa.types.is_large_string(chunk.type):
         chunk = chunk.cast(pa.large_string())
     validity, offset_buf, data_buf = chunk.buffers()
     start = chunk.offset
     offsets = _read_only(np.frombuffer(offset_buf, dtype=np.int64)[start : start + len(chunk) + 1])
-    data = _NO_DATA
+    data, words = _NO_DATA, _NO_WORDS
     if data_buf is not None and data_buf.size:
         data = _read_only(np.frombuffer(data_buf, dtype=np.uint8))
+        if data_buf.address % 8 == 0:  # Arrow aligns buffers to 64 bytes; else bytewise
+            words = data[: len(data) // 8 * 8].view(np.uint64)
     if chunk.null_count and validity is not None:
-        return data, offsets, _read_only(np.frombuffer(validity, dtype=np.uint8)), start
-    return data, offsets, _NO_BITMAP, -1
+        bitmap = _read_only(np.frombuffer(validity, dtype=np.uint8))
+        return data, words, offsets, bitmap, start
+    return data, words, offsets, _NO_BITMAP, -1
 
 
 def encode(
@@ -333,10 +364,10 @@ def _run_part(part: list[tuple], codes: np.ndarray, probe_rows: int) -> tuple:
         probe_rows = min(
             probe_rows, max(MIN_PROBE_ROWS, sum(hi - lo for _, lo, hi, _ in part) // 4)
         )
-    for (data, offsets, bitmap, bit_offset), lo, hi, at in part:
+    for (data, words, offsets, bitmap, bit_offset), lo, hi, at in part:
         view = codes[at : at + len(offsets) - 1]
         slots, slot_keys, vbytes, voffs, used = _encode_chunk(
-            data, offsets, bitmap, bit_offset, lo, hi, view, slots, slot_keys, vbytes, voffs,
+            data, words, offsets, bitmap, bit_offset, lo, hi, view, slots, slot_keys, vbytes, voffs,
             used, rows, probe_rows, HIGH_CARDINALITY,
         )  # fmt: skip
         if used < 0:

@@ -136,3 +136,27 @@ def test_kernels_directly_on_block_edges() -> None:
     check(
         [("s", s), ("x", nums)], 4, crosses=[[("s", s), ("t", pd.Series(vals[::-1], dtype="str"))]]
     )
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 7, 64, 2**20])
+def test_sign_only_rows_keep_their_sorted_codes(monkeypatch, n_features) -> None:
+    """String features only: the first pass keeps each row's sorted codes and the second
+    expands them; rows whose entries collide (small n_features) are merged again, in
+    sklearn's order, across block edges, with missing members and per-row hashed rows."""
+    passes: list[str] = []
+    for name in ("sort_rows", "fill_sorted", "count_rows", "fill_rows"):
+        real = getattr(hash_csr, name)
+        monkeypatch.setattr(
+            hash_csr, name, lambda *a, _real=real, _name=name: (passes.append(_name), _real(*a))
+        )
+    flights = _flights().iloc[: 2 * hash_csr.BLOCK + 11].copy()
+    flights.loc[flights.index[::5], "tailnum"] = None
+    ids = pd.Series([f"id-{i % 4000}-{i}" for i in range(len(flights))], dtype="str")
+    for alternate_sign in (True, False):
+        check(
+            [("tailnum", flights["tailnum"]), ("dest", flights["dest"]), ("id", ids)],
+            n_features,
+            crosses=[[("origin", flights["origin"]), ("dest", flights["dest"])]],
+            alternate_sign=alternate_sign,
+        )
+    assert set(passes) == {"sort_rows", "fill_sorted"}
