@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from fastprep import stage_backends
+from fastprep import planner, stage_backends
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.registry import resolve
 from fastprep.columns import Table, row_range
@@ -299,6 +299,7 @@ def _stage_choices(plan: LogicalPlan, prepared: Prepared, backend: str) -> list[
     if prepared.choices is None or prepared.choices_for != backend:
         prepared.choices = stage_backends.choose_stage_backends(plan, prepared.table, backend)
         prepared.choices_for = backend
+        planner.note_run(prepared.choices)  # a run, not an explain: the ledger counts it
     return prepared.choices
 
 

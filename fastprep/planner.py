@@ -28,6 +28,9 @@ from fastprep.plan.steps import Hash, Map, Vectorize
 #: kernel readiness states, from cheapest to dearest
 READY, CACHED, COLD, COMPILE = "loaded", "cached", "cold", "compile"
 PROFILE_VERSION = 1
+#: per stage (see :func:`_amortization_key`): seconds this process has already given up by
+#: running it on pandas while its Numba kernel was predicted faster but not ready
+_FORGONE: dict[Any, float] = {}
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,10 @@ class CostProfile:
     numba_hash_row_unit_seconds: float = 4.0e-8
     #: importing numba + fastprep's kernels module in a fresh process
     numba_import_seconds: float = 0.6
-    #: loading one compiled kernel from Numba's on-disk cache (measured 0.005-0.006 s per
-    #: fused kernel in a fresh process on the 2-core VM, report.kernels; margin kept)
-    numba_cache_load_seconds: float = 0.02
+    #: loading a fused stage's compiled kernels (fit + transform) from Numba's on-disk
+    #: cache (measured 0.009-0.010 s for the pair in a fresh process on the 2-core VM,
+    #: report.kernels, 2026-12-04); amortized across runs, see ``note_run``
+    numba_cache_load_seconds: float = 0.01
     #: compiling one fused kernel (fit rounds + transform) the first time
     numba_compile_seconds: float = 3.0
     #: loading the hashing kernels (murmur, CSR fill; shipped compiled in the disk cache)
@@ -123,6 +127,10 @@ class StageChoice:
     reason: str
     forced: bool = False
     measured: dict[str, float] | None = None
+    #: the one-time seconds (kernel load or compile) inside ``predicted["numba"]``, and the
+    #: stage's key in the amortization ledger (see :func:`note_run`)
+    one_time: float = 0.0
+    key: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,9 +158,10 @@ def stage_work(plan: LogicalPlan, stage: Stage) -> tuple[str, int]:
 
 
 def predict(
-    profile: CostProfile, kind: str, units: int, n_rows: int, readiness: str
+    profile: CostProfile, kind: str, units: int, n_rows: int, readiness: str, forgone: float = 0.0
 ) -> dict[str, float]:
-    """Predicted seconds on each backend for one stage of ``kind`` over ``n_rows``."""
+    """Predicted seconds on each backend for one stage of ``kind`` over ``n_rows``;
+    ``forgone``: seconds already given up by not paying the one-time cost (subtracted)."""
     work = n_rows * units
     pandas_rate = (
         profile.pandas_hash_row_unit_seconds if kind == "hash" else profile.pandas_row_unit_seconds
@@ -172,8 +181,17 @@ def predict(
     if kind == "hash":  # the hashing kernels ship with the package (cached on disk)
         load = 0.0 if readiness == READY else profile.numba_hash_load_seconds
         one_time = load + (profile.numba_import_seconds if readiness == COLD else 0.0)
-    predicted["numba"] = profile.numba_stage_seconds + work * numba_rate + one_time
+    predicted["numba"] = (
+        profile.numba_stage_seconds + work * numba_rate + max(0.0, one_time - forgone)
+    )
     return predicted
+
+
+def one_time_seconds(profile: CostProfile, kind: str, readiness: str, forgone: float) -> float:
+    """The one-time part of :func:`predict`'s Numba figure."""
+    base = predict(profile, kind, 1, 0, readiness, forgone)
+    ready = predict(profile, kind, 1, 0, READY)
+    return base.get("numba", 0.0) - ready.get("numba", 0.0)
 
 
 def choose(
@@ -201,29 +219,35 @@ def choose(
         state = readiness(number, stage)
         cold = cold or state == COLD
         warm_state = CACHED if state == COLD else state
+        key = _amortization_key(plan, stage, kind)
+        forgone = _FORGONE.get(key, 0.0)
         predicted = {
             b: t
-            for b, t in predict(profile, kind, units, n_rows, warm_state).items()
+            for b, t in predict(profile, kind, units, n_rows, warm_state, forgone).items()
             if b in available
         }
         if _has_map(plan, stage):  # fp.Map compiles per function: no reliable prediction
             predicted = {"pandas": predicted["pandas"]}
-        rows.append((number, kind, units, state, predicted))
+        one_time = one_time_seconds(profile, kind, warm_state, forgone)
+        rows.append((number, kind, units, state, predicted, key, one_time, forgone))
     pins = [stage_pin(plan, stage) for stage in stages]
     if forced is not None:
         return [
             _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
             StageChoice(n, k, u, forced, p, f"{forced}: forced", True)
-            for (n, k, u, _, p), pin in zip(rows, pins)
+            for (n, k, u, _, p, *_), pin in zip(rows, pins)
         ]  # fmt: skip
-    best = [pin or min(p, key=lambda b: (p[b], b != "pandas")) for (*_, p), pin in zip(rows, pins)]
+    best = [
+        pin or min(p, key=lambda b: (p[b], b != "pandas"))
+        for (_, _, _, _, p, *_), pin in zip(rows, pins)
+    ]
     cold = cold and "numba" not in pins  # a stage pinned to numba pays the import anyway
     free = [not pin for pin in pins]
     import_note = ""
     if cold and "numba" in best:
-        mixed = sum(p[b] for (*_, p), b, f in zip(rows, best, free) if f)
+        mixed = sum(row[4][b] for row, b, f in zip(rows, best, free) if f)
         mixed += profile.numba_import_seconds
-        pandas_only = sum(p["pandas"] for (*_, p), f in zip(rows, free) if f)
+        pandas_only = sum(row[4]["pandas"] for row, f in zip(rows, free) if f)
         if pandas_only <= mixed:
             best = [b if not f else "pandas" for b, f in zip(best, free)]
             import_note = (
@@ -234,9 +258,47 @@ def choose(
             import_note = f"; + numba import {profile.numba_import_seconds:.3g} s once"
     return [
         _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
-        StageChoice(n, k, u, b, p, _reason(b, p, n_rows, u, k, state) + import_note)
-        for (n, k, u, state, p), b, pin in zip(rows, best, pins)
+        StageChoice(n, k, u, b, p, _reason(b, p, n_rows, u, k, state, forgone) + import_note,
+                    one_time=one_time, key=key)
+        for (n, k, u, state, p, key, one_time, forgone), b, pin in zip(rows, best, pins)
     ]  # fmt: skip
+
+
+def _amortization_key(plan: LogicalPlan, stage: Stage, kind: str) -> Any:
+    """What one kernel load serves: every hash stage (the hashing kernels are shared), or
+    a fused stage's features (its generated kernel); None for the rest."""
+    if kind == "hash":
+        return ("hash",)
+    if kind != "elementwise":
+        return None
+    key = ("stage", tuple(plan.features[i] for i in stage.features))
+    try:
+        hash(key)
+    except TypeError:  # a feature holding something unhashable: no ledger
+        return None
+    return key
+
+
+def note_run(choices: Sequence[StageChoice]) -> None:
+    """Record a run of ``choices``: a stage left on pandas although its Numba kernel,
+    once ready, was predicted faster, adds the difference to that stage's ledger. Later
+    choices subtract the ledger from the kernel's one-time cost, so a process that keeps
+    running a small pipeline loads the kernel once the time lost to waiting has reached
+    the load cost (rent-or-buy: never more than twice the better of the two in
+    hindsight), instead of never — one run alone would never pay for it."""
+    for choice in choices:
+        if choice.forced or choice.key is None or choice.backend != "pandas":
+            continue
+        if "numba" not in choice.predicted or choice.one_time <= 0.0:
+            continue
+        saving = choice.predicted["pandas"] - (choice.predicted["numba"] - choice.one_time)
+        if saving > 0.0:
+            _FORGONE[choice.key] = _FORGONE.get(choice.key, 0.0) + saving
+
+
+def reset_amortization() -> None:
+    """Forget the ledger of :func:`note_run` (tests; a new calibration)."""
+    _FORGONE.clear()
 
 
 def stage_pin(plan: LogicalPlan, stage: Stage) -> str | None:
@@ -266,7 +328,13 @@ def _has_map(plan: LogicalPlan, stage: Stage) -> bool:
 
 
 def _reason(
-    best: str, predicted: dict[str, float], n_rows: int, units: int, kind: str, state: str
+    best: str,
+    predicted: dict[str, float],
+    n_rows: int,
+    units: int,
+    kind: str,
+    state: str,
+    forgone: float = 0.0,
 ) -> str:
     others = ", ".join(f"{b} {t:.3g} s" for b, t in predicted.items() if b != best)
     jit = {
@@ -280,6 +348,8 @@ def _reason(
         text += f" vs {others}"
     if "numba" in predicted and kind != "encode":
         text += f"; {jit}"
+        if forgone > 0.0 and state != READY:
+            text += f" ({forgone:.3g} s of its one-time cost repaid by earlier runs on pandas)"
     return text
 
 

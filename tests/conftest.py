@@ -12,6 +12,16 @@ from support import REPO, assert_same_matrix, to_dense  # noqa: F401  (re-export
 SAMPLES = REPO / "data_samples"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_planner_ledger():
+    """Each test starts with no amortized kernel costs (``planner.note_run``), so the
+    planner's choices do not depend on which tests ran before in this process."""
+    from fastprep import planner
+
+    planner.reset_amortization()
+    yield
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -25,11 +25,11 @@ def by_kind(found):
 
 
 def test_small_frames_stay_in_pandas_unless_the_kernel_is_loaded(flights_pipeline):
-    # 2,000 rows: loading a fused kernel from the disk cache (0.15 s) costs more than it saves
+    # 2,000 rows: loading a fused kernel from the disk cache costs more than one run saves
     small = by_kind(choices(flights_pipeline, 2_000, planner.CACHED))
     assert small["elementwise"] == "pandas"
     assert small["encode"] == "pandas"
-    # loading the hashing kernels (0.5 s) costs more than sklearn's per-row dicts here...
+    # loading the hashing kernels costs more than sklearn's per-row dicts here...
     assert small["hash"] == "pandas"
     # ... but once they are loaded in this process, the kernel wins at any size
     assert by_kind(choices(flights_pipeline, 2_000, planner.READY))["hash"] == "numba"
@@ -130,3 +130,56 @@ def test_hash_kernels_count_as_loaded_only_after_their_first_call(flights_pipeli
     loaded = planner.predict(profile, "hash", 2, 1_000, planner.READY)["numba"]
     cached = planner.predict(profile, "hash", 2, 1_000, planner.CACHED)["numba"]
     assert cached - loaded == pytest.approx(profile.numba_hash_load_seconds)
+
+
+def test_a_kernel_left_unloaded_is_loaded_once_waiting_cost_as_much(flights_pipeline):
+    """Rent or buy: at 20k rows one run never pays for loading the fused kernel from the
+    disk cache, but a process that keeps running the pipeline on pandas gives up the
+    predicted difference each time; once that adds up to the load cost, numba is chosen."""
+    plan = flights_pipeline.optimized
+    profile = planner.CostProfile()
+
+    def run():
+        found = planner.choose(plan, 20_000, profile=profile, readiness=lambda *_: planner.CACHED)
+        planner.note_run(found)
+        return found
+
+    first = run()
+    fused = next(c for c in first if c.kind == "elementwise")
+    assert fused.backend == "pandas" and fused.one_time == pytest.approx(
+        profile.numba_cache_load_seconds
+    )
+    saving = fused.predicted["pandas"] - (fused.predicted["numba"] - fused.one_time)
+    assert saving > 0
+    runs = 1
+    while next(c for c in run() if c.kind == "elementwise").backend == "pandas":
+        runs += 1
+        assert runs < 1000
+    # it switched exactly when the forgone savings reached the load cost
+    assert runs == int(np.ceil(profile.numba_cache_load_seconds / saving - 1e-9))
+    switched = next(c for c in run() if c.kind == "elementwise")
+    assert switched.backend == "numba" and "repaid by earlier runs" in switched.reason
+    # explaining (choose without a run) never moves the ledger; forced runs do not either
+    planner.reset_amortization()
+    for _ in range(50):
+        planner.choose(plan, 20_000, profile=profile, readiness=lambda *_: planner.CACHED)
+        planner.note_run(
+            planner.choose(
+                plan, 20_000, profile=profile, readiness=lambda *_: planner.CACHED, forced="pandas"
+            )
+        )
+    assert next(c for c in run() if c.kind == "elementwise").backend == "pandas"
+
+
+def test_auto_runs_in_one_process_move_to_the_kernel(flights_pipeline, flights_sample):
+    """Real runs: the ledger is fed by fit_transform itself; X never changes."""
+    pytest.importorskip("numba")
+    reference = flights_pipeline.fit_transform(flights_sample, backend="pandas")
+    backends = []
+    for _ in range(40):
+        out = flights_pipeline.fit_transform(flights_sample, backend="auto")
+        assert (out.X != reference.X).nnz == 0
+        backends.append(out.report.plan[0]["backend"])
+        if backends[-1] == "numba":
+            break
+    assert backends[-1] == "numba"
