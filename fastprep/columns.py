@@ -96,11 +96,73 @@ def row_range(start: int, n: int) -> np.ndarray:
     return _ROW_RANGE[start:stop]
 
 
+class RowRange:
+    """Row ids ``start .. start+n-1``, not materialized: what a run numbers its rows with.
+
+    Why: most runs quarantine few rows or none, and then the ids are only needed for the
+    handful a finding names, or when a caller reads ``out.row_ids`` — an int64 ``arange``
+    of every row was 26 MB at 3.3M rows, a fifth of the run's working memory. Indexing
+    with a mask, positions or an int gives what the same ``arange`` would; a unit-step
+    slice stays a ``RowRange``; ``np.asarray`` (or :meth:`materialize`) gives the array.
+    """
+
+    __slots__ = ("n", "start")
+    ndim = 1
+    dtype = np.dtype(np.int64)
+
+    def __init__(self, start: int, n: int) -> None:
+        self.start, self.n = int(start), int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, (int, np.integer)):
+            position = int(key) + self.n if key < 0 else int(key)
+            if not 0 <= position < self.n:
+                raise IndexError(f"row {key} out of range for {self.n} rows")
+            return self.start + position
+        if isinstance(key, slice):
+            first, stop, step = key.indices(self.n)
+            if step == 1:
+                return RowRange(self.start + first, max(stop - first, 0))
+            return np.arange(self.start + first, self.start + stop, step, dtype=np.int64)
+        key = np.asarray(key)
+        if key.dtype == bool:
+            if key.shape != (self.n,):
+                raise IndexError(f"boolean index of shape {key.shape} for {self.n} rows")
+            return np.flatnonzero(key) + self.start
+        positions = key.astype(np.int64, copy=False)
+        return np.where(positions < 0, positions + self.n, positions) + self.start
+
+    def materialize(self) -> np.ndarray:
+        """The ids as a read-only int64 array (a view of :func:`row_range`'s cache)."""
+        return row_range(self.start, self.n)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        ids = self.materialize()
+        return ids if dtype is None else ids.astype(dtype)
+
+    def tolist(self) -> list[int]:
+        return list(range(self.start, self.start + self.n))
+
+    def __repr__(self) -> str:
+        return f"RowRange({self.start}, {self.n})"
+
+
+#: row ids of a table: an array, or a range not materialized
+RowIds = np.ndarray | RowRange
+
+
 @dataclass
 class Table:
     """Validated columns, fastprep's own row ids, and the selected rows (None = all)."""
 
-    all_row_ids: np.ndarray
+    all_row_ids: RowIds
     columns: dict[str, Column] = field(default_factory=dict)
     selection: np.ndarray | None = None
     _cache: dict[str, Column] = field(default_factory=dict, repr=False)
@@ -126,7 +188,7 @@ class Table:
         return len(self.all_row_ids) if self.selection is None else len(self.selection)
 
     @property
-    def row_ids(self) -> np.ndarray:
+    def row_ids(self) -> RowIds:
         return self.all_row_ids if self.selection is None else self.all_row_ids[self.selection]
 
     def raw(self, name: str) -> Column:

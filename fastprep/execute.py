@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from fastprep import planner, stage_backends
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.registry import resolve
-from fastprep.columns import Table, row_range
+from fastprep.columns import RowIds, RowRange, Table
 from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
@@ -45,9 +45,22 @@ class Output:
     report: Report
     #: the rejected rows (a frame, or a function building it on first access)
     quarantine_rows: pd.DataFrame | Callable[[], pd.DataFrame]
-    row_ids: np.ndarray
+    #: the row ids, or a range of them materialized on first access (see ``row_ids``)
+    row_ids_source: RowIds
     #: the requested ``out_dtype``; "bfloat16" X holds uint16 bit patterns
     out_dtype: str = "float32"
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        """The source position of each row of X (read-only). A run that kept a contiguous
+        range of rows builds the array on first access, not during the run."""
+        if isinstance(self.row_ids_source, RowRange):
+            self.row_ids_source = self.row_ids_source.materialize()
+        return self.row_ids_source
+
+    @row_ids.setter
+    def row_ids(self, ids: np.ndarray) -> None:
+        self.row_ids_source = ids
 
     @property
     def quarantine(self) -> pd.DataFrame:
@@ -140,7 +153,7 @@ def prepare(
         unexpected = unexpected_column_findings(schema, source_columns(source), phase)
     report.source = source_info.description
     with report.stage("validate"):
-        ids = row_range(row_offset, len(raw))
+        ids = RowRange(row_offset, len(raw))
         result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
     report.rows_in = result.rows_in
     report.findings.extend(unexpected + result.findings)
@@ -150,7 +163,7 @@ def prepare(
         source_is_frame=isinstance(source, pd.DataFrame),
     )  # fmt: skip
     if plan.target is not None:
-        _quarantine_missing_target(plan, prepared)
+        _quarantine_missing_target(plan, prepared, backend)
     return prepared
 
 
@@ -165,10 +178,11 @@ def _target_absent(plan: LogicalPlan, source: Source) -> bool:
     return present is not None and any(c not in present for c in target_only)
 
 
-def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared) -> None:
+def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared, backend: str) -> None:
+    """The target (float32, what ``y`` will hold); rows where it is missing, undefined or
+    beyond float32's range go to the quarantine."""
     assert plan.target is not None
-    repairs = reference.Repairs()
-    y = reference.input_values(plan.target, prepared.table, repairs)
+    y = stage_backends.target_values(plan, prepared.table, backend)
     bad = ~np.isfinite(y)
     if bad.any():
         name = plan.target.name
@@ -252,7 +266,7 @@ def transform_prepared(
         X = sink.finish(keep)
         row_ids = table.row_ids if keep is None else table.row_ids[keep]
         if y is not None:
-            y = (y if keep is None else y[keep]).astype(np.float32)
+            y = (y if keep is None else y[keep]).astype(np.float32, copy=False)
     _move_compile_time(report, "transform", repairs)
     _record_choices(prepared, choices)
     report.repairs = [

@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from fastprep import planner
+from fastprep.backends import pandas_ as reference
 from fastprep.backends.registry import load_backend, resolve
 from fastprep.columns import Table
 from fastprep.plan.nodes import LogicalPlan, Stage
@@ -47,6 +50,31 @@ def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
             return _hash_readiness()
         return planner.READY
     return module.kernel_readiness(plan, stage, table)
+
+
+def target_values(plan: LogicalPlan, table: Table, backend: str) -> np.ndarray:
+    """The target over ``table``'s rows as float32: NaN (or ±inf) where it is missing,
+    undefined or beyond float32's range — the rows the caller quarantines. Numba's kernel
+    where the planner's cost model (an element-wise stage of one unit) prefers it, else
+    the reference: the same values either way (the cast to float32 is one rounding)."""
+    assert plan.target is not None
+    if _target_backend(plan, table, backend) == "numba":
+        return load_backend("numba").target_values(plan.target, table)
+    values = reference.input_values(plan.target, table, reference.Repairs())
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(values, dtype=np.float64).astype(np.float32)
+
+
+def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:
+    assert plan.target is not None
+    forced = None if backend == "auto" else resolve(backend).name
+    if forced is not None or importlib.util.find_spec("numba") is None:
+        return "numba" if forced == "numba" else "pandas"
+    if "numba" not in sys.modules:
+        return "pandas"  # importing numba for the target alone never pays
+    readiness = load_backend("numba").target_readiness(plan.target, table)
+    predicted = planner.predict(planner.load_profile(), "elementwise", 1, table.n_rows, readiness)
+    return min(predicted, key=lambda b: (predicted[b], b != "pandas"))
 
 
 def _hash_readiness() -> str:

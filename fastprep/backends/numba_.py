@@ -42,7 +42,7 @@ from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step, Vectorize
-from fastprep.validate.number_checks import ColumnScan, moments_only
+from fastprep.validate.number_checks import moments_only
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
 N_CHUNKS = 64
@@ -109,7 +109,10 @@ def fit_stage(
                 if targets[-1][2] != "moments":  # a mean fill has its moments already
                     targets.append((k, s, "moments"))
                 folded.append((k, s))
-        program = fit_program(chains, targets, _text_columns(table), table.selection is not None)
+        program = fit_program(
+            chains, targets, _text_columns(table), table.selection is not None,
+            _tabled(table, chains),
+        )  # fmt: skip
         moments, medians = _run_fit(program, chains, learned, table, log)
         results = dict(zip(program.stats, [*moments, *medians], strict=True))
         for (k, s, kind), result in results.items():
@@ -240,7 +243,9 @@ def run_stage(
         return set()
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
-    program = transform_program(chains, _text_columns(table), table.selection is not None)
+    program = transform_program(
+        chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
+    )
     offsets = np.array([sink.column_offset(c.feature) + c.position for c in chains], dtype=np.int64)
     reps = np.zeros((TRANSFORM_CHUNKS, max(2 * len(chains), 1)), dtype=np.int64)
     bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
@@ -256,6 +261,40 @@ def run_stage(
         log.add(chain.name, "expr_not_finite", int(totals[2 * k]))
         log.add(chain.name, "log1p_domain", int(totals[2 * k + 1]))
     return set(stage.features) if bads.sum() == 0 else set()
+
+
+def target_values(target: Input, table: Table) -> np.ndarray:
+    """The target over the table's rows as float32, by one generated kernel writing the
+    output array directly: non-finite (NaN) where the reference's value is missing,
+    undefined or beyond float32's range (the caller quarantines those rows).
+
+    Why: the reference path evaluated ``arr_delay > 15`` in float64 temporaries (the
+    comparison, its missing mask, ``where``) and cast at the end — ~11 ms and ~75 MiB
+    of temporaries at 3.3M rows, against ~2 ms and the 13 MiB output here."""
+    chain = Chain(-1, 0, target.name, target.expr, target.is_plain_column, ())
+    program = transform_program(
+        [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
+    )
+    y = ARENA.empty(table.n_rows, np.float32)
+    reps = np.zeros((TRANSFORM_CHUNKS, 2), dtype=np.int64)
+    bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
+    args = [*_arrays(program, table), np.empty(1), table.n_rows, _selection(table),
+            y.reshape(-1, 1), np.zeros(1, dtype=np.int64), TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
+    module = _load(program, args, None)
+    if table.n_rows >= PARALLEL_MIN_ROWS:
+        module.kernel(*args)
+    else:
+        bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
+    return y
+
+
+def target_readiness(target: Input, table: Table) -> str:
+    """:func:`kernel_readiness` of the target's kernel."""
+    chain = Chain(-1, 0, target.name, target.expr, target.is_plain_column, ())
+    program = transform_program(
+        [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
+    )
+    return _readiness_of(program.key)
 
 
 def hash_feature(
@@ -338,16 +377,55 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
     for func, name in program.hoisted:
         source = table.raw(name)
-        arrays.append(table.derive(("numpy", func, name), source,
-                                   lambda f=func, n=name, v=source: _hoisted(table, f, n, v)))  # fmt: skip
+        if name in program.tabled:
+            lowest, values = table.derive(("table", func, name), source,
+                                          lambda f=func, v=source, n=name: _value_table(
+                                              f, _int_range(table, n, v)))  # fmt: skip
+            arrays += [values, np.int64(lowest)]
+        else:
+            arrays.append(table.derive(("numpy", func, name), source,
+                                       lambda f=func, v=source: _ufunc(f, v)))  # fmt: skip
     return arrays
 
 
-def _hoisted(table: Table, func: str, name: str, source: np.ndarray) -> np.ndarray:
-    """``func`` of a column, with the column's range from the table's remembered scan."""
-    if source.dtype != np.int64:
-        return _ufunc(func, source)
-    return _ufunc(func, source, table.derive(("scan", name), source, lambda: moments_only(source)))
+#: an integer column gets its hoisted functions as a table of values over its range when
+#: the range is at most 1/RANGE_SHARE of its length and at most TABLE_MAX values
+RANGE_SHARE = 8
+TABLE_MAX = 1 << 16
+
+
+def _tabled(table: Table, chains: list[Chain]) -> frozenset[str]:
+    """The chains' int64 columns with a small range: a function of such a column (log1p of
+    ``distance``, ``hour``) is computed once per value in the range and looked up by value
+    inside the kernels — the same float64 results, no full-length array of them (26 MB at
+    3.3M rows, written once and read by every fit round and the transform)."""
+    from fastprep.plan.expr import Col, walk
+
+    names = {n.name for c in chains for n in walk(c.expr) if isinstance(n, Col)}
+    out = set()
+    for name in names:
+        source = table.columns.get(name)
+        if isinstance(source, np.ndarray) and source.dtype == np.int64 and len(source):
+            lowest, highest = _int_range(table, name, source)
+            exact = max(abs(lowest), abs(highest)) < 2**53  # the range's values are floats
+            if exact and highest - lowest < min(len(source) // RANGE_SHARE, TABLE_MAX):
+                out.add(name)
+    return frozenset(out)
+
+
+def _int_range(table: Table, name: str, source: np.ndarray) -> tuple[int, int]:
+    """An int64 column's range, from validation's remembered scan (else one scan)."""
+    scanned = table.derive(("scan", name), source, lambda: moments_only(source))
+    return int(scanned.smallest), int(scanned.largest)
+
+
+def _value_table(func: str, bounds: tuple[int, int]) -> tuple[int, np.ndarray]:
+    """(lowest, ``np.<func>`` of every integer in ``bounds`` as float64): bit-identical to
+    the function of the column converted to float64, value by value."""
+    lowest, highest = bounds
+    domain = np.arange(lowest, highest + 1, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        return lowest, getattr(np, func)(domain, dtype=np.float64)
 
 
 #: below this many values a hoisted ufunc runs on one thread
@@ -356,30 +434,10 @@ UFUNC_THREADS_MIN = 1 << 20
 UFUNC_ALIGN = 4096
 
 
-#: an integer column whose range is at most 1/RANGE_SHARE of its length gets a table
-RANGE_SHARE = 8
-
-
-def _ufunc(func: str, values: np.ndarray, scanned: ColumnScan | None = None) -> np.ndarray:
+def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
     """``np.<func>(values)`` as float64 into retained memory, split across threads for
-    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical).
-
-    An integer column with few distinct values (hour, distance, counts) gets the function
-    of each value in its range once, gathered by value: the same float64 results, ~6x
-    less time than a transcendental function per row. Its range comes from ``scanned``
-    (validation's scan of the column), else from one scan here.
-    """
+    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical)."""
     out = ARENA.empty(len(values), np.float64)
-    if values.dtype == np.int64 and len(values) >= UFUNC_THREADS_MIN:
-        scanned = scanned or moments_only(values)
-        lowest, highest = int(scanned.smallest), int(scanned.largest)  # exact below 2**53
-        exact = max(abs(lowest), abs(highest)) < 2**53
-        if exact and highest - lowest < len(values) // RANGE_SHARE:
-            domain = np.arange(lowest, highest + 1, dtype=np.int64)
-            with np.errstate(all="ignore"):
-                table = getattr(np, func)(domain, dtype=np.float64)
-            nk.gather_table(values, lowest, table, out, TRANSFORM_CHUNKS)
-            return out
     threads = min(os.cpu_count() or 1, 8)
     if len(values) < UFUNC_THREADS_MIN or threads == 1:
         _ufunc_into(func, values, out, 0, len(values))
@@ -447,9 +505,14 @@ def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> A
 def kernel_readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
     """Whether the fused transform kernel of ``stage`` is loaded, cached on disk or to be
     compiled (for the planner: the fit rounds' kernels are compiled alongside)."""
+    chains = chains_of(plan, stage)
     program = transform_program(
-        chains_of(plan, stage), _text_columns(table), table.selection is not None
+        chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
     )
-    if program.key in _LOADED:
+    return _readiness_of(program.key)
+
+
+def _readiness_of(key: str) -> str:
+    if key in _LOADED:
         return "loaded"
-    return "cached" if (cache_dir() / f"fp_{program.key}.py").exists() else "compile"
+    return "cached" if (cache_dir() / f"fp_{key}.py").exists() else "compile"

@@ -65,6 +65,9 @@ class Program:
     stats: list[tuple[int, int, str]] = field(default_factory=list)
     #: (function, column): computed by numpy's SIMD ufunc before the kernel, read as input
     hoisted: list[tuple[str, str]] = field(default_factory=list)
+    #: hoisted columns read through a table of the function's values over the column's
+    #: small integer range (``hk[c[r] - hl]``) instead of a full-length array
+    tabled: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -74,8 +77,9 @@ class Program:
 class _Emitter:
     """Builds the per-row body: expression temporaries shared across all chains."""
 
-    def __init__(self, text_columns: set[str]) -> None:
+    def __init__(self, text_columns: set[str], tabled: frozenset[str] = frozenset()) -> None:
         self.text_columns = text_columns
+        self.tabled = tabled
         self.lines: list[str] = []
         self.memo: dict[Expr, str] = {}
         self.number_columns: list[str] = []
@@ -314,7 +318,8 @@ def _header(emitter: _Emitter, extra: str) -> str:
     arrays = [f"c{i}" for i in range(len(emitter.number_columns))]
     arrays += [f"codes{i}" for i in range(len(emitter.code_columns))]
     arrays += [f"lut{i}" for i in range(len(emitter.lookups))]
-    arrays += [f"hk{i}" for i in range(len(emitter.hoisted))]
+    for i, (_, column) in enumerate(emitter.hoisted):
+        arrays += [f"hk{i}", f"hl{i}"] if column in emitter.tabled else [f"hk{i}"]
     return ", ".join([*arrays, "p", "n", "sel", extra])
 
 
@@ -322,7 +327,11 @@ def _row_loads(emitter: _Emitter, selected: bool) -> list[str]:
     """Read row ``i`` (or source row ``sel[i]``) of every input once, as float64."""
     loads = ["r = sel[i]" if selected else "r = i"]
     loads += [f"x{i} = np.float64(c{i}[r])" for i in range(len(emitter.number_columns))]
-    loads += [f"h{i} = hk{i}[r]" for i in range(len(emitter.hoisted))]
+    for i, (_, column) in enumerate(emitter.hoisted):
+        if column in emitter.tabled:  # the value's entry in the function's table
+            loads.append(f"h{i} = hk{i}[c{emitter.number_columns.index(column)}[r] - hl{i}]")
+        else:
+            loads.append(f"h{i} = hk{i}[r]")
     return loads + [f"k{i} = codes{i}[r]" for i in range(len(emitter.code_columns))]
 
 
@@ -361,13 +370,19 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [" " * (4 * depth) + line for line in lines]
 
 
-def transform_program(chains: list[Chain], text_columns: set[str], selected: bool) -> Program:
+def transform_program(
+    chains: list[Chain],
+    text_columns: set[str],
+    selected: bool,
+    tabled: frozenset[str] = frozenset(),
+) -> Program:
     """The fused transform kernel for ``chains`` (all steps applied).
 
     ``selected``: rows are read through the index array ``sel`` (quarantined rows skipped
-    without copying the inputs); output row ``i`` is source row ``sel[i]``.
+    without copying the inputs); output row ``i`` is source row ``sel[i]``. ``tabled``:
+    integer columns whose hoisted functions are looked up in a small table by value.
     """
-    emitter = _Emitter(text_columns)
+    emitter = _Emitter(text_columns, tabled)
     body: list[str] = []
     for index, chain in enumerate(chains):
         body += chain_code(emitter, index, chain, len(chain.steps), counted=True)
@@ -411,6 +426,7 @@ def _program(source: str, emitter: _Emitter) -> Program:
     return Program(
         source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params,
         hoisted=emitter.hoisted,
+        tabled=frozenset(c for _, c in emitter.hoisted if c in emitter.tabled),
     )  # fmt: skip
 
 
@@ -419,13 +435,14 @@ def fit_program(
     targets: list[tuple[int, int, str]],
     text_columns: set[str],
     selected: bool,
+    tabled: frozenset[str] = frozenset(),
 ) -> Program:
     """A fit round: each target ``(chain, step, kind)`` gets the chain's value before ``step``.
 
     ``kind`` "moments" folds values into block statistics; "median" stores them in a
-    per-chain buffer for selection afterwards.
+    per-chain buffer for selection afterwards. ``tabled``: as :func:`transform_program`.
     """
-    emitter = _Emitter(text_columns)
+    emitter = _Emitter(text_columns, tabled)
     body: list[str] = []
     moment_slots = [t for t in targets if t[2] == "moments"]
     median_slots = [t for t in targets if t[2] == "median"]

@@ -284,17 +284,6 @@ def nanmedian(values: np.ndarray) -> tuple[float, int]:
     return float(np.mean(np.array([lower, upper]))), present
 
 
-@njit(parallel=True, cache=True)
-def gather_table(values, lowest, table, out, n_chunks):  # pragma: no cover - compiled
-    """``out[i] = table[values[i] - lowest]``: a function of a small-range integer column,
-    computed once per distinct value and gathered."""
-    n = values.shape[0]
-    size = (n + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        for i in range(c * size, min(n, c * size + size)):
-            out[i] = table[values[i] - lowest]
-
-
 class Scratch:
     """Reusable float64 buffers: on this kind of machine, touching freshly allocated
     memory ran ~50x slower than reusing memory, so statistics buffers are kept."""

@@ -38,7 +38,11 @@ class OutputSink:
             self.dense = ARENA.empty((n_rows, offset), self.dtype)
         else:
             self._numeric_offsets = {i: layout.slots[i].offset for i in numeric}
-            self.dense = ARENA.zeros((n_rows, layout.width), self.dtype)
+            # every stage writes all rows of its numeric columns; only encoders' one-hot
+            # columns (a 1 per row) need the zeros (skipping the fill: 2 ms at 3.3M x 4)
+            encoded = len(numeric) < len(layout.slots)
+            allocate = ARENA.zeros if encoded else ARENA.empty
+            self.dense = allocate((n_rows, layout.width), self.dtype)
         self.numeric_features = numeric
 
     def column_offset(self, feature: int) -> int:

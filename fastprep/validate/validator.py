@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fastprep.columns import Column, Table, TextColumn
+from fastprep.columns import Column, RowIds, RowRange, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.schema import Bool, Category, ColumnType, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
@@ -51,7 +51,7 @@ def validate_frame(
     columns: Iterable[str],
     *,
     phase: str = "transform",
-    row_ids: np.ndarray | None = None,
+    row_ids: RowIds | None = None,
 ) -> ValidationResult:
     """Check ``columns`` of ``frame`` (and the schema's key columns) against ``schema``."""
     columns = schema.read_columns(list(columns))
@@ -62,7 +62,7 @@ def validate_frame(
     if frame.columns.duplicated().any():
         dupes = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise SchemaError(f"source has duplicated column name(s) {dupes}")
-    ids = np.arange(len(frame), dtype=np.int64) if row_ids is None else row_ids
+    ids = RowRange(0, len(frame)) if row_ids is None else row_ids
     coerced: dict[str, Column] = {}
     findings: list[Finding] = []
     quarantine = Quarantine()

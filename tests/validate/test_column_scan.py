@@ -70,16 +70,33 @@ def test_row_range_is_a_read_only_range() -> None:
     assert row_range(0, 3).tolist() == [0, 1, 2]
 
 
-def test_small_range_int_ufunc_is_bit_identical() -> None:
+def test_small_range_int_value_table_is_bit_identical() -> None:
+    """A function of an int column looked up in its table of values (``hk[c[r] - hl]`` in
+    the kernels) equals the function of the column as float64, value by value."""
     rng = np.random.default_rng(11)
-    values = rng.integers(-50, 5000, size=numba_.UFUNC_THREADS_MIN + 7)
+    values = rng.integers(-50, 5000, size=100_007)
     for func in ("log1p", "exp", "sqrt", "log"):
         with np.errstate(all="ignore"):
             want = getattr(np, func)(values.astype(np.float64))
-        assert np.array_equal(numba_._ufunc(func, values), want, equal_nan=True), func
-    near_2_60 = 2**60 + rng.integers(0, 100, size=len(values))  # float64 cannot tell them apart
-    exact = np.log1p(near_2_60.astype(np.float64))
-    assert np.array_equal(numba_._ufunc("log1p", near_2_60), exact)
+        lowest, table = numba_._value_table(func, (int(values.min()), int(values.max())))
+        assert np.array_equal(table[values - lowest], want, equal_nan=True), func
+
+
+def test_tabled_columns_are_small_range_exact_int_columns() -> None:
+    rng = np.random.default_rng(3)
+    n = 80_000
+    columns = {
+        "hour": rng.integers(0, 24, n),
+        "wide": rng.integers(0, 10**9, n),  # range far above the row count
+        "huge": 2**60 + rng.integers(0, 5, n),  # float64 cannot tell these apart
+        "real": rng.normal(size=n),
+    }
+    from fastprep.backends.numba_codegen import Chain
+    from fastprep.plan.expr import Col
+
+    table = Table(row_range(0, n), dict(columns))
+    chains = [Chain(0, i, name, Col(name), True, ()) for i, name in enumerate(columns)]
+    assert numba_._tabled(table, chains) == {"hour"}
 
 
 def test_parallel_median_is_numpys_nanmedian() -> None:
