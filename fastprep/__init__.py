@@ -30,6 +30,7 @@ from fastprep.errors import (
     StateFormatError,
 )
 from fastprep.execute import Output
+from fastprep.memory import release_memory
 from fastprep.pipeline import FittedPipeline, Pipeline, load
 from fastprep.plan.steps import (
     Categorify,
@@ -86,4 +87,5 @@ __all__ = [
     "expr",
     "load",
     "open_output",
+    "release_memory",
 ]

@@ -158,6 +158,15 @@ class RowRange:
 RowIds = np.ndarray | RowRange
 
 
+def release_row_range() -> int:
+    """Drop :func:`row_range`'s cached ``arange`` (views already handed out keep theirs);
+    returns its bytes."""
+    global _ROW_RANGE
+    released = _ROW_RANGE.nbytes
+    _ROW_RANGE = np.arange(0, dtype=np.int64)
+    return released
+
+
 @dataclass
 class Table:
     """Validated columns, fastprep's own row ids, and the selected rows (None = all)."""

@@ -1,7 +1,8 @@
 """CI smoke run of the benchmark suite: smallest size, one round, every implementation.
 
 Samples run inline (in the test process) to stay under a minute with a fresh process per
-fastprep backend; one real fresh-process worker sample checks that path too.
+fastprep backend; real fresh-process worker samples (a timing one and a working-memory one)
+check that path too.
 
 Benchmarks are not tests; this only keeps the scripts working: the correctness gate must
 pass for every implementation and the Markdown, JSON and PNG outputs must be written.
@@ -21,6 +22,8 @@ from fastprep.bench import cli, harness, impls
 
 ROOT = Path(__file__).resolve().parents[2]
 FLIGHTS = str(ROOT / "pipelines" / "flights.py")
+#: VmRSS / VmHWM are kept in per-CPU batches: a few hundred KiB either way were seen
+RSS_SLACK_MIB = 4.0
 
 
 @pytest.mark.parametrize("package", ["polars", "matplotlib", "tqdm", "psutil"])
@@ -67,8 +70,24 @@ def test_smoke_run_gates_every_implementation(tmp_path: Path) -> None:
         assert entry["rows_measured"] <= 2000
         assert len(entry["warm_s"]) == len(entry["cold_s"]) == 1, name
         assert entry["peak_rss_mib"][0] > 0, name
+        # working memory: one sample per round for every implementation timed on all rows
+        # (none here is extrapolated: --naive-sample 2000 covers all the rows)
+        assert not entry["extrapolated"], name
+        assert len(entry["working_mib"]) == len(entry["working_peak_rss_mib"]) == 1, name
+        (working,) = entry["working_mib"]
+        assert working == entry["working_peak_rss_mib"][0] - entry["working_baseline_rss_mib"][0]
+        assert entry["working_peak_rss_mib"][0] > 0 and entry["working_baseline_rss_mib"][0] > 0
+        # inline, after the gate and timing runs of the same 2,000 rows, the run may need no
+        # new pages: ~0, give or take the kernel's RSS counter slack (per-CPU batches)
+        assert working > -RSS_SLACK_MIB, name
+        assert entry["warmup_s"][0] > 0, name
+        assert entry["warmup_rows"] == size["rows_emitted"]  # warm-up on the same rows
     table = (output / "results.md").read_text()
     assert "| implementation |" in table and "fastprep, backend=auto" in table
+    assert "| working MiB (kernels loaded) |" in table and "cold peak RSS MiB" in table
+    (target,) = [line for line in table.splitlines() if line.startswith("Memory target")]
+    assert "allowed working memory" in target and "fastprep, backend=auto: " in target
+    assert "within" in target or "over by" in target
     fresh = harness.sample_in_worker(FLIGHTS, "pandas", size["clean_path"], 500, timeout=60)
     # one cold run, then warm runs while they add up to under WARM_BUDGET_S (short calls
     # are timed several times), never more than MAX_RUNS in all
@@ -76,6 +95,19 @@ def test_smoke_run_gates_every_implementation(tmp_path: Path) -> None:
     assert len(fresh["seconds"]) == 2 or sum(fresh["seconds"][1:-1]) < harness.WARM_BUDGET_S
     assert len(fresh["peak_rss_mib"]) == len(fresh["seconds"])
     assert fresh["peak_rss_mib"][0] > fresh["rows"] / 2**20
+
+    # working memory, fresh processes: an untimed warm-up on a head, then exactly one run,
+    # which no longer pays for loading the Numba kernels that the cold run's peak includes
+    # (~50 MiB here against < 1 MiB: the factor 2 only guards against noise)
+    args = (FLIGHTS, "fastprep[numba]", size["clean_path"], 1500)
+    memory = harness.working_memory_in_worker(*args, timeout=60, warmup_rows=100)
+    assert len(memory["seconds"]) == len(memory["peak_rss_mib"]) == 1
+    assert memory["warmup_rows"] == 100 and memory["warmup_s"] > 0 and memory["rows"] == 1500
+    working = memory["peak_rss_mib"][0] - memory["baseline_rss_mib"][0]
+    assert memory["baseline_rss_mib"][0] > 0 and working > -RSS_SLACK_MIB
+    cold = harness.sample_in_worker(*args, timeout=60)
+    assert cold["warmup_rows"] == 0 and cold["warmup_s"] is None  # no warm-up by default
+    assert working < (cold["peak_rss_mib"][0] - cold["baseline_rss_mib"][0]) / 2
 
 
 def test_bench_subcommand_registers_with_a_handler() -> None:

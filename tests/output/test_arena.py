@@ -86,3 +86,22 @@ def test_a_request_never_gets_a_chunk_smaller_than_it_needs():
         held.append(out)
         if rng.random() < 0.6:
             held.pop(int(rng.integers(len(held))))
+
+
+def test_release_memory_drops_what_nothing_uses_and_keeps_what_a_caller_holds():
+    """fp.release_memory(): the process arena's free chunks, statistics scratch and the
+    cached row-id range go; an output a caller still holds stays valid."""
+    import fastprep as fp
+    from fastprep.columns import row_range
+    from fastprep.emit.arena import ARENA
+
+    held = ARENA.empty(BIG, np.float32)
+    held[:] = 3.0
+    dropped = ARENA.empty(BIG, np.float32)
+    del dropped
+    ids = row_range(0, 1_000_000)
+    released = fp.release_memory()
+    assert released["arena"] >= BIG * 4 and released["row_ids"] >= 8_000_000
+    assert ARENA.free_bytes() == 0
+    assert (held == 3.0).all() and ids[-1] == 999_999  # held arrays are untouched
+    assert set(released) == {"arena", "row_ids", "scratch", "heap_trimmed"}
