@@ -2,8 +2,8 @@
 
 Why it keeps any: on the VMs fastprep is measured on, memory a process frees is handed
 back to the host within seconds and touching it again is ~50x slower, so large per-run
-arrays come from a retained arena (:mod:`fastprep.emit.arena`), statistics buffers are
-reused (``numba_kernels.SCRATCH``) and row ids are views of one cached range. A
+arrays come from a retained arena (:mod:`fastprep.emit.arena`) and row ids are views of
+one cached range. A
 long-lived process that is done with fastprep (a notebook after a big job), or a
 benchmark measuring one run's working memory, calls :func:`release_memory` to drop them
 all and return the C heap's free pages to the system.
@@ -20,14 +20,13 @@ from fastprep.emit.arena import ARENA
 
 
 def release_memory() -> dict[str, int]:
-    """Drop fastprep's retained buffers; returns the bytes dropped per kind. Arrays a
+    """Drop fastprep's retained buffers; returns the bytes dropped per kind (and whether
+    the C heap gave pages back). Arrays a
     caller still holds (``out.X``, ``out.row_ids``) are not touched: only what nothing
     else uses is released, so the next run is as correct, only slower to start."""
     released = {"arena": ARENA.free_bytes()}
     ARENA.clear()
     released["row_ids"] = columns.release_row_range()
-    kernels = sys.modules.get("fastprep.backends.numba_kernels")
-    released["scratch"] = kernels.SCRATCH.clear() if kernels is not None else 0
     released["heap_trimmed"] = int(_malloc_trim())
     return released
 

@@ -31,6 +31,7 @@ from fastprep.backends.numba_codegen import (
     Program,
     compose_affine,
     fit_program,
+    median_gather_program,
     transform_program,
 )
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
@@ -202,20 +203,63 @@ def _run_fit(
     n_moments = sum(1 for t in program.stats if t[2] == "moments")
     n_medians = len(program.stats) - n_moments
     acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
-    medians = nk.SCRATCH.get(n_medians, table.n_rows)
+    parallel = table.n_rows >= PARALLEL_MIN_ROWS
+    lanes = max(1, min(numba.get_num_threads(), N_CHUNKS)) if parallel else 1
+    hists = [np.zeros((lanes, nk.BUCKETS), np.int64) for _ in range(n_medians)]  # per lane
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
-            _selection(table), acc, *medians, N_CHUNKS]  # fmt: skip
+            _selection(table), acc, *hists, N_CHUNKS, lanes]  # fmt: skip
     module = _load(program, args, log)
-    if table.n_rows >= PARALLEL_MIN_ROWS:
+    if parallel:
         module.kernel(*args)
     else:  # same chunks, same merge order, same results: only without threads
         size = (table.n_rows + N_CHUNKS - 1) // N_CHUNKS
-        head = args[:-1]
+        head = args[:-2]
         for c in range(N_CHUNKS):
-            module.rows(*head, c, c * size, min(table.n_rows, c * size + size))
+            module.rows(*head, c, c * size, min(table.n_rows, c * size + size), 0)
     merged = nk.merge_chunks(acc)
     moments = [merged[i] for i in range(n_moments)]
-    return moments, [nk.nanmedian(buffer) for buffer in medians]
+    medians = [
+        nk.median_by_buckets(
+            hist.sum(axis=0), _bucket_gatherer(chains, k, s, learned, table, hist, log)
+        )
+        for hist, (k, s, _) in zip(hists, program.stats[n_moments:])
+    ]
+    return moments, medians
+
+
+def _bucket_gatherer(
+    chains: list[Chain],
+    k: int,
+    s: int,
+    learned: list[list[dict[str, Any]]],
+    table: Table,
+    hist: np.ndarray,
+    log: reference.Repairs | None,
+) -> Any:
+    """``gather(bucket)`` for :func:`numba_kernels.median_by_buckets`: the median target's
+    values in ``bucket``, computed again from the inputs in one pass whose lanes are the
+    fit round's (lane ``t`` writes its ``hist[t, bucket]`` values from its offset), and
+    the largest value in an earlier bucket."""
+    program = median_gather_program(
+        chains, k, s, _text_columns(table), table.selection is not None, _tabled(table, chains)
+    )
+    lanes = hist.shape[0]
+
+    def gather(bucket: int) -> tuple[np.ndarray, float]:
+        per_lane = hist[:, bucket]
+        out = np.empty(int(per_lane.sum()))
+        offsets = np.cumsum(per_lane) - per_lane
+        belows = np.full(lanes, -np.inf)
+        args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
+                _selection(table), out, np.uint64(bucket), N_CHUNKS, lanes, offsets, belows]  # fmt: skip
+        module = _load(program, args, log)
+        if lanes > 1:
+            module.kernel(*args)
+        else:  # the fit ran serially: one lane, all rows (the values' order does not matter)
+            _, belows[0] = module.rows(*args[:-4], 0, table.n_rows, 0, -np.inf)
+        return out, float(belows.max())
+
+    return gather
 
 
 # ---------------------------------------------------------------------------- transform

@@ -7,6 +7,9 @@ one pass over memory, numerically stable, deterministic (fixed chunking, merged 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
 
@@ -176,7 +179,7 @@ def _key(v):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _top16(v):  # pragma: no cover - compiled
+def top16(v):  # pragma: no cover - compiled
     """The bucket of ``v`` in the first radix level: the top 16 bits of its sort key."""
     return (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF)
 
@@ -235,7 +238,8 @@ def _select_pair(values: np.ndarray, n: int, k: int, shift: int = 48) -> tuple[f
 PARALLEL_MEDIAN_MIN = 1 << 19
 #: chunks of the parallel histogram (integer counts: the result is the same for any number)
 MEDIAN_CHUNKS = 4
-_BUCKETS = 65536
+#: buckets of the first radix level (the top 16 bits of a value's sort key)
+BUCKETS = _BUCKETS = 65536
 
 
 @njit(parallel=True, cache=True)
@@ -250,7 +254,7 @@ def _histogram_top16(values, counts):  # pragma: no cover - compiled
         for i in range(c * size, min(n, c * size + size)):
             v = values[i]
             if v == v:
-                row[_top16(v)] += 1
+                row[top16(v)] += 1
 
 
 @njit(parallel=True, cache=True)
@@ -263,7 +267,7 @@ def _gather_bucket(values, bucket, offsets, out):  # pragma: no cover - compiled
         k = offsets[c]
         for i in range(c * size, min(n, c * size + size)):
             v = values[i]
-            if v == v and _top16(v) == bucket:
+            if v == v and top16(v) == bucket:
                 out[k] = v
                 k += 1
 
@@ -274,7 +278,7 @@ def _max_below_bucket(values, bucket):  # pragma: no cover - compiled
     best = -np.inf
     for i in range(values.shape[0]):
         v = values[i]
-        if v == v and _top16(v) < bucket and v > best:
+        if v == v and top16(v) < bucket and v > best:
             best = v
     return best
 
@@ -282,30 +286,50 @@ def _max_below_bucket(values, bucket):  # pragma: no cover - compiled
 _COUNTS = np.zeros((0, _BUCKETS), np.int64)
 
 
-def _median_parallel(values: np.ndarray) -> tuple[float, float, int, int]:
-    """``(kth(half-1), kth(half), present, half)`` of the non-missing values: the first
-    radix level (a histogram of the top 16 key bits) runs on threads without compacting the
-    missing values away; only the median's bucket is copied out for the serial levels."""
+def _median_parallel(values: np.ndarray) -> tuple[float, int]:
+    """Median and count of the non-missing values: the first radix level (a histogram of
+    the top 16 key bits) runs on threads without compacting the missing values away; only
+    the median's bucket is copied out for the serial levels."""
     global _COUNTS
     if _COUNTS.shape[0] != MEDIAN_CHUNKS:  # kept between calls: no fresh pages to touch
         _COUNTS = np.zeros((MEDIAN_CHUNKS, _BUCKETS), np.int64)
     _histogram_top16(values, _COUNTS)
-    per_bucket = _COUNTS.sum(axis=0)
+
+    def gather(bucket: int) -> tuple[np.ndarray, Any]:
+        offsets = np.cumsum(_COUNTS[:, bucket]) - _COUNTS[:, bucket]
+        out = np.empty(int(_COUNTS[:, bucket].sum()))
+        _gather_bucket(values, np.uint64(bucket), offsets, out)
+        return out, lambda: _max_below_bucket(values, np.uint64(bucket))
+
+    return median_by_buckets(_COUNTS.sum(axis=0), gather)
+
+
+def median_by_buckets(
+    per_bucket: np.ndarray, gather: Callable[[int], tuple[np.ndarray, Any]]
+) -> tuple[float, int]:
+    """``np.nanmedian`` and the count of values, from the histogram of their top-16-bit
+    buckets (:func:`top16`): ``gather(bucket)`` returns that bucket's values and the
+    largest value of an earlier bucket (or a function giving it: needed only when the
+    two middle values fall in different buckets)."""
     present = int(per_bucket.sum())
     if present == 0:
-        return np.nan, np.nan, 0, 0
+        return float("nan"), 0
     half = present // 2
     before = np.cumsum(per_bucket) - per_bucket  # values in earlier buckets
     bucket = int(np.searchsorted(before + per_bucket, half, side="right"))
     k = half - int(before[bucket])
-    offsets = np.cumsum(_COUNTS[:, bucket]) - _COUNTS[:, bucket]
-    out = np.empty(int(per_bucket[bucket]))
-    _gather_bucket(values, np.uint64(bucket), offsets, out)
+    out, below = gather(bucket)
     # every value of ``out`` shares the top 16 bits: selection goes on from the next 16
     lower, upper = _select_pair(out, len(out), k, shift=32)
     if k == 0 and half > 0:  # rank half-1 is the last value of an earlier bucket
-        lower = _max_below_bucket(values, np.uint64(bucket))
-    return float(lower), float(upper), present, half
+        lower = below() if callable(below) else below
+    return _middle(float(lower), float(upper), present)
+
+
+def _middle(lower: float, upper: float, present: int) -> tuple[float, int]:
+    if present % 2:
+        return upper, present
+    return float(np.mean(np.array([lower, upper]))), present
 
 
 def nanmedian(values: np.ndarray) -> tuple[float, int]:
@@ -314,40 +338,9 @@ def nanmedian(values: np.ndarray) -> tuple[float, int]:
     values. May reorder ``values`` (a scratch buffer): no allocation of its size.
     """
     if len(values) >= PARALLEL_MEDIAN_MIN:
-        lower, upper, present, half = _median_parallel(values)
-        if present == 0:
-            return float("nan"), 0
-    else:
-        present = int(_compact_in_place(values))
-        if present == 0:
-            return float("nan"), 0
-        half = present // 2
-        lower, upper = _select_pair(values, present, half)
-    if present % 2:
-        return float(upper), present
-    return float(np.mean(np.array([lower, upper]))), present
-
-
-class Scratch:
-    """Reusable float64 buffers: on this kind of machine, touching freshly allocated
-    memory ran ~50x slower than reusing memory, so statistics buffers are kept."""
-
-    def __init__(self) -> None:
-        self._buffers: list[np.ndarray] = []
-
-    def get(self, count: int, n: int) -> list[np.ndarray]:
-        while len(self._buffers) < count:
-            self._buffers.append(np.empty(0))
-        for i in range(count):
-            if self._buffers[i].shape[0] < n:
-                self._buffers[i] = np.empty(n)
-        return [self._buffers[i][:n] for i in range(count)]
-
-    def clear(self) -> int:
-        """Drop the buffers; returns their bytes."""
-        released = sum(b.nbytes for b in self._buffers)
-        self._buffers.clear()
-        return released
-
-
-SCRATCH = Scratch()
+        return _median_parallel(values)
+    present = int(_compact_in_place(values))
+    if present == 0:
+        return float("nan"), 0
+    lower, upper = _select_pair(values, present, present // 2)
+    return _middle(float(lower), float(upper), present)

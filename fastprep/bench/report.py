@@ -171,8 +171,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"Working MiB (kernels loaded): in each round, every implementation timed on all the "
         f"rows gets one more sample ({where}) that runs fit + transform untimed on "
         f"{_warmup_rows(results)} (kernels loaded or compiled, imports done), releases what "
-        "it retained (fastprep.release_memory(): arena, scratch buffers, cached row ids, free "
-        "heap pages), then runs once more: that run's peak RSS minus the RSS just before it "
+        "it retained (fastprep.release_memory(): arena, cached row ids, free heap "
+        "pages), then runs once more: that run's peak RSS minus the RSS just before it "
         "(input loaded), median over rounds. Not a timing sample; issue #3's memory target "
         "is judged on it (the line under each table).",
     ]

@@ -15,7 +15,7 @@ every millisecond instead (``method`` says which was used).
 
 With ``warmup_rows`` in the spec (None: all rows) the worker first runs fit + transform
 once, untimed and unmeasured, on that head of the frame, drops the result, calls
-``fastprep.release_memory()`` (fastprep's retained arena, scratch buffers and cached row
+``fastprep.release_memory()`` (fastprep's retained arena and cached row
 ids, and glibc's free heap pages, go back to the system; harmless for the other
 competitors) and only then measures. Why: the cold run's peak also holds one-time costs —
 JIT kernels loaded or compiled (some only past a size: parallel passes, the parallel

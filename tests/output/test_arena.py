@@ -89,8 +89,8 @@ def test_a_request_never_gets_a_chunk_smaller_than_it_needs():
 
 
 def test_release_memory_drops_what_nothing_uses_and_keeps_what_a_caller_holds():
-    """fp.release_memory(): the process arena's free chunks, statistics scratch and the
-    cached row-id range go; an output a caller still holds stays valid."""
+    """fp.release_memory(): the process arena's free chunks and the cached row-id range
+    go; an output a caller still holds stays valid."""
     import fastprep as fp
     from fastprep.columns import row_range
     from fastprep.emit.arena import ARENA
@@ -104,4 +104,4 @@ def test_release_memory_drops_what_nothing_uses_and_keeps_what_a_caller_holds():
     assert released["arena"] >= BIG * 4 and released["row_ids"] >= 8_000_000
     assert ARENA.free_bytes() == 0
     assert (held == 3.0).all() and ids[-1] == 999_999  # held arrays are untouched
-    assert set(released) == {"arena", "row_ids", "scratch", "heap_trimmed"}
+    assert set(released) == {"arena", "row_ids", "heap_trimmed"}
