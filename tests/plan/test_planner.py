@@ -155,8 +155,9 @@ def test_a_kernel_left_unloaded_is_loaded_once_waiting_cost_as_much(flights_pipe
     while next(c for c in run() if c.kind == "elementwise").backend == "pandas":
         runs += 1
         assert runs < 1000
-    # it switched exactly when the forgone savings reached the load cost
-    assert runs == int(np.ceil(profile.numba_cache_load_seconds / saving - 1e-9))
+    # it switched on the first run where the load cost not yet repaid was below one
+    # run's saving (ties stay on pandas)
+    assert runs == int(np.floor(profile.numba_cache_load_seconds / saving + 1e-9))
     switched = next(c for c in run() if c.kind == "elementwise")
     assert switched.backend == "numba" and "repaid by earlier runs" in switched.reason
     # explaining (choose without a run) never moves the ledger; forced runs do not either
