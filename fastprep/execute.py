@@ -182,9 +182,8 @@ def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared, backend: s
     """The target (float32, what ``y`` will hold); rows where it is missing, undefined or
     beyond float32's range go to the quarantine."""
     assert plan.target is not None
-    y = stage_backends.target_values(plan, prepared.table, backend)
-    bad = ~np.isfinite(y)
-    if bad.any():
+    y, bad = stage_backends.target_values(plan, prepared.table, backend)
+    if bad is not None:
         name = plan.target.name
         table = prepared.table
         prepared.report.findings.append(

@@ -52,17 +52,23 @@ def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
     return module.kernel_readiness(plan, stage, table)
 
 
-def target_values(plan: LogicalPlan, table: Table, backend: str) -> np.ndarray:
-    """The target over ``table``'s rows as float32: NaN (or ±inf) where it is missing,
-    undefined or beyond float32's range — the rows the caller quarantines. Numba's kernel
-    where the planner's cost model (an element-wise stage of one unit) prefers it, else
-    the reference: the same values either way (the cast to float32 is one rounding)."""
+def target_values(
+    plan: LogicalPlan, table: Table, backend: str
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The target over ``table``'s rows as float32, and the mask of rows where it is
+    missing, undefined or beyond float32's range (None when there is none) — the rows the
+    caller quarantines. Numba's kernel where the planner's cost model (an element-wise
+    stage of one unit) prefers it, else the reference: the same values either way (the
+    cast to float32 is one rounding)."""
     assert plan.target is not None
     if _target_backend(plan, table, backend) == "numba":
-        return load_backend("numba").target_values(plan.target, table)
+        y, any_bad = load_backend("numba").target_values(plan.target, table)
+        return y, (~np.isfinite(y) if any_bad else None)
     values = reference.input_values(plan.target, table, reference.Repairs())
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(values, dtype=np.float64).astype(np.float32)
+        y = np.asarray(values, dtype=np.float64).astype(np.float32)
+    bad = ~np.isfinite(y)
+    return y, (bad if bad.any() else None)
 
 
 def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:

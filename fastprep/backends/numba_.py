@@ -168,7 +168,9 @@ def _params_after_fill(
 
 
 def _stat_kind(step: Step) -> str:
-    return "median" if isinstance(step, FillMissing) and step.value == "median" else "moments"
+    if isinstance(step, FillMissing) and step.value == "median":
+        return "median"
+    return "range" if isinstance(step, MinMax) else "moments"
 
 
 def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
@@ -200,7 +202,7 @@ def _run_fit(
     table: Table,
     log: reference.Repairs | None,
 ) -> tuple[list[np.ndarray], list[tuple[float, int]]]:
-    n_moments = sum(1 for t in program.stats if t[2] == "moments")
+    n_moments = sum(1 for t in program.stats if t[2] != "median")
     n_medians = len(program.stats) - n_moments
     acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
     parallel = table.n_rows >= PARALLEL_MIN_ROWS
@@ -307,10 +309,11 @@ def run_stage(
     return set(stage.features) if bads.sum() == 0 else set()
 
 
-def target_values(target: Input, table: Table) -> np.ndarray:
+def target_values(target: Input, table: Table) -> tuple[np.ndarray, bool]:
     """The target over the table's rows as float32, by one generated kernel writing the
     output array directly: non-finite (NaN) where the reference's value is missing,
-    undefined or beyond float32's range (the caller quarantines those rows).
+    undefined or beyond float32's range (the caller quarantines those rows); and whether
+    there is any such row (counted by the kernel: clean data needs no second pass).
 
     Why: the reference path evaluated ``arr_delay > 15`` in float64 temporaries (the
     comparison, its missing mask, ``where``) and cast at the end — ~11 ms and ~75 MiB
@@ -329,7 +332,7 @@ def target_values(target: Input, table: Table) -> np.ndarray:
         module.kernel(*args)
     else:
         bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
-    return y
+    return y, bool(bads.sum())
 
 
 def target_readiness(target: Input, table: Table) -> str:

@@ -42,6 +42,32 @@ def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
+def merge_range(acc, k, buf, m):  # pragma: no cover - compiled
+    """:func:`merge_block` for a ``MinMax``: the count and extremes of ``buf[:m]``'s
+    present values (mean and M2 stay 0)."""
+    c0 = c1 = 0.0
+    lo0 = lo1 = np.inf
+    hi0 = hi1 = -np.inf
+    m2 = m - m % 2
+    for j in range(0, m2, 2):
+        a, b = buf[j], buf[j + 1]
+        c0 += 1.0 if a == a else 0.0
+        c1 += 1.0 if b == b else 0.0
+        lo0 = a if a < lo0 else lo0  # NaN compares False: missing values never win
+        lo1 = b if b < lo1 else lo1
+        hi0 = a if a > hi0 else hi0
+        hi1 = b if b > hi1 else hi1
+    for j in range(m2, m):
+        a = buf[j]
+        c0 += 1.0 if a == a else 0.0
+        lo0 = a if a < lo0 else lo0
+        hi0 = a if a > hi0 else hi0
+    acc[k, N] += c0 + c1
+    acc[k, MIN] = min(acc[k, MIN], min(lo0, lo1))
+    acc[k, MAX] = max(acc[k, MAX], max(hi0, hi1))
+
+
+@njit(cache=True, error_model="numpy")
 def _block_sums(buf, m, shift):  # pragma: no cover - compiled
     """(count, sum of ``v - shift``, min, max) of the present values of ``buf[:m]``.
 
