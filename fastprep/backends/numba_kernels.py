@@ -210,21 +210,28 @@ def top16(v):  # pragma: no cover - compiled
     return (_key(v) >> np.uint64(48)) & np.uint64(0xFFFF)
 
 
+#: key bits per selection level after the first: 256 buckets (6 KiB of tables, in L1)
+#: took a fifth of the time of 65,536 (1.5 MiB: cache misses per value) on the median
+#: bucket of 350k speeds (0.96 vs 4.75 ms)
+LEVEL_BITS = 8
+
+
 @njit(cache=True)
 def _select_pair_from(values, n, k, shift, counts, low, high):  # pragma: no cover - compiled
     """``(kth(k-1), kth(k))`` of ``values[:n]`` (no NaN; kth(-1) is NaN) by radix
-    selection, from key bit ``shift + 16`` down: a histogram of 16 key bits per level
-    narrows the candidates to one bucket; when ranks k-1 and k fall in different buckets
-    they are that pair's max and min. ``values`` is reordered; ``counts``/``low``/``high``
-    are reused scratch (65536 each: fresh pages per level cost more than the level)."""
+    selection over ``LEVEL_BITS`` key bits per level, from bit ``shift + LEVEL_BITS``
+    down: a histogram per level narrows the candidates to one bucket; when ranks k-1 and
+    k fall in different buckets they are that pair's max and min. ``values`` is
+    reordered; ``counts``/``low``/``high`` are reused scratch."""
     m = n
+    mask = np.uint64((1 << LEVEL_BITS) - 1)
     while True:
         counts[:] = 0
         low[:] = np.inf
         high[:] = -np.inf
         for i in range(m):
             v = values[i]
-            b = (_key(v) >> shift) & np.uint64(0xFFFF)
+            b = (_key(v) >> shift) & mask
             counts[b] += 1
             if v < low[b]:
                 low[b] = v
@@ -242,7 +249,7 @@ def _select_pair_from(values, n, k, shift, counts, low, high):  # pragma: no cov
             return high[prev], low[bucket]
         kept = 0
         for i in range(m):
-            if (_key(values[i]) >> shift) & np.uint64(0xFFFF) == bucket:
+            if (_key(values[i]) >> shift) & mask == bucket:
                 values[kept] = values[i]
                 kept += 1
         m = kept
@@ -250,14 +257,15 @@ def _select_pair_from(values, n, k, shift, counts, low, high):  # pragma: no cov
         if m <= 4096 or shift == np.uint64(0):
             part = np.sort(values[:m])
             return (part[k - 1] if k > 0 else np.nan), part[k]
-        shift -= np.uint64(16)
+        shift -= np.uint64(LEVEL_BITS)
 
 
-_LEVEL = (np.zeros(65536, np.int64), np.empty(65536), np.empty(65536))
+_LEVEL = (np.zeros(1 << LEVEL_BITS, np.int64), np.empty(1 << LEVEL_BITS), np.empty(1 << LEVEL_BITS))
 
 
-def _select_pair(values: np.ndarray, n: int, k: int, shift: int = 48) -> tuple[float, float]:
-    return _select_pair_from(values, n, k, np.uint64(shift), *_LEVEL)
+def _select_pair(values: np.ndarray, n: int, k: int, known_bits: int = 0) -> tuple[float, float]:
+    """:func:`_select_pair_from` for values sharing their top ``known_bits`` key bits."""
+    return _select_pair_from(values, n, k, np.uint64(64 - known_bits - LEVEL_BITS), *_LEVEL)
 
 
 #: above this many values the first selection level runs on threads (see _median_parallel)
@@ -346,7 +354,7 @@ def median_by_buckets(
     k = half - int(before[bucket])
     out, below = gather(bucket)
     # every value of ``out`` shares the top 16 bits: selection goes on from the next 16
-    lower, upper = _select_pair(out, len(out), k, shift=32)
+    lower, upper = _select_pair(out, len(out), k, known_bits=16)
     if k == 0 and half > 0:  # rank half-1 is the last value of an earlier bucket
         lower = below() if callable(below) else below
     return _middle(float(lower), float(upper), present)

@@ -51,3 +51,25 @@ def test_fused_median_is_numpys_nanmedian(monkeypatch, case, n, parallel):
         values = a / b * 2.0
     values[~np.isfinite(values)] = np.nan
     assert fitted_fill(frame, "v = a / b * 2") == np.nanmedian(values)
+
+
+@pytest.mark.parametrize("spread", ["wide", "low_bits", "ties"])
+def test_radix_selection_matches_a_sort_at_every_level(spread):
+    """8-bit selection levels down to the last key bit: values that differ only in their
+    lowest mantissa bits need every level; more than 4,096 candidates per level."""
+    from fastprep.backends.numba_kernels import _select_pair
+
+    rng = np.random.default_rng(5)
+    n = 20_001
+    if spread == "wide":
+        values = rng.standard_cauchy(n)
+    elif spread == "low_bits":
+        values = (
+            np.float64(1234.5).view(np.uint64) + rng.integers(0, 50_000, n).astype(np.uint64)
+        ).view(np.float64)
+    else:
+        values = rng.integers(-3, 3, n).astype(np.float64)
+    ordered = np.sort(values)
+    for k in (1, n // 2, n - 1):
+        lower, upper = _select_pair(values.copy(), n, k)
+        assert (lower, upper) == (ordered[k - 1], ordered[k])
