@@ -110,9 +110,12 @@ def fit_stage(
                 if targets[-1][2] != "moments":  # a mean fill has its moments already
                     targets.append((k, s, "moments"))
                 folded.append((k, s))
+        extremes = frozenset(  # a fill folded into a MinMax learns its range too
+            (k, s) for k, s in folded if isinstance(chains[k].steps[s + 1], MinMax)
+        )
         program = fit_program(
             chains, targets, _text_columns(table), table.selection is not None,
-            _tabled(table, chains),
+            _tabled(table, chains), extremes,
         )  # fmt: skip
         moments, medians = _run_fit(program, chains, learned, table, log)
         results = dict(zip(program.stats, [*moments, *medians], strict=True))

@@ -436,6 +436,7 @@ def fit_program(
     text_columns: set[str],
     selected: bool,
     tabled: frozenset[str] = frozenset(),
+    extremes: frozenset[tuple[int, int]] = frozenset(),
 ) -> Program:
     """A fit round: each target ``(chain, step, kind)`` gets the chain's value before ``step``.
 
@@ -450,7 +451,8 @@ def fit_program(
     ...``: each lane owns a histogram row (no two threads count into one), each chunk its
     accumulator (moments merged in chunk order: results do not depend on the lanes).
     (Numba's ``get_thread_id`` in the row function failed to load from the disk cache.)
-    ``tabled``: as :func:`transform_program`.
+    ``tabled``: as :func:`transform_program`. ``extremes``: the (chain, step) whose
+    "moments" also need their min and max (a fill folded into a ``MinMax``).
     """
     emitter = _Emitter(text_columns, tabled)
     body: list[str] = []
@@ -481,9 +483,11 @@ def fit_program(
         "        for i in range(b0, b1):",
         *_indent(row, 3),
         *[
-            f"        {'merge_range' if kind == 'range' else 'merge_block'}"
-            f"(acc[c], {slot}, buf[{slot}], b1 - b0)"
-            for slot, (_, _, kind) in enumerate(moment_slots)
+            f"        merge_range(acc[c], {slot}, buf[{slot}], b1 - b0)"
+            if kind == "range"
+            else f"        merge_block(acc[c], {slot}, buf[{slot}], b1 - b0, "
+            f"{(chain, step) in extremes})"
+            for slot, (chain, step, kind) in enumerate(moment_slots)
         ],
         "        pass",
         "",

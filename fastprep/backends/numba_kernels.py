@@ -21,8 +21,9 @@ FIELDS = 6
 
 
 @njit(cache=True, error_model="numpy")
-def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
-    """Fold the first ``m`` values of ``buf`` (NaN = missing) into ``acc[k]``.
+def merge_block(acc, k, buf, m, extremes):  # pragma: no cover - compiled
+    """Fold the first ``m`` values of ``buf`` (NaN = missing) into ``acc[k]``; their min
+    and max too when ``extremes`` (a ``Standardize`` or a mean needs neither).
 
     Sums are taken relative to a shift (the first value the accumulator saw), so a column
     far from zero (1e9 ± 1) keeps its variance to ~1e-12 instead of ~1e-8, and block
@@ -34,7 +35,7 @@ def merge_block(acc, k, buf, m):  # pragma: no cover - compiled
                 acc[k, SHIFT] = buf[j]
                 break
     shift = acc[k, SHIFT]
-    count, total, lo, hi = _block_sums(buf, m, shift)
+    count, total, lo, hi = _block_sums(buf, m, shift, extremes)
     if count == 0.0:
         return
     mean = total / count
@@ -68,8 +69,9 @@ def merge_range(acc, k, buf, m):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
-def _block_sums(buf, m, shift):  # pragma: no cover - compiled
-    """(count, sum of ``v - shift``, min, max) of the present values of ``buf[:m]``.
+def _block_sums(buf, m, shift, extremes):  # pragma: no cover - compiled
+    """(count, sum of ``v - shift``, min, max) of the present values of ``buf[:m]``
+    (min and max stay ±inf unless ``extremes``: the loop is unswitched on it).
 
     Four independent lanes (rows ``j % 4``), added in a fixed order at the end: one
     running sum waits ~4 cycles per value for the previous addition (without fastmath,
@@ -89,20 +91,22 @@ def _block_sums(buf, m, shift):  # pragma: no cover - compiled
         t1 += b - shift if b == b else 0.0
         t2 += c - shift if c == c else 0.0
         t3 += d - shift if d == d else 0.0
-        lo0 = a if a < lo0 else lo0  # NaN compares False: missing values never win
-        lo1 = b if b < lo1 else lo1
-        lo2 = c if c < lo2 else lo2
-        lo3 = d if d < lo3 else lo3
-        hi0 = a if a > hi0 else hi0
-        hi1 = b if b > hi1 else hi1
-        hi2 = c if c > hi2 else hi2
-        hi3 = d if d > hi3 else hi3
+        if extremes:
+            lo0 = a if a < lo0 else lo0  # NaN compares False: missing values never win
+            lo1 = b if b < lo1 else lo1
+            lo2 = c if c < lo2 else lo2
+            lo3 = d if d < lo3 else lo3
+            hi0 = a if a > hi0 else hi0
+            hi1 = b if b > hi1 else hi1
+            hi2 = c if c > hi2 else hi2
+            hi3 = d if d > hi3 else hi3
     for j in range(m4, m):
         a = buf[j]
         c0 += 1.0 if a == a else 0.0
         t0 += a - shift if a == a else 0.0
-        lo0 = a if a < lo0 else lo0
-        hi0 = a if a > hi0 else hi0
+        if extremes:
+            lo0 = a if a < lo0 else lo0
+            hi0 = a if a > hi0 else hi0
     count = (c0 + c1) + (c2 + c3)
     total = (t0 + t1) + (t2 + t3)
     return count, total, min(min(lo0, lo1), min(lo2, lo3)), max(max(hi0, hi1), max(hi2, hi3))
