@@ -32,13 +32,13 @@ def fit_categories(
     whether missing was seen (``missing``) and how many distinct categories were
     infrequent (``infrequent``, 0 when none)."""
     if isinstance(values, TextColumn):
-        present = values.codes[values.codes >= 0]
-        per_unique = np.bincount(present, minlength=len(values.uniques))
+        per_slot = value_counts(values)
+        per_unique = per_slot[1:]
         seen = np.flatnonzero(per_unique)
         pairs = sorted((str(values.uniques[i]), int(per_unique[i])) for i in seen)
         categories: list[Any] = [p[0] for p in pairs]
         counts = np.array([p[1] for p in pairs], dtype=np.int64)
-        numeric, missing = False, bool(len(present) < len(values.codes))
+        numeric, missing = False, bool(per_slot[0])
     else:
         nan = np.isnan(values)
         uniques, counts = np.unique(values[~nan], return_counts=True)
@@ -52,6 +52,12 @@ def fit_categories(
         "missing": missing,
         "infrequent": len(categories) - len(kept),
     }
+
+
+def value_counts(values: TextColumn) -> np.ndarray:
+    """Rows per dictionary code, the missing ones (code -1) in slot 0: one ``bincount``
+    (masking the missing codes away first was two more passes over the column)."""
+    return np.bincount(values.codes + 1, minlength=values.n_unique + 1)
 
 
 def kept_positions(
@@ -93,13 +99,20 @@ def category_codes(values: np.ndarray | TextColumn, params: dict[str, Any]) -> n
     Columns: the kept categories, then ``<missing>`` if missing was seen at fit, then
     ``<infrequent>`` if some category was infrequent at fit. Unseen values — and missing,
     when it was not seen at fit — go to ``<infrequent>`` if it exists, else nowhere.
+    Text: one gather of a column per distinct value (missing in the last slot, which code
+    -1 indexes), instead of four passes with int64 temporaries.
     """
-    index, missing = lookup(values, params)
     n = len(params["categories"])
     has_missing = bool(params["missing"])
     other = n + has_missing if params.get("infrequent", 0) else -1
+    on_missing = n if has_missing else other
+    if isinstance(values, TextColumn):
+        table = {c: i for i, c in enumerate(params["categories"]) if isinstance(c, str)}
+        per_unique = [table.get(str(u), other) for u in values.uniques]
+        return np.array([*per_unique, on_missing], dtype=np.int64)[values.codes]
+    index, missing = lookup(values, params)
     codes = np.where(index < 0, other, index)
-    codes[missing] = n if has_missing else other
+    codes[missing] = on_missing
     return codes
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from fastprep.backends import hash_csr
 from fastprep.backends.hash_csr import DIRECT, GATHERED, NUMBER
+from fastprep.columns import TextColumn
 from fastprep.emit.arena import ARENA
 from fastprep.validate import text_encode
 
@@ -34,9 +35,13 @@ _NO_BITMAP = np.frombuffer(b"\xff", dtype=np.uint8)
 
 
 def _to_arrow(name: str, values: Any):
-    """Return ``("str", ChunkedArray[large_string|dictionary])``,
-    ``("num", float64 ndarray with NaN for missing)`` or ``("null", None)``."""
+    """Return ``("str", ChunkedArray[large_string|dictionary] | TextColumn)``,
+    ``("num", float64 ndarray with NaN for missing)`` or ``("null", None)``. A
+    ``TextColumn`` (codes + distinct values, as validation encoded it) is kept as is."""
     import pyarrow as pa
+
+    if isinstance(values, TextColumn):
+        return ("str", values) if values.n_unique else ("null", None)
 
     if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
         return "num", np.asarray(values, dtype=np.float64).ravel()
@@ -132,6 +137,7 @@ class _Strings:
         self.kinds: list[tuple[int, int] | None] = [None] * len(features)
         for p, f in enumerate(direct):
             names, arrays = features[f]
+            arrays = [_as_arrow(a) for a in arrays]
             _run_hash(mm, *_separators(names), arrays, fm, self.s_code[p])
             self.kinds[f] = (DIRECT, p)
         self.gsrc = np.full((len(features), 3), -1, dtype=np.int64)
@@ -165,7 +171,13 @@ class _Strings:
 
         if s not in self.uniques:
             arr = self.arrays[s]
-            if pa.types.is_dictionary(arr.type):
+            if isinstance(arr, TextColumn):  # encoded already: its codes and values
+                self.ccodes[s] = arr.codes
+                uniques = arr.arrow_uniques
+                if uniques is None:
+                    uniques = pa.array(arr.uniques.tolist(), type=pa.large_string())
+                self.uniques[s] = uniques.cast(pa.large_string())
+            elif pa.types.is_dictionary(arr.type):
                 codes, uniques = hash_codes.codes_and_uniques(arr)
                 self.ccodes[s] = codes
                 self.uniques[s] = uniques
@@ -209,8 +221,24 @@ class _Strings:
         return table
 
 
+def _as_arrow(arr: Any) -> Any:
+    """A ``TextColumn`` as an Arrow dictionary array (for hashing each row's bytes)."""
+    if not isinstance(arr, TextColumn):
+        return arr
+    import pyarrow as pa
+
+    uniques = arr.arrow_uniques
+    if uniques is None:
+        uniques = pa.array(arr.uniques.tolist(), type=pa.large_string())
+    indices = pa.array(arr.codes, mask=arr.codes < 0, type=pa.int32())
+    return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, uniques)])
+
+
 def _source_key(arr) -> tuple:
-    """Identifies a column by its chunks' buffers (alive for the call), type and slices."""
+    """Identifies a column by its chunks' buffers (alive for the call), type and slices;
+    a ``TextColumn`` by its codes array."""
+    if isinstance(arr, TextColumn):
+        return ("text", id(arr.codes))
 
     def buffers(chunk) -> tuple:
         return tuple(0 if b is None else b.address for b in chunk.buffers())

@@ -20,7 +20,6 @@ from typing import Any
 
 import numba
 import numpy as np
-import pyarrow as pa
 
 from fastprep.backends import dict_encode
 from fastprep.backends import numba_kernels as nk
@@ -370,10 +369,7 @@ def hash_feature(
     if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
         values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
         values = reference.before_encoder(feature, fitted, values, log)
-        columns = [
-            (name, _dictionary(value, None) if isinstance(value, TextColumn) else value)
-            for name, value in values.items()
-        ]
+        columns = [(name, value) for name, value in values.items()]
     else:
         columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
     kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}
@@ -385,22 +381,11 @@ def hash_feature(
 
 
 def _hash_input(item: Input, table: Table) -> Any:
+    """A hashed input as the hashing kernels take it: numbers as an array, text as its
+    ``TextColumn`` (dictionary codes of the selected rows: no Arrow round trip)."""
     if not item.is_plain_column:
         return np.asarray(reference.input_values(item, table, reference.Repairs()))
-    column = table.raw(item.name)
-    if not isinstance(column, TextColumn):
-        return table[item.name]
-    return _dictionary(column, table.selection)
-
-
-def _dictionary(column: TextColumn, selection: np.ndarray | None) -> pa.DictionaryArray:
-    """A dictionary-encoded text column as Arrow, without decoding the strings."""
-    codes = column.codes if selection is None else column.codes[selection]
-    indices = pa.array(codes, mask=codes < 0, type=pa.int32())
-    dictionary = column.arrow_uniques
-    if dictionary is None:
-        dictionary = pa.array(column.uniques.tolist(), type=pa.large_string())
-    return pa.DictionaryArray.from_arrays(indices, dictionary)
+    return table[item.name]
 
 
 # ---------------------------------------------------------------------------- plumbing

@@ -97,6 +97,14 @@ class OutputSink:
         for index, slot in enumerate(self.layout.slots):
             if slot.kind == "numeric":
                 start = self._numeric_offsets[index]
+                last = blocks[-1] if blocks else ("",)
+                # the next columns of X and of the buffer extend the last dense block: one
+                # pass per kernel for all numeric features, not one per feature
+                if last[0] == "dense" and last[1] + last[3] - last[2] == slot.offset == (
+                    last[1] + start - last[2]
+                ):
+                    blocks[-1] = (*last[:3], start + slot.width)
+                    continue
                 blocks.append(("dense", slot.offset, start, start + slot.width))
                 continue
             block = self.blocks[index]

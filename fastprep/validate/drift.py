@@ -96,12 +96,12 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
         if isinstance(column, TextColumn):
             text, codes = _text_codes(table, name)
             n = len(codes)
-            missing = int(np.count_nonzero(codes < 0))
+            per_value = np.bincount(codes + 1, minlength=text.n_unique + 1)  # slot 0: missing
+            missing = int(per_value[0])
             entry: dict[str, Any] = {"rows": n, "null_rate": missing / n if n else 0.0}
             if text.n_unique <= MAX_VOCABULARY:
-                used = np.zeros(text.n_unique + 1, dtype=bool)
-                used[codes] = True  # code -1 marks the trailing slot
-                entry["vocabulary"] = sorted(str(v) for v in text.uniques[used[:-1]])
+                used = per_value[1:] > 0
+                entry["vocabulary"] = sorted(str(v) for v in text.uniques[used])
             out[name] = entry
         else:
             out[name] = _numeric(table, name)

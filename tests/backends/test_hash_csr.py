@@ -160,3 +160,31 @@ def test_sign_only_rows_keep_their_sorted_codes(monkeypatch, n_features) -> None
             alternate_sign=alternate_sign,
         )
     assert set(passes) == {"sort_rows", "fill_sorted"}
+
+
+@pytest.mark.parametrize("by_row", [False, True], ids=["gathered", "hashed-per-row"])
+def test_text_columns_as_validation_encoded_them(monkeypatch, by_row) -> None:
+    """A ``TextColumn`` (codes + distinct values from validation) hashes exactly like the
+    strings it stands for, alone and in crosses — also when a cross is too large for a
+    table and each row's bytes are hashed (the column goes back to Arrow then)."""
+    from fastprep.backends import hash_codes
+    from fastprep.columns import TextColumn
+
+    if by_row:
+        monkeypatch.setattr(hash_codes, "MAX_COMBINATIONS", 0)
+    flights = _flights()
+
+    def encoded(name: str) -> TextColumn:
+        codes, uniques = text_encode.encode(pa.chunked_array([pa.array(flights[name])]))
+        return TextColumn(codes, uniques)
+
+    tailnum, dest, origin = encoded("tailnum"), encoded("dest"), encoded("origin")
+    got = hashing.hash_columns(
+        [("tailnum", tailnum), ("dest", dest)], 2**18,
+        crosses=[[("origin", origin), ("dest", dest)]],
+    )  # fmt: skip
+    want = check(
+        [("tailnum", flights["tailnum"]), ("dest", flights["dest"])], 2**18,
+        crosses=[[("origin", flights["origin"]), ("dest", flights["dest"])]],
+    )  # fmt: skip
+    assert (got != want).nnz == 0 and np.array_equal(got.indices, want.indices)
