@@ -27,10 +27,11 @@ class TextColumn:
     asked for, so hashing a column of 3.4M distinct IDs never builds Python strings.
     """
 
-    __slots__ = ("_arrow", "_uniques", "codes")
+    __slots__ = ("_arrow", "_counts", "_uniques", "codes")
 
     def __init__(self, codes: np.ndarray, uniques: Any) -> None:
         self.codes = codes
+        self._counts: np.ndarray | None = None
         if isinstance(uniques, np.ndarray):
             self._uniques: np.ndarray | None = uniques
             self._arrow: Any = None
@@ -48,6 +49,19 @@ class TextColumn:
     def arrow_uniques(self) -> Any:
         """The distinct values as an Arrow array, or None if they were given as strings."""
         return self._arrow
+
+    def value_counts(self, counter: Any = None) -> np.ndarray:
+        """Rows per distinct value, the missing ones in slot 0 (``[missing, n(code 0),
+        ...]``), computed once per column: fitting a one-hot and profiling drift both
+        need them. ``counter(codes, n_unique)`` computes them (default: a numpy
+        ``bincount``; validation passes its parallel kernel)."""
+        if self._counts is None:
+            if counter is None:
+                counts = np.bincount(self.codes + 1, minlength=self.n_unique + 1)
+            else:
+                counts = counter(self.codes, self.n_unique)
+            self._counts = counts
+        return self._counts
 
     @property
     def n_unique(self) -> int:

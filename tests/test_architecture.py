@@ -35,6 +35,7 @@ LAYERS = {
     "fastprep.execute": 4,
     "fastprep.stage_backends": 4,
     "fastprep.calibrate": 4,
+    "fastprep.memory": 4,
     "fastprep.distributed": 4,
     "fastprep.pipeline": 4,
     "fastprep.batches": 4,

@@ -18,6 +18,7 @@ from fastprep.columns import TextColumn
 from fastprep.emit.blocks import CodesBlock
 from fastprep.emit.layout import category_count, category_names
 from fastprep.plan.nodes import Feature
+from fastprep.validate.text_encode import count_codes
 
 #: Categorify's reserved codes
 MISSING_CODE = 0
@@ -55,9 +56,9 @@ def fit_categories(
 
 
 def value_counts(values: TextColumn) -> np.ndarray:
-    """Rows per dictionary code, the missing ones (code -1) in slot 0: one ``bincount``
-    (masking the missing codes away first was two more passes over the column)."""
-    return np.bincount(values.codes + 1, minlength=values.n_unique + 1)
+    """Rows per dictionary code, the missing ones (code -1) in slot 0, counted once per
+    column (the drift profile may have counted them already)."""
+    return values.value_counts(count_codes)
 
 
 def kept_positions(

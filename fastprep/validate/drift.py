@@ -20,6 +20,7 @@ from numba import njit
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
 from fastprep.validate import number_checks as nc
+from fastprep.validate.text_encode import count_codes
 
 #: above this many distinct values a text column's vocabulary is not kept (no unseen share)
 MAX_VOCABULARY = 100_000
@@ -80,13 +81,6 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
     }
 
 
-def _text_codes(table: Table, name: str) -> tuple[TextColumn, np.ndarray]:
-    column = table.raw(name)
-    assert isinstance(column, TextColumn)
-    codes = column.codes if table.selection is None else column.codes[table.selection]
-    return column, codes
-
-
 def profile(table: Table) -> dict[str, dict[str, Any]]:
     """Per column of ``table`` (its selected rows): what drift is measured against."""
     out: dict[str, dict[str, Any]] = {}
@@ -94,9 +88,10 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
         if isinstance(column, DictColumn):  # (#8) no drift measure for dict columns yet
             continue
         if isinstance(column, TextColumn):
-            text, codes = _text_codes(table, name)
-            n = len(codes)
-            per_value = np.bincount(codes + 1, minlength=text.n_unique + 1)  # slot 0: missing
+            text = table[name]
+            assert isinstance(text, TextColumn)
+            n = len(text)
+            per_value = text.value_counts(count_codes)  # slot 0: missing; kept for the fit
             missing = int(per_value[0])
             entry: dict[str, Any] = {"rows": n, "null_rate": missing / n if n else 0.0}
             if text.n_unique <= MAX_VOCABULARY:
@@ -152,9 +147,10 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
         if not isinstance(column, TextColumn):
             out[name] = _numeric(table, name)
             continue
-        text, codes = _text_codes(table, name)
-        n = len(codes)
-        per_value = np.bincount(codes + 1, minlength=text.n_unique + 1)  # slot 0: missing
+        text = table[name]
+        assert isinstance(text, TextColumn)
+        n = len(text)
+        per_value = text.value_counts(count_codes)  # slot 0: missing
         n_present = n - int(per_value[0])
         entry: dict[str, Any] = {"rows": n, "null_rate": 1 - n_present / n if n else 0.0}
         vocabulary = fitted[name].get("vocabulary")
