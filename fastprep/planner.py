@@ -357,12 +357,13 @@ def _reason(
 def numba_readiness(key: str | None = None, cached: Callable[[str], bool] | None = None) -> str:
     """How ready a Numba kernel is, without importing Numba: not imported yet (``cold``),
     loaded in this process, in the disk cache, or to be compiled."""
-    module = sys.modules.get("fastprep.backends.numba_")
-    if module is None:
+    if sys.modules.get("fastprep.backends.numba_") is None:
         return COLD
+    files = sys.modules.get("fastprep.backends.kernel_files")
+    loaded = getattr(files, "_LOADED", {})
     if key is None:
-        return READY if getattr(module, "_LOADED", None) else CACHED
-    if key in module._LOADED:
+        return READY if loaded else CACHED
+    if key in loaded:
         return READY
     return CACHED if cached is not None and cached(key) else COMPILE
 

@@ -10,18 +10,15 @@ Kernels are generated from plan nodes, written to a cache folder and compiled wi
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
 
-from fastprep.backends import dict_encode
+from fastprep.backends import dict_encode, kernel_files
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.hashing import hash_columns
@@ -51,17 +48,6 @@ TRANSFORM_CHUNKS = 16
 #: below this many rows the chunks run on the calling thread: waking the thread pool was
 #: measured to cost more than it saves for a memory-bound pass (see docs/compiler.md)
 PARALLEL_MIN_ROWS = int(os.environ.get("FASTPREP_PARALLEL_MIN_ROWS", 1_000_000))
-_LOADED: dict[str, Any] = {}
-
-
-def cache_dir() -> Path:
-    """Where generated kernel modules (and Numba's cache beside them) live."""
-    root = os.environ.get("FASTPREP_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fastprep"
-    )
-    path = Path(root) / "kernels"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def chains_of(plan: LogicalPlan, stage: Stage) -> list[Chain]:
@@ -511,19 +497,7 @@ def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> A
     """Import the generated module (writing it once) and compile its kernel and row loop
     for these argument types; returns the module."""
     key = program.key
-    module = _LOADED.get(key)
-    if module is None:
-        path = cache_dir() / f"fp_{key}.py"
-        if not path.exists():
-            temporary = path.with_suffix(f".tmp{os.getpid()}")
-            temporary.write_text(program.source)
-            os.replace(temporary, path)
-        spec = importlib.util.spec_from_file_location(f"fastprep_kernels.fp_{key}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        _LOADED[key] = module
+    module = kernel_files.load_module(program.source)
     kernel = module.kernel
     signature = tuple(numba.typeof(a) for a in args)
     if signature not in kernel.overloads:
@@ -548,6 +522,6 @@ def kernel_readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
 
 
 def _readiness_of(key: str) -> str:
-    if key in _LOADED:
+    if kernel_files.is_loaded(key):
         return "loaded"
-    return "cached" if (cache_dir() / f"fp_{key}.py").exists() else "compile"
+    return "cached" if kernel_files.is_on_disk(key) else "compile"

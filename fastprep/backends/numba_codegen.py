@@ -18,6 +18,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
+from fastprep.backends.kernel_files import source_key
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
 from fastprep.plan.steps import Clip, FillMissing, Log1p, MinMax, Standardize, Step
 
@@ -71,7 +72,7 @@ class Program:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()[:20]
+        return source_key(self.source)
 
 
 class _Emitter:

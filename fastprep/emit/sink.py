@@ -112,12 +112,13 @@ class OutputSink:
                 blocks.append(("codes", slot.offset, block.codes, block.widths))
             else:
                 blocks.append(("sparse", slot.offset, block.matrix))
-        rows = np.arange(self.n_rows, dtype=np.int64) if keep is None else np.flatnonzero(keep)
+        rows = None if keep is None else np.flatnonzero(keep)
         data, indices, indptr = assemble_csr(
             blocks, rows, self.layout.width, self.dense, self.dtype
         )
+        n_out = self.n_rows if rows is None else len(rows)
         matrix = sp.csr_matrix(
-            (data, indices, indptr), shape=(len(rows), self.layout.width), copy=False
+            (data, indices, indptr), shape=(n_out, self.layout.width), copy=False
         )
         matrix.has_sorted_indices = True
         return matrix
