@@ -130,8 +130,8 @@ def memory_target(size: dict[str, Any], rows: dict[str, dict[str, Any]] | None =
             verdict = f"{working:,.1f} MiB, **over by {working - allowed:,.1f} MiB**"
         verdicts.append(f"{row['label']}: {verdict}")
     return (
-        f"Memory target (issue #3: peak ≤ input columns + output + {TARGET_SLACK:.0%}, one-time "
-        f"kernel loading excluded): input {mib_in:,.1f} MiB, output {mib_out:,.1f} MiB (X + y as "
+        f"Memory target (issue #3's formula, set there for the numeric part: peak ≤ input "
+        f"columns + output + {TARGET_SLACK:.0%}, one-time kernel loading excluded): input {mib_in:,.1f} MiB, output {mib_out:,.1f} MiB (X + y as "
         f"emitted) → allowed working memory = output + {TARGET_SLACK:.0%} of (input + output) = "
         f"{allowed:,.1f} MiB; {'; '.join(verdicts) or 'no fastprep variant run'}."
     )
