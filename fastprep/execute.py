@@ -283,9 +283,11 @@ def transform_prepared(
 def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataFrame]:
     """Eager for a file source (its rows would otherwise be kept alive by the output);
     deferred for a caller's DataFrame, over a shallow copy (copy-on-write protects it
-    from later changes to the caller's frame)."""
+    from later changes to the caller's frame), and for an empty quarantine."""
     quarantine, offset = prepared.quarantine, prepared.row_offset
-    if not prepared.source_is_frame or len(quarantine) == 0:
+    if len(quarantine) == 0:  # nothing to keep alive: built (empty) when asked, ~3 ms saved
+        return _DeferredQuarantine(quarantine, prepared.raw.iloc[:0], offset)
+    if not prepared.source_is_frame:
         return quarantine.to_frame(prepared.raw, offset)
     return _DeferredQuarantine(quarantine, prepared.raw.copy(deep=False), offset)
 

@@ -240,7 +240,11 @@ class Pipeline:
         fit_report = execute.snapshot_fit_report(prepared)
         output = execute.transform_prepared(plan, params, prepared, dtype, backend)
         execute.apply_precision(output, precision)
-        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
+        output.report.anomaly_patterns = (
+            alerting.anomaly_patterns(output.quarantine_reasons())
+            if output.report.rows_quarantined
+            else []
+        )
         _alert(self, output.report, on_alert, "fit")
         fitted = FittedPipeline(
             self, params, backend=backend, fit_report=fit_report, profile=profile
@@ -356,7 +360,11 @@ class FittedPipeline:
             plan, self.params, prepared, precision.compute_dtype, backend
         )
         execute.apply_precision(output, precision, self.quantization)
-        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
+        output.report.anomaly_patterns = (
+            alerting.anomaly_patterns(output.quarantine_reasons())
+            if output.report.rows_quarantined
+            else []
+        )
         _alert(self.pipeline, output.report, on_alert, "transform")
         return output
 
