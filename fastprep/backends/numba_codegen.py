@@ -113,7 +113,7 @@ class _Emitter:
         slot = (chain, step, key)
         if slot not in self.params:
             self.params.append(slot)
-        return f"p[{self.params.index(slot)}]"
+        return f"p{self.params.index(slot)}"
 
     def expr(self, node: Expr) -> str:
         """A variable holding ``node``'s value for the current row (emitting code once)."""
@@ -336,6 +336,13 @@ def _row_loads(emitter: _Emitter, selected: bool) -> list[str]:
     return loads + [f"k{i} = codes{i}[r]" for i in range(len(emitter.code_columns))]
 
 
+def _param_locals(emitter: _Emitter) -> list[str]:
+    """The fitted parameters as locals before the row loop (``p3 = p[3]``): read once, not
+    per row — LLVM could not keep them in registers across the stores to ``out`` (the
+    transform of the flights numeric part ~5% faster)."""
+    return [f"p{k} = p[{k}]" for k in range(len(emitter.params))]
+
+
 def _helpers_version() -> str:
     """Hash of the helper module and this generator: Numba's on-disk cache does not notice
     when a function a cached kernel calls has changed, so the generated file name must."""
@@ -388,9 +395,9 @@ def transform_program(
     for index, chain in enumerate(chains):
         body += chain_code(emitter, index, chain, len(chain.steps), counted=True)
         body += [
-            f"out[i, offs[{index}]] = v{index}",
+            f"out[i, o{index}] = v{index}",
             # check what was stored: a finite float64 beyond float32's range becomes inf
-            f"if not np.isfinite(out[i, offs[{index}]]):",
+            f"if not np.isfinite(out[i, o{index}]):",
             "    bad_row = True",
         ]
     row = [*_row_loads(emitter, selected), *emitter.lines, *body]
@@ -400,6 +407,8 @@ def transform_program(
         _ROWS_DECORATOR,
         f"def rows({args}, lo, hi, rep):",
         "    nbad = 0",
+        *_indent(_param_locals(emitter), 1),
+        *[f"    o{k} = offs[{k}]" for k in range(len(chains))],
         "    for i in range(lo, hi):",
         "        bad_row = False",
         *_indent(row, 2),
@@ -478,6 +487,7 @@ def fit_program(
     lines = [
         _ROWS_DECORATOR,
         f"def rows({args}, c, lo, hi, lane):",
+        *_indent(_param_locals(emitter), 1),
         f"    buf = np.empty(({max(k, 1)}, {BLOCK}), np.float64)",
         f"    for b0 in range(lo, hi, {BLOCK}):",
         f"        b1 = min(hi, b0 + {BLOCK})",
@@ -539,6 +549,7 @@ def median_gather_program(
     lines = [
         _ROWS_DECORATOR,
         f"def rows({args}, lo, hi, at, below):",
+        *_indent(_param_locals(emitter), 1),
         "    for i in range(lo, hi):",
         *_indent(row, 2),
         "    return at, below",
