@@ -177,10 +177,11 @@ class Pipeline:
                 **_partition_size(rows_per_partition),
             )  # fmt: skip
             return FittedPipeline(self, params, backend=backend, fit_report=report)
-        prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
-        profile = _profile(prepared)
-        params = execute.fit_prepared(plan, prepared, backend)
-        fit_report = execute.snapshot_fit_report(prepared)
+        with execute.cyclic_gc_paused():
+            prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+            profile = _profile(prepared)
+            params = execute.fit_prepared(plan, prepared, backend)
+            fit_report = execute.snapshot_fit_report(prepared)
         _alert(self, fit_report, on_alert, "fit")
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report, profile=profile)
 
@@ -234,12 +235,13 @@ class Pipeline:
                                           rows_per_partition=rows)  # fmt: skip
                 output.report.notes.append(auto_cluster.note(pre))
                 return fitted, output
-        prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
-        profile = _profile(prepared)
-        params = execute.fit_prepared(plan, prepared, backend)
-        fit_report = execute.snapshot_fit_report(prepared)
-        output = execute.transform_prepared(plan, params, prepared, dtype, backend)
-        execute.apply_precision(output, precision)
+        with execute.cyclic_gc_paused():
+            prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+            profile = _profile(prepared)
+            params = execute.fit_prepared(plan, prepared, backend)
+            fit_report = execute.snapshot_fit_report(prepared)
+            output = execute.transform_prepared(plan, params, prepared, dtype, backend)
+            execute.apply_precision(output, precision)
         output.report.anomaly_patterns = (
             alerting.anomaly_patterns(output.quarantine_reasons())
             if output.report.rows_quarantined
@@ -350,16 +352,19 @@ class FittedPipeline:
                 backend=backend, out_dtype=out_dtype, **_partition_size(rows_per_partition),
                 **distributed_options,
             )  # fmt: skip
-        prepared = execute.prepare(plan, self.schema, source, phase="transform", backend=backend)
-        if self.profile is not None:
-            with prepared.report.stage("drift"):
-                prepared.report.drift = drift.compare(
-                    self.profile, prepared.table, drift_thresholds
-                )
-        output = execute.transform_prepared(
-            plan, self.params, prepared, precision.compute_dtype, backend
-        )
-        execute.apply_precision(output, precision, self.quantization)
+        with execute.cyclic_gc_paused():
+            prepared = execute.prepare(
+                plan, self.schema, source, phase="transform", backend=backend
+            )
+            if self.profile is not None:
+                with prepared.report.stage("drift"):
+                    prepared.report.drift = drift.compare(
+                        self.profile, prepared.table, drift_thresholds
+                    )
+            output = execute.transform_prepared(
+                plan, self.params, prepared, precision.compute_dtype, backend
+            )
+            execute.apply_precision(output, precision, self.quantization)
         output.report.anomaly_patterns = (
             alerting.anomaly_patterns(output.quarantine_reasons())
             if output.report.rows_quarantined
