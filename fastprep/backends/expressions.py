@@ -58,6 +58,8 @@ def _eval(node: Expr, table: Table) -> np.ndarray | TextColumn:
     if node.op in ("eq", "ne") and _is_text_comparison(node, table):
         return _text_compare(node, table)
     left, right = _number(node.left, table), _number(node.right, table)
+    if node.op == "pow":  # IEEE says nan ** 0 == 1 ** nan == 1: missing must stay missing
+        return _missing_where(np.isnan(left) | np.isnan(right), np.power(left, right))
     if node.op in _ARITH:
         return _ARITH[node.op](left, right)
     missing = np.isnan(left) | np.isnan(right)

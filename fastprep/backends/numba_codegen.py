@@ -147,7 +147,8 @@ class _Emitter:
         if node.op == "mod":
             return [f"{var} = np.remainder({a}, {b})"]
         if node.op == "pow":
-            return [f"{var} = np.power({a}, {b})"]
+            # IEEE says nan ** 0 == 1 ** nan == 1: missing must stay missing
+            return [f"{var} = np.nan if ({a} != {a} or {b} != {b}) else np.power({a}, {b})"]
         missing = f"{a} != {a} or {b} != {b}"
         if node.op in _COMPARE:
             value = f"(1.0 if {a} {_COMPARE[node.op]} {b} else 0.0)"

@@ -110,9 +110,11 @@ class _Translator:
             # the dividend; a - floor(a / b) * b gives NaN there): numpy evaluates it
             return self.bind(("mod", node), reference.evaluate_expr(node, self.table))
         a, b = self.translate(node.left), self.translate(node.right)
+        missing = f"({a} != {a}) | ({b} != {b})"
+        if node.op == "pow":  # IEEE says nan ** 0 == 1 ** nan == 1: missing stays missing
+            return f"where({missing}, nan, {a} ** {b})"
         if node.op in _ARITH:
             return f"({a} {_ARITH[node.op]} {b})"
-        missing = f"({a} != {a}) | ({b} != {b})"
         if node.op in _COMPARE:
             test = f"{a} {_COMPARE[node.op]} {b}"
         elif node.op == "and":

@@ -100,6 +100,19 @@ def as_float32(y: Any) -> Any:
     return None if y is None else np.asarray(y, dtype=np.float32)
 
 
+def nan_power(a: Any, b: Any) -> Any:
+    """``a ** b`` that is missing where ``a`` or ``b`` is (IEEE: ``nan ** 0 == 1``), for
+    scalars, arrays and Series alike."""
+    with np.errstate(all="ignore"):
+        result = np.power(a, b)
+    missing = np.isnan(a) | np.isnan(b)
+    if np.ndim(result) == 0:
+        return np.nan if missing else result
+    if isinstance(result, pd.Series):
+        return result.where(~missing)
+    return np.where(missing, np.nan, result)
+
+
 #: numpy implementations of the expression language's operators (Python's ``%``: sign of
 #: the divisor, as fastprep), shared by the naive and the idiomatic pandas translations
 NUMPY_ARITH = {
@@ -108,6 +121,6 @@ NUMPY_ARITH = {
     "mul": np.multiply,
     "div": np.divide,
     "mod": np.remainder,
-    "pow": np.power,
+    "pow": nan_power,
 }
 NUMPY_FUNCS = {"log": np.log, "log1p": np.log1p, "exp": np.exp, "sqrt": np.sqrt, "abs": np.abs}

@@ -233,12 +233,18 @@ def test_bare_expression_is_named_by_its_source():
         ("~isnull(c)", [0.0, 1.0, 0.0]),
         ("c * 0", [np.nan, 0.0, np.nan]),
         ("c == c", [np.nan, 1.0, np.nan]),
+        # IEEE pow says nan ** 0 == 1 ** nan == 1; a missing operand stays missing here
+        ("c ** 0", [np.nan, 1.0, np.nan]),
+        ("1 ** c", [np.nan, 1.0, np.nan]),
+        ("(a / a) ** 0 + b", [np.nan, 5.0, -4.0]),  # 0 / 0 is undefined, so missing
     ],
 )
-def test_missing_propagation(text, values):
+@pytest.mark.parametrize("backend", ["pandas", "numba", "numexpr"])
+def test_missing_propagation(text, values, backend):
     frame = pd.DataFrame({"a": [0.0, 2.0, 3.0], "b": [3.0, 4.0, -5.0], "c": [np.nan, 1.0, np.nan]})
     schema = fp.Schema({"a": fp.Float(), "b": fp.Float(), "c": fp.Float(nullable=True)})
-    out = fp.Pipeline(schema, [fp.expr(f"v = {text}")]).fit_transform(frame)
+    pipeline = fp.Pipeline(schema, [fp.expr(f"v = {text}")])
+    out = pipeline.fit_transform(frame, backend=backend)
     want = np.array(values)
     assert out.row_ids.tolist() == np.flatnonzero(np.isfinite(want)).tolist()
     assert np.array_equal(out.X[:, 0], want[np.isfinite(want)].astype(np.float32))
