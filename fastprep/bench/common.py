@@ -93,6 +93,8 @@ def stack_blocks(blocks: list[Any], n_rows: int) -> Any:
         return out
     if not blocks:
         return np.zeros((n_rows, 0), dtype=np.float32)
+    if len(blocks) == 1 and np.ndim(blocks[0]) == 2:  # already the matrix: no stacking copy
+        return np.ascontiguousarray(blocks[0], dtype=np.float32)
     return np.ascontiguousarray(np.column_stack(blocks), dtype=np.float32)
 
 

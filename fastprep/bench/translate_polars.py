@@ -1,9 +1,14 @@
 """Polars (lazy): the plan as Polars expressions over ``pl.from_pandas(df).lazy()``.
 
-Fit runs one aggregation query per "depth" of fitted steps (all features' means, medians,
-min/max and category lists of that depth in one ``select``), transform one final ``select``.
-Missing values are nulls; NaN produced mid-expression is turned into null at once, since
-Polars orders NaN above every number (``NaN > 15`` is true there, missing in fastprep).
+Fit walks the steps by "depth" of fitted steps: the values each fitted step sees are
+materialized as columns once (one lazy ``with_columns`` query), then one ``select`` takes all
+statistics of that depth (means, medians, min/max, category lists) over those columns, as a
+Polars user fitting a scaler writes it; transform is one final ``select``. Re-deriving the
+values inside each aggregation query instead computed every input expression three times
+(0.92 vs 0.11 s for the flights numeric part at 3.3M rows, measured in one process).
+Missing values are nulls; NaN produced mid-expression becomes null before anything that
+orders or tests it (Polars orders NaN above every number: ``NaN > 15`` is true there,
+missing in fastprep), and every non-finite input value becomes null at the input.
 Hash: Polars builds the ``column=value`` token lists; sklearn's ``FeatureHasher``
 (``input_type="string"``) hashes them — Polars has no sklearn-compatible hasher.
 """
@@ -53,8 +58,8 @@ def _num(e: pl.Expr) -> pl.Expr:
 
 def to_polars(node: Expr, text: frozenset[str]) -> pl.Expr:
     """A Polars expression with fastprep's semantics (missing propagates everywhere)."""
-    if isinstance(node, Col):
-        return pl.col(node.name) if node.name in text else _num(pl.col(node.name).cast(pl.Float64))
+    if isinstance(node, Col):  # from_pandas already turned NaN into null
+        return pl.col(node.name) if node.name in text else pl.col(node.name).cast(pl.Float64)
     if isinstance(node, Const):
         if isinstance(node.value, str):
             raise unsupported("polars", f"string constant {node.value!r} outside a comparison")
@@ -62,6 +67,7 @@ def to_polars(node: Expr, text: frozenset[str]) -> pl.Expr:
     if isinstance(node, Where):
         cond = to_polars(node.cond, text)
         then, otherwise = to_polars(node.then, text), to_polars(node.otherwise, text)
+        cond = _num(cond)
         return pl.when(cond.is_null()).then(_NULL).when(cond != 0).then(then).otherwise(otherwise)
     if isinstance(node, Unary):
         return _unary(node, text)
@@ -69,8 +75,11 @@ def to_polars(node: Expr, text: frozenset[str]) -> pl.Expr:
     if node.op in _COMPARE and isinstance(node.right, Const) and isinstance(node.right.value, str):
         return getattr(to_polars(node.left, text), node.op)(node.right.value).cast(pl.Float64)
     left, right = to_polars(node.left, text), to_polars(node.right, text)
-    if node.op in _ARITH:  # Polars % floors, like Python and fastprep
-        return _num(_ARITH[node.op](left, right))
+    if node.op == "pow":  # NaN ** 0 is 1: a missing base must stay missing
+        return _ARITH["pow"](_num(left), _num(right))
+    if node.op in _ARITH:  # Polars % floors, like Python and fastprep; NaN propagates
+        return _ARITH[node.op](left, right)
+    left, right = _num(left), _num(right)
     if node.op in _COMPARE:
         return getattr(left, node.op)(right).cast(pl.Float64)
     logical = (left != 0) & (right != 0) if node.op == "and" else (left != 0) | (right != 0)
@@ -81,12 +90,12 @@ def to_polars(node: Expr, text: frozenset[str]) -> pl.Expr:
 def _unary(node: Unary, text: frozenset[str]) -> pl.Expr:
     arg = to_polars(node.arg, text)
     if node.op == "isnull":
-        return arg.is_null().cast(pl.Float64)
+        return _num(arg).is_null().cast(pl.Float64)
     if node.op == "neg":
         return -arg
     if node.op == "not":
-        return (arg == 0).cast(pl.Float64)
-    return _num(getattr(arg, _FUNCS[node.op])())
+        return (_num(arg) == 0).cast(pl.Float64)
+    return getattr(arg, _FUNCS[node.op])()
 
 
 def input_expr(item: Input, text: frozenset[str]) -> pl.Expr:
@@ -132,30 +141,35 @@ def _apply(step: Step, e: pl.Expr, stats: dict[str, Any], key: str) -> pl.Expr:
     raise unsupported("polars", step.describe())
 
 
-def fit_exprs(lf: pl.LazyFrame, items: dict[str, tuple[pl.Expr, list[Step]]]) -> tuple:
-    """Walk every input's steps; one query per depth collects the statistics needed."""
+def fit_exprs(frame: pl.DataFrame, items: dict[str, tuple[pl.Expr, list[Step]]]) -> tuple:
+    """Walk every input's steps; per depth, materialize what the fitted steps see, then one
+    query collects their statistics. Returns the final expressions, the statistics and the
+    frame with the materialized columns."""
     exprs = {key: e for key, (e, _) in items.items()}
     position = dict.fromkeys(items, 0)
     stats: dict[str, Any] = {}
     fitted: set[str] = set()
     while True:
-        pending: list[pl.Expr] = []
-        waiting: list[str] = []
+        waiting: list[tuple[str, Step, str]] = []
         for key, (_, steps) in items.items():
             while position[key] < len(steps):
                 step, s_key = steps[position[key]], f"{key}#{position[key]}"
-                aggs = _aggs(step, exprs[key], s_key)
-                if aggs and s_key not in fitted:
-                    pending.extend(aggs)
-                    waiting.append(s_key)
+                if s_key not in fitted and _aggs(step, pl.col(key), s_key):
+                    waiting.append((key, step, s_key))
                     break
                 if step.kind != "encoder":
                     exprs[key] = _apply(step, exprs[key], stats, s_key)
                 position[key] += 1
-        if not pending:
-            return exprs, stats
-        stats.update(lf.select(pending).collect().row(0, named=True))
-        fitted.update(waiting)
+        if not waiting:
+            return exprs, stats, frame
+        frame = frame.lazy().with_columns([exprs[key].alias(key) for key, _, _ in waiting])
+        frame = frame.collect()
+        pending: list[pl.Expr] = []
+        for key, step, s_key in waiting:
+            exprs[key] = pl.col(key)
+            pending.extend(_aggs(step, exprs[key], s_key))
+            fitted.add(s_key)
+        stats.update(frame.select(pending).row(0, named=True))
 
 
 def make(pipeline: Any) -> RunFn:
@@ -164,18 +178,18 @@ def make(pipeline: Any) -> RunFn:
     plan = pipeline.plan
 
     def run(df: pd.DataFrame) -> Result:
-        lf = pl.from_pandas(df).lazy()
+        frame = pl.from_pandas(df)
         items = {}
         for f_index, feature in enumerate(plan.features):
             if isinstance(feature.encoder, Hash) and numeric_steps(feature.steps):
                 raise unsupported("polars", "numeric steps before Hash")
             for item in feature.inputs:
                 items[f"{f_index}/{item.name}"] = (input_expr(item, text), list(feature.steps))
-        exprs, stats = fit_exprs(lf, items)
+        exprs, stats, frame = fit_exprs(frame, items)
         selects, layout = _outputs(plan, exprs, stats, text)
         if plan.target is not None:
             selects.append(input_expr(plan.target, text).alias("__target__"))
-        frame = lf.select(selects).collect()
+        frame = frame.lazy().select(selects).collect()
         blocks = [_block(kind, frame, cols, extra) for kind, cols, extra in layout]
         y = None
         if plan.target is not None:
@@ -223,7 +237,7 @@ def _outputs(plan: Any, exprs: dict, stats: dict, text: frozenset[str]) -> tuple
 
 def _block(kind: str, frame: pl.DataFrame, cols: list[str], extra: Any) -> Any:
     if kind == "dense":
-        return frame.select(cols).to_numpy().astype(np.float64)
+        return frame.select(pl.col(cols).cast(pl.Float32)).to_numpy(order="c")
     if kind == "onehot":
         dense = frame.select(cols).to_numpy().astype(np.float32).reshape(frame.height, len(cols))
         return sp.csr_matrix(dense) if extra else dense
