@@ -9,8 +9,11 @@ values inside each aggregation query instead computed every input expression thr
 Missing values are nulls; NaN produced mid-expression becomes null before anything that
 orders or tests it (Polars orders NaN above every number: ``NaN > 15`` is true there,
 missing in fastprep), and every non-finite input value becomes null at the input.
-Hash: Polars builds the ``column=value`` token lists; sklearn's ``FeatureHasher``
-(``input_type="string"``) hashes them — Polars has no sklearn-compatible hasher.
+Hash: Polars has no sklearn-compatible hasher, so each distinct ``column=value`` token is
+hashed once with sklearn's ``murmurhash3_32`` (what ``FeatureHasher`` uses) and Polars maps
+the column onto the hashes; numpy/scipy build the CSR. Handing Polars' token lists to
+``FeatureHasher.transform`` instead made the whole flights pipeline 8.6 s instead of 2.8 s
+at 3.3M rows (one process, medians of 3).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
+from sklearn.utils import murmurhash3_32
 
 from fastprep.bench.common import (
     Result,
@@ -227,9 +230,9 @@ def _outputs(plan: Any, exprs: dict, stats: dict, text: frozenset[str]) -> tuple
         elif isinstance(encoder, Hash):
             if not all(is_text_input(i, text) for i in feature.inputs):
                 raise unsupported("polars", "Hash over a numeric input (weighted tokens)")
-            tokens = [pl.lit(f"{i.name}=") + exprs[k] for i, k in zip(feature.inputs, keys)]
-            selects.append(pl.concat_list(tokens).list.drop_nulls().alias(f"{f_index}/hash"))
-            layout.append(("hash", [f"{f_index}/hash"], encoder))
+            selects += [exprs[k].alias(k) for k in keys]
+            names = [item.name for item in feature.inputs]
+            layout.append(("hash", keys, (encoder, names)))
         else:
             raise unsupported("polars", encoder.describe())
     return selects, layout
@@ -241,12 +244,29 @@ def _block(kind: str, frame: pl.DataFrame, cols: list[str], extra: Any) -> Any:
     if kind == "onehot":
         dense = frame.select(cols).to_numpy().astype(np.float32).reshape(frame.height, len(cols))
         return sp.csr_matrix(dense) if extra else dense
-    hasher = FeatureHasher(
-        n_features=extra.n_features,
-        input_type="string",
-        alternate_sign=extra.alternate_sign,
-        dtype=np.float32,
-    )
-    if frame.height == 0:
-        return sp.csr_matrix((0, extra.n_features), dtype=np.float32)
-    return hasher.transform(frame[cols[0]].to_list())
+    encoder, names = extra
+    return _hash_block(frame, cols, names, encoder)
+
+
+def _hash_block(frame: pl.DataFrame, cols: list[str], names: list[str], step: Hash) -> Any:
+    """sklearn's ``FeatureHasher(input_type="string")`` over ``name=value`` tokens, each
+    distinct value hashed once with sklearn's own MurmurHash3 and mapped back by Polars
+    (``replace_strict``), then one COO → CSR (which sums duplicates within a row)."""
+    n_features = step.n_features
+    rows, indices, signs = [], [], []
+    for col, name in zip(cols, names):
+        values = frame[col]
+        uniques = values.drop_nulls().unique()
+        hashes = pl.Series(
+            [murmurhash3_32(f"{name}={v}", seed=0) for v in uniques.to_list()], dtype=pl.Int64
+        )
+        h = values.replace_strict(uniques, hashes, default=None, return_dtype=pl.Int64)
+        present = h.is_not_null().to_numpy()
+        h = h.drop_nulls().to_numpy()
+        rows.append(np.flatnonzero(present))
+        # sklearn: abs(-2**31) is taken as 2**31 (its int32 abs is undefined there)
+        indices.append(np.abs(h) % n_features)
+        signs.append(np.where(h >= 0, 1.0, -1.0) if step.alternate_sign else np.ones(len(h)))
+    data = np.concatenate(signs).astype(np.float32) if signs else np.zeros(0, np.float32)
+    coo = (data, (np.concatenate(rows) if rows else [], np.concatenate(indices) if rows else []))
+    return sp.csr_matrix(coo, shape=(frame.height, n_features), dtype=np.float32)

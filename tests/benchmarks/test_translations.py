@@ -58,3 +58,31 @@ def test_translation_matches_fastprep(competitor: str, expression: str) -> None:
     X, y = impls.get(competitor).factory(pipeline)(emitted)
     verdict = harness.compare(X, y, out.X, out.y)
     assert verdict["ok"], f"{competitor} on {expression!r}: {verdict['detail']}"
+
+
+ADVERSARIAL = ["", "é", "a=b", "=", "x" * 300, "日本語", "LAX", None, "tail\u0000nul", "N12"]
+
+
+@pytest.mark.parametrize("competitor", ["polars", "pandas", "sklearn"])
+@pytest.mark.parametrize("alternate_sign", [True, False])
+def test_hashing_translation_matches_fastprep(competitor: str, alternate_sign: bool) -> None:
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({
+        "tag": rng.choice(np.array(ADVERSARIAL, dtype=object), size=500),
+        "dest": rng.choice(np.array(["JFK", "LAX", "é=é", None], dtype=object), size=500),
+        "a": rng.normal(size=500),
+    })  # fmt: skip
+    schema = fp.Schema({"tag": fp.String(nullable=True), "dest": fp.String(nullable=True),
+                        "a": fp.Float()})  # fmt: skip
+    pipeline = fp.Pipeline(
+        schema=schema,
+        features=[
+            fp.col("a") >> fp.Standardize(),
+            fp.cols("tag", "dest") >> fp.Hash(n_features=2**5, alternate_sign=alternate_sign),
+        ],
+    )
+    out = pipeline.fit_transform(df, backend="numba")
+    emitted = df.iloc[np.asarray(out.row_ids)].reset_index(drop=True)
+    X, y = impls.get(competitor).factory(pipeline)(emitted)
+    verdict = harness.compare(X, y, out.X, out.y)
+    assert verdict["ok"], f"{competitor}: {verdict['detail']}"
