@@ -242,11 +242,7 @@ class Pipeline:
             fit_report = execute.snapshot_fit_report(prepared)
             output = execute.transform_prepared(plan, params, prepared, dtype, backend)
             execute.apply_precision(output, precision)
-        output.report.anomaly_patterns = (
-            alerting.anomaly_patterns(output.quarantine_reasons())
-            if output.report.rows_quarantined
-            else []
-        )
+        _record_anomaly_patterns(output)
         _alert(self, output.report, on_alert, "fit")
         fitted = FittedPipeline(
             self, params, backend=backend, fit_report=fit_report, profile=profile
@@ -365,11 +361,7 @@ class FittedPipeline:
                 plan, self.params, prepared, precision.compute_dtype, backend
             )
             execute.apply_precision(output, precision, self.quantization)
-        output.report.anomaly_patterns = (
-            alerting.anomaly_patterns(output.quarantine_reasons())
-            if output.report.rows_quarantined
-            else []
-        )
+        _record_anomaly_patterns(output)
         _alert(self.pipeline, output.report, on_alert, "transform")
         return output
 
@@ -474,6 +466,13 @@ def _profile(prepared: execute.Prepared) -> dict[str, Any]:
     """The fit's drift reference, timed as its own report stage."""
     with prepared.report.stage("profile"):
         return drift.profile(prepared.table)
+
+
+def _record_anomaly_patterns(output: execute.Output) -> None:
+    """Patterns among the quarantined rows' reasons, in the report (none to look for, and
+    no quarantine frame built, when no row was quarantined)."""
+    if output.report.rows_quarantined:
+        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
 
 
 def _alert(

@@ -359,11 +359,10 @@ def numba_readiness(key: str | None = None, cached: Callable[[str], bool] | None
     loaded in this process, in the disk cache, or to be compiled."""
     if sys.modules.get("fastprep.backends.numba_") is None:
         return COLD
-    files = sys.modules.get("fastprep.backends.kernel_files")
-    loaded = getattr(files, "_LOADED", {})
+    files = sys.modules["fastprep.backends.kernel_files"]  # numba_ imports it
     if key is None:
-        return READY if loaded else CACHED
-    if key in loaded:
+        return READY if files.any_loaded() else CACHED
+    if files.is_loaded(key):
         return READY
     return CACHED if cached is not None and cached(key) else COMPILE
 

@@ -33,7 +33,7 @@ def fit_categories(
     whether missing was seen (``missing``) and how many distinct categories were
     infrequent (``infrequent``, 0 when none)."""
     if isinstance(values, TextColumn):
-        per_slot = value_counts(values)
+        per_slot = values.value_counts(count_codes)  # once per column (drift may have)
         per_unique = per_slot[1:]
         seen = np.flatnonzero(per_unique)
         pairs = sorted((str(values.uniques[i]), int(per_unique[i])) for i in seen)
@@ -53,12 +53,6 @@ def fit_categories(
         "missing": missing,
         "infrequent": len(categories) - len(kept),
     }
-
-
-def value_counts(values: TextColumn) -> np.ndarray:
-    """Rows per dictionary code, the missing ones (code -1) in slot 0, counted once per
-    column (the drift profile may have counted them already)."""
-    return values.value_counts(count_codes)
 
 
 def kept_positions(

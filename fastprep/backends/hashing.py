@@ -173,10 +173,7 @@ class _Strings:
             arr = self.arrays[s]
             if isinstance(arr, TextColumn):  # encoded already: its codes and values
                 self.ccodes[s] = arr.codes
-                uniques = arr.arrow_uniques
-                if uniques is None:
-                    uniques = pa.array(arr.uniques.tolist(), type=pa.large_string())
-                self.uniques[s] = uniques.cast(pa.large_string())
+                self.uniques[s] = text_encode.arrow_uniques(arr).cast(pa.large_string())
             elif pa.types.is_dictionary(arr.type):
                 codes, uniques = hash_codes.codes_and_uniques(arr)
                 self.ccodes[s] = codes
@@ -227,10 +224,8 @@ def _as_arrow(arr: Any) -> Any:
         return arr
     import pyarrow as pa
 
-    uniques = arr.arrow_uniques
-    if uniques is None:
-        uniques = pa.array(arr.uniques.tolist(), type=pa.large_string())
     indices = pa.array(arr.codes, mask=arr.codes < 0, type=pa.int32())
+    uniques = text_encode.arrow_uniques(arr)
     return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, uniques)])
 
 

@@ -36,6 +36,16 @@ def is_loaded(key: str) -> bool:
     return key in _LOADED
 
 
+def any_loaded() -> bool:
+    """Whether this process has loaded any generated kernel module yet."""
+    return bool(_LOADED)
+
+
+def indent(lines: list[str], depth: int) -> list[str]:
+    """``lines`` of generated source, ``depth`` levels (4 spaces each) deeper."""
+    return [" " * (4 * depth) + line for line in lines]
+
+
 def is_on_disk(key: str, prefix: str = "fp") -> bool:
     return (cache_dir() / f"{prefix}_{key}.py").exists()
 

@@ -355,7 +355,7 @@ def hash_feature(
     if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
         values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
         values = reference.before_encoder(feature, fitted, values, log)
-        columns = [(name, value) for name, value in values.items()]
+        columns = list(values.items())
     else:
         columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
     kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}

@@ -18,7 +18,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-from fastprep.backends.kernel_files import source_key
+from fastprep.backends.kernel_files import indent, source_key
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
 from fastprep.plan.steps import Clip, FillMissing, Log1p, MinMax, Standardize, Step
 
@@ -375,10 +375,6 @@ def _kernel_decorator() -> str:
     return _SERIAL_DECORATOR if os.environ.get("FASTPREP_NUMBA_PARALLEL") == "0" else _DECORATOR
 
 
-def _indent(lines: list[str], depth: int) -> list[str]:
-    return [" " * (4 * depth) + line for line in lines]
-
-
 def transform_program(
     chains: list[Chain],
     text_columns: set[str],
@@ -408,11 +404,11 @@ def transform_program(
         _ROWS_DECORATOR,
         f"def rows({args}, lo, hi, rep):",
         "    nbad = 0",
-        *_indent(_param_locals(emitter), 1),
+        *indent(_param_locals(emitter), 1),
         *[f"    o{k} = offs[{k}]" for k in range(len(chains))],
         "    for i in range(lo, hi):",
         "        bad_row = False",
-        *_indent(row, 2),
+        *indent(row, 2),
         "        if bad_row:",
         "            nbad += 1",
         "    return nbad",
@@ -488,12 +484,12 @@ def fit_program(
     lines = [
         _ROWS_DECORATOR,
         f"def rows({args}, c, lo, hi, lane):",
-        *_indent(_param_locals(emitter), 1),
+        *indent(_param_locals(emitter), 1),
         f"    buf = np.empty(({max(k, 1)}, {BLOCK}), np.float64)",
         f"    for b0 in range(lo, hi, {BLOCK}):",
         f"        b1 = min(hi, b0 + {BLOCK})",
         "        for i in range(b0, b1):",
-        *_indent(row, 3),
+        *indent(row, 3),
         *[
             f"        merge_range(acc[c], {slot}, buf[{slot}], b1 - b0)"
             if kind == "range"
@@ -550,9 +546,9 @@ def median_gather_program(
     lines = [
         _ROWS_DECORATOR,
         f"def rows({args}, lo, hi, at, below):",
-        *_indent(_param_locals(emitter), 1),
+        *indent(_param_locals(emitter), 1),
         "    for i in range(lo, hi):",
-        *_indent(row, 2),
+        *indent(row, 2),
         "    return at, below",
         "",
         "",

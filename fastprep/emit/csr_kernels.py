@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends.kernel_files import load_module
+from fastprep.backends.kernel_files import indent, load_module
 from fastprep.emit.arena import ARENA
 
 #: below this many rows the serial twins of the kernels run (thread wake-up costs more)
@@ -143,12 +143,8 @@ def _source(layout: tuple[str, ...], selected: bool) -> str:
     ):
         lines += [
             "", decorator, f"def count{suffix}({args}, counts):",
-            f"    for r in {loop}(n):", f"        {row}", *_indent(body_count),
+            f"    for r in {loop}(n):", f"        {row}", *indent(body_count, 2),
             "", decorator, f"def fill{suffix}({args}, starts, indices, data):",
-            f"    for r in {loop}(n):", f"        {row}", *_indent(body_fill), "",
+            f"    for r in {loop}(n):", f"        {row}", *indent(body_fill, 2), "",
         ]  # fmt: skip
     return "\n".join(lines) + "\n"
-
-
-def _indent(lines: list[str]) -> list[str]:
-    return ["        " + line for line in lines]

@@ -20,7 +20,7 @@ from numba import njit
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
 from fastprep.validate import number_checks as nc
-from fastprep.validate.text_encode import count_codes
+from fastprep.validate.text_encode import arrow_uniques, count_codes
 
 #: above this many distinct values a text column's vocabulary is not kept (no unseen share)
 MAX_VOCABULARY = 100_000
@@ -156,9 +156,7 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
         vocabulary = fitted[name].get("vocabulary")
         if vocabulary is not None:
             known = pa.array(vocabulary, type=pa.large_string())
-            uniques = text.arrow_uniques
-            if uniques is None:
-                uniques = pa.array(list(text.uniques), type=pa.large_string())
+            uniques = arrow_uniques(text)
             unseen = ~pc.is_in(uniques, value_set=known).to_numpy(zero_copy_only=False)
             n_unseen = int(per_value[1:][unseen].sum())
             entry["unseen_share"] = n_unseen / n_present if n_present else 0.0

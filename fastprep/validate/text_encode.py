@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit, prange
 
+from fastprep.columns import TextColumn
 from fastprep.emit.arena import ARENA
 
 #: a column is cut into parts of at least this many rows (one part per thread at most)
@@ -270,6 +271,13 @@ def _remap(codes, mapping):  # pragma: no cover - compiled
         c = codes[i]
         if c >= 0:
             codes[i] = mapping[c]
+
+
+def arrow_uniques(text: TextColumn) -> pa.Array:
+    """A text column's distinct values as an Arrow string array: the encoder's own array,
+    or one built from the Python strings when the column was made from them."""
+    uniques = text.arrow_uniques
+    return uniques if uniques is not None else pa.array(text.uniques.tolist(), pa.large_string())
 
 
 #: below this many rows, or above this many distinct values (a histogram per lane would
