@@ -43,6 +43,7 @@ from fastprep.plan.steps import FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
+from fastprep.validate.findings import merge_findings
 
 Learned = dict[tuple[int, str], list[dict[str, Any]]]
 
@@ -253,7 +254,7 @@ def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
     report.rows_in = sum(r["rows_in"] for r in results)
     report.rows_out = sum(r["rows_fit"] for r in results)
     report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
-    report.findings = [f for r in results for f in r["findings"]]
+    report.findings = merge_findings(f for r in results for f in r["findings"])
     report.check_accounting()
     return report
 

@@ -28,7 +28,7 @@ from fastprep import execute
 from fastprep.errors import JobError
 from fastprep.partitions import PartitionSpec
 from fastprep.report import Report
-from fastprep.validate.findings import Finding
+from fastprep.validate.findings import Finding, merge_findings
 
 MANIFEST = "manifest.json"
 
@@ -96,7 +96,8 @@ def write_manifest(
 
 
 def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str) -> Report:
-    """One report over all partitions: counts summed, findings and repairs concatenated."""
+    """One report over all partitions: counts summed; a rule broken in several partitions
+    is one finding with the summed count (``merge_findings``), repairs likewise."""
     total = Report(source=source, backend="distributed")
     repairs: dict[tuple[str, str], int] = {}
     for part in reports:
@@ -116,6 +117,7 @@ def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str
         {"output": o, "rule": r, "count": n, "action": "set_missing"}
         for (o, r), n in repairs.items()
     ]
+    total.findings = merge_findings(total.findings)
     total.notes.extend(notes)
     total.check_accounting()
     return total
@@ -152,6 +154,7 @@ def load_shards(folder: str | Path) -> execute.Output:
         rows_in=doc["report"]["rows_in"], rows_out=doc["report"]["rows_out"],
         rows_quarantined=doc["report"]["rows_quarantined"],
         notes=list(doc["report"]["notes"]),
+        findings=[_finding(f) for f in doc["report"].get("findings", ())],
     )  # fmt: skip
     report.output = execute._describe(X)
     quarantine = pd.concat(quarantined, ignore_index=True)

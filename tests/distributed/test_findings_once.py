@@ -1,0 +1,79 @@
+"""A rule broken in several partitions of a cluster run is ONE finding with the summed
+count, and one alert, in the fit report, the gathered output and the shard manifest."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from fastprep.cli import load_pipeline_file
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = 5_000  # 4 partitions of the 8 row groups
+
+
+def by_rule(findings):
+    out: dict[tuple[str, str], list] = {}
+    for finding in findings:
+        out.setdefault((finding.column, finding.rule), []).append(finding)
+    return out
+
+
+@pytest.fixture(scope="module")
+def single(flights_row_groups):
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    fitted = pipeline.fit(flights_row_groups)
+    return fitted, fitted.transform(flights_row_groups)
+
+
+def test_cluster_run_reports_each_rule_once_with_the_total(
+    single, flights_row_groups, client, tmp_path, caplog
+):
+    _, expected = single
+    null = [f for f in expected.report.findings if (f.column, f.rule) == ("arr_delay", "null")]
+    assert len(null) == 1 and null[0].count > 0
+    total = null[0].count
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    fit_alerts: list = []
+    with caplog.at_level(logging.WARNING, logger="fastprep.alerts"):
+        fitted = pipeline.fit(
+            flights_row_groups, client=client, rows_per_partition=ROWS, on_alert=fit_alerts.append
+        )
+    parts = fitted.fit_report
+    assert by_rule(parts.findings)[("arr_delay", "null")][0].count == total
+    assert all(len(v) == 1 for v in by_rule(parts.findings).values())
+    assert [a.count for a in fit_alerts if a.rule == "arr_delay:null"] == [total]
+
+    alerts: list = []
+    out = fitted.transform(
+        flights_row_groups, client=client, rows_per_partition=ROWS, on_alert=alerts.append
+    )
+    found = by_rule(out.report.findings)
+    assert all(len(v) == 1 for v in found.values()), found
+    finding = found[("arr_delay", "null")][0]
+    assert finding.count == total == out.report.rows_quarantined
+    assert finding.first_rows == null[0].first_rows  # the run's first rows, not a partition's
+    assert out.report.summary().count("'arr_delay'") == 1
+    sent = [a for a in alerts if a.rule == "arr_delay:null"]
+    assert len(sent) == 1 and sent[0].count == total
+    assert sent[0].job == "flights:transform"
+    assert [a["rule"] for a in out.report.alerts] == [a.rule for a in alerts]
+    # logged once per rule too (the logger has a NullHandler: silent unless configured)
+    logged = [r.getMessage() for r in caplog.records]
+    assert len([m for m in logged if m.startswith("[flights:fit") and "'arr_delay'" in m]) == 1
+    assert (
+        len([m for m in logged if m.startswith("[flights:transform") and "'arr_delay'" in m]) == 1
+    )
+
+    manifest = fitted.transform(
+        flights_row_groups, client=client, rows_per_partition=ROWS, output_dir=tmp_path / "s"
+    )
+    assert len(manifest.partitions) == 4
+    on_disk = json.loads((tmp_path / "s" / "manifest.json").read_text())["report"]["findings"]
+    assert [(f["column"], f["count"]) for f in on_disk if f["rule"] == "null"] == [
+        ("arr_delay", total)
+    ]
+    assert by_rule(manifest.load().report.findings)[("arr_delay", "null")][0].count == total
