@@ -336,14 +336,14 @@ def test_transform_never_writes_into_the_states_folder(capsys, monkeypatch, tmp_
                             "--input", BROKEN, "--output", folder)  # fmt: skip
     assert code == 2 and err.startswith("fastprep: error: ") and "overwritten" in err
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-    code, out, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
+    code, _, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
                               "--input", BROKEN)  # fmt: skip
     assert code == 0, err
     assert {p.name for p in folder.iterdir()} == set(before) | {"transform-flights_broken-1"}
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     (tmp_path / "in").mkdir()
     shutil.copy(BROKEN, tmp_path / "in" / "a.csv")
-    code, out, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
+    code, _, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
                               "--input", tmp_path / "in" / "*.csv")  # fmt: skip
     assert code == 0, err
     assert (folder / "transform-input-1").is_dir()  # a glob: a safe name
