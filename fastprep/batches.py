@@ -163,9 +163,11 @@ class BatchStream:
             _account(stats, output)
             yield output
             del output
-        # the whole pass is one run: its findings, totalled, alert once
+        # the whole pass is one run: its findings, totalled, alert once; later epochs
+        # re-read the same source, so the fitted pipeline's streams send a key once
         report = Report(source=_describe(self.source), findings=stats.findings)
-        send_alerts(fitted.pipeline, report, self.on_alert, "transform")
+        seen = fitted.__dict__.setdefault("_stream_alerts_seen", set())
+        send_alerts(fitted.pipeline, report, self.on_alert, "transform", seen)
         stats.alerts = report.alerts
 
 

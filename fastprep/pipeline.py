@@ -505,7 +505,7 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
 def _alert(
     pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str
 ) -> None:
-    """Send the run's alerts: one per rule per run (see :mod:`fastprep.validate.alerts`)."""
+    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`)."""
     alerting.send(pipeline, report, on_alert, phase)
 
 

@@ -4,9 +4,10 @@ An alert is one rule broken in one run: the findings of every partition of the r
 totalled first (:func:`~fastprep.validate.findings.merge_findings`), so a cluster or
 streamed run whose partitions break the same rule sends ONE alert with the summed count.
 It is keyed by ``(job, source, rule)`` — the pipeline's name and phase, the source the
-run read, and the broken rule (``"column:rule"``, or ``"drift:column:measure"``) — and a
-key fires at most once per pipeline object, so re-running the same job on the same source
-does not page twice.
+run read, and the broken rule (``"column:rule"``, or ``"drift:column:measure"``). Every
+``fit``/``transform`` call is a run of its own and sends its alerts (the same path or an
+equally long DataFrame may hold new data); the epochs of a streamed pass re-read the same
+source by construction, so a fitted pipeline's streams send a key once.
 
 The ``fastprep.alerts`` logger has a ``NullHandler``: the report already lists every
 finding (the CLI prints it), so alerts are not printed a second time on stderr unless the
@@ -89,14 +90,19 @@ def dispatch(
     return sent
 
 
-def send(owner: Any, report: Any, on_alert: AlertCallback | None, phase: str) -> list[Alert]:
-    """Send a finished run's alerts (its report's findings, already totalled, and its drift),
-    de-duplicated per ``owner`` (the ``fp.Pipeline``) by key; record them in
-    ``report.alerts``."""
-    seen = owner.__dict__.setdefault("_alerts_seen", set())
+def send(
+    owner: Any,
+    report: Any,
+    on_alert: AlertCallback | None,
+    phase: str,
+    seen: set[tuple[str, str, str]] | None = None,
+) -> list[Alert]:
+    """Send a finished run's alerts (its report's findings, totalled, and its drift), once
+    per key within the run and, given ``seen``, once across the runs sharing that set;
+    record them in ``report.alerts``. ``owner``: the ``fp.Pipeline`` (its name)."""
     job = f"{getattr(owner, 'name', None) or 'pipeline'}:{phase}"
     found = alerts_from(job, report.source, merge_findings(report.findings), report.drift)
-    sent = dispatch(found, seen, on_alert)
+    sent = dispatch(found, set() if seen is None else seen, on_alert)
     report.alerts = [a.to_dict() for a in sent]
     return sent
 
