@@ -16,7 +16,8 @@ What it does, in scikit-learn's terms:
   naming the column, the rule and the first rows; ``on_invalid="repair"`` / ``"warn"``
   keep their meaning. The same holds for ``fit``: statistics are never learned from a
   silently reduced set of rows.
-- ``X`` is a pandas DataFrame (columns matched by name, as declared in the schema), or a
+- ``X`` is a pandas DataFrame (columns matched by name, as declared in the schema; a
+  Polars DataFrame or pyarrow Table is converted through ``to_pandas()``), or a
   2-D array whose columns are named like scikit-learn names unnamed columns: ``x0, x1, ...``
   (or the DataFrame's column names seen at ``fit``). As every scikit-learn estimator,
   ``transform`` wants the columns ``fit`` saw (``n_features_in_``, ``feature_names_in_``).
@@ -30,10 +31,14 @@ What it does, in scikit-learn's terms:
   (steps are frozen: the pipeline object passed in is never changed), so ``clone``,
   ``GridSearchCV`` and ``RandomizedSearchCV`` search over step arguments.
 
-``sklearn.utils.estimator_checks``: the transformer passes ``check_estimator`` on a pipeline
-over generic numeric columns (``x0`` → ``FillMissing`` → ``Standardize``), except the checks
-listed in :data:`EXPECTED_FAILED_CHECKS`, each with the reason. A pipeline over named,
-typed columns (text, categories) cannot take the random float arrays the checks feed it.
+``sklearn.utils.estimator_checks``: every applicable check passes on pipelines over
+scikit-learn's names for unnamed columns (``x0 >> FillMissing >> Standardize``, see
+``tests/integrations/test_sklearn.py``); :data:`EXPECTED_FAILED_CHECKS` is empty. Not run:
+``check_array_api_input`` (no array-API support is claimed), ``check_transformer_preserve_dtypes``
+(the output dtype is ``out_dtype``, whatever the input's), ``check_estimators_nan_inf``
+(``allow_nan``: missing values are the schema's business). A pipeline over named, typed
+columns (text, categories) cannot take the random float arrays the checks feed it; it is
+tested on real data instead. Details: ``docs/sklearn.md``.
 """
 
 from __future__ import annotations
@@ -294,11 +299,11 @@ def _raise_if_quarantined(report: Report, phase: str) -> None:
     """A transformer returns one row per input row: a row fastprep set aside is an error."""
     if not report.rows_quarantined:
         return
-    found = [f for f in report.findings if f.action == "quarantine"]
+    found = [replace(f, action="raise") for f in report.findings if f.action == "quarantine"]
     lines = "\n  ".join(f.message() for f in found) or "(no finding recorded)"
     raise DataValidationError(
-        f"{report.rows_quarantined:,} row(s) of X broke the schema at {phase} (rows are "
-        f"0-based positions in X); a transformer keeps every row, so none was set aside:\n"
-        f"  {lines}\nfix or drop these rows before the transformer, or declare the rule "
-        "with on_invalid='repair' / nullable=True / fp.FillMissing"
+        f"{report.rows_quarantined:,} row(s) of X would be quarantined at {phase}; a "
+        "transformer returns every row, so it raises instead (rows are 0-based positions "
+        f"in X):\n  {lines}\nfix or drop these rows first, or declare how to handle them "
+        "(on_invalid='repair', nullable=True, fp.FillMissing)"
     )
