@@ -249,6 +249,8 @@ def with_step_params(pipeline: Pipeline, params: dict[str, Any]) -> Pipeline:
     changes: dict[tuple[int, int], dict[str, Any]] = {}
     for key, value in params.items():
         i, j, name = _parse_key(pipeline, key)
+        if isinstance(value, np.generic):  # a grid built with NumPy: np.int64(16) -> 16
+            value = value.item()
         current = getattr(features[i].steps[j], name)
         if type(current) is not type(value) or current != value:
             changes.setdefault((i, j), {})[name] = value

@@ -78,6 +78,8 @@ def test_set_params_rejects_unknown_keys_and_bad_values():
     with pytest.raises(fp.PipelineDefinitionError, match="n_features"):
         t.set_params(features__5__0__n_features=0)
     assert t.pipeline is FLIGHTS
+    t.set_params(features__5__0__n_features=np.int64(16))  # grids are often NumPy values
+    assert t.pipeline.plan.features[5].steps[0] == fp.Hash(n_features=16)
 
 
 def test_clone_keeps_the_params_and_not_the_fit(flights_xy):
