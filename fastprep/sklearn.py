@@ -119,7 +119,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
         fitted, out = self._features_only().fit_and_transform(
             frame, backend=self.backend, out_dtype=self.out_dtype
         )
-        _raise_if_quarantined(out.report, "fit")
+        _raise_if_quarantined(out.report, "fit_transform")
         self._store(fitted)
         return self._result(out.X)
 

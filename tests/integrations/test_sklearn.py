@@ -105,6 +105,9 @@ def test_fit_without_the_target_and_names_equal_fastprep(flights_xy, flights_sam
     assert_same_matrix(t.transform(X), out.X)
     assert t.n_features_in_ == X.shape[1]
     assert list(t.feature_names_in_) == list(X.columns)
+    assert list(t.get_feature_names_out(list(X.columns))) == list(out.feature_names)
+    with pytest.raises(ValueError, match="differ from the columns seen at fit"):
+        t.get_feature_names_out(["a", "b"])
 
 
 def test_rows_whose_only_fault_is_the_target_are_kept(flights_sample):
