@@ -110,6 +110,17 @@ def test_fit_without_the_target_and_names_equal_fastprep(flights_xy, flights_sam
         t.get_feature_names_out(["a", "b"])
 
 
+def test_backend_and_out_dtype_are_passed_on(flights_xy):
+    X, _ = flights_xy
+    auto = FastprepTransformer(NUMERIC).fit_transform(X)
+    reference = FastprepTransformer(NUMERIC, backend="pandas")
+    assert_same_matrix(reference.fit_transform(X), auto)  # every backend gives the same bits
+    assert reference.fitted_.fit_report.backend == "pandas"
+    wide = FastprepTransformer(NUMERIC, out_dtype="float64").fit_transform(X)
+    assert wide.dtype == np.float64
+    assert np.allclose(wide, auto, rtol=1e-6, atol=1e-6)
+
+
 def test_rows_whose_only_fault_is_the_target_are_kept(flights_sample):
     X = flights_sample.head(2000)  # arr_delay present, missing on some rows
     assert X["arr_delay"].isna().any()
