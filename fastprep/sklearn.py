@@ -32,8 +32,8 @@ What it does, in scikit-learn's terms:
   ``GridSearchCV`` and ``RandomizedSearchCV`` search over step arguments.
 
 ``sklearn.utils.estimator_checks``: every applicable check passes on pipelines over
-scikit-learn's names for unnamed columns (``x0 >> FillMissing >> Standardize``, see
-``tests/integrations/test_sklearn.py``); :data:`EXPECTED_FAILED_CHECKS` is empty. Not run:
+scikit-learn's names for unnamed columns (``x0 >> FillMissing >> Standardize``, a dense
+``OneHot``, a CSR ``Hash``: ``tests/integrations/test_sklearn.py``); :data:`EXPECTED_FAILED_CHECKS` is empty. Not run:
 ``check_array_api_input`` (no array-API support is claimed), ``check_transformer_preserve_dtypes``
 (the output dtype is ``out_dtype``, whatever the input's), ``check_estimators_nan_inf``
 (``allow_nan``: missing values are the schema's business). A pipeline over named, typed

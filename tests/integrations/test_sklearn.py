@@ -232,19 +232,27 @@ def test_unnamed_columns_are_x0_x1(flights_xy):
         FastprepTransformer(pipeline).fit(X[:, :1])
 
 
-def _generic(*columns: str, **options) -> FastprepTransformer:
-    """A pipeline over sklearn's names for unnamed columns, which the checks' arrays get."""
+def _generic(*columns: str, encoder: fp.OneHot | fp.Hash | None = None, **options):
+    """A pipeline over sklearn's names for unnamed columns, which the checks' arrays get:
+    numeric steps, or one encoder (a dense OneHot, a CSR Hash) over ``x0``."""
     schema = fp.Schema({c: fp.Float(nullable=True) for c in columns})
-    features = [fp.cols(*columns) >> fp.FillMissing("median") >> fp.Standardize()]
+    if encoder is not None:
+        features = [fp.col(columns[0]) >> encoder]
+    else:
+        features = [fp.cols(*columns) >> fp.FillMissing("median") >> fp.Standardize()]
     if len(columns) > 1:
-        features.append(
-            fp.expr(f"s = {columns[0]} + 2 * {columns[1]}") >> fp.FillMissing(0) >> fp.MinMax()
-        )
+        expression = f"s = {columns[0]} + 2 * {columns[1]}"
+        features.append(fp.expr(expression) >> fp.FillMissing(0) >> fp.MinMax())
     return FastprepTransformer(fp.Pipeline(schema, features), **options)
 
 
 @parametrize_with_checks(
-    [_generic("x0"), _generic("x0", "x1", out_dtype="float64")],
+    [
+        _generic("x0"),
+        _generic("x0", "x1", out_dtype="float64"),
+        _generic("x0", encoder=fp.OneHot(max_categories=5, sparse=False)),
+        _generic("x0", encoder=fp.Hash(n_features=16)),  # CSR output
+    ],
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
 )
 def test_sklearn_estimator_checks(estimator, check):
