@@ -77,3 +77,30 @@ def test_cluster_run_reports_each_rule_once_with_the_total(
         ("arr_delay", total)
     ]
     assert by_rule(manifest.load().report.findings)[("arr_delay", "null")][0].count == total
+
+
+def test_whole_column_fit_warnings_hold_for_the_whole_source(flights_sample, client, tmp_path):
+    """A column all missing in one partition is not all missing; in every one it is, once."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import fastprep as fp
+
+    frame = flights_sample[["distance"]].copy()
+    frame["part_null"] = frame["distance"].where(frame.index >= 5_000)  # partition 0 only
+    frame["all_null"] = np.nan
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=2_500)
+    schema = fp.Schema({
+        "distance": fp.Float(), "part_null": fp.Float(nullable=True),
+        "all_null": fp.Float(nullable=True),
+    })  # fmt: skip
+    pipeline = fp.Pipeline(
+        schema=schema, features=[fp.cols("distance", "part_null", "all_null") >> fp.FillMissing(0)]
+    )
+    single = pipeline.fit(path).fit_report.findings
+    dist = pipeline.fit(path, client=client, rows_per_partition=ROWS).fit_report.findings
+    expected = [(f.column, f.rule, f.count) for f in single if f.rule == "all_null"]
+    assert expected == [("all_null", "all_null", 20_000)]
+    assert [(f.column, f.rule, f.count) for f in dist if f.rule == "all_null"] == expected
