@@ -386,22 +386,32 @@ class FittedPipeline:
 
         return BatchStream(self, source, **options)
 
-    def write_shards(self, source: Source, folder: str | os.PathLike[str], **options: Any) -> Any:
+    def write_shards(
+        self, source: Source, folder: str | os.PathLike[str], *,
+        compress: str | bool | None = None, **options: Any,
+    ) -> Any:  # fmt: skip
         """Transform ``source`` partition by partition into memory-mappable ``.npy`` shards
-        (one per partition; never the whole matrix in memory); open with ``fp.open_output``.
-        Options as :meth:`batches` (``rows_per_partition``, ``out_dtype``, ...); returns the
+        (one per partition; never the whole matrix in memory), published atomically like
+        :meth:`Output.save`; open with ``fp.open_output``. Options as :meth:`batches`
+        (``rows_per_partition``, ``out_dtype``, ...); returns the
         :class:`~fastprep.batches.BatchStats` of the pass."""
         from fastprep.batches import BatchStream
         from fastprep.emit.shards import ShardWriter
 
         stream = BatchStream(self, source, **options)
         writer: ShardWriter | None = None
-        for output in stream.partition_outputs():
-            if writer is None:
-                writer = ShardWriter(folder, output.feature_names, stream.precision.out_dtype)
-            writer.add(output.X, output.y, output.row_ids)
-        assert writer is not None  # a source has at least one partition
-        writer.close({"batches": stream.stats.to_dict()})
+        try:
+            for output in stream.partition_outputs():
+                if writer is None:
+                    writer = ShardWriter(folder, output.feature_names,
+                                         stream.precision.out_dtype, compress=compress)  # fmt: skip
+                writer.add(output.X, output.y, output.row_ids, output.quarantine)
+            assert writer is not None  # a source has at least one partition
+            writer.close({"batches": stream.stats.to_dict()}, pipeline=self)
+        except BaseException:
+            if writer is not None:
+                writer.discard()  # never published: the folder keeps its earlier output
+            raise
         return stream.stats
 
     def torch_dataset(self, source: Source, **options: Any) -> Any:
