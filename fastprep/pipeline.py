@@ -407,7 +407,10 @@ class FittedPipeline:
                                          stream.precision.out_dtype, compress=compress)  # fmt: skip
                 writer.add(output.X, output.y, output.row_ids, output.quarantine)
             assert writer is not None  # a source has at least one partition
-            writer.close({"batches": stream.stats.to_dict()}, pipeline=self)
+            stats = stream.stats
+            counts = {"rows_in": stats.rows_in, "rows_out": stats.rows_out,
+                      "rows_quarantined": stats.rows_quarantined}  # fmt: skip
+            writer.close({**counts, "batches": stats.to_dict()}, pipeline=self)
         except BaseException:
             if writer is not None:
                 writer.discard()  # never published: the folder keeps its earlier output
