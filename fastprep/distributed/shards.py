@@ -56,10 +56,13 @@ def write_partition(
     """One partition's files, then its record (temp name, then renamed); its entry."""
     folder.mkdir(parents=True, exist_ok=True)
     token = fmt.new_token()
-    entry = entry | fmt.write_shard(
-        folder, entry["index"], token, output.X, output.y, output.row_ids, output.quarantine,
-        codec,
-    )  # fmt: skip
+    files = fmt.FileWriter(folder, codec)
+    try:
+        entry = entry | fmt.write_shard(files, entry["index"], token, output.X, output.y,
+                                        output.row_ids, output.quarantine)  # fmt: skip
+        files.finish()
+    finally:
+        files.close()
     name = f"part-{entry['index']:05d}.{token}.json"
     data = json.dumps(entry, default=str).encode()
     temp = f".{name}.{secrets.token_hex(4)}.tmp"

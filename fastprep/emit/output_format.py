@@ -31,7 +31,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -84,56 +84,93 @@ def check_codec(compress: str | bool | None) -> str | None:
 # ------------------------------------------------------------------------ writing
 
 
-def write_array(
-    folder: Path, name: str, array: np.ndarray, codec: str | None, pool: ThreadPoolExecutor | None
-) -> dict[str, Any]:
-    """Write one array as ``name``.npy (or compressed); returns its manifest entry."""
-    array = np.asarray(array)
-    entry: dict[str, Any] = {"dtype": array.dtype.str, "shape": list(array.shape)}
-    if codec is None:
-        entry["file"] = f"{name}.npy"
-        with open(folder / entry["file"], "wb") as handle:
-            # the header, then the array's own buffer in one write: no copy of the data
-            np.lib.format.write_array(handle, array, allow_pickle=False)
-            _sync(handle)
-    else:
-        entry["file"] = f"{name}.{codec}"
-        entry.update(codec=codec, chunk_bytes=CHUNK_BYTES)
-        entry["chunks"] = _write_compressed(folder / entry["file"], array, codec, pool)
-    entry["bytes"] = os.path.getsize(folder / entry["file"])
-    return entry
+class FileWriter:
+    """Writes one output's files into ``folder``: arrays with one large write each (or
+    compressed, chunks on a thread pool), while a background thread does the slow file work
+    beside them — each file's fsync overlaps the next array's write, and the quarantine's
+    Parquet file is written meanwhile. :meth:`finish` waits for all of it (call it before
+    publishing anything that names these files)."""
 
+    def __init__(self, folder: Path, codec: str | None = None) -> None:
+        self.folder, self.codec = folder, codec
+        self._compress = ThreadPoolExecutor(os.cpu_count() or 2) if codec else None
+        self._background = ThreadPoolExecutor(1)
+        self._pending: list[Future[Any]] = []
 
-def _write_compressed(
-    path: Path, array: np.ndarray, codec: str, pool: ThreadPoolExecutor | None
-) -> list[int]:
-    import pyarrow as pa
+    def array(self, name: str, array: np.ndarray) -> dict[str, Any]:
+        """Write one array as ``name``.npy (or compressed); returns its manifest entry."""
+        array = np.asarray(array)
+        entry: dict[str, Any] = {"dtype": array.dtype.str, "shape": list(array.shape)}
+        if self.codec is not None:
+            entry.update(file=f"{name}.{self.codec}", codec=self.codec, chunk_bytes=CHUNK_BYTES)
+        else:
+            entry["file"] = f"{name}.npy"
+        handle = open(self.folder / entry["file"], "wb")  # noqa: SIM115 (closed by _sync)
+        try:
+            if self.codec is None:
+                # the header, then the array's own buffer in one write: no copy of the data
+                np.lib.format.write_array(handle, array, allow_pickle=False)
+            else:
+                entry["chunks"] = self._write_compressed(handle, array)
+            handle.flush()
+        except BaseException:
+            handle.close()
+            raise
+        entry["bytes"] = os.path.getsize(self.folder / entry["file"])
+        self.later(_sync, handle)
+        return entry
 
-    raw = memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
-    pieces = [raw[i : i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)]
+    def _write_compressed(self, handle: Any, array: np.ndarray) -> list[int]:
+        import pyarrow as pa
 
-    def compress(piece: memoryview) -> Any:
-        return pa.compress(piece, codec=codec, asbytes=False)
+        raw = memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        pieces = [raw[i : i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)]
 
-    sizes = []
-    with open(path, "wb") as handle:
-        for block in pool.map(compress, pieces) if pool else map(compress, pieces):
+        def compress(piece: memoryview) -> Any:
+            return pa.compress(piece, codec=self.codec, asbytes=False)
+
+        sizes = []
+        assert self._compress is not None
+        for block in self._compress.map(compress, pieces):
             handle.write(block)  # written in order while later chunks compress
             sizes.append(block.size)
-        _sync(handle)
-    return sizes
+        return sizes
+
+    def later(self, work: Callable[..., Any], *args: Any) -> None:
+        """Run ``work(*args)`` on the background thread (in submission order)."""
+        self._pending.append(self._background.submit(work, *args))
+
+    def finish(self) -> None:
+        """Wait for the background work; its first error is raised here."""
+        pending, self._pending = self._pending, []
+        errors = [f.exception() for f in pending]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
+
+    def close(self) -> None:
+        """Wait for everything (errors are :meth:`finish`'s to raise) and stop the threads."""
+        for future in self._pending:
+            future.exception()
+        self._background.shutdown()
+        if self._compress is not None:
+            self._compress.shutdown()
 
 
 def _sync(handle: Any) -> None:
-    handle.flush()
-    os.fsync(handle.fileno())
+    try:
+        handle.flush()
+        os.fsync(handle.fileno())
+    finally:
+        handle.close()
 
 
 def write_bytes(folder: Path, name: str, data: bytes) -> dict[str, Any]:
     """A small file (a report, a partition's record), fsynced; returns its entry."""
     with open(folder / name, "wb") as handle:
         handle.write(data)
-        _sync(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
     return {"file": name, "bytes": len(data)}
 
 
@@ -147,39 +184,32 @@ def write_file(folder: Path, name: str, save: Callable[[str], Any]) -> dict[str,
 
 
 def write_shard(
-    folder: Path, index: int, token: str, X: Any, y: np.ndarray | None, row_ids: np.ndarray,
-    quarantine: Any = None, codec: str | None = None, pool: ThreadPoolExecutor | None = None,
+    files: FileWriter, index: int, token: str, X: Any, y: np.ndarray | None,
+    row_ids: np.ndarray, quarantine: Any = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """One shard's files (X as one array, or CSR as data/indices/indptr); its entry."""
+    """One shard's files (X as one array, or CSR as data/indices/indptr); its entry, complete
+    once ``files.finish()`` has returned."""
     stem = f"part-{index:05d}.{token}"
-    arrays: dict[str, Any] = {}
-    if hasattr(X, "indptr"):  # scipy CSR: its three arrays as they are
-        for part in ("data", "indices", "indptr"):
-            arrays[f"X.{part}"] = write_array(folder, f"{stem}.X.{part}", getattr(X, part),
-                                              codec, pool)  # fmt: skip
-        layout, nnz = "csr", int(X.nnz)
-    else:
-        arrays["X"] = write_array(folder, f"{stem}.X", X, codec, pool)
-        layout, nnz = "dense", None
-    if y is not None:
-        arrays["y"] = write_array(folder, f"{stem}.y", y, codec, pool)
-    arrays["row_ids"] = write_array(folder, f"{stem}.row_ids", row_ids, codec, pool)
     entry: dict[str, Any] = {
         "index": index, "rows": int(X.shape[0]), "shape": [int(n) for n in X.shape],
-        "layout": layout, "arrays": arrays,
+        "layout": "csr" if hasattr(X, "indptr") else "dense", "arrays": {},
     }  # fmt: skip
-    if nnz is not None:
-        entry["nnz"] = nnz
-    if quarantine is not None:
-        entry["quarantine"] = write_file(
-            folder, f"{stem}.quarantine.parquet", lambda p: quarantine.to_parquet(p, index=False)
-        )
-        entry["quarantine"]["rows"] = len(quarantine)
+    if quarantine is not None:  # written on the background thread, beside the arrays
+        info = entry["quarantine"] = {"rows": len(quarantine)}
+        save = lambda path: quarantine.to_parquet(path, index=False)  # noqa: E731
+        files.later(lambda: info.update(write_file(files.folder, f"{stem}.quarantine.parquet",
+                                                   save)))  # fmt: skip
+    arrays = entry["arrays"]
+    if entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
+        for part in ("data", "indices", "indptr"):
+            arrays[f"X.{part}"] = files.array(f"{stem}.X.{part}", getattr(X, part))
+        entry["nnz"] = int(X.nnz)
+    else:
+        arrays["X"] = files.array(f"{stem}.X", X)
+    if y is not None:
+        arrays["y"] = files.array(f"{stem}.y", y)
+    arrays["row_ids"] = files.array(f"{stem}.row_ids", row_ids)
     return entry
-
-
-def compression_pool(codec: str | None) -> ThreadPoolExecutor | None:
-    return ThreadPoolExecutor(os.cpu_count() or 2) if codec else None
 
 
 def manifest_doc(

@@ -197,16 +197,17 @@ class ShardWriter:
         self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
-        self._pool: ThreadPoolExecutor | None = fmt.compression_pool(self.codec)
+        self._writer = fmt.FileWriter(self.folder, self.codec)
 
     def add(
         self, X: Any, y: np.ndarray | None, row_ids: np.ndarray, quarantine: Any = None
     ) -> None:
-        self.entries.append(fmt.write_shard(self.folder, len(self.entries), self.token, X, y,
-                                            row_ids, quarantine, self.codec, self._pool))  # fmt: skip
+        self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token, X, y,
+                                            row_ids, quarantine))  # fmt: skip
 
     def close(self, report: dict[str, Any] | None = None, pipeline: Any = None) -> Path:
-        """Write the report (and ``pipeline``, anything with ``.save(path)``), then publish."""
+        """Write the report (and ``pipeline``, anything with ``.save(path)``), wait until
+        every file is on disk, then publish."""
         try:
             data = json.dumps(report or {}, indent=1, default=str).encode()
             self.files["report"] = fmt.write_bytes(self.folder, f"report.{self.token}.json", data)
@@ -214,15 +215,16 @@ class ShardWriter:
                 self.files["pipeline"] = fmt.write_file(
                     self.folder, f"pipeline.{self.token}.fastprep", pipeline.save
                 )
+            self._writer.finish()
             doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
                                    self.files)  # fmt: skip
             return fmt.publish(self.folder, doc)
         finally:
-            self._shutdown()
+            self._writer.close()
 
     def discard(self) -> None:
         """Remove what this writer wrote (it was never published)."""
-        self._shutdown()
+        self._writer.close()
         for path in self.folder.glob(f"*.{self.token}.*"):
             path.unlink(missing_ok=True)
 
@@ -237,11 +239,6 @@ class ShardWriter:
                 out["quarantine"] = str(self.folder / entry["quarantine"]["file"])
         out.update({k: str(self.folder / v["file"]) for k, v in self.files.items()})
         return out
-
-    def _shutdown(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
 
 
 def mapped_csr(
