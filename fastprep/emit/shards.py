@@ -273,6 +273,10 @@ def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
             shards.append(Shard(root, entry, width))
         for info in manifest["files"].values():
             _check_size(root, info)
+        names = sum(1 if isinstance(n, str) else int(n["n"]) for n in manifest["feature_names"])
+        if names != width:
+            raise StateFormatError(f"{root}: the manifest lists {names:,} feature names for "
+                                   f"{width:,} columns; write the output again")  # fmt: skip
     except StateFormatError:
         raise
     except (KeyError, TypeError, ValueError, OSError) as exc:
@@ -335,7 +339,10 @@ def check_files(root: Path, entry: dict[str, Any]) -> None:
 
 
 def _check_size(root: Path, info: dict[str, Any]) -> None:
-    path = root / info["file"]
+    name = info["file"]
+    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        raise StateFormatError(f"{root}: the manifest names {name!r}, not a file of this folder")
+    path = root / name
     try:
         size = path.stat().st_size
     except FileNotFoundError:

@@ -211,6 +211,11 @@ def test_truncated_or_malformed_files_are_named(dense_pipeline, flights_sample, 
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(fp.StateFormatError, match="the manifest says"):
         fp.open_output(tmp_path)
+    doc["shards"][0]["arrays"]["X"]["shape"] = out.X.shape
+    doc["shards"][0]["arrays"]["X"]["file"] = "../elsewhere.npy"
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(fp.StateFormatError, match="not a file of this folder"):
+        fp.open_output(tmp_path)
     del doc["shards"][0]["arrays"]
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(fp.StateFormatError, match="malformed output folder"):
