@@ -27,7 +27,7 @@ import numpy as np
 
 from fastprep import execute
 from fastprep.emit import output_format as fmt
-from fastprep.emit.shards import check_files, open_output
+from fastprep.emit.shards import check_files, mapped_csr, open_output
 from fastprep.errors import JobError, StateFormatError
 from fastprep.partitions import PartitionSpec
 from fastprep.report import Report
@@ -170,7 +170,7 @@ def _finding(data: dict[str, Any]) -> Finding:
 
 def load_shards(folder: str | Path) -> execute.Output:
     """Read a finished output back as one :class:`Output` (partition order), through
-    ``fp.open_output``: the arrays are concatenated in memory."""
+    ``fp.open_output``: the arrays are read (concatenated) into memory."""
     folder = Path(folder)
     if not (folder / MANIFEST).exists():
         raise JobError(f"{folder}: no {MANIFEST}; the job did not finish (re-run it to resume)")
@@ -182,7 +182,12 @@ def load_shards(folder: str | Path) -> execute.Output:
         rows_in=saved.get("rows_in", 0), rows_out=saved.get("rows_out", 0),
         rows_quarantined=saved.get("rows_quarantined", 0), notes=list(saved.get("notes", [])),
     )  # fmt: skip
-    report.output = execute._describe(whole.X)
-    y = None if whole.y is None else np.asarray(whole.y)
-    return execute.Output(whole.X, y, opened.feature_names, report, opened.quarantine,
-                          np.asarray(whole.row_ids), out_dtype=opened.out_dtype)  # fmt: skip
+    # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
+    X = whole.X
+    if len(opened) == 1:
+        X = (mapped_csr(*(np.array(getattr(X, p)) for p in ("data", "indices", "indptr")),
+                        X.shape) if hasattr(X, "indptr") else np.array(X))  # fmt: skip
+    y = None if whole.y is None else np.array(whole.y)
+    report.output = execute._describe(X)
+    return execute.Output(X, y, opened.feature_names, report, opened.quarantine,
+                          np.array(whole.row_ids), out_dtype=opened.out_dtype)  # fmt: skip
