@@ -106,6 +106,12 @@ class OpenedOutput:
     def __len__(self) -> int:
         return len(self.shards)
 
+    def __repr__(self) -> str:
+        m = self.manifest
+        codec = f", {self.codec}" if self.codec else ""
+        return (f"OpenedOutput({os.fspath(self.folder)!r}: {len(self)} shard(s), "
+                f"{m['rows']:,} x {m['width']:,} {m['layout']} {self.out_dtype}{codec})")  # fmt: skip
+
     def __iter__(self) -> Iterator[Shard]:
         return iter(self.shards)
 
