@@ -227,17 +227,28 @@ def manifest_doc(
 
 
 def publish(folder: Path, doc: dict[str, Any]) -> Path:
-    """Make ``doc`` the folder's output: replace ``manifest.json`` atomically (after every
-    file it names is on disk), then point the pipeline alias at it and remove what no
-    longer belongs (the previous output's files, leftovers of crashed writers)."""
+    """Make ``doc`` the folder's output (:func:`replace_manifest`), then :func:`tidy`."""
+    path = replace_manifest(folder, doc)
+    tidy(folder, doc)
+    return path
+
+
+def replace_manifest(folder: Path, doc: dict[str, Any]) -> Path:
+    """Replace ``manifest.json`` atomically (call it once every file it names is on disk):
+    from here on the folder is the new output."""
     data = json.dumps(doc, indent=1, default=str).encode()
     temp = folder / f".{MANIFEST}.{secrets.token_hex(4)}.tmp"
     write_bytes(folder, temp.name, data)
     os.replace(temp, folder / MANIFEST)
     _sync_folder(folder)
+    return folder / MANIFEST
+
+
+def tidy(folder: Path, doc: dict[str, Any]) -> None:
+    """After a publish: point the pipeline alias at ``doc``'s, and remove what no longer
+    belongs (the previous output's files, leftovers of crashed writers)."""
     _update_alias(folder, doc.get("files", {}).get("pipeline"))
     remove_unnamed(folder, doc)
-    return folder / MANIFEST
 
 
 def _sync_folder(folder: Path) -> None:

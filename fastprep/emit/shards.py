@@ -204,6 +204,7 @@ class ShardWriter:
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
         self._writer = fmt.FileWriter(self.folder, self.codec)
+        self._published = False
 
     def add(
         self, X: Any, y: np.ndarray | None, row_ids: np.ndarray, quarantine: Any = None
@@ -224,13 +225,18 @@ class ShardWriter:
             self._writer.finish()
             doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
                                    self.files)  # fmt: skip
-            return fmt.publish(self.folder, doc)
+            path = fmt.replace_manifest(self.folder, doc)
+            self._published = True
+            fmt.tidy(self.folder, doc)
+            return path
         finally:
             self._writer.close()
 
     def discard(self) -> None:
-        """Remove what this writer wrote (it was never published)."""
+        """Remove what this writer wrote, unless it was published."""
         self._writer.close()
+        if self._published:
+            return
         for path in self.folder.glob(f"*.{self.token}.*"):
             path.unlink(missing_ok=True)
 

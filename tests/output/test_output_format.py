@@ -228,3 +228,18 @@ def test_opened_quarantine_and_report_are_read_lazily(flights_pipeline, flights_
     opened = fp.open_output(tmp_path)
     assert opened._report is None and opened.shards[0]._cache.get("quarantine") is None
     assert isinstance(opened.quarantine, pd.DataFrame) and opened.report["rows_in"] == 20_000
+
+
+def test_a_failure_after_the_publish_keeps_the_new_output(dense_pipeline, flights_sample,
+                                                          tmp_path, monkeypatch):  # fmt: skip
+    first = dense_pipeline.fit_transform(flights_sample.head(300))
+    first.save(tmp_path)
+    second = dense_pipeline.fit_transform(flights_sample.head(400))
+
+    def fail(*_: object) -> None:
+        raise OSError("disk gone while tidying")
+
+    monkeypatch.setattr(fmt, "remove_unnamed", fail)
+    with pytest.raises(OSError, match="tidying"):
+        second.save(tmp_path)
+    assert_same_output(fp.open_output(tmp_path), second)  # published: not discarded
