@@ -313,9 +313,11 @@ class FittedPipeline:
         With ``client``, each partition is transformed by a task on that Dask cluster:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
         as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
-        resumes from the partitions already written). ``distributed_options`` go to
-        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``,
-        ``progress=`` as in :meth:`Pipeline.fit`).
+        resumes from the partitions already written); a run without ``client`` that fits
+        in memory writes ``output_dir`` with :meth:`Output.save` and returns the Output.
+        ``distributed_options`` go to :func:`fastprep.distributed.transform` (``retry=``,
+        ``partitions=``, ``progress=`` as in :meth:`Pipeline.fit`; ``compress=``,
+        ``pipeline=`` for the folder).
         """
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)
@@ -363,6 +365,9 @@ class FittedPipeline:
             execute.apply_precision(output, precision, self.quantization)
         _record_anomaly_patterns(output)
         _alert(self.pipeline, output.report, on_alert, "transform")
+        if output_dir is not None:  # it fitted in memory: the folder a cluster run writes
+            output.save(output_dir, compress=distributed_options.get("compress"),
+                        pipeline=distributed_options.get("pipeline"))  # fmt: skip
         return output
 
     def calibrate_quantization(

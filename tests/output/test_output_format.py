@@ -243,3 +243,12 @@ def test_a_failure_after_the_publish_keeps_the_new_output(dense_pipeline, flight
     with pytest.raises(OSError, match="tidying"):
         second.save(tmp_path)
     assert_same_output(fp.open_output(tmp_path), second)  # published: not discarded
+
+
+def test_transform_with_output_dir_in_memory_writes_the_folder(dense_pipeline, flights_sample,
+                                                               tmp_path):  # fmt: skip
+    fitted = dense_pipeline.fit(flights_sample)
+    out = fitted.transform(flights_sample, output_dir=tmp_path, compress="zstd")
+    opened = fp.open_output(tmp_path)
+    assert opened.codec == "zstd"
+    assert_same_output(opened, out)
