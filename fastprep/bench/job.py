@@ -180,8 +180,11 @@ def read_output(name: str, folder: Path) -> tuple[Any, np.ndarray, np.ndarray | 
         from fastprep import open_output
 
         opened = open_output(folder)
-        shards = list(opened)
-        X = shards[0].X if len(shards) == 1 else sp.vstack([s.X for s in shards], format="csr")
+        try:  # one shard (a local run)
+            return opened.X, np.asarray(opened.y), np.asarray(opened.row_ids)
+        except ValueError:  # several shards: stacked in order
+            shards = list(opened)
+        X = sp.vstack([s.X for s in shards], format="csr")
         y = np.concatenate([np.asarray(s.y) for s in shards])
         return X, y, np.concatenate([np.asarray(s.row_ids) for s in shards])
 

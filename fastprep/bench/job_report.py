@@ -169,11 +169,15 @@ def markdown(results: dict[str, Any], note: str = "") -> str:
 
 
 def update_results_md(path: Path, section: str) -> None:
-    """Replace the whole-job section of RESULTS.md (or append it); the rest is kept."""
+    """Replace the whole-job section of RESULTS.md (or put it before the first section);
+    the rest is kept."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
+    first = re.search(r"^## ", text, re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", text, count=1)
+    elif first:  # the first section: it is the figure users meet
+        text = text[: first.start()] + section.rstrip("\n") + "\n\n" + text[first.start() :]
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
     path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")

@@ -87,6 +87,13 @@ def test_results_md_section_is_replaced_not_duplicated(tmp_path: Path) -> None:
     job_report.update_results_md(path, "## Whole job (fresh processes)\n\nnew\n")
     text = path.read_text()
     assert "old" not in text and "new" in text and "## After\n\nb" in text and "## Before" in text
+    fresh = tmp_path / "FRESH.md"
+    fresh.write_text("# R\n\nintro\n\n## Older run\n\nx\n")
+    job_report.update_results_md(fresh, "## Whole job (fresh processes)\n\nnew\n")
+    assert (
+        fresh.read_text()
+        == "# R\n\nintro\n\n## Whole job (fresh processes)\n\nnew\n\n## Older run\n\nx\n"
+    )
 
 
 def test_rows_option_accepts_sample_and_sizes() -> None:
