@@ -43,6 +43,11 @@ SAMPLE = "sample"  # the --rows token for the bundled data_samples/flights.parqu
 FASTPREP, POLARS, PANDAS = "fastprep", "polars", "pandas+sklearn"
 LABELS = {FASTPREP: "fastprep run", POLARS: "Polars script", PANDAS: "pandas + sklearn script"}
 SCRIPT_FILES = {POLARS: "polars_job.py", PANDAS: "pandas_sklearn_job.py"}
+#: what start-up costs without fastprep's job: the floor any such job pays, and fastprep's own
+STARTUP_PROBES = {
+    "numpy + pandas + pyarrow.parquet": "import numpy, pandas, pyarrow.parquet",
+    "import fastprep": "import fastprep",
+}
 
 
 @dataclass
@@ -57,6 +62,8 @@ class JobConfig:
     data_dir: str = str(ROOT / "benchmarks" / "results" / "data")
     #: "module": ``python -m fastprep``; "script": the ``fastprep`` console script
     via: str = "module"
+    #: also time bare imports (``STARTUP_PROBES``) in fresh processes
+    startup_probes: bool = True
     timeout: float = 1800.0
     progress: bool = True
 
@@ -303,6 +310,18 @@ def cold_runs(config: JobConfig, source: str, work: Path, tick: Any) -> dict[str
             "first_samples": first, "second_samples": second}  # fmt: skip
 
 
+def startup_probes(config: JobConfig, tick: Any) -> dict[str, Any]:
+    """Each probe in a fresh process, alternated, ``config.repeat`` rounds."""
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in STARTUP_PROBES}
+    for round_no in range(config.repeat):
+        for name, code in STARTUP_PROBES.items():
+            sample = launch([sys.executable, "-c", code], child_env(), config.timeout)
+            if sample["returncode"] == 0:
+                samples[name].append(sample)
+        tick(f"start-up probes, round {round_no + 1}/{config.repeat}")
+    return {name: summarize(found) for name, found in samples.items()}
+
+
 def summarize(samples: list[dict[str, Any]]) -> dict[str, Any]:
     if not samples:
         return {"n": 0}
@@ -363,6 +382,7 @@ def run(config: JobConfig, command_line: str = "") -> dict[str, Any]:
     total = len(config.rows) * n * (1 + config.repeat)
     if SAMPLE in config.rows and FASTPREP in config.competitors:
         total += config.cold_repeat
+    total += config.repeat if config.startup_probes else 0
     work = Path(tempfile.mkdtemp(prefix="fastprep-jobbench-"))
     try:
         with tqdm(total=total, file=sys.stderr, disable=not config.progress, unit="job") as bar:
@@ -380,6 +400,9 @@ def run(config: JobConfig, command_line: str = "") -> dict[str, Any]:
                 bar.update(n)
                 time_rounds(config, source, work, entry["competitors"], tick)
                 results["sizes"].append(entry)
+            if config.startup_probes:
+                results["startup"] = startup_probes(config, lambda what: (
+                    bar.set_description(what), bar.update(1)))  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -52,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cold-repeat", type=int, default=3,
                    help="cold first runs of fastprep on the bundled sample (default: 3)")  # fmt: skip
     p.add_argument("--no-sample", action="store_true",
-                   help="skip the bundled sample (and so the cold runs)")  # fmt: skip
+                   help="skip the bundled sample (so the cold runs) and the start-up probes")  # fmt: skip
     p.add_argument(
         "--via",
         choices=["module", "script"],
@@ -89,6 +89,7 @@ def config_from(args: argparse.Namespace) -> JobConfig:
         pipeline=args.pipeline, rows=rows, repeat=max(args.repeat, 1),
         cold_repeat=max(args.cold_repeat, 0), competitors=competitors, data_dir=args.data_dir,
         via=args.via, timeout=args.timeout, progress=not args.no_progress,
+        startup_probes=not args.no_sample,
     )  # fmt: skip
 
 

@@ -7,12 +7,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fastprep.bench.job import FASTPREP, LABELS, PANDAS, POLARS
+from fastprep.bench.job import FASTPREP, LABELS, PANDAS, POLARS, STARTUP_PROBES
 
 HEADING = "## Whole job (fresh processes)"
 #: (rows label, competitor, how many times faster fastprep's job should be)
 SPEED_TARGETS = [("3,367,760", POLARS, 2.0), ("3,367,760", PANDAS, 8.0), ("336,776", POLARS, 1.5)]
 COLD_TARGET_S, WARM_TARGET_S = 3.0, 1.0
+#: ``import fastprep`` at most this much slower than importing numpy, pandas, pyarrow.parquet
+IMPORT_TARGET_S = 0.25
+#: peak RSS of the 3.4M-row job before the whole-job work (1.35 GiB)
+PEAK_TARGET = ("3,367,760", 1.35 * 1024)
 LIBRARIES = ("numpy", "pandas", "pyarrow", "polars", "scikit-learn", "scipy", "numba")
 
 
@@ -103,6 +107,22 @@ def targets(results: dict[str, Any]) -> list[str]:
         got = "not measured" if ratio is None else f"{ratio:.2f}×: " + (
             "met" if ratio >= want else "NOT met")  # fmt: skip
         out.append(f"- {rows} rows, ≥ {want:g}× faster than the {LABELS[other]}: {got}")
+    rows, limit_mib = PEAK_TARGET
+    peak = (sizes.get(rows) or {}).get("competitors", {}).get(FASTPREP, {}).get("summary", {})
+    got = "not measured"
+    if peak.get("n"):
+        worst = peak["peak_rss_max_mib"]
+        got = f"{worst:.0f} MiB (largest of the rounds): " + (
+            "met" if worst <= limit_mib else "NOT met"
+        )
+    out.append(f"- {rows} rows, fastprep's peak RSS ≤ {limit_mib:.0f} MiB: {got}")
+    probes = results.get("startup", {})
+    base, ours = (probes.get(k, {}) for k in STARTUP_PROBES)
+    got = "not measured"
+    if base.get("n") and ours.get("n"):
+        extra = ours["median_s"] - base["median_s"]
+        got = f"+{extra:.2f} s: " + ("met" if extra <= IMPORT_TARGET_S else "NOT met")
+    out.append(f"- `import fastprep` ≤ {IMPORT_TARGET_S:g} s over numpy + pandas + pyarrow: {got}")
     sample = sizes.get("20,000")
     cold = (sample or {}).get("cold", {}).get("first", {})
     warm = (sample or {}).get("competitors", {}).get(FASTPREP, {}).get("summary", {})
@@ -164,6 +184,10 @@ def markdown(results: dict[str, Any], note: str = "") -> str:
             "",
             *breakdown,
         ]
+    probes = results.get("startup")
+    if probes:
+        cells = " · ".join(f"`{STARTUP_PROBES[k]}` {_cell(v)}" for k, v in probes.items())
+        lines += ["", f"Start-up alone (fresh `python -c`, alternated, medians): {cells}."]
     lines += ["", "Targets:", "", *targets(results)]
     return "\n".join(lines) + "\n"
 

@@ -101,3 +101,39 @@ def test_rows_option_accepts_sample_and_sizes() -> None:
     config = job_cli.config_from(args)
     assert config.rows == [job.SAMPLE, 336_776]
     assert config.competitors == [job.FASTPREP, job.POLARS]
+
+
+def _summary(median: float, peak: float = 100.0) -> dict:
+    return {"n": 3, "median_s": median, "min_s": median, "max_s": median,
+            "peak_rss_mib": peak, "peak_rss_max_mib": peak}  # fmt: skip
+
+
+def test_targets_are_judged_from_medians() -> None:
+    def size(rows: str, fastprep: float, polars: float, pandas: float, peak: float) -> dict:
+        return {"rows": rows, "competitors": {
+            job.FASTPREP: {"gate": {"ok": True}, "summary": _summary(fastprep, peak)},
+            job.POLARS: {"gate": {"ok": True}, "summary": _summary(polars)},
+            job.PANDAS: {"gate": {"ok": True}, "summary": _summary(pandas)},
+        }}  # fmt: skip
+
+    sample = size("20,000 (bundled sample)", 0.8, 1.0, 3.0, 300)
+    sample["cold"] = {"first": _summary(3.5), "second": _summary(0.9)}
+    results = {
+        "sizes": [sample, size("336,776", 1.0, 1.6, 3.0, 400),
+                  size("3,367,760", 2.0, 3.0, 20.0, 1500)],
+        "startup": {name: _summary(s) for name, s in zip(job.STARTUP_PROBES, (0.4, 0.6))},
+    }  # fmt: skip
+    lines = "\n".join(job_report.targets(results))
+    assert "≥ 2× faster than the Polars script: 1.50×: NOT met" in lines
+    assert "≥ 8× faster than the pandas + sklearn script: 10.00×: met" in lines
+    assert "336,776 rows, ≥ 1.5× faster than the Polars script: 1.60×: met" in lines
+    assert "peak RSS ≤ 1382 MiB: 1500 MiB (largest of the rounds): NOT met" in lines
+    assert "+0.20 s: met" in lines
+    assert "cold first run ≤ 3 s: 3.50 s: NOT met" in lines
+    assert "warm run ≤ 1 s: 0.80 s: met" in lines
+
+
+def test_startup_probes_run_as_fresh_processes() -> None:
+    probes = job.startup_probes(job.JobConfig(repeat=1), lambda what: None)
+    assert set(probes) == set(job.STARTUP_PROBES)
+    assert all(p["n"] == 1 and p["median_s"] > 0 for p in probes.values())
