@@ -112,6 +112,10 @@ def launch(argv: list[str], env: dict[str, str], timeout: float) -> dict[str, An
             killer.start()
             try:
                 _, status, usage = os.wait4(proc.pid, 0)
+            except BaseException:  # interrupted: the job's own session would outlive us
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
             finally:
                 killer.cancel()
             wall = time.perf_counter() - start

@@ -118,9 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def from_bench_args(args: Any, command_line: str) -> int:
-    """``fastprep bench --job``: the bench command's --rows/--repeat/--output/--cache-dir."""
+    """``fastprep bench --job``: the bench command's --rows/--repeat/--output/--cache-dir;
+    results go to --output only (benchmarks/bench_job.py also updates RESULTS.md)."""
     config = JobConfig(
         pipeline=args.pipeline, rows=[SAMPLE, *args.rows], repeat=max(args.repeat, 1),
         data_dir=args.cache_dir, progress=not args.no_progress,
     )  # fmt: skip
-    return execute(config, args.output, DEFAULT_RESULTS_MD, "", command_line)
+    return execute(config, args.output, None, "", command_line)

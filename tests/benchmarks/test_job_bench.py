@@ -137,3 +137,12 @@ def test_startup_probes_run_as_fresh_processes() -> None:
     probes = job.startup_probes(job.JobConfig(repeat=1), lambda what: None)
     assert set(probes) == set(job.STARTUP_PROBES)
     assert all(p["n"] == 1 and p["median_s"] > 0 for p in probes.values())
+
+
+def test_fastprep_bench_has_the_job_option() -> None:
+    import argparse
+
+    from fastprep.bench import cli
+
+    args = cli.configure(argparse.ArgumentParser()).parse_args(["--job", "--rows", "3000"])
+    assert args.job and args.rows == [3000]
