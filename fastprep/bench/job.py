@@ -166,12 +166,13 @@ def run_job(name: str, config: JobConfig, source: str, output: Path,
 
 def breakdown(record: dict[str, Any], sample: dict[str, Any]) -> dict[str, float]:
     """Seconds per part of fastprep's job, adding up to the process's wall time."""
-    marks, stages = record["marks"], record["stages"]
+    marks, stages = record["marks"], record["stages"]  # stages as fit_and_transform left them
     computed = marks["computed"] - marks["loaded"]
+    ours = ("start-up", "load pipeline", "other", "write", "exit")
     parts = {
         "start-up": marks["entered"] - sample["launched"],
         "load pipeline": marks["loaded"] - marks["entered"],
-        **{name: float(s) for name, s in stages.items()},
+        **{f"stage {n}" if n in ours else n: float(s) for n, s in stages.items()},
     }
     parts["other"] = computed - sum(float(s) for s in stages.values())
     parts["write"] = marks["written"] - marks["computed"]
