@@ -365,6 +365,11 @@ def machine() -> dict[str, Any]:
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
+        changed = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        info["uncommitted_changes"] = bool(changed)
     except (OSError, subprocess.CalledProcessError):
         info["commit"] = None
     info["load_average"] = list(os.getloadavg())

@@ -142,7 +142,8 @@ def machine_line(results: dict[str, Any]) -> str:
     load = "/".join(f"{x:.2f}" for x in m.get("load_average", []))
     after = "/".join(f"{x:.2f}" for x in m.get("load_average_after", []))
     return (f"{m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable), {m['memory_gib']} GiB, "
-            f"{m['os']}; Python {m['python']}, {versions}; commit {m.get('commit')}, "
+            f"{m['os']}; Python {m['python']}, {versions}; commit {m.get('commit')}"
+            f"{' + uncommitted changes' if m.get('uncommitted_changes') else ''}, "
             f"{m['date']}; load average (1/5/15 min) {load} before, {after} after.")  # fmt: skip
 
 
@@ -157,6 +158,11 @@ def markdown(results: dict[str, Any], note: str = "") -> str:
     ]
     if note:
         lines += ["", f"**{note}**"]
+    busy = max([*results["machine"].get("load_average", [0])[:1],
+                *results["machine"].get("load_average_after", [0])[:1]])  # fmt: skip
+    if busy > 0.5 * (results["machine"].get("cores_usable") or 1):
+        lines += ["", f"**The machine was busy (1-minute load average up to {busy:.1f}): "
+                  "the figures are noisy; compare min–max, not only medians.**"]  # fmt: skip
     lines += [
         "",
         "Each competitor is a fresh process doing the whole job: read the Parquet file, drop "
