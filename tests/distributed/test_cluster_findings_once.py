@@ -3,12 +3,12 @@ count, and one alert, in the fit report, the gathered output and the shard manif
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import pytest
 
+import fastprep as fp
 from fastprep.cli import load_pipeline_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_cluster_run_reports_each_rule_once_with_the_total(
         flights_row_groups, client=client, rows_per_partition=ROWS, output_dir=tmp_path / "s"
     )
     assert len(manifest.partitions) == 4
-    on_disk = json.loads((tmp_path / "s" / "manifest.json").read_text())["report"]["findings"]
+    on_disk = fp.open_output(tmp_path / "s").report["findings"]
     assert [(f["column"], f["count"]) for f in on_disk if f["rule"] == "null"] == [
         ("arr_delay", total)
     ]
@@ -84,8 +84,6 @@ def test_whole_column_fit_warnings_hold_for_the_whole_source(flights_sample, cli
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    import fastprep as fp
 
     frame = flights_sample[["distance"]].copy()
     frame["part_null"] = frame["distance"].where(frame.index >= 5_000)  # partition 0 only
