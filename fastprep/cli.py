@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastprep.backends.registry import available as available_backends
+from fastprep.emit.shards import OpenedOutput
 from fastprep.errors import FastprepError, PipelineDefinitionError
 from fastprep.execute import Output
 from fastprep.pipeline import FittedPipeline, Pipeline, load
@@ -127,8 +128,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
     fitted, output = pipeline.fit_and_transform(
-        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
-    )
+        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow,
+        memory_budget=args.memory_budget, output_dir=args.output, compress=args.compress,
+        save=False,
+    )  # fmt: skip
+    if not isinstance(output, Output):  # over the budget: streamed into --output already
+        _print_published(output, source, time.perf_counter() - started)
+        return 0
     marks["computed"], stages = time.time(), dict(output.report.stages)
     _write(output, fitted, args.output, source, time.perf_counter() - started, args.compress)
     if os.environ.get("FASTPREP_JOB_TIMINGS"):  # for benchmarks/bench_job.py's breakdown
@@ -223,6 +229,19 @@ def _check_quantization(fitted: FittedPipeline, state: str, out_dtype: str) -> N
         )
 
 
+def _print_published(output: OpenedOutput, source: object, seconds: float) -> None:
+    report = output.report
+    print(f"fastprep: {source}")
+    print(f"rows: {report.get('rows_in', 0):,} in, {report.get('rows_out', 0):,} out, "
+          f"{report.get('rows_quarantined', 0):,} quarantined")  # fmt: skip
+    for note in output.notes:
+        print(f"note: {note}")
+    print(f"total {seconds:.3f}s")
+    print(f"wrote {output.folder}: manifest.json + {len(output)} shard(s) "
+          f"({output.manifest['rows']:,} x {output.manifest['width']:,} "
+          f"{output.manifest['layout']}), {STATE_FILE}")  # fmt: skip
+
+
 def _write(
     output: Output,
     fitted: FittedPipeline,
@@ -257,6 +276,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run on a Dask cluster (tcp://host:8786, or 'local' for a LocalCluster); "
         "writes shards + manifest.json",
     )
+    run.add_argument(
+        "--memory-budget",
+        help="the whole job's memory (every process), e.g. 1.5GB (default: "
+        "$FASTPREP_MEMORY_BUDGET, else the available memory less headroom); a source over "
+        "it is streamed partition by partition into --output, or refused with the "
+        "smallest budget that would work",
+    )  # fmt: skip
     run.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="with --scheduler: a progress bar per stage on stderr (default: when stderr "
