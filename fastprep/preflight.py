@@ -215,6 +215,7 @@ def run_preflight(
     distributable: bool = True,
     profile: CostProfile | None = None,
     fit_only: bool = False,
+    cluster: str | None = None,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
@@ -239,7 +240,7 @@ def run_preflight(
     from fastprep.distributed.levels import count_passes
 
     _execution_decision(result, source, profile, distributable, count_passes(plan),
-                        whole_output, fit_only)  # fmt: skip
+                        whole_output, fit_only, cluster)  # fmt: skip
     return result
 
 
@@ -418,12 +419,17 @@ def _output_decisions(
         out_bytes, layout = n_rows * (nnz_per_row * 8 + 8), "csr"
     else:
         out_bytes, layout = n_rows * dense_width * 4, "dense"
-    if whole and out_bytes > budget:
+    process = PROCESS_BASE_BYTES + RUN_FIXED_BYTES  # (when the process alone does not fit,
+    # the execution decision says so, with the smallest budget that would)
+    if whole and out_bytes + process > budget and process <= budget * (1 - BUDGET_MARGIN):
         decisions.append(Decision(
             "output", "refused",
-            f"X ({layout}) ~{format_bytes(out_bytes)} > budget {format_bytes(budget)}; write "
-            "it in pieces: fitted.write_shards(source, folder), fitted.batches(source), or "
-            "transform(..., client=, output_dir=)"
+            f"X ({layout}) ~{format_bytes(out_bytes)} + ~"
+            f"{format_bytes(PROCESS_BASE_BYTES + RUN_FIXED_BYTES)} for the process > budget "
+            f"{format_bytes(budget)}; write "
+            "it in pieces: fit_transform(..., output_dir=) or transform(..., output_dir=) "
+            "(written shard by shard, returned mapped), fitted.write_shards(source, folder), "
+            "fitted.batches(source)"
             + ("; OneHot(sparse=False) was declared: sparse=None would give CSR"
                if declared_dense and not sparse else ""), refuse=True,
         ))  # fmt: skip
@@ -518,7 +524,7 @@ def smallest_partition_rows(source: Source) -> int:
 
 def _options(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool, passes: int,
-    fit_only: bool = False,
+    fit_only: bool = False, cluster: str | None = None,
 ) -> list[Option]:  # fmt: skip
     """In memory, streamed in this process, on a local Dask cluster: each one's predicted
     peak summed over every process of the job, and time."""
@@ -546,11 +552,15 @@ def _options(
     out.append(partitioned("streamed in this process", PROCESS_BASE_BYTES, 1, 0.0, 0.02,
                            stream_row))  # fmt: skip
     workers = max(1, os.cpu_count() or 1)
-    dask_fixed = PROCESS_BASE_BYTES * (1 + workers) + DASK_SCHEDULER_BYTES + (
-        DASK_NANNY_BYTES * workers)  # fmt: skip
     why = None if distributable else "Dask partitions are off or not installed"
     if why is None and isinstance(source, pd.DataFrame):
         why = "a DataFrame is read by the calling process: pass a Parquet path"
+    if cluster == "external":  # its processes are the cluster's machines', not this one's
+        out.append(partitioned("Dask partitions on the scheduler named", PROCESS_BASE_BYTES, 1, 0.0,
+                               profile.dask_task_seconds, profile.dask_row_seconds, why))  # fmt: skip
+        return out
+    dask_fixed = PROCESS_BASE_BYTES * (1 + workers) + DASK_SCHEDULER_BYTES + (
+        DASK_NANNY_BYTES * workers)  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
                            profile.dask_cluster_start_seconds, profile.dask_task_seconds,
                            profile.dask_row_seconds, why))  # fmt: skip
@@ -560,10 +570,13 @@ def _options(
 def _execution_decision(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool,
     passes: int = 2, whole_output: bool = False, fit_only: bool = False,
+    cluster: str | None = None,
 ) -> None:  # fmt: skip
     """Memory first — every process of the job counted, against the budget — then
-    predicted time: in memory, streamed partition by partition in this process, or Dask."""
-    options = _options(result, source, profile, distributable, passes, fit_only)
+    predicted time: in memory, streamed partition by partition in this process, or Dask.
+    ``cluster``: "local" or "external" when the caller named a scheduler: over the budget,
+    the cluster is then preferred to streaming (if its peak fits)."""
+    options = _options(result, source, profile, distributable, passes, fit_only, cluster)
     result.options = options
     usable = result.budget * (1 - BUDGET_MARGIN)
     feasible = [o for o in options if o.impossible is None and o.peak_bytes <= usable]
@@ -588,6 +601,8 @@ def _execution_decision(
         return
     memory = options[0]
     best = min(feasible, key=lambda o: o.seconds)
+    if cluster and best is not memory and options[2] in feasible:
+        best = options[2]
     result.chosen = best
     result.rows_per_partition = best.rows_per_partition or ROWS_PER_PARTITION
     result.passes = passes
