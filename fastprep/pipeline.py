@@ -402,7 +402,7 @@ class FittedPipeline:
                               rows_per_partition=rows_per_partition,
                               memory_budget=memory_budget, scheduler=scheduler,
                               **distributed_options)  # fmt: skip
-        _alert(self.pipeline, out.report, on_alert, "transform")
+        _alert(self.pipeline, _run_report(out), on_alert, "transform")
         return out
 
     def _transform(
@@ -605,6 +605,15 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
     no quarantine frame built, when no row was quarantined)."""
     if output.report.rows_quarantined:
         output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
+
+
+def _run_report(out: Any) -> Any:
+    """The run's report object: a published output keeps it as a dict (``to_dict()``)."""
+    if not isinstance(out.report, dict):
+        return out.report
+    from fastprep.distributed.shards import combine_reports
+
+    return combine_reports([out.report], [], str(out.report.get("source", "")))
 
 
 def _alert(
