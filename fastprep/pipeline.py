@@ -306,7 +306,8 @@ class Pipeline:
         if client is None:
             from fastprep import streamed
 
-            parts = streamed.Partitions(source, rows)
+            parts = streamed.Partitions(source, rows, streamed.job_for(self.optimized,
+                                                                      self.schema, backend))  # fmt: skip
             fitted = self._fit_streamed(source, backend, pre, rows, parts)
             fitted._check_streamable(out_dtype, on_overflow)
             opened = streamed.transform(

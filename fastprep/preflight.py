@@ -473,6 +473,8 @@ RUN_FIXED_BYTES = 64 * 10**6
 #: plus its X bytes (read frame, validated table, step temporaries, X, its shard write;
 #: measured 389 B per flights row = 2.8 x (68 + 72))
 STREAM_WORKING_COPIES = 3.0
+#: the next partition's columns, read ahead while the current one is computed
+STREAM_PREFETCH_COPIES = 1.0
 #: plans keep this fraction of the budget free (allocator fragmentation, sampling noise)
 BUDGET_MARGIN = 0.1
 #: a Dask job's processes besides its workers: the scheduler, and per worker a nanny
@@ -531,7 +533,8 @@ def _options(
     n = max(result.n_rows, 1)
     usable = result.budget * (1 - BUDGET_MARGIN)
     frame = result.input_bytes if isinstance(source, pd.DataFrame) else 0  # already resident
-    per_row = STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes) / n
+    per_row = (STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes)
+               + STREAM_PREFETCH_COPIES * result.input_bytes) / n  # fmt: skip
     smallest = max(1, smallest_partition_rows(source))
     working = int(result.input_bytes * profile.memory_working_copies)
     x_bytes = 0 if fit_only else result.output_bytes  # an in-memory run builds all of X

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +33,8 @@ from fastprep.distributed.tasks import (
     RetryPolicy,
     Target,
     fit_partials,
+    read_columns,
+    read_with_retries,
     transform_partition,
 )
 from fastprep.emit import make_layout
@@ -47,12 +50,18 @@ from fastprep.validate.table_checks import unexpected_column_findings
 
 class Partitions:
     """A source's partitions, read in order; each spec's offset is filled in as the
-    partitions before it are read (a CSV file's row count is only known then)."""
+    partitions before it are read (a CSV file's row count is only known then).
 
-    def __init__(self, source: Source, rows_per_partition: int) -> None:
+    The next file partition is read on a background thread while the current one is
+    validated and computed (Arrow's decoding releases the GIL): one more partition's raw
+    columns in memory (:data:`fastprep.preflight.STREAM_PREFETCH_COPIES`), a read's time
+    saved per partition and pass."""
+
+    def __init__(self, source: Source, rows_per_partition: int, job: Job | None = None) -> None:
         self.source = source
         self.frame = source if isinstance(source, pd.DataFrame) else None
         self.specs = plan_partitions(source, rows_per_partition)
+        self.job = job
 
     def part(self, spec: PartitionSpec) -> pd.DataFrame | None:
         """A DataFrame source's slice (a view); None for a file (the task reads it)."""
@@ -60,18 +69,31 @@ class Partitions:
             return None
         return self.frame.iloc[spec.start : spec.stop]
 
+    def _read(self, spec: PartitionSpec) -> pd.DataFrame | None:
+        if self.frame is not None or self.job is None:
+            return self.part(spec)
+        columns, text = read_columns(self.job)
+        return read_with_retries(spec, columns, text, self.job.retry)[0]
+
     def each(self, run: Any) -> list[Any]:
         """``run(spec, part)`` per partition in order; returns the results. ``run`` must
         return a dict with ``rows_in`` (to number the next partition's rows)."""
         results, offset = [], 0
-        for i, spec in enumerate(self.specs):
-            if spec.row_offset is None:
-                spec = self.specs[i] = replace(spec, row_offset=offset)
-            result = run(spec, self.part(spec))
-            offset = spec.row_offset + _rows_in(result)
-            results.append(result)
-            del result
-            gc.collect(0)
+        with ThreadPoolExecutor(1, thread_name_prefix="fastprep-prefetch") as pool:
+            ahead = pool.submit(self._read, self.specs[0]) if self.specs else None
+            for i, spec in enumerate(self.specs):
+                if spec.row_offset is None:
+                    spec = self.specs[i] = replace(spec, row_offset=offset)
+                assert ahead is not None
+                part = ahead.result()
+                ahead = pool.submit(self._read, self.specs[i + 1]) if i + 1 < len(
+                    self.specs) else None  # fmt: skip
+                result = run(spec, part)
+                del part
+                offset = spec.row_offset + _rows_in(result)
+                results.append(result)
+                del result
+                gc.collect(0)
         return results
 
 
@@ -91,7 +113,7 @@ def fit(
     check_fittable(plan)
     unexpected = unexpected_column_findings(schema, source_columns(source), "fit")
     job = Job(plan, schema, backend, RetryPolicy())
-    parts = partitions or Partitions(source, rows_per_partition)
+    parts = partitions or Partitions(source, rows_per_partition, job)
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         return parts.each(lambda spec, part: fit_partials(job, spec, learned, targets, part))
@@ -118,7 +140,7 @@ def transform(
     Precision(out_dtype)  # an unknown type is refused before anything is read
     unexpected = unexpected_column_findings(schema, source_columns(source), "transform")
     job = Job(plan, schema, backend, RetryPolicy())
-    parts = partitions or Partitions(source, rows_per_partition)
+    parts = partitions or Partitions(source, rows_per_partition, job)
     names = make_layout(plan, params).names(plan, params)
     writer = ShardWriter(output_dir, names, out_dtype, compress=compress)
 
@@ -153,3 +175,8 @@ def _add_findings(report: Report, whole_source: list[Finding]) -> None:
     a partition reads only the columns the plan uses, so it never sees them."""
     if whole_source:
         report.findings = merge_findings([*whole_source, *report.findings])
+
+
+def job_for(plan: LogicalPlan, schema: Schema, backend: str = "auto") -> Job:
+    """What a partition's task needs besides the partition (shared by the passes)."""
+    return Job(plan, schema, backend, RetryPolicy())

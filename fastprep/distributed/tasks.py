@@ -91,8 +91,7 @@ def load_prepared(
 ) -> tuple[execute.Prepared, int]:
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
-    columns = schema.read_columns(plan.columns)  # + key columns
-    text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
         prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
@@ -101,6 +100,13 @@ def load_prepared(
         raise type(exc)(f"{spec.describe()}: {exc}") from None
     prepared.report.source = spec.describe()
     return prepared, retries
+
+
+def read_columns(job: Job) -> tuple[list[str], list[str]]:
+    """The columns a partition's task reads (+ key columns), and which of them are text."""
+    columns = job.schema.read_columns(job.plan.columns)
+    text = [c for c in columns if job.schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    return columns, text
 
 
 def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:

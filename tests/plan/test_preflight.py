@@ -162,7 +162,10 @@ def test_vocabulary_over_budget_recommends_hashing(flights_pipeline, flights_sam
 def _over_memory_budget(pipeline, source) -> str:
     """A budget the in-memory run does not fit and a partitioned one does (by the model)."""
     pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes) / pre.n_rows
+    per_row = (
+        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
+        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
+    ) / pre.n_rows
     rows = preflight.smallest_partition_rows(source)
     streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
     memory = pre.options[0].peak_bytes

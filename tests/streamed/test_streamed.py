@@ -49,7 +49,10 @@ def streaming_budget(pipeline, source: str) -> int:
     """A budget between the streamed run's predicted peak with the smallest partitions and
     the in-memory run's: the planner must stream."""
     pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes) / pre.n_rows
+    per_row = (
+        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
+        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
+    ) / pre.n_rows
     rows = preflight.smallest_partition_rows(source)
     streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
     memory = pre.options[0].peak_bytes
