@@ -99,8 +99,10 @@ class Pipeline:
         if source is None:
             return text
         # as ``fastprep run`` would run it: the output written to a folder, not gathered
+        from fastprep.distributed.levels import count_passes
+
         pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget,
-                                      whole_output=False)  # fmt: skip
+                                      whole_output=False, passes=count_passes(optimized))  # fmt: skip
         text += "\n" + "\n".join(pre.lines())
         if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
             return text + "\n(backends per stage: not planned in memory; see the pre-flight)"

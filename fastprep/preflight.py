@@ -216,6 +216,7 @@ def run_preflight(
     profile: CostProfile | None = None,
     fit_only: bool = False,
     cluster: str | None = None,
+    passes: int | None = None,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
@@ -237,9 +238,7 @@ def run_preflight(
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
-    from fastprep.distributed.levels import count_passes
-
-    _execution_decision(result, source, profile, distributable, count_passes(plan),
+    _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
                         whole_output, fit_only, cluster)  # fmt: skip
     return result
 
@@ -483,6 +482,8 @@ DASK_NANNY_BYTES = 100 * 10**6
 #: a streamed run's time per row and pass, as a fraction of ``run_row_seconds``: each
 #: extra fit pass re-reads and re-validates its partitions
 STREAM_PASS_FRACTION = 0.35
+#: a partitioned fit's passes when the caller does not say (a level of moments + a median)
+DEFAULT_PASSES = 2
 #: partitions smaller than this cost more in per-partition overhead than they save
 MIN_PARTITION_ROWS = 1_000
 
