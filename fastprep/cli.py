@@ -188,10 +188,19 @@ def _transform(args: argparse.Namespace) -> int:
     _check_quantization(fitted, args.state, args.out_dtype)
     source = args.input
     started = time.perf_counter()
+    # written to the folder by transform itself: streamed shard by shard when over the
+    # memory budget, else saved whole (the fitted pipeline published with the arrays)
     output = fitted.transform(
-        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
-    )
-    _write(output, fitted, folder, source, time.perf_counter() - started, args.compress)
+        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow,
+        memory_budget=args.memory_budget, output_dir=folder, compress=args.compress,
+        pipeline=fitted,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    if not isinstance(output, Output):
+        _print_published(output, source, seconds)
+        return 0
+    written = {p.name: str(p) for p in Path(folder).iterdir() if p.is_file()}
+    _write(output, fitted, folder, source, seconds, args.compress, written)
     return 0
 
 
@@ -249,9 +258,11 @@ def _write(
     source: object,
     seconds: float,
     compress: str | None = None,
+    written: dict[str, str] | None = None,
 ) -> None:
     # the fitted pipeline is published with the arrays: the folder never mixes two runs
-    written = output.save(folder, compress=compress, pipeline=fitted)
+    if written is None:
+        written = output.save(folder, compress=compress, pipeline=fitted)
     print(f"fastprep: {source}")
     print(output.report.summary())
     print(f"total {seconds:.3f}s")
@@ -299,6 +310,11 @@ def _parser() -> argparse.ArgumentParser:
         "never the state's own folder)",
     )  # fmt: skip
     _common(transform, FLOAT_DTYPES + QUANTIZED_DTYPES)
+    transform.add_argument(
+        "--memory-budget",
+        help="as for run: a source over it is streamed partition by partition into the "
+        "output folder, or refused with the smallest budget that would work",
+    )  # fmt: skip
     transform.set_defaults(handler=_transform)
     for p in (run, transform):
         p.add_argument("--debug", action="store_true", help="show tracebacks")

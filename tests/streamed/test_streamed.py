@@ -165,3 +165,18 @@ def test_ten_million_rows_under_one_and_a_half_gigabytes(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert int(rss.read_text().split()[-1]) * 1024 < 1.5e9
+
+
+def test_cli_transform_with_a_budget_streams_the_saved_pipeline(grouped, reference, tmp_path):
+    from fastprep.cli import main
+
+    pipeline, _ = reference
+    budget = str(streaming_budget(pipeline, grouped))
+    fitted = pipeline.fit(grouped, memory_budget="100GB")
+    fitted.save(tmp_path / "state.fastprep")
+    code = main(["transform", str(tmp_path / "state.fastprep"), "--input", grouped,
+                 "--output", str(tmp_path / "t"), "--memory-budget", budget])  # fmt: skip
+    assert code == 0
+    opened = fp.open_output(tmp_path / "t")
+    assert len(opened) >= 2 and opened.pipeline_path is not None
+    assert_same_matrix(opened.whole().X, fitted.transform(grouped).X)
