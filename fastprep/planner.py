@@ -13,6 +13,7 @@ measured stage times (``report.plan``), so ``explain`` can show prediction again
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -39,7 +40,7 @@ class CostProfile:
 
     pandas_stage_seconds: float = 2.0e-4
     pandas_row_unit_seconds: float = 2.5e-8
-    #: the reference path hashes through sklearn's FeatureHasher (per-row Python dicts)
+    #: the reference path hashes each distinct token once by numpy and gathers by code
     pandas_hash_row_unit_seconds: float = 1.3e-6
     numba_stage_seconds: float = 1.0e-4
     numba_row_unit_seconds: float = 1.0e-8
@@ -58,6 +59,9 @@ class CostProfile:
     #: 20k rows in a fresh process once the kernels took plain arrays (was 0.44-0.58 s with
     #: numba typed Lists, which recompiled per process)
     numba_hash_load_seconds: float = 0.03
+    #: compiling the hashing kernels (MurmurHash3 over row bytes, CSR by sorting) with an
+    #: empty Numba cache: 4-5 s on the 2-core VM (fresh install, 2026-12-04)
+    numba_hash_compile_seconds: float = 4.0
     #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
     #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
     memory_headroom: float = 0.25
@@ -179,9 +183,13 @@ def predict(
         COLD: profile.numba_import_seconds + profile.numba_cache_load_seconds,
         COMPILE: profile.numba_compile_seconds,
     }[readiness]
-    if kind == "hash":  # the hashing kernels ship with the package (cached on disk)
-        load = 0.0 if readiness == READY else profile.numba_hash_load_seconds
-        one_time = load + (profile.numba_import_seconds if readiness == COLD else 0.0)
+    if kind == "hash":  # the hashing kernels: fixed, shared by every hash stage
+        one_time = {
+            READY: 0.0,
+            CACHED: profile.numba_hash_load_seconds,
+            COLD: profile.numba_import_seconds + profile.numba_hash_load_seconds,
+            COMPILE: profile.numba_hash_compile_seconds,
+        }[readiness]
     predicted["numba"] = (
         profile.numba_stage_seconds + work * numba_rate + max(0.0, one_time - forgone)
     )
@@ -203,13 +211,16 @@ def choose(
     readiness: Callable[[int, Stage], str] | None = None,
     forced: str | None = None,
     available: Sequence[str] = ("pandas", "numba"),
+    numba_imported: bool | None = None,
 ) -> list[StageChoice]:
     """One choice per execution stage. ``readiness(number, stage)`` says how ready the
     stage's Numba kernel is (see :func:`numba_readiness`); ``forced`` overrides every stage.
 
     Importing Numba is paid once per process, not per stage: stages are compared as if it
-    were imported, then the mix is kept only if it beats all-pandas with the import added.
-    """
+    were imported, then the mix is kept only if it beats all-pandas with the import added
+    — unless the job is big enough to repay the import anyway (:func:`job_imports_numba`:
+    validation, hashing and CSR assembly use Numba too). ``numba_imported`` False: Numba
+    is not imported yet whatever the readiness says (a stage can be cached on disk)."""
     profile = profile or load_profile()
     readiness = readiness or (lambda _n, _s: numba_readiness())
     stages = plan.execution_stages()
@@ -242,10 +253,12 @@ def choose(
         pin or min(p, key=lambda b: (p[b], b != "pandas"))
         for (_, _, _, _, p, *_), pin in zip(rows, pins)
     ]
-    cold = cold and "numba" not in pins  # a stage pinned to numba pays the import anyway
+    cold = (cold or numba_imported is False) and "numba" not in pins  # (a pin pays it anyway)
     free = [not pin for pin in pins]
     import_note = ""
-    if cold and "numba" in best:
+    if cold and "numba" in best and job_imports_numba(n_rows, profile):
+        import_note = f"; numba's import ({profile.numba_import_seconds:.3g} s) repaid by the job"
+    elif cold and "numba" in best:
         mixed = sum(row[4][b] for row, b, f in zip(rows, best, free) if f)
         mixed += profile.numba_import_seconds
         pandas_only = sum(row[4]["pandas"] for row, f in zip(rows, free) if f)
@@ -371,3 +384,103 @@ def with_measured(choice: StageChoice, phase: str, seconds: float) -> StageChoic
     measured = dict(choice.measured or {})
     measured[phase] = round(measured.get(phase, 0.0) + seconds, 6)
     return replace(choice, measured=measured)
+
+
+# ------------------------------------------------ helper kernels: Numba or numpy, per call
+
+
+@dataclass(frozen=True)
+class HelperCost:
+    """One helper kernel family (validation scan, drift sums, CSR assembly ...): seconds
+    per value on numpy and on Numba's loaded kernel, and seconds to compile it once."""
+
+    numpy_value_seconds: float
+    numba_value_seconds: float
+    compile_seconds: float
+
+
+#: measured on the 2-core VM (2026-12-04), fresh processes, flights sample and x10/x100
+#: copies; compile seconds are the first call's extra time with empty Numba caches
+HELPERS: dict[str, HelperCost] = {
+    "scan": HelperCost(4.0e-9, 1.2e-9, 1.3),
+    "drift": HelperCost(6.0e-9, 1.5e-9, 0.15),
+    "csr": HelperCost(2.5e-8, 3.0e-9, 0.9),
+    "rows": HelperCost(4.0e-9, 2.0e-9, 0.1),
+    "text": HelperCost(8.0e-8, 2.0e-8, 2.5),
+}
+#: a whole job's seconds saved per input row when its kernels run on Numba instead of
+#: numpy (the flights pipeline: validation, fit, transform, hashing, CSR assembly); a job
+#: imports Numba only when this, times its rows, repays the import
+NUMBA_JOB_ROW_SAVING = 2.0e-7
+#: per helper family: the last path taken in this process and why (``report``, ``explain``)
+PATHS: dict[str, str] = {}
+
+
+def numba_imported() -> bool:
+    return "numba" in sys.modules
+
+
+def job_imports_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
+    """Whether a job over ``n_rows`` rows repays importing Numba (already imported: yes)."""
+    if numba_imported():
+        return True
+    profile = profile or load_profile()
+    return n_rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
+
+
+def kernel_path(
+    what: str, n_values: int, *, cached: bool, loaded: bool = False, n_rows: int | None = None
+) -> str:
+    """``"numba"`` or ``"numpy"`` for one call of helper kernel family ``what`` over
+    ``n_values`` values (``n_rows``: the job's rows, default ``n_values``).
+
+    Numba's side pays what is not done yet: importing Numba (unless the job's size repays
+    it, see :func:`job_imports_numba`), loading the kernel from the disk cache, or
+    compiling it (``cached`` False). The cheaper prediction wins; ties go to numpy, which
+    is also taken when Numba is not installed. ``FASTPREP_KERNEL_PATH=numba|numpy``
+    forces one path (tests compare the two)."""
+    cost = HELPERS[what]
+    profile = load_profile()
+    numpy_s = n_values * cost.numpy_value_seconds
+    forced = os.environ.get("FASTPREP_KERNEL_PATH")
+    if forced in ("numba", "numpy"):
+        PATHS[what] = f"{forced}: forced (FASTPREP_KERNEL_PATH)"
+        return forced
+    if not _numba_installed():
+        PATHS[what] = "numpy: numba not installed"
+        return "numpy"
+    if loaded:
+        state, one_time = "loaded", 0.0
+    elif cached:
+        state, one_time = "cached", profile.numba_cache_load_seconds
+    else:
+        state, one_time = "not cached", cost.compile_seconds
+    rows = n_values if n_rows is None else n_rows
+    importing = not numba_imported()
+    if importing and not job_imports_numba(rows, profile):
+        PATHS[what] = (
+            f"numpy: numba not imported, {rows:,} rows would not repay its import "
+            f"({profile.numba_import_seconds:.2g} s)"
+        )
+        return "numpy"
+    numba_s = n_values * cost.numba_value_seconds + one_time
+    if numba_s < numpy_s:
+        PATHS[what] = f"numba: {state} (predicted {numba_s:.2g} s vs numpy {numpy_s:.2g} s)"
+        return "numba"
+    if state == "not cached":
+        why = f"kernel not cached, compile ~{one_time:.2g} s > run {numpy_s:.2g} s"
+    else:
+        why = f"{state}, predicted {numpy_s:.2g} s vs numba {numba_s:.2g} s"
+    PATHS[what] = f"numpy: {why}"
+    return "numpy"
+
+
+def _numba_installed() -> bool:
+    return numba_imported() or _numba_findable()
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_findable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None

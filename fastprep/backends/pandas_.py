@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
 
 from fastprep.backends import dict_reference
+from fastprep.backends import hash_reference as hashref
 from fastprep.backends.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -202,7 +201,7 @@ def run_stage(
             matrix = dict_reference.vectorize_dicts(values[name], vocabulary)
             sink.put(index, SparseBlock(f"{name}:", matrix))
         elif isinstance(encoder, Hash):
-            hashed = hash_with_sklearn(encoder, values, table.n_rows, cross=feature.cross)
+            hashed = hash_features(encoder, values, table.n_rows, cross=feature.cross)
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))
         else:
             raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
@@ -231,42 +230,49 @@ def apply_chain(
     return values
 
 
-def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):
-    """sklearn ``FeatureHasher`` over each row's ``{name: value}`` pairs (the reference).
+def hash_features(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):
+    """sklearn ``FeatureHasher``'s matrix for each row's ``{name: value}`` pairs (the
+    reference), each distinct token hashed once (:mod:`fastprep.backends.hash_reference`).
 
     A cross hashes one token per row, ``a=x^b=y``, with value 1 (none if a member is missing).
     """
     if cross:
-        values = {"^".join(values): _cross_tokens(values)}
-    per_input: list[list[Any]] = []
-    for name, value in values.items():
-        if isinstance(value, list):  # cross tokens, already joined
-            per_input.append([None if t is None else (t, 1) for t in value])
-        elif isinstance(value, TextColumn):
-            tokens = np.array([f"{name}={u}" for u in value.uniques] + [None], dtype=object)
-            per_input.append(
-                [(t, 1) if t is not None else None for t in tokens[value.codes].tolist()]
-            )
-        else:
-            per_input.append([None if v != v else (name, v) for v in value.tolist()])
-    rows = (
-        ([pair for pair in row if pair is not None] for row in zip(*per_input)) if per_input else ()
+        inputs = [_cross_entries(values)]
+    else:
+        inputs = [_hash_entries(name, value) for name, value in values.items()]
+    return hashref.hash_entries(
+        inputs, n_rows, step.n_features, step.alternate_sign, np.float32
     )
-    hasher = FeatureHasher(
-        n_features=step.n_features,
-        input_type="pair",
-        alternate_sign=step.alternate_sign,
-        dtype=np.float32,
-    )
-    if n_rows == 0:
-        return sp.csr_matrix((0, step.n_features), dtype=np.float32)
-    return hasher.transform(rows)
 
 
-def _cross_tokens(values: dict[str, Any]) -> list[str | None]:
-    """Per row ``a=x^b=y``, or None when any member is missing."""
-    parts = []
-    for name, column in values.items():
-        labels = np.array([f"{name}={u}" for u in column.uniques] + [None], dtype=object)
-        parts.append(labels[column.codes])
-    return [None if any(p is None for p in row) else "^".join(row) for row in zip(*parts)]
+def _hash_entries(name: str, value: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, signed hash, value) per row of one hashed input."""
+    if isinstance(value, TextColumn):
+        tokens = [f"{name}={u}" for u in value.uniques]
+        hashes = np.append(hashref.signed_hashes(tokens), 0)  # code -1: slot -1
+        present = value.codes >= 0
+        return present, hashes[value.codes], present.astype(np.float64)
+    numbers = np.asarray(value, dtype=np.float64)
+    present = ~np.isnan(numbers)
+    hashes = np.full(len(numbers), hashref.signed_hashes([name])[0])
+    return present, hashes, np.where(present, numbers, 0.0)
+
+
+def _cross_entries(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, signed hash, 1.0) per row of a cross: token ``a=x^b=y`` of the members'
+    values, hashed once per distinct combination; absent where any member is missing."""
+    members = list(values.items())
+    codes = [column.codes for _, column in members]
+    present = np.logical_and.reduce([c >= 0 for c in codes])
+    sizes = tuple(max(column.n_unique, 1) for _, column in members)
+    combined = np.ravel_multi_index([np.where(present, c, 0) for c in codes], sizes)
+    distinct, inverse = np.unique(combined[present], return_inverse=True)
+    parts = np.unravel_index(distinct, sizes)
+    labels = [
+        np.array([f"{name}={u}" for u in column.uniques], dtype=object)[part]
+        for (name, column), part in zip(members, parts)
+    ]
+    tokens = ["^".join(row) for row in zip(*labels)]
+    hashes = np.zeros(len(present), np.int64)
+    hashes[present] = hashref.signed_hashes(tokens)[inverse]
+    return present, hashes, present.astype(np.float64)

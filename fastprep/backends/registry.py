@@ -35,7 +35,7 @@ register(
         "pandas",
         "fastprep.backends.pandas_",
         ("numpy", "pandas", "sklearn"),
-        "numpy-vectorized reference path; sklearn FeatureHasher for Hash",
+        "numpy-vectorized reference path; numpy MurmurHash3 of distinct tokens for Hash",
     )
 )
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from fastprep import planner
+from fastprep.backends.kernel_files import jit, numba_cached, numba_loaded
 from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr_kernels import assemble_csr
@@ -138,11 +139,19 @@ def _compact_rows(dense: np.ndarray, keep: np.ndarray) -> np.ndarray:
     same buffer (no second matrix; the dropped rows' memory stays with it)."""
     kept = np.flatnonzero(keep)
     first = int(np.argmin(keep)) if not keep.all() else len(keep)
-    _move_rows(dense, kept[first:], first)
+    sources = kept[first:]
+    path = planner.kernel_path(
+        "rows", sources.size * dense.shape[1], cached=numba_cached(_move_rows),
+        loaded=numba_loaded(_move_rows), n_rows=dense.shape[0],
+    )  # fmt: skip
+    if path == "numba":
+        _move_rows(dense, sources, first)
+    else:  # numpy gathers the moved rows into a temporary first (the same values)
+        dense[first : first + len(sources)] = dense[sources]
     return dense[: len(kept)]
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _move_rows(dense, sources, start):  # pragma: no cover - compiled
     # serial on purpose: a row moves up only into a row already moved or dropped
     for k in range(sources.shape[0]):
