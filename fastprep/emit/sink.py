@@ -7,10 +7,9 @@ dense buffer, encoders hand over CSR/code blocks, and X is assembled once at the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastprep import planner
 from fastprep.backends.kernel_files import jit, numba_cached, numba_loaded
@@ -18,6 +17,9 @@ from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class OutputSink:
@@ -92,6 +94,8 @@ class OutputSink:
 
     def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
         """X, dropping the rows where ``keep`` is False (only when some must go)."""
+        import scipy.sparse as sp
+
         if not self.layout.sparse:
             return self.dense if keep is None else _compact_rows(self.dense, keep)
         blocks: list[tuple] = []
