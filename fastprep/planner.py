@@ -41,7 +41,8 @@ class CostProfile:
     pandas_stage_seconds: float = 2.0e-4
     pandas_row_unit_seconds: float = 2.5e-8
     #: the reference path hashes each distinct token once by numpy and gathers by code
-    pandas_hash_row_unit_seconds: float = 1.3e-6
+    #: (0.0042 s for 19,430 rows × 2 columns, flights sample, 2026-12-04)
+    pandas_hash_row_unit_seconds: float = 1.1e-7
     numba_stage_seconds: float = 1.0e-4
     numba_row_unit_seconds: float = 1.0e-8
     numba_hash_row_unit_seconds: float = 4.0e-8
@@ -272,7 +273,8 @@ def choose(
             import_note = f"; + numba import {profile.numba_import_seconds:.3g} s once"
     return [
         _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
-        StageChoice(n, k, u, b, p, _reason(b, p, n_rows, u, k, state, forgone) + import_note,
+        StageChoice(n, k, u, b, p,
+                    _reason(b, p, n_rows, u, k, state, forgone, one_time) + import_note,
                     one_time=one_time, key=key)
         for (n, k, u, state, p, key, one_time, forgone), b, pin in zip(rows, best, pins)
     ]  # fmt: skip
@@ -349,13 +351,14 @@ def _reason(
     kind: str,
     state: str,
     forgone: float = 0.0,
+    one_time: float = 0.0,
 ) -> str:
     others = ", ".join(f"{b} {t:.3g} s" for b, t in predicted.items() if b != best)
     jit = {
         READY: "kernel loaded",
         CACHED: "kernel in the disk cache",
         COLD: "numba not imported yet",
-        COMPILE: "kernel not compiled yet",
+        COMPILE: f"kernel not cached, compile ~{one_time:.2g} s",
     }[state]
     text = f"{best}: {n_rows:,} rows × {units} {kind} unit(s), predicted {predicted[best]:.3g} s"
     if others:
@@ -399,19 +402,23 @@ class HelperCost:
     compile_seconds: float
 
 
-#: measured on the 2-core VM (2026-12-04), fresh processes, flights sample and x10/x100
-#: copies; compile seconds are the first call's extra time with empty Numba caches
+#: measured on the 2-core VM (2026-12-04, a busy machine: best of 5) at 20k, 320k and
+#: 3.2M values (validation scan: numpy 9.7-16, Numba 3.4-3.5 ns per value; drift sums over
+#: half the rows: numpy 7.5-17, Numba 0.8-1.4 ns); compile seconds are a first call's extra
+#: time with an empty Numba cache
 HELPERS: dict[str, HelperCost] = {
-    "scan": HelperCost(4.0e-9, 1.2e-9, 1.3),
-    "drift": HelperCost(6.0e-9, 1.5e-9, 0.15),
+    "scan": HelperCost(1.0e-8, 3.5e-9, 1.3),
+    "drift": HelperCost(1.5e-8, 1.5e-9, 0.3),
     "csr": HelperCost(2.5e-8, 3.0e-9, 0.9),
     "rows": HelperCost(4.0e-9, 2.0e-9, 0.1),
     "text": HelperCost(8.0e-8, 2.0e-8, 2.5),
 }
 #: a whole job's seconds saved per input row when its kernels run on Numba instead of
-#: numpy (the flights pipeline: validation, fit, transform, hashing, CSR assembly); a job
-#: imports Numba only when this, times its rows, repays the import
-NUMBA_JOB_ROW_SAVING = 2.0e-7
+#: numpy, summed from the rates above and the stages' (the flights pipeline at 336k rows:
+#: ~0.15 s of scans, fused fit + transform, hashing and CSR assembly); a job imports Numba
+#: only when this, times its rows, repays the import (``numba_import_seconds``): from
+#: ~1.5M rows on the defaults
+NUMBA_JOB_ROW_SAVING = 4.0e-7
 #: per helper family: the last path taken in this process and why (``report``, ``explain``)
 PATHS: dict[str, str] = {}
 

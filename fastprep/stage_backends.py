@@ -103,7 +103,18 @@ def describe(choices: list[planner.StageChoice], asked: str) -> str:
     picked: dict[str, list[str]] = {}
     for choice in choices:
         picked.setdefault(choice.backend, []).append(str(choice.stage))
-    return "auto (" + "; ".join(f"{b}: stage {', '.join(s)}" for b, s in picked.items()) + ")"
+    helpers: dict[str, list[str]] = {}
+    for what, reason in planner.PATHS.items():
+        helpers.setdefault(reason.split(":")[0], []).append(what)
+    parts = [f"{b}: stage {', '.join(s)}" for b, s in picked.items()]
+    parts += [f"{path}: {', '.join(names)}" for path, names in helpers.items()]
+    return "auto (" + "; ".join(parts) + ")"
+
+
+def describe_paths() -> list[str]:
+    """Per helper kernel family run in this process (validation scan, text encoding, drift
+    sums, CSR assembly ...): the path it took and why (``explain``)."""
+    return [f"{what}: {reason}" for what, reason in planner.PATHS.items()]
 
 
 @contextmanager

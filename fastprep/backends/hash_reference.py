@@ -55,8 +55,10 @@ def finish(
     indptr = np.zeros(len(per_row) + 1, np.int64)
     np.cumsum(per_row, out=indptr[1:])
     index_dtype = np.int64 if indptr[-1] > 2**31 - 1 else np.int32
+    with np.errstate(over="ignore"):  # beyond float32: inf, as sklearn stores it
+        values = values.astype(dtype)
     matrix = sp.csr_matrix(
-        (values.astype(dtype), columns.astype(index_dtype), indptr.astype(index_dtype)),
+        (values, columns.astype(index_dtype), indptr.astype(index_dtype)),
         shape=(len(per_row), n_features),
         dtype=dtype,
     )

@@ -240,9 +240,7 @@ def hash_features(step: Hash, values: dict[str, Any], n_rows: int, cross: bool =
         inputs = [_cross_entries(values)]
     else:
         inputs = [_hash_entries(name, value) for name, value in values.items()]
-    return hashref.hash_entries(
-        inputs, n_rows, step.n_features, step.alternate_sign, np.float32
-    )
+    return hashref.hash_entries(inputs, n_rows, step.n_features, step.alternate_sign, np.float32)
 
 
 def _hash_entries(name: str, value: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -182,10 +182,12 @@ def scan_path(n_values: int) -> str:
 def first_finite(values: np.ndarray) -> float:
     """The first finite value of ``values`` as float64 (0.0 if none): numpy's twin of
     ``_first_finite``."""
+    if not len(values):
+        return 0.0
     as_float = values.astype(np.float64, copy=False)
     finite = np.isfinite(as_float)
     first = int(np.argmax(finite))
-    return float(as_float[first]) if len(finite) and finite[first] else 0.0
+    return float(as_float[first]) if finite[first] else 0.0
 
 
 def scan_numpy(
@@ -245,7 +247,8 @@ def sequential_sums(d: np.ndarray) -> tuple[float, float]:
     ``total += d[i]`` does (``0.0 +`` gives the loop's +0.0 where every term is zero)."""
     if not len(d):
         return 0.0, 0.0
-    return 0.0 + float(np.cumsum(d)[-1]), 0.0 + float(np.cumsum(d * d)[-1])
+    with np.errstate(over="ignore", invalid="ignore"):  # (the kernel's error_model="numpy")
+        return 0.0 + float(np.cumsum(d)[-1]), 0.0 + float(np.cumsum(d * d)[-1])
 
 
 def moments_only(values: np.ndarray) -> ColumnScan:
