@@ -14,7 +14,9 @@ measured stage times (``report.plan``), so ``explain`` can show prediction again
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -137,6 +139,8 @@ class StageChoice:
     #: stage's key in the amortization ledger (see :func:`note_run`)
     one_time: float = 0.0
     key: Any = None
+    #: the one-time cost is a compile (its ledger persists across processes)
+    compiles: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,6 +230,7 @@ def choose(
     readiness = readiness or (lambda _n, _s: numba_readiness())
     stages = plan.execution_stages()
     rows = []
+    compiles: list[bool] = []
     cold = False
     for number, stage in enumerate(stages):
         kind, units = stage_work(plan, stage)
@@ -233,7 +238,7 @@ def choose(
         cold = cold or state == COLD
         warm_state = CACHED if state == COLD else state
         key = _amortization_key(plan, stage, kind)
-        forgone = _FORGONE.get(key, 0.0)
+        forgone = _disk_forgone(_disk_key(key)) if warm_state == COMPILE else _FORGONE.get(key, 0.0)
         predicted = {
             b: t
             for b, t in predict(profile, kind, units, n_rows, warm_state, forgone).items()
@@ -243,6 +248,7 @@ def choose(
             predicted = {"pandas": predicted["pandas"]}
         one_time = one_time_seconds(profile, kind, warm_state, forgone)
         rows.append((number, kind, units, state, predicted, key, one_time, forgone))
+        compiles.append(warm_state == COMPILE)
     pins = [stage_pin(plan, stage) for stage in stages]
     if forced is not None:
         return [
@@ -275,8 +281,9 @@ def choose(
         _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
         StageChoice(n, k, u, b, p,
                     _reason(b, p, n_rows, u, k, state, forgone, one_time) + import_note,
-                    one_time=one_time, key=key)
-        for (n, k, u, state, p, key, one_time, forgone), b, pin in zip(rows, best, pins)
+                    one_time=one_time, key=key, compiles=c)
+        for (n, k, u, state, p, key, one_time, forgone), b, pin, c
+        in zip(rows, best, pins, compiles)
     ]  # fmt: skip
 
 
@@ -301,20 +308,96 @@ def note_run(choices: Sequence[StageChoice]) -> None:
     choices subtract the ledger from the kernel's one-time cost, so a process that keeps
     running a small pipeline loads the kernel once the time lost to waiting has reached
     the load cost (rent-or-buy: never more than twice the better of the two in
-    hindsight), instead of never — one run alone would never pay for it."""
+    hindsight), instead of never — one run alone would never pay for it.
+
+    A compile is paid once per install, not per process, so its ledger is kept on disk
+    (``$FASTPREP_CACHE_DIR/kernels/forgone.json``): repeated runs of a job big enough to
+    repay a kernel's compile over a few runs (not in one) compile it eventually."""
     for choice in choices:
-        if choice.forced or choice.key is None or choice.backend != "pandas":
+        if choice.forced or choice.key is None:
             continue
-        if "numba" not in choice.predicted or choice.one_time <= 0.0:
+        if choice.backend == "numba" and choice.compiles:
+            _add_forgone(_disk_key(choice.key), None)  # compiled now: the debt is paid
+            continue
+        if choice.backend != "pandas" or "numba" not in choice.predicted:
+            continue
+        if choice.one_time <= 0.0:
             continue
         saving = choice.predicted["pandas"] - (choice.predicted["numba"] - choice.one_time)
-        if saving > 0.0:
+        if saving > 0.0 and choice.compiles:
+            _add_forgone(_disk_key(choice.key), saving)
+        elif saving > 0.0:
             _FORGONE[choice.key] = _FORGONE.get(choice.key, 0.0) + saving
+    _save_forgone()
 
 
 def reset_amortization() -> None:
-    """Forget the ledger of :func:`note_run` (tests; a new calibration)."""
+    """Forget the ledgers of :func:`note_run` (tests; a new calibration); the one on disk
+    is not read again in this process (nor removed)."""
+    global _DISK
     _FORGONE.clear()
+    _DISK = {}
+
+
+#: the compile ledger as on disk (loaded on first use), and seconds added since the last save
+_DISK: dict[str, float] | None = None
+_UNSAVED = [0.0]
+#: helper savings are written once at least this many seconds have accumulated
+_SAVE_EVERY = 1e-3
+
+
+def _ledger_path() -> Path:
+    from fastprep.backends.kernel_files import cache_dir
+
+    return cache_dir() / "forgone.json"
+
+
+def _disk_ledger() -> dict[str, float]:
+    global _DISK
+    if _DISK is None:
+        try:
+            raw = json.loads(_ledger_path().read_text())
+            _DISK = {
+                str(k): float(v)
+                for k, v in raw.items()
+                if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+            }
+        except (OSError, ValueError, TypeError, AttributeError):
+            _DISK = {}
+    return _DISK
+
+
+def _disk_key(key: Any) -> str:
+    """A stable name for an amortization key (plan nodes have deterministic reprs)."""
+    return "stage:" + hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+
+
+def _disk_forgone(name: str) -> float:
+    return _disk_ledger().get(name, 0.0)
+
+
+def _add_forgone(name: str, seconds: float | None) -> None:
+    """Add ``seconds`` to ``name``'s compile ledger (None: clear it)."""
+    ledger = _disk_ledger()
+    if seconds is None:
+        if ledger.pop(name, None) is not None:
+            _UNSAVED[0] += _SAVE_EVERY
+        return
+    ledger[name] = ledger.get(name, 0.0) + seconds
+    _UNSAVED[0] += seconds
+
+
+def _save_forgone(force: bool = True) -> None:
+    if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
+        return
+    _UNSAVED[0] = 0.0
+    try:
+        path = _ledger_path()
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_text(json.dumps(_DISK, sort_keys=True))
+        os.replace(temporary, path)
+    except OSError:  # a read-only cache: the ledger lives in this process only
+        pass
 
 
 def stage_pin(plan: LogicalPlan, stage: Stage) -> str | None:
@@ -456,12 +539,13 @@ def kernel_path(
     if not _numba_installed():
         PATHS[what] = "numpy: numba not installed"
         return "numpy"
+    ledger = "helper:" + what
     if loaded:
         state, one_time = "loaded", 0.0
     elif cached:
         state, one_time = "cached", profile.numba_cache_load_seconds
-    else:
-        state, one_time = "not cached", cost.compile_seconds
+    else:  # less what earlier runs lost by not compiling it (rent-or-buy, on disk)
+        state, one_time = "not cached", max(0.0, cost.compile_seconds - _disk_forgone(ledger))
     rows = n_values if n_rows is None else n_rows
     importing = not numba_imported()
     if importing and not job_imports_numba(rows, profile):
@@ -473,7 +557,13 @@ def kernel_path(
     numba_s = n_values * cost.numba_value_seconds + one_time
     if numba_s < numpy_s:
         PATHS[what] = f"numba: {state} (predicted {numba_s:.2g} s vs numpy {numpy_s:.2g} s)"
+        if state == "not cached":
+            _add_forgone(ledger, None)
+            _save_forgone()
         return "numba"
+    if state == "not cached" and numpy_s > numba_s - one_time:
+        _add_forgone(ledger, numpy_s - (numba_s - one_time))
+        _save_forgone(force=False)
     if state == "not cached":
         why = f"kernel not cached, compile ~{one_time:.2g} s > run {numpy_s:.2g} s"
     else:

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from fastprep import planner
 from fastprep.backends import kernel_files
 from fastprep.backends.kernel_files import indent, load_module
 from fastprep.emit.arena import ARENA
+from fastprep.planner import kernel_path
 
 #: below this many rows the serial twins of the kernels run (thread wake-up costs more)
 PARALLEL_MIN_ROWS = 200_000
@@ -84,7 +84,7 @@ def csr_path(source: str, suffix: str, n_rows: int, n_blocks: int) -> str:
         path.exists()
         and all(kernel_files.numba_cached(path, f + suffix) for f in ("count", "fill"))
     )
-    return planner.kernel_path("csr", n_rows * n_blocks, cached=cached, loaded=loaded,
+    return kernel_path("csr", n_rows * n_blocks, cached=cached, loaded=loaded,
                                n_rows=n_rows)  # fmt: skip
 
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fastprep import planner
 from fastprep.backends.kernel_files import jit, numba_cached, numba_loaded
 from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
+from fastprep.planner import kernel_path
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -144,7 +144,7 @@ def _compact_rows(dense: np.ndarray, keep: np.ndarray) -> np.ndarray:
     kept = np.flatnonzero(keep)
     first = int(np.argmin(keep)) if not keep.all() else len(keep)
     sources = kept[first:]
-    path = planner.kernel_path(
+    path = kernel_path(
         "rows", sources.size * dense.shape[1], cached=numba_cached(_move_rows),
         loaded=numba_loaded(_move_rows), n_rows=dense.shape[0],
     )  # fmt: skip

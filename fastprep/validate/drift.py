@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fastprep import planner
 from fastprep.backends.kernel_files import jit as njit
 from fastprep.backends.kernel_files import numba_cached, numba_loaded
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
+from fastprep.planner import kernel_path
 from fastprep.validate import number_checks as nc
 from fastprep.validate.text_encode import arrow_uniques, count_codes
 
@@ -55,7 +55,7 @@ def _sums_over(values, rows, shift):  # pragma: no cover - compiled
 def sums_over(values: np.ndarray, rows: np.ndarray, shift: float) -> tuple[int, float, float]:
     """:func:`_sums_over` on its kernel, or by numpy (bit-identical: sums added in row
     order) when the planner predicts the kernel does not pay."""
-    path = planner.kernel_path(
+    path = kernel_path(
         "drift", len(rows), cached=numba_cached(_sums_over), loaded=numba_loaded(_sums_over),
         n_rows=len(values),
     )  # fmt: skip

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastprep import planner
 from fastprep.backends.kernel_files import jit as njit
 from fastprep.backends.kernel_files import numba_cached, numba_loaded, prange
+from fastprep.planner import kernel_path
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
 EXACT_INT = 2.0**53
@@ -171,7 +171,7 @@ def scan_column(
 def scan_path(n_values: int) -> str:
     """``"numba"`` or ``"numpy"`` for a scan of ``n_values`` (see :func:`planner.kernel_path`)."""
     kernels = (_first_finite, _parallel if n_values >= PARALLEL_MIN else _serial)
-    return planner.kernel_path(
+    return kernel_path(
         "scan",
         n_values,
         cached=all(numba_cached(k) for k in kernels),
