@@ -259,3 +259,19 @@ def test_small_cold_job_takes_numpy_large_warm_takes_numba(monkeypatch) -> None:
     assert planner.kernel_path("scan", 20_000, cached=True) == "numpy"
     assert "would not repay its import" in planner.PATHS["scan"]
     assert planner.kernel_path("scan", 50_000_000, cached=True) == "numba"
+
+
+def test_compile_ledger_persists_across_processes(tmp_path, monkeypatch) -> None:
+    """A job that would save time on a kernel it cannot repay in one run adds the loss to a
+    ledger on disk; a later process compiles once the ledger covers the compile."""
+    monkeypatch.setenv("FASTPREP_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
+    monkeypatch.setattr(planner, "numba_imported", lambda: True)
+    n = 120_000_000  # numpy 1.2 s vs Numba 0.42 s + a 1.3 s compile (the defaults)
+    paths = []
+    for _process in range(2):
+        monkeypatch.setattr(planner, "_DISK", None)  # as a new process: read from disk
+        paths.append(planner.kernel_path("scan", n, cached=False))
+    assert paths == ["numpy", "numba"]
+    monkeypatch.setattr(planner, "_DISK", None)
+    assert planner._disk_forgone("helper:scan") == 0.0  # compiled: the debt is cleared
