@@ -191,7 +191,7 @@ def _numba_cache_dirs(source: Path) -> list[Path]:
     """Where Numba would keep ``source``'s cache: ``$NUMBA_CACHE_DIR/<dir>_<sha1>`` if
     set, else ``__pycache__`` beside it if writable, else the user-wide cache (the order
     of Numba's own cache locators)."""
-    folder = str(source.resolve().parent)
+    folder = os.path.dirname(os.path.abspath(source))  # as Numba names it (no symlinks resolved)
     subpath = os.path.basename(folder) + "_" + hashlib.sha1(folder.encode()).hexdigest()
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
