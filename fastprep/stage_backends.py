@@ -32,10 +32,14 @@ def choose_stage_backends(
         if feature.backend is not None:
             resolve(feature.backend)
     usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
+    if planner.numba_imported() or planner.job_imports_numba(table.n_rows):
+        readiness = lambda _number, stage: _readiness(plan, stage, table)  # noqa: E731
+    else:  # a job too small to repay importing numba need not look at its kernels
+        readiness = lambda _number, _stage: planner.COLD  # noqa: E731
     return planner.choose(
         plan,
         table.n_rows,
-        readiness=lambda _number, stage: _readiness(plan, stage, table),
+        readiness=readiness,
         forced=forced,
         available=usable,
         numba_imported=planner.numba_imported(),

@@ -275,3 +275,12 @@ def test_compile_ledger_persists_across_processes(tmp_path, monkeypatch) -> None
     assert paths == ["numpy", "numba"]
     monkeypatch.setattr(planner, "_DISK", None)
     assert planner._disk_forgone("helper:scan") == 0.0  # compiled: the debt is cleared
+
+
+def test_explain_names_each_helper_path(repo_root) -> None:
+    from fastprep.cli import load_pipeline_file
+
+    pipeline = load_pipeline_file(repo_root / "pipelines" / "flights.py")
+    text = pipeline.explain(str(repo_root / "data_samples" / "flights.parquet"))
+    line = next(x for x in text.splitlines() if "scan: " in x)
+    assert line.split("scan: ")[1].split(":")[0] in ("numpy", "numba")
