@@ -35,31 +35,22 @@ def columns_and_signs(hashes: np.ndarray, n_features: int) -> tuple[np.ndarray, 
     each signed hash (+1 when ``h >= 0``)."""
     columns = np.abs(hashes) % n_features
     columns[hashes == INT32_MIN] = (2**31 - 1 - (n_features - 1)) % n_features
-    return columns, np.where(hashes >= 0, 1.0, -1.0)
+    return columns.astype(np.int32), np.where(hashes >= 0, 1.0, -1.0)
 
 
 def finish(
-    columns: np.ndarray,
-    values: np.ndarray,
-    per_row: np.ndarray,
-    n_features: int,
-    alternate_sign: bool,
-    signs: np.ndarray,
-    dtype: Any,
+    columns: np.ndarray, values: np.ndarray, indptr: np.ndarray, n_features: int, dtype: Any
 ) -> sp.csr_matrix:
-    """The CSR matrix of entries laid out row by row (``per_row`` entries each), as
-    sklearn builds it: value times sign in float64, cast to ``dtype``, duplicates summed."""
+    """The CSR matrix of entries laid out row by row (signed values in float64), finished
+    as sklearn does: values cast to ``dtype``, then duplicates summed (indices sorted)."""
     import scipy.sparse as sp
 
-    values = values * signs if alternate_sign else values
-    indptr = np.zeros(len(per_row) + 1, np.int64)
-    np.cumsum(per_row, out=indptr[1:])
     index_dtype = np.int64 if indptr[-1] > 2**31 - 1 else np.int32
     with np.errstate(over="ignore"):  # beyond float32: inf, as sklearn stores it
         values = values.astype(dtype)
     matrix = sp.csr_matrix(
-        (values, columns.astype(index_dtype), indptr.astype(index_dtype)),
-        shape=(len(per_row), n_features),
+        (values, columns.astype(index_dtype, copy=False), indptr.astype(index_dtype)),
+        shape=(len(indptr) - 1, n_features),
         dtype=dtype,
     )
     matrix.sum_duplicates()  # also sorts the indices (what FeatureHasher.transform does)
@@ -78,9 +69,8 @@ def hash_pairs(
     tokens: dict[str, int] = {}
     positions: list[int] = []
     values: list[float] = []
-    per_row: list[int] = []
+    indptr = [0]
     for row in rows:
-        before = len(values)
         for name, value in row:
             if isinstance(value, str):
                 name, value = f"{name}={value}", 1.0
@@ -88,35 +78,34 @@ def hash_pairs(
                 continue
             positions.append(tokens.setdefault(name, len(tokens)))
             values.append(float(value))
-        per_row.append(len(values) - before)
+        indptr.append(len(values))
     columns, signs = columns_and_signs(signed_hashes(list(tokens)), n_features)
     at = np.asarray(positions, dtype=np.int64)
-    return finish(
-        columns[at], np.asarray(values, dtype=np.float64), np.asarray(per_row, np.int64),
-        n_features, alternate_sign, signs[at], dtype,
-    )  # fmt: skip
+    signed = np.asarray(values, dtype=np.float64)
+    if alternate_sign:
+        signed = signed * signs[at]
+    return finish(columns[at], signed, np.asarray(indptr, np.int64), n_features, dtype)
 
 
 def hash_entries(
     inputs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
     n_rows: int,
     n_features: int,
-    alternate_sign: bool,
     dtype: Any = np.float32,
 ) -> sp.csr_matrix:
-    """Hash inputs given column-wise: per input ``(present, hash, value)`` arrays over the
-    rows (each input gives a row at most one entry, in input order) — what
-    ``FeatureHasher`` gives for each row's pairs in that order."""
-    if not inputs:
-        present = np.zeros((n_rows, 0), bool)
-        hashes = np.zeros((n_rows, 0), np.int64)
-        values = np.zeros((n_rows, 0))
-    else:
-        present = np.stack([p for p, _, _ in inputs], axis=1)
-        hashes = np.stack([h for _, h, _ in inputs], axis=1)
-        values = np.stack([v for _, _, v in inputs], axis=1)
-    present = present & (values != 0)
-    columns, signs = columns_and_signs(hashes[present], n_features)
-    return finish(
-        columns, values[present], present.sum(axis=1), n_features, alternate_sign, signs, dtype
-    )
+    """Hash inputs given column-wise: per input ``(present, column, signed value)`` arrays
+    over the rows (an input gives a row at most one entry; zero values are skipped), laid
+    out row by row in input order — what ``FeatureHasher`` gives for each row's pairs."""
+    k = len(inputs)
+    kept = np.empty((n_rows, k), bool)
+    columns = np.empty((n_rows, k), np.int32)
+    values = np.empty((n_rows, k), np.float64)
+    for i, (present, column, value) in enumerate(inputs):
+        np.logical_and(present, value != 0, out=kept[:, i])
+        columns[:, i] = column
+        values[:, i] = value
+    indptr = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(np.count_nonzero(kept, axis=1), out=indptr[1:])
+    if indptr[-1] == n_rows * k:  # every row has every entry: row-major as it is
+        return finish(columns.ravel(), values.ravel(), indptr, n_features, dtype)
+    return finish(columns[kept], values[kept], indptr, n_features, dtype)

@@ -237,28 +237,41 @@ def hash_features(step: Hash, values: dict[str, Any], n_rows: int, cross: bool =
     A cross hashes one token per row, ``a=x^b=y``, with value 1 (none if a member is missing).
     """
     if cross:
-        inputs = [_cross_entries(values)]
+        present, codes, tokens = _cross_tokens(values)
+        inputs = [_by_code(present, codes, tokens, step)]
     else:
-        inputs = [_hash_entries(name, value) for name, value in values.items()]
-    return hashref.hash_entries(inputs, n_rows, step.n_features, step.alternate_sign, np.float32)
+        inputs = [_hash_input(name, value, step) for name, value in values.items()]
+    return hashref.hash_entries(inputs, n_rows, step.n_features, np.float32)
 
 
-def _hash_entries(name: str, value: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(present, signed hash, value) per row of one hashed input."""
+def _by_code(
+    present: np.ndarray, codes: np.ndarray, tokens: list[str], step: Hash
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, column, signed 1.0) per row of text given as codes into ``tokens`` (-1:
+    missing): the column and sign are worked out once per distinct token, then gathered."""
+    columns, signs = hashref.columns_and_signs(hashref.signed_hashes(tokens), step.n_features)
+    if not step.alternate_sign:
+        signs = np.ones(len(tokens))
+    # a trailing slot for code -1, so the gathers need no masking
+    columns, signs = np.append(columns, np.int32(0)), np.append(signs, 0.0)
+    return present, columns[codes], signs[codes]
+
+
+def _hash_input(name: str, value: Any, step: Hash) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, column, signed value) per row of one hashed input."""
     if isinstance(value, TextColumn):
         tokens = [f"{name}={u}" for u in value.uniques]
-        hashes = np.append(hashref.signed_hashes(tokens), 0)  # code -1: slot -1
-        present = value.codes >= 0
-        return present, hashes[value.codes], present.astype(np.float64)
+        return _by_code(value.codes >= 0, value.codes, tokens, step)
     numbers = np.asarray(value, dtype=np.float64)
     present = ~np.isnan(numbers)
-    hashes = np.full(len(numbers), hashref.signed_hashes([name])[0])
-    return present, hashes, np.where(present, numbers, 0.0)
+    column, sign = hashref.columns_and_signs(hashref.signed_hashes([name]), step.n_features)
+    signed = numbers * sign[0] if step.alternate_sign else numbers
+    return present, np.full(len(numbers), column[0]), signed
 
 
-def _cross_entries(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(present, signed hash, 1.0) per row of a cross: token ``a=x^b=y`` of the members'
-    values, hashed once per distinct combination; absent where any member is missing."""
+def _cross_tokens(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per row of a cross: whether every member is present, the code of its combination
+    among the distinct ones present, and those combinations' tokens ``a=x^b=y``."""
     members = list(values.items())
     codes = [column.codes for _, column in members]
     present = np.logical_and.reduce([c >= 0 for c in codes])
@@ -270,7 +283,6 @@ def _cross_entries(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.n
         np.array([f"{name}={u}" for u in column.uniques], dtype=object)[part]
         for (name, column), part in zip(members, parts)
     ]
-    tokens = ["^".join(row) for row in zip(*labels)]
-    hashes = np.zeros(len(present), np.int64)
-    hashes[present] = hashref.signed_hashes(tokens)[inverse]
-    return present, hashes, present.astype(np.float64)
+    combination = np.full(len(present), -1, np.int64)
+    combination[present] = inverse
+    return present, combination, ["^".join(row) for row in zip(*labels)]
