@@ -210,7 +210,6 @@ def _index_fresh(source: Path, qualname: str, lineno: int | None) -> bool:
         stamp = _source_digest(str(source), *_stat(source))
     except OSError:
         return False
-    version = _numba_version().encode()
     tag = "" if lineno is None else str(lineno)
     pattern = f"{source.stem}.{qualname.replace('<', '').replace('>', '')}-{tag or '*'}"
     pattern += f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}.nbi"
@@ -221,7 +220,7 @@ def _index_fresh(source: Path, qualname: str, lineno: int | None) -> bool:
                 content = index.read_bytes()
             except OSError:
                 continue
-            if version in content[:64] and stamp in content:
+            if _numba_version().encode() in content[:64] and stamp in content:
                 return True
     return False
 
@@ -238,9 +237,16 @@ def _source_digest(path: str, mtime: float, size: int) -> bytes:
 
 @functools.lru_cache(maxsize=1)
 def _numba_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("numba")
-    except PackageNotFoundError:
+    """Numba's version without importing it (nor ``importlib.metadata``, 40 ms): from its
+    ``dist-info`` folder beside the package."""
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        return str(numba.__version__)
+    spec = importlib.util.find_spec("numba")
+    if spec is None or spec.origin is None:
         return "\0no numba"
+    for info in Path(spec.origin).parent.parent.glob("numba-*.dist-info"):
+        return info.name[len("numba-") : -len(".dist-info")]
+    from importlib.metadata import version
+
+    return version("numba")
