@@ -149,6 +149,10 @@ def _materialize_module(name: str) -> None:
             if value.dispatcher is None:  # a kernel of another module, called from here
                 _materialize_module(value.py_func.__module__)
             setattr(module, attribute, value.dispatcher)
+        elif isinstance(value, ModuleType) and any(  # kernels called as ``mm.kernel(...)``
+            k.dispatcher is None for k in _LAZY.get(value.__name__, [])
+        ):
+            _materialize_module(value.__name__)
 
 
 def _bind_lazy(module: ModuleType) -> None:
