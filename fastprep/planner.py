@@ -494,7 +494,6 @@ HELPERS: dict[str, HelperCost] = {
     "drift": HelperCost(1.5e-8, 1.5e-9, 0.3),
     "csr": HelperCost(2.5e-8, 3.0e-9, 0.9),
     "rows": HelperCost(4.0e-9, 2.0e-9, 0.1),
-    "text": HelperCost(8.0e-8, 2.0e-8, 2.5),
 }
 #: a whole job's seconds saved per input row when its kernels run on Numba instead of
 #: numpy, summed from the rates above and the stages' (the flights pipeline at 336k rows:
