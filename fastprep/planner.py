@@ -487,12 +487,13 @@ class HelperCost:
 
 #: measured on the 2-core VM (2026-12-04, a busy machine: best of 5) at 20k, 320k and
 #: 3.2M values (validation scan: numpy 9.7-16, Numba 3.4-3.5 ns per value; drift sums over
-#: half the rows: numpy 7.5-17, Numba 0.8-1.4 ns); compile seconds are a first call's extra
-#: time with an empty Numba cache
+#: half the rows: numpy 7.5-17, Numba 0.8-1.4 ns; CSR assembly per row and block, 20k and
+#: 320k rows: numpy 44-61, Numba 9.5-11 ns); compile seconds are a first call's extra time
+#: with an empty Numba cache
 HELPERS: dict[str, HelperCost] = {
     "scan": HelperCost(1.0e-8, 3.5e-9, 1.3),
     "drift": HelperCost(1.5e-8, 1.5e-9, 0.3),
-    "csr": HelperCost(2.5e-8, 3.0e-9, 0.9),
+    "csr": HelperCost(5.0e-8, 1.0e-8, 0.9),
     "rows": HelperCost(4.0e-9, 2.0e-9, 0.1),
 }
 #: a whole job's seconds saved per input row when its kernels run on Numba instead of
