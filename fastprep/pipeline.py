@@ -126,6 +126,7 @@ class Pipeline:
                     for phase, seconds in choice["measured_seconds"].items()
                 )
                 lines.append(f"│    measured: {measured}")
+        lines += [f"├─ {line}" for line in stage_backends.describe_paths()]
         if analyze:
             stages = ", ".join(f"{k} {v:.3g} s" for k, v in prepared.report.stages.items())
             lines.append(f"└─ run: {stages}")

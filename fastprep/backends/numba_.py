@@ -15,7 +15,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numba
 import numpy as np
 
 from fastprep.backends import dict_encode, kernel_files
@@ -190,6 +189,8 @@ def _run_fit(
     table: Table,
     log: reference.Repairs | None,
 ) -> tuple[list[np.ndarray], list[tuple[float, int]]]:
+    import numba
+
     n_moments = sum(1 for t in program.stats if t[2] != "median")
     n_medians = len(program.stats) - n_moments
     acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
@@ -496,6 +497,8 @@ def _param_array(
 def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> Any:
     """Import the generated module (writing it once) and compile its kernel and row loop
     for these argument types; returns the module."""
+    import numba
+
     key = program.key
     module = kernel_files.load_module(program.source)
     kernel = module.kernel
@@ -522,6 +525,10 @@ def kernel_readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
 
 
 def _readiness_of(key: str) -> str:
+    """Loaded in this process, in Numba's disk cache (the generated module is on disk and
+    its ``kernel`` in Numba's index for the current source), or to be compiled."""
     if kernel_files.is_loaded(key):
         return "loaded"
-    return "cached" if kernel_files.is_on_disk(key) else "compile"
+    path = kernel_files.cache_dir() / f"fp_{key}.py"
+    on_disk = kernel_files.is_on_disk(key) and kernel_files.numba_cached(path, "kernel")
+    return "cached" if on_disk else "compile"

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+
+from fastprep.backends.kernel_files import jit as njit  # made on first use
+from fastprep.backends.kernel_files import prange
 
 #: rows per statistics block (the buffer is a few KiB, so it stays in cache)
 BLOCK = 1024
