@@ -30,6 +30,7 @@ from fastprep.backends.numba_codegen import (
     median_gather_program,
     transform_program,
 )
+from fastprep.backends.scalers import maxabs_from_range
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
@@ -38,7 +39,16 @@ from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
-from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step, Vectorize
+from fastprep.plan.steps import (
+    Clip,
+    FillMissing,
+    Hash,
+    MaxAbsScale,
+    MinMax,
+    Standardize,
+    Step,
+    Vectorize,
+)
 from fastprep.validate.number_checks import moments_only
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
@@ -158,7 +168,7 @@ def _params_after_fill(
 def _stat_kind(step: Step) -> str:
     if isinstance(step, FillMissing) and step.value == "median":
         return "median"
-    return "range" if isinstance(step, MinMax) else "moments"
+    return "range" if isinstance(step, (MinMax, MaxAbsScale)) else "moments"
 
 
 def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
@@ -180,6 +190,8 @@ def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any
         return standardize_from_moments(int(count), mean, m2 / count, what)
     if isinstance(step, MinMax):
         return minmax_from_range(lo, hi, *step.feature_range)
+    if isinstance(step, MaxAbsScale):
+        return maxabs_from_range(lo, hi)
     return {"fill": mean}
 
 

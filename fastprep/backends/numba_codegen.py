@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from fastprep.backends.kernel_files import indent, source_key
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
-from fastprep.plan.steps import Clip, FillMissing, Log1p, MinMax, Standardize, Step
+from fastprep.plan.steps import Clip, FillMissing, Log1p, MaxAbsScale, MinMax, Standardize, Step
 
 #: rows per statistics block in fit kernels (a few KiB per chain: stays in cache)
 BLOCK = 1024
@@ -259,9 +259,10 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
 
 
 def _affine_run(steps: tuple[Step, ...], start: int) -> int:
-    """How many consecutive affine steps (Standardize, MinMax) begin at ``start``."""
+    """How many consecutive affine steps (Standardize, MinMax, MaxAbsScale) begin at
+    ``start``."""
     end = start
-    while end < len(steps) and isinstance(steps[end], (Standardize, MinMax)):
+    while end < len(steps) and isinstance(steps[end], (Standardize, MinMax, MaxAbsScale)):
         end += 1
     return max(end - start, 1)
 
@@ -276,6 +277,8 @@ def compose_affine(
             mean = fitted["mean"] if step.with_mean else 0.0
             scale = fitted["scale"] if step.with_std else 1.0
             a, b = a / scale, (b - mean) / scale
+        elif isinstance(step, MaxAbsScale):
+            a, b = a / fitted["scale"], b / fitted["scale"]
         else:
             a, b = a * fitted["scale"], b * fitted["scale"] + fitted["min"]
     return a, b
@@ -301,6 +304,8 @@ def _step_code(
         return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_std else [])
     if isinstance(step, MinMax):
         return [f"{v} = {v} * {p('scale')}", f"{v} = {v} + {p('min')}"]
+    if isinstance(step, MaxAbsScale):
+        return [f"{v} = {v} / {p('scale')}"]
     raise NotImplementedError(f"no fused code for {step.describe()}")
 
 

@@ -143,6 +143,168 @@ class MinMax(Step):
         object.__setattr__(self, "feature_range", (low, high))
 
 
+@dataclass(frozen=True)
+class MaxAbsScale(Step):
+    """``x / max|x|`` from the fitted largest magnitude, like sklearn's ``MaxAbsScaler``."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class RobustScale(Step):
+    """``(x - median) / (q_high - q_low)``, like sklearn's ``RobustScaler`` (quantiles by
+    ``numpy.nanpercentile``'s linear interpolation; a zero range scales by 1)."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    fusable: ClassVar[bool] = False
+    with_centering: bool = True
+    with_scaling: bool = True
+    quantile_range: tuple[float, float] = (25.0, 75.0)
+
+    def __post_init__(self) -> None:
+        _require_bools(self, "with_centering", "with_scaling")
+        low, high = _number_pair(self, "quantile_range", self.quantile_range)
+        if not 0 <= low <= high <= 100:
+            raise PipelineDefinitionError(
+                f"RobustScale(quantile_range={self.quantile_range}): need 0 <= low <= high <= 100"
+            )
+        object.__setattr__(self, "quantile_range", (low, high))
+
+
+@dataclass(frozen=True)
+class Bin(Step):
+    """Discretize into bins, like sklearn's ``KBinsDiscretizer`` (``subsample=None``,
+    ``quantile_method="averaged_inverted_cdf"``): ``strategy`` "quantile" or "uniform" with
+    ``n_bins`` fitted bins, or fixed ``edges=[e0, ..., ek]`` (k bins, no fit; values below
+    ``e0`` go to bin 0, at or above ``ek`` to bin k-1). ``encode="ordinal"`` gives the bin
+    number (missing stays missing); ``"onehot"`` a CSR block ``col=bin<i>`` (a missing value
+    is a row of zeros) that ends the chain.
+    """
+
+    n_bins: int = 5
+    strategy: str = "quantile"
+    encode: str = "ordinal"
+    edges: tuple[float, ...] | None = None
+    fusable: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        n = self.n_bins
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise PipelineDefinitionError(f"Bin(n_bins={n!r}): must be an integer >= 2")
+        if self.strategy not in ("quantile", "uniform"):
+            raise PipelineDefinitionError(
+                f"Bin(strategy={self.strategy!r}): use 'quantile' or 'uniform'"
+            )
+        if self.encode not in ("ordinal", "onehot"):
+            raise PipelineDefinitionError(f"Bin(encode={self.encode!r}): use 'ordinal' or 'onehot'")
+        if self.edges is not None:
+            edges = self.edges
+            if isinstance(edges, (str, bytes)) or not hasattr(edges, "__iter__"):
+                raise PipelineDefinitionError(f"Bin(edges={edges!r}): a list of numbers")
+            values = tuple(edges)
+            if len(values) < 2 or not all(
+                not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+                for v in values
+            ):
+                raise PipelineDefinitionError(
+                    f"Bin(edges={list(values)!r}): at least two finite numbers"
+                )
+            values = tuple(float(v) for v in values)
+            if any(b <= a for a, b in zip(values, values[1:])):
+                raise PipelineDefinitionError(
+                    f"Bin(edges={list(values)!r}): edges must be strictly increasing"
+                )
+            object.__setattr__(self, "edges", values)
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return "encoder" if self.encode == "onehot" else "fitted"
+
+    @property
+    def needs_fit(self) -> bool:  # type: ignore[override]
+        return self.edges is None
+
+    def describe(self) -> str:
+        if self.edges is not None:
+            args = [f"edges={list(self.edges)!r}"]
+        else:
+            args = [f"n_bins={self.n_bins}", f"strategy={self.strategy!r}"]
+        if self.encode != "ordinal":
+            args.append(f"encode={self.encode!r}")
+        return f"Bin({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class QuantileTransform(Step):
+    """Map values through their fitted quantiles to a uniform or normal distribution, like
+    sklearn's ``QuantileTransformer(subsample=None)``."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    fusable: ClassVar[bool] = False
+    n_quantiles: int = 1000
+    output_distribution: str = "uniform"
+
+    def __post_init__(self) -> None:
+        n = self.n_quantiles
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise PipelineDefinitionError(
+                f"QuantileTransform(n_quantiles={n!r}): must be an integer >= 1"
+            )
+        if self.output_distribution not in ("uniform", "normal"):
+            raise PipelineDefinitionError(
+                f"QuantileTransform(output_distribution={self.output_distribution!r}): "
+                "use 'uniform' or 'normal'"
+            )
+
+
+@dataclass(frozen=True)
+class PowerTransform(Step):
+    """Yeo-Johnson or Box-Cox with the maximum-likelihood lambda, then (``standardize``)
+    zero mean and unit variance, like sklearn's ``PowerTransformer``. Box-Cox needs
+    positive values: a non-positive one is a finding at validation (declare the column
+    ``fp.Float(min=...)``) or a :class:`~fastprep.errors.FitError`, never a crash."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    fusable: ClassVar[bool] = False
+    method: str = "yeo-johnson"
+    standardize: bool = True
+
+    def __post_init__(self) -> None:
+        if self.method not in ("yeo-johnson", "box-cox"):
+            raise PipelineDefinitionError(
+                f"PowerTransform(method={self.method!r}): use 'yeo-johnson' or 'box-cox'"
+            )
+        _require_bools(self, "standardize")
+
+
+def _require_bools(step: Step, *names: str) -> None:
+    for name in names:
+        value = getattr(step, name)
+        if not isinstance(value, bool):
+            raise PipelineDefinitionError(
+                f"{type(step).__name__}({name}={value!r}): must be True or False"
+            )
+
+
+def _number_pair(step: Step, name: str, value: Any) -> tuple[float, float]:
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise PipelineDefinitionError(
+            f"{type(step).__name__}({name}={value!r}): a pair of numbers"
+        ) from None
+    for v in (low, high):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise PipelineDefinitionError(
+                f"{type(step).__name__}({name}={value!r}): a pair of finite numbers"
+            )
+    return float(low), float(high)
+
+
 def _check_vocabulary_args(step: OneHot | Categorify) -> None:
     """``min_frequency`` an integer >= 1, ``max_categories`` None or an integer >= 1."""
     name = type(step).__name__
@@ -290,10 +452,29 @@ STEP_TYPES: dict[str, type[Step]] = {
         Hash,
         Map,
         Vectorize,
+        MaxAbsScale,
+        RobustScale,
+        Bin,
+        QuantileTransform,
+        PowerTransform,
     )
 }
 AnyStep = (
-    FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Categorify | Hash | Map | Vectorize
+    FillMissing
+    | Clip
+    | Log1p
+    | Standardize
+    | MinMax
+    | OneHot
+    | Categorify
+    | Hash
+    | Map
+    | Vectorize
+    | MaxAbsScale
+    | RobustScale
+    | Bin
+    | QuantileTransform
+    | PowerTransform
 )
 
 
