@@ -173,7 +173,9 @@ def apply_step(
     if isinstance(step, QuantileTransform):
         return scalers.quantile_apply(step, params, values)
     if isinstance(step, PowerTransform):
-        return scalers.power_apply(step, params, values)
+        out, outside = scalers.power_apply(step, params, values)
+        repairs.add(output, "boxcox_domain", outside)
+        return out
     if isinstance(step, Map):
         out, bad = apply_map(step.func, values)
         repairs.add(output, "map_not_finite", bad)

@@ -170,14 +170,13 @@ def quantile_apply(
 
 def power_params(step: PowerTransform, values: np.ndarray, what: str) -> dict[str, Any]:
     """PowerTransformer's lambda (scipy's Brent search of the log-likelihood), then the
-    StandardScaler statistics of the transformed values."""
+    StandardScaler statistics of the transformed values. Box-Cox is fitted on the
+    positive values: a value <= 0 is outside its domain and missing (as at transform)."""
     present = _present(values, what)
-    if step.method == "box-cox" and present.min() <= 0:
-        raise FitError(
-            f"{what}: Box-Cox needs positive values, the smallest is {present.min()!r}; "
-            "use method='yeo-johnson' or declare the column fp.Float(min=...) so "
-            "validation quarantines such rows"
-        )
+    if step.method == "box-cox":
+        present = present[present > 0]
+        if len(present) == 0:
+            raise FitError(f"{what}: Box-Cox needs positive values; there are none")
     mean = np.mean(present, dtype=np.float64)
     var = np.var(present, dtype=np.float64)
     n = len(present)
@@ -190,7 +189,7 @@ def power_params(step: PowerTransform, values: np.ndarray, what: str) -> dict[st
         lam = _optimal_lambda(step.method, present)
     out: dict[str, Any] = {"lambda": lam}
     if step.standardize:
-        transformed = power_values(step.method, lam, present)
+        transformed, _ = power_values(step.method, lam, present)
         fitted = standardize_params(transformed, what)
         out.update(mean=fitted["mean"], scale=fitted["scale"])
     return out
@@ -205,13 +204,17 @@ def _optimal_lambda(method: str, present: np.ndarray) -> float:
         return float(stats.boxcox_normmax(present, method="mle"))
 
 
-def power_values(method: str, lam: float, values: np.ndarray) -> np.ndarray:
-    """scipy's Yeo-Johnson transform / ``special.boxcox`` (NaN stays NaN)."""
+def power_values(method: str, lam: float, values: np.ndarray) -> tuple[np.ndarray, int]:
+    """scipy's Yeo-Johnson transform / ``special.boxcox`` (NaN stays NaN), and how many
+    present values were outside Box-Cox's domain (<= 0: set missing)."""
     with np.errstate(all="ignore"):
         if method == "box-cox":
             from scipy.special import boxcox
 
-            return boxcox(values, lam)
+            outside = values <= 0
+            out = boxcox(values, lam)
+            out[outside] = np.nan
+            return out, int(np.count_nonzero(outside))
         out = np.zeros_like(values, dtype=np.float64)
         pos = values >= 0
         neg = ~pos
@@ -223,12 +226,15 @@ def power_values(method: str, lam: float, values: np.ndarray) -> np.ndarray:
             out[neg] = -np.expm1((2 - lam) * np.log1p(-values[neg])) / (2 - lam)
         else:
             out[neg] = -np.log1p(-values[neg])
-        return out
+        return out, 0
 
 
-def power_apply(step: PowerTransform, params: dict[str, Any], values: np.ndarray) -> np.ndarray:
-    out = power_values(step.method, params["lambda"], values)
+def power_apply(
+    step: PowerTransform, params: dict[str, Any], values: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """The transformed values and the count of values outside Box-Cox's domain."""
+    out, outside = power_values(step.method, params["lambda"], values)
     if step.standardize:
         out -= params["mean"]
         out /= params["scale"]
-    return out
+    return out, outside

@@ -16,6 +16,11 @@ Each fitted statistic has a small, mergeable partial:
   hold for certain. Pass 2 returns per partition the count of values ``<= lo`` and the
   distinct values in ``(lo, hi]`` with their counts (about ``2 n / SUMMARY_POINTS``
   values in total), from which the two middle order statistics are picked exactly.
+- many quantiles or a likelihood search (``RobustScale``, fitted ``Bin``,
+  ``QuantileTransform``, ``PowerTransform``): each partition sends its present values;
+  the job concatenates them in partition order and fits as one process does — the same
+  values in the same order, so the same parameters. It costs 8 bytes per value on
+  the client, so a job whose rows exceed :data:`MAX_GATHERED_VALUES` is refused up front.
 """
 
 from __future__ import annotations
@@ -26,16 +31,30 @@ from typing import Any
 import numpy as np
 
 from fastprep.backends.encoders import kept_positions
+from fastprep.backends.scalers import maxabs_from_range
 from fastprep.backends.stats import (
     minmax_from_range,
     require_values,
     standardize_from_moments,
 )
 from fastprep.columns import TextColumn
-from fastprep.plan.steps import FillMissing, MinMax, Standardize, Step
+from fastprep.errors import FitError
+from fastprep.plan.steps import (
+    Bin,
+    FillMissing,
+    MaxAbsScale,
+    MinMax,
+    PowerTransform,
+    QuantileTransform,
+    RobustScale,
+    Standardize,
+    Step,
+)
 
 #: exact order statistics each partition sends for the median's first pass
 SUMMARY_POINTS = 2049
+#: rows above which a step fitted on gathered values is refused on a cluster (~800 MB)
+MAX_GATHERED_VALUES = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,8 @@ def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dic
         return standardize_from_moments(total.count, total.mean, total.m2 / total.count, what)
     if isinstance(step, MinMax):
         return minmax_from_range(total.low, total.high, *step.feature_range)
+    if isinstance(step, MaxAbsScale):
+        return maxabs_from_range(total.low, total.high)
     assert isinstance(step, FillMissing)
     return {"fill": total.mean}
 
@@ -239,3 +260,38 @@ def median_from_windows(parts: list[Window], total: int) -> float:
     k1, k2 = (total - 1) // 2, total // 2
     a, b = at(k1), at(k2)
     return a if k1 == k2 else float(np.mean([a, b]))
+
+
+# ---------------------------------------------------------------- gathered values
+
+
+def needs_values(step: Step) -> bool:
+    """Steps fitted on all present values (quantiles, a likelihood search)."""
+    return isinstance(step, (RobustScale, QuantileTransform, PowerTransform)) or (
+        isinstance(step, Bin) and step.needs_fit
+    )
+
+
+def values_of(values: np.ndarray) -> np.ndarray:
+    """The partition's present values in row order: concatenated in partition order they
+    are the values one process fits on, in its order (a likelihood search's sums then
+    round the same way)."""
+    return values[~np.isnan(values)]
+
+
+def check_gather_size(step: Step, name: str, rows: int) -> None:
+    """Refuse, naming the step, a fit that would gather more than the cap on the client."""
+    if rows > MAX_GATHERED_VALUES:
+        raise FitError(
+            f"{step.describe()} on {name!r}: fitting it on a cluster gathers every value "
+            f"on the client ({rows:,} rows > {MAX_GATHERED_VALUES:,}); fit on a sample "
+            "without client= (pipeline.fit(sample)) and transform on the cluster"
+        )
+
+
+def params_from_values(step: Step, parts: list[np.ndarray], what: str) -> dict[str, Any]:
+    """The single-process fit on the partitions' values, concatenated in partition order."""
+    from fastprep.backends.pandas_ import fit_step
+
+    values = np.concatenate(parts) if parts else np.empty(0)
+    return fit_step(step, values, what)

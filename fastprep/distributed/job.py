@@ -39,7 +39,7 @@ from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, So
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import FillMissing, MinMax, Standardize
+from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
@@ -118,6 +118,11 @@ def fit(
         key: [s for s, step in enumerate(plan.features[key[0]].steps) if step.needs_fit]
         for key in learned
     }
+    rows = sum(s.n_rows or 0 for s in specs)
+    for (f, name), positions in levels.items():
+        for q in positions:
+            if agg.needs_values(plan.features[f].steps[q]):
+                agg.check_gather_size(plan.features[f].steps[q], name, rows)
     folds = _folds(plan, levels)
     levels = {k: [q for q in v if q not in folds.get(k, ())] for k, v in levels.items()}
     report: Report | None = None
@@ -202,6 +207,8 @@ def _merge_folded(
 def _static(step: Any) -> dict[str, Any]:
     if isinstance(step, FillMissing) and not step.needs_fit:
         return {"fill": step.value}
+    if isinstance(step, Bin) and not step.needs_fit:  # fixed edges
+        return {"edges": np.asarray(step.edges, dtype=np.float64)}
     return {}
 
 
@@ -241,6 +248,8 @@ def _merge(
             learned[(f, name)][position] = agg.params_from_vocabularies(
                 parts, step.min_frequency, step.max_categories
             )
+        elif kind == "values":
+            learned[(f, name)][position] = agg.params_from_values(step, parts, what)
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(

@@ -164,10 +164,14 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
         return agg.summary_of(values)
     if kind == "window":
         return agg.window_of(values, *extra)
+    if kind == "values":
+        return agg.values_of(values)
     raise ValueError(f"unknown partial {kind!r}")
 
 
 def stat_kind(step: Step) -> str:
+    if agg.needs_values(step):
+        return "values"
     if step.kind == "encoder":
         return "vocabulary"
     if isinstance(step, FillMissing) and step.value == "median":

@@ -263,9 +263,10 @@ class QuantileTransform(Step):
 @dataclass(frozen=True)
 class PowerTransform(Step):
     """Yeo-Johnson or Box-Cox with the maximum-likelihood lambda, then (``standardize``)
-    zero mean and unit variance, like sklearn's ``PowerTransformer``. Box-Cox needs
-    positive values: a non-positive one is a finding at validation (declare the column
-    ``fp.Float(min=...)``) or a :class:`~fastprep.errors.FitError`, never a crash."""
+    zero mean and unit variance, like sklearn's ``PowerTransformer``. Box-Cox is defined
+    for positive values: a value <= 0 becomes missing and is counted in the report
+    (``boxcox_domain``, like ``Log1p`` below -1), never a crash; fit sees the positive ones.
+    """
 
     kind: ClassVar[str] = "fitted"
     needs_fit: ClassVar[bool] = True
@@ -403,7 +404,7 @@ class Vectorize(Step):
         return "Vectorize()"
 
 
-#: functions ``fp.Map`` steps refer to by name; saved pipelines store only the name
+#: functions ``fp.Map`` steps were built with in this process, by the digest of their code
 FUNCTIONS: dict[str, Callable[[float], float]] = {}
 
 
@@ -412,31 +413,65 @@ class Map(Step):
     """Apply a plain Python scalar function to every present value (JIT-compiled by Numba).
 
     Missing values stay missing and are not passed to ``func``; a result that is NaN or
-    ±inf becomes missing and is counted. Saved pipelines keep the function's ``name``
-    only (never its code): ``fp.load(path, functions={name: func})`` supplies it again.
+    ±inf becomes missing and is counted. A function is identified by its code (a digest of
+    its bytecode, constants and plain values it reads), not its name: two lambdas in one
+    pipeline are two functions, a notebook cell run again redefines its function. Saved
+    pipelines keep the name and the digest (never the code): ``fp.load`` finds a function
+    with that digest defined in this process or passed as ``functions={name: func}``.
     """
 
     func: Callable[[float], float] = field(compare=False)
     name: str = ""
+    code: str = field(default="", repr=False)
     fusable: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
+        from fastprep.plan.func_code import code_digest
+
         if not callable(self.func):
             raise PipelineDefinitionError(f"fp.Map needs a function, got {self.func!r}")
         name = self.name or getattr(self.func, "__qualname__", "") or repr(self.func)
         object.__setattr__(self, "name", name)
-        registered = FUNCTIONS.get(name)
-        if registered is not None and registered is not self.func:
-            raise PipelineDefinitionError(
-                f"fp.Map: another function is already named {name!r}; pass name='...'"
-            )
-        FUNCTIONS[name] = self.func
+        object.__setattr__(self, "code", code_digest(self.func))
+        FUNCTIONS[self.code] = self.func
 
     def describe(self) -> str:
         return f"Map({self.name})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"op": "Map", "name": self.name}
+        return {"op": "Map", "name": self.name, "code": self.code}
+
+
+def _saved_function(
+    data: dict[str, Any], functions: dict[str, Callable[[float], float]] | None
+) -> Map:
+    """The function a saved ``Map`` was fitted with: matched by its code digest among the
+    functions passed and those defined in this process (by name for a state saved
+    before digests were kept). A passed function whose code differs is refused."""
+    from fastprep.plan.func_code import code_digest
+
+    name = str(data.get("name", ""))
+    code = data.get("code")
+    passed = functions or {}
+    if code is None:  # an older state: by name only
+        func = passed.get(name) or next(
+            (f for f in FUNCTIONS.values() if getattr(f, "__qualname__", "") == name), None
+        )
+    else:
+        func = next((f for f in passed.values() if code_digest(f) == code), None)
+        if func is None and name in passed:
+            raise PipelineDefinitionError(
+                f"the saved pipeline applies fp.Map({name}) fitted with other code than the "
+                f"function passed as {name!r} (code digest {code}, passed "
+                f"{code_digest(passed[name])}); pass the function it was fitted with, or fit again"
+            )
+        func = func or FUNCTIONS.get(str(code))
+    if func is None:
+        raise PipelineDefinitionError(
+            f"the saved pipeline applies fp.Map({name}); pass the function: "
+            f"fp.load(path, functions={{{name!r}: {name.split('.')[-1]}}})"
+        )
+    return Map(func, name)
 
 
 STEP_TYPES: dict[str, type[Step]] = {
@@ -483,21 +518,15 @@ def step_from_dict(
 ) -> Step:
     """Inverse of :meth:`Step.to_dict`; rejects unknown op names.
 
-    ``Map`` steps are resolved by name from ``functions`` or functions already defined in
-    this process — never by importing or evaluating anything named in the file.
+    ``Map`` steps are resolved by their code digest among ``functions`` and functions
+    already defined in this process — never by importing or evaluating anything named in
+    the file.
     """
     data = dict(data)
     name = data.pop("op", None)
     if name not in STEP_TYPES:
         raise PipelineDefinitionError(f"unknown step {name!r}; known: {sorted(STEP_TYPES)}")
     if name == "Map":
-        func_name = str(data.get("name", ""))
-        func = (functions or {}).get(func_name) or FUNCTIONS.get(func_name)
-        if func is None:
-            raise PipelineDefinitionError(
-                f"the saved pipeline applies fp.Map({func_name}); pass the function: "
-                f"fp.load(path, functions={{{func_name!r}: {func_name.split('.')[-1]}}})"
-            )
-        return Map(func, func_name)
+        return _saved_function(data, functions)
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
     return STEP_TYPES[name](**kwargs)
