@@ -150,7 +150,7 @@ def test_steps_after_other_steps_on_flights(flights_sample, backend) -> None:
         np.nan_to_num(_peer_column(RobustScaler(), dep)[0], nan=0.0),
         _peer_column(
             QuantileTransformer(n_quantiles=200, output_distribution="normal", subsample=None), air
-        )[0],  # fmt: skip
+        )[0],
         StandardScaler()
         .fit_transform(MaxAbsScaler().fit_transform(np.log1p(dist).reshape(-1, 1)))
         .ravel(),
