@@ -362,3 +362,11 @@ def test_reference_fit_equals_the_peer_on_edge_cases(values, which) -> None:
     np.testing.assert_allclose(
         got.astype(np.float32), expected.astype(np.float32), rtol=rtol, atol=rtol * 1e-3
     )
+
+
+def test_the_readme_example_runs(repo_root, monkeypatch, capsys) -> None:
+    text = (repo_root / "README.md").read_text()
+    block = text.split("<!-- example: fitted-steps -->\n```python\n")[1].split("```")[0]
+    monkeypatch.chdir(repo_root)
+    exec(compile(block, "README.md", "exec"), {})  # our own file, never user input
+    assert "(20000, 9) ['dist_bin=bin0'" in capsys.readouterr().out
