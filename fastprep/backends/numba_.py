@@ -30,7 +30,7 @@ from fastprep.backends.numba_codegen import (
     median_gather_program,
     transform_program,
 )
-from fastprep.backends.scalers import maxabs_from_range
+from fastprep.backends.scalers import maxabs_from_range, needs_values
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
@@ -94,11 +94,14 @@ def fit_stage(
     _static_params(chains, learned)
     pending = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
     while any(pending):
-        targets, folded = [], []
+        targets, folded, direct = [], [], []
         for k, positions in enumerate(pending):
             if not positions:
                 continue
             s = positions.pop(0)
+            if needs_values(chains[k].steps[s]):
+                direct.append((k, s))
+                continue
             targets.append((k, s, _stat_kind(chains[k].steps[s])))
             if _folds_into_fill(chains[k].steps, s, positions):
                 positions.pop(0)  # learned in this pass from the values before the fill
@@ -108,6 +111,10 @@ def fit_stage(
         extremes = frozenset(  # a fill folded into a MinMax learns its range too
             (k, s) for k, s in folded if isinstance(chains[k].steps[s + 1], MinMax)
         )
+        for k, s in direct:  # quantiles or a likelihood search: numpy on the values
+            learned[k][s] = _fit_on_values(plan, chains[k], s, learned[k], table)
+        if not targets:
+            continue
         program = fit_program(
             chains, targets, _text_columns(table), table.selection is not None,
             _tabled(table, chains), extremes,
@@ -132,6 +139,19 @@ def fit_stage(
     for chain, params in zip(chains, learned):
         out[chain.feature][chain.name] = params
     return out
+
+
+def _fit_on_values(
+    plan: LogicalPlan, chain: Chain, s: int, learned: list[dict[str, Any]], table: Table
+) -> dict[str, Any]:
+    """A step fitted on all its input values (quantiles, a likelihood search): the values
+    by the reference code, the fit by the reference fit (the same parameters)."""
+    item = plan.features[chain.feature].inputs[chain.position]
+    repairs = reference.Repairs()
+    values = reference.input_values(item, table, repairs)
+    values = reference.apply_chain(chain.steps[:s], learned[:s], values, chain.name, repairs)
+    step = chain.steps[s]
+    return reference.fit_step(step, values, f"{step.describe()} on {chain.name!r}")
 
 
 def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> bool:

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 
 from fastprep.backends.kernel_files import indent, source_key
 from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
-from fastprep.plan.steps import Clip, FillMissing, Log1p, MaxAbsScale, MinMax, Standardize, Step
+from fastprep.plan.steps import (
+    Clip,
+    FillMissing,
+    Log1p,
+    MaxAbsScale,
+    MinMax,
+    RobustScale,
+    Standardize,
+    Step,
+)
 
 #: rows per statistics block in fit kernels (a few KiB per chain: stays in cache)
 BLOCK = 1024
@@ -258,11 +267,14 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
     return lines
 
 
+_AFFINE = (Standardize, MinMax, MaxAbsScale, RobustScale)
+
+
 def _affine_run(steps: tuple[Step, ...], start: int) -> int:
-    """How many consecutive affine steps (Standardize, MinMax, MaxAbsScale) begin at
-    ``start``."""
+    """How many consecutive affine steps (Standardize, MinMax, MaxAbsScale, RobustScale)
+    begin at ``start``."""
     end = start
-    while end < len(steps) and isinstance(steps[end], (Standardize, MinMax, MaxAbsScale)):
+    while end < len(steps) and isinstance(steps[end], _AFFINE):
         end += 1
     return max(end - start, 1)
 
@@ -279,6 +291,10 @@ def compose_affine(
             a, b = a / scale, (b - mean) / scale
         elif isinstance(step, MaxAbsScale):
             a, b = a / fitted["scale"], b / fitted["scale"]
+        elif isinstance(step, RobustScale):
+            center = fitted["center"] if step.with_centering else 0.0
+            scale = fitted["scale"] if step.with_scaling else 1.0
+            a, b = a / scale, (b - center) / scale
         else:
             a, b = a * fitted["scale"], b * fitted["scale"] + fitted["min"]
     return a, b
@@ -306,6 +322,9 @@ def _step_code(
         return [f"{v} = {v} * {p('scale')}", f"{v} = {v} + {p('min')}"]
     if isinstance(step, MaxAbsScale):
         return [f"{v} = {v} / {p('scale')}"]
+    if isinstance(step, RobustScale):
+        lines = [f"{v} = {v} - {p('center')}"] if step.with_centering else []
+        return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_scaling else [])
     raise NotImplementedError(f"no fused code for {step.describe()}")
 
 

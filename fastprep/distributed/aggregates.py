@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.backends.encoders import kept_positions
-from fastprep.backends.scalers import maxabs_from_range
+from fastprep.backends.scalers import maxabs_from_range, needs_values  # noqa: F401
 from fastprep.backends.stats import (
     minmax_from_range,
     require_values,
@@ -40,13 +40,9 @@ from fastprep.backends.stats import (
 from fastprep.columns import TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
-    Bin,
     FillMissing,
     MaxAbsScale,
     MinMax,
-    PowerTransform,
-    QuantileTransform,
-    RobustScale,
     Standardize,
     Step,
 )
@@ -263,13 +259,6 @@ def median_from_windows(parts: list[Window], total: int) -> float:
 
 
 # ---------------------------------------------------------------- gathered values
-
-
-def needs_values(step: Step) -> bool:
-    """Steps fitted on all present values (quantiles, a likelihood search)."""
-    return isinstance(step, (RobustScale, QuantileTransform, PowerTransform)) or (
-        isinstance(step, Bin) and step.needs_fit
-    )
 
 
 def values_of(values: np.ndarray) -> np.ndarray:

@@ -158,7 +158,6 @@ class RobustScale(Step):
 
     kind: ClassVar[str] = "fitted"
     needs_fit: ClassVar[bool] = True
-    fusable: ClassVar[bool] = False
     with_centering: bool = True
     with_scaling: bool = True
     quantile_range: tuple[float, float] = (25.0, 75.0)
