@@ -40,6 +40,7 @@ from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
+    Bin,
     Clip,
     FillMissing,
     Hash,
@@ -192,11 +193,14 @@ def _stat_kind(step: Step) -> str:
 
 
 def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
-    """Parameters known without data (fill constants); clip bounds come from the step."""
+    """Parameters known without data (fill constants, fixed bin edges); clip bounds come
+    from the step."""
     for chain, params in zip(chains, learned):
         for s, step in enumerate(chain.steps):
             if isinstance(step, FillMissing) and not step.needs_fit:
                 params[s] = {"fill": step.value}
+            elif isinstance(step, Bin) and not step.needs_fit:
+                params[s] = reference.fit_step(step, np.empty(0), step.describe())
 
 
 def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any]:
@@ -513,16 +517,33 @@ def _param_array(
     program: Program, chains: list[Chain], learned: list[list[dict[str, Any]]]
 ) -> np.ndarray:
     values = np.empty(max(len(program.params), 1), dtype=np.float64)
+    arrays: list[np.ndarray] = []  # fitted arrays, after the scalar slots
+    at = len(values)
     for slot, (k, s, key) in enumerate(program.params):
         step = chains[k].steps[s]
-        if key.startswith("affine_"):
+        if key[:4] in ("off:", "len:"):
+            data = _array_param(learned[k][s], key[4:])
+            if key.startswith("len:"):
+                values[slot] = len(data)
+            else:
+                values[slot] = at
+                arrays.append(data)
+                at += len(data)
+        elif key.startswith("affine_"):
             a, b = compose_affine(chains[k].steps, learned[k], s, int(key.split(":")[1]))
             values[slot] = a if key.startswith("affine_a") else b
         elif isinstance(step, Clip):
             values[slot] = step.lower if key == "lower" else step.upper
         else:
             values[slot] = learned[k][s][key]
-    return values
+    return np.concatenate([values, *arrays]) if arrays else values
+
+
+def _array_param(fitted: dict[str, Any], name: str) -> np.ndarray:
+    """A fitted array read by a kernel: bin edges, quantiles, or the quantiles' levels."""
+    if name == "references":  # QuantileTransformer's levels: linspace(0, 1, n)
+        return np.linspace(0, 1, len(fitted["quantiles"]), endpoint=True)
+    return np.asarray(fitted[name], dtype=np.float64)
 
 
 def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> Any:

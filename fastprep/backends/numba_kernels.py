@@ -382,3 +382,92 @@ def nanmedian(values: np.ndarray) -> tuple[float, int]:
         return float("nan"), 0
     lower, upper = _select_pair(values, present, present // 2)
     return _middle(float(lower), float(upper), present)
+
+
+# ---------------------------------------------------------------- fitted-array steps
+# The fitted arrays (bin edges, quantiles) sit in the parameter array ``p`` after the
+# scalar slots: ``p[off:off + n]``; the generated code passes their offset and length.
+
+
+@njit(cache=True, error_model="numpy")
+def bin_of(p, off, n, x):  # pragma: no cover - compiled
+    """``searchsorted(edges[1:-1], x, side="right")`` over ``edges = p[off:off + n]``
+    as a float (NaN stays NaN): the ``Bin`` number of ``x``."""
+    if x != x:
+        return np.nan
+    a = off + 1
+    b = off + n - 1
+    while a < b:
+        mid = (a + b) // 2
+        if p[mid] <= x:
+            a = mid + 1
+        else:
+            b = mid
+    return np.float64(a - off - 1)
+
+
+@njit(cache=True, error_model="numpy")
+def _point(p, off, n, i, rev):  # pragma: no cover - compiled
+    return -p[off + n - 1 - i] if rev else p[off + i]
+
+
+@njit(cache=True, error_model="numpy")
+def _interp(x, p, xo, yo, n, rev):  # pragma: no cover - compiled
+    """numpy's ``interp(x, xp, fp)`` for one value, line by line (its binary search finds
+    the last ``j`` with ``xp[j] <= x``); ``rev``: over ``-xp[::-1]``, ``-fp[::-1]``."""
+    if n == 1:
+        return _point(p, yo, n, 0, rev)
+    last = n - 1
+    if x > _point(p, xo, n, last, rev):
+        return _point(p, yo, n, last, rev)
+    if x < _point(p, xo, n, 0, rev):
+        return _point(p, yo, n, 0, rev)
+    if x == _point(p, xo, n, last, rev):
+        return _point(p, yo, n, last, rev)
+    a, b = 0, n
+    while a < b:
+        mid = (a + b) // 2
+        if _point(p, xo, n, mid, rev) <= x:
+            a = mid + 1
+        else:
+            b = mid
+    j = a - 1
+    xj, yj = _point(p, xo, n, j, rev), _point(p, yo, n, j, rev)
+    if j == last or xj == x:
+        return yj
+    xk, yk = _point(p, xo, n, j + 1, rev), _point(p, yo, n, j + 1, rev)
+    slope = (yk - yj) / (xk - xj)
+    r = slope * (x - xj) + yj
+    if r != r:
+        r = slope * (x - xk) + yk
+        if r != r and yj == yk:
+            r = yj
+    return r
+
+
+@njit(cache=True, error_model="numpy")
+def quantile_uniform(p, qo, ro, n, x):  # pragma: no cover - compiled
+    """``QuantileTransformer``'s forward map to uniform for one value: the interpolation
+    averaged both ways (ties in the quantiles), 0 and 1 at the fitted ends."""
+    if x != x:
+        return np.nan
+    if x == p[qo]:
+        return 0.0
+    if x == p[qo + n - 1]:
+        return 1.0
+    return 0.5 * (_interp(x, p, qo, ro, n, False) - _interp(-x, p, qo, ro, n, True))
+
+
+@njit(cache=True, error_model="numpy")
+def yeo_johnson(x, lam):  # pragma: no cover - compiled
+    """scipy's Yeo-Johnson transform of one value (NaN stays NaN)."""
+    if x != x:
+        return np.nan
+    eps = 2.220446049250313e-16
+    if x >= 0:
+        if abs(lam) < eps:
+            return np.log1p(x)
+        return np.expm1(lam * np.log1p(x)) / lam
+    if abs(lam - 2) > eps:
+        return -np.expm1((2 - lam) * np.log1p(-x)) / (2 - lam)
+    return -np.log1p(-x)

@@ -186,7 +186,6 @@ class Bin(Step):
     strategy: str = "quantile"
     encode: str = "ordinal"
     edges: tuple[float, ...] | None = None
-    fusable: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         n = self.n_bins
@@ -242,9 +241,13 @@ class QuantileTransform(Step):
 
     kind: ClassVar[str] = "fitted"
     needs_fit: ClassVar[bool] = True
-    fusable: ClassVar[bool] = False
     n_quantiles: int = 1000
     output_distribution: str = "uniform"
+
+    @property
+    def fusable(self) -> bool:
+        """The normal output needs scipy's ``ndtri``: not in a Numba kernel."""
+        return self.output_distribution == "uniform"
 
     def __post_init__(self) -> None:
         n = self.n_quantiles
@@ -269,9 +272,13 @@ class PowerTransform(Step):
 
     kind: ClassVar[str] = "fitted"
     needs_fit: ClassVar[bool] = True
-    fusable: ClassVar[bool] = False
     method: str = "yeo-johnson"
     standardize: bool = True
+
+    @property
+    def fusable(self) -> bool:
+        """Box-Cox's domain repairs are counted by the reference path only."""
+        return self.method == "yeo-johnson"
 
     def __post_init__(self) -> None:
         if self.method not in ("yeo-johnson", "box-cox"):

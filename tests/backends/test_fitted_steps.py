@@ -370,3 +370,49 @@ def test_the_readme_example_runs(repo_root, monkeypatch, capsys) -> None:
     monkeypatch.chdir(repo_root)
     exec(compile(block, "README.md", "exec"), {})  # our own file, never user input
     assert "(20000, 9) ['dist_bin=bin0'" in capsys.readouterr().out
+
+
+FUSED = [fp.Bin(), fp.Bin(7, strategy="uniform"), fp.Bin(edges=[0, 10, 20, 30.5]),
+         fp.QuantileTransform(), fp.PowerTransform(), fp.RobustScale(), fp.MaxAbsScale()]  # fmt: skip
+
+
+@pytest.mark.parametrize("step", FUSED, ids=lambda s: s.describe())
+def test_element_wise_parts_are_fused_into_the_numba_kernel(weather, step) -> None:
+    """Fitted by numpy, applied inside the one fused kernel: the same X as the reference."""
+    schema = fp.Schema({c: fp.Float(nullable=True) for c in WEATHER_COLUMNS})
+    pipeline = fp.Pipeline(
+        schema=schema,
+        features=[fp.cols(*WEATHER_COLUMNS) >> step >> fp.FillMissing(-9) >> fp.Standardize()],
+    )
+    assert [s.kind for s in pipeline.optimized.execution_stages()] == ["fused"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = pipeline.fit(weather, backend="pandas").transform(weather, backend="pandas")
+        fused = pipeline.fit(weather, backend="numba").transform(weather, backend="numba")
+    np.testing.assert_allclose(fused.X, expected.X, rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    quantiles=st.lists(st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), min_size=1, max_size=9),
+    xs=st.lists(st.sampled_from([-3.0, -2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0]),
+                min_size=1, max_size=12),
+)  # fmt: skip
+def test_kernel_helpers_equal_numpy_with_ties(quantiles, xs) -> None:
+    """The kernels' searchsorted/interp with tied quantiles and values on the edges."""
+    from fastprep.backends import numba_kernels as nk
+    from fastprep.backends.scalers import quantile_apply
+
+    q = np.sort(np.array(quantiles))
+    x = np.array(xs + [np.nan])
+    refs = np.linspace(0, 1, len(q))
+    p = np.concatenate([[0.0], q, refs])
+    got = np.array([nk.quantile_uniform(p, 1, 1 + len(q), len(q), v) for v in x])
+    step = fp.QuantileTransform(len(q))
+    np.testing.assert_array_equal(got, quantile_apply(step, {"quantiles": q}, x))
+    edges = np.unique(q)
+    if len(edges) >= 2:
+        p = np.concatenate([[0.0], edges])
+        got = np.array([nk.bin_of(p, 1, len(edges), v) for v in x])
+        np.testing.assert_array_equal(got, reference.apply_step(
+            fp.Bin(edges=list(edges)), {"edges": edges}, x, "x", reference.Repairs()))  # fmt: skip
