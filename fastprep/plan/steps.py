@@ -186,6 +186,7 @@ class Bin(Step):
     strategy: str = "quantile"
     encode: str = "ordinal"
     edges: tuple[float, ...] | None = None
+    numeric_input: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         n = self.n_bins

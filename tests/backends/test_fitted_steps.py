@@ -416,3 +416,11 @@ def test_kernel_helpers_equal_numpy_with_ties(quantiles, xs) -> None:
         got = np.array([nk.bin_of(p, 1, len(edges), v) for v in x])
         np.testing.assert_array_equal(got, reference.apply_step(
             fp.Bin(edges=list(edges)), {"edges": edges}, x, "x", reference.Repairs()))  # fmt: skip
+
+
+def test_bin_onehot_of_text_is_a_definition_error() -> None:
+    with pytest.raises(fp.PipelineDefinitionError, match="needs a numeric input"):
+        fp.Pipeline(
+            schema=fp.Schema({"origin": fp.String()}),
+            features=[fp.col("origin") >> fp.Bin(encode="onehot")],
+        )
