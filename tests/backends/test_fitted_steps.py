@@ -424,3 +424,45 @@ def test_bin_onehot_of_text_is_a_definition_error() -> None:
             schema=fp.Schema({"origin": fp.String()}),
             features=[fp.col("origin") >> fp.Bin(encode="onehot")],
         )
+
+
+_with_infinities = st.lists(
+    st.one_of(_value, st.sampled_from([float("nan"), float("inf"), float("-inf")])),
+    min_size=2,
+    max_size=30,
+).filter(lambda v: sum(np.isfinite(v)) >= 2)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=_with_infinities, which=st.integers(0, len(CASES) - 1))
+def test_infinities_never_reach_a_step(values, which) -> None:
+    """±inf is a validation finding (the row is quarantined); the step is fitted on the
+    finite present values, as the peer on those."""
+    step, make_peer = CASES[which]
+    frame = pd.DataFrame({"a": values})
+    pipeline = fp.Pipeline(
+        schema=fp.Schema({"a": fp.Float(nullable=True)}),
+        features=[fp.col("a") >> step >> fp.FillMissing(FILL)],
+    )
+    x = np.array(values)
+    finite = x[np.isfinite(x)]
+    peer = make_peer()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            peer.fit(finite.reshape(-1, 1))
+            out = pipeline.fit_transform(frame, backend="pandas")
+    except (ValueError, FloatingPointError, fp.FitError):
+        return  # e.g. a power transform whose lambda overflows: refused either way
+    infinite = int(np.isinf(x).sum())
+    assert out.report.rows_quarantined >= infinite
+    assert not np.isinf(x[out.row_ids]).any()
+    kept = x[out.row_ids]
+    present = ~np.isnan(kept)
+    expected = np.full(len(kept), FILL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected[present] = peer.transform(kept[present].reshape(-1, 1)).ravel()
+    if not np.isfinite(expected).all():
+        return  # the transform overflows float32/64 for these values: quarantined rows
+    assert_close(out.X[:, 0], expected, _tolerance(step), step.describe())
