@@ -466,3 +466,22 @@ def test_infinities_never_reach_a_step(values, which) -> None:
     if not np.isfinite(expected).all():
         return  # the transform overflows float32/64 for these values: quarantined rows
     assert_close(out.X[:, 0], expected, _tolerance(step), step.describe())
+
+
+def test_bounded_outputs_let_the_optimizer_drop_needless_steps(flights_sample) -> None:
+    schema = fp.Schema({"distance": fp.Float()})
+    pipeline = fp.Pipeline(
+        schema=schema,
+        features=[
+            fp.col("distance") >> fp.Bin(4) >> fp.Clip(0, 10) >> fp.FillMissing(0),
+            fp.expr("q = distance") >> fp.QuantileTransform(50) >> fp.Clip(-1, 0.5),
+            fp.expr("m = distance") >> fp.MaxAbsScale() >> fp.Clip(-2, 2),
+        ],
+    )
+    steps = [f.steps for f in pipeline.optimized.features]
+    assert steps == [(fp.Bin(4),), (fp.QuantileTransform(50), fp.Clip(None, 0.5)),
+                     (fp.MaxAbsScale(),)]  # fmt: skip
+    unoptimized = fp.Pipeline(schema=schema, features=pipeline.plan.features, optimize=False)
+    np.testing.assert_array_equal(
+        pipeline.fit_transform(flights_sample).X, unoptimized.fit_transform(flights_sample).X
+    )
