@@ -147,6 +147,7 @@ def quantile_apply(
     quantiles = np.asarray(params["quantiles"], dtype=np.float64)
     references = np.linspace(0, 1, len(quantiles), endpoint=True)
     normal = step.output_distribution == "normal"
+    values = np.asarray(values, dtype=np.float64)  # an Int column arrives as int64
     out = values.copy()
     with np.errstate(invalid="ignore"):
         if normal:

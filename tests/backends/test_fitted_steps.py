@@ -485,3 +485,19 @@ def test_bounded_outputs_let_the_optimizer_drop_needless_steps(flights_sample) -
     np.testing.assert_array_equal(
         pipeline.fit_transform(flights_sample).X, unoptimized.fit_transform(flights_sample).X
     )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_int_column_with_many_ties(flights_sample, backend) -> None:
+    """``hour`` is an integer column: 20,000 values on 20 distinct ones."""
+    x = flights_sample["hour"].to_numpy(np.float64)
+    pipeline = fp.Pipeline(
+        schema=fp.Schema({"hour": fp.Int()}),
+        features=[fp.expr(f"h{i} = hour") >> step for i, (step, _) in enumerate(CASES)],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = pipeline.fit_transform(flights_sample, backend=backend)
+    for column, (step, make_peer) in enumerate(CASES):
+        expected, _ = _peer_column(make_peer(), x)
+        assert_close(out.X[:, column], expected, _tolerance(step), step.describe())
