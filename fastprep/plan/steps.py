@@ -245,11 +245,6 @@ class QuantileTransform(Step):
     n_quantiles: int = 1000
     output_distribution: str = "uniform"
 
-    @property
-    def fusable(self) -> bool:
-        """The normal output needs scipy's ``ndtri``: not in a Numba kernel."""
-        return self.output_distribution == "uniform"
-
     def __post_init__(self) -> None:
         n = self.n_quantiles
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

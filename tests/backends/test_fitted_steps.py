@@ -373,6 +373,7 @@ def test_the_readme_example_runs(repo_root, monkeypatch, capsys) -> None:
 
 
 FUSED = [fp.Bin(), fp.Bin(7, strategy="uniform"), fp.Bin(edges=[0, 10, 20, 30.5]),
+         fp.QuantileTransform(200, output_distribution="normal"),
          fp.QuantileTransform(), fp.PowerTransform(), fp.RobustScale(), fp.MaxAbsScale()]  # fmt: skip
 
 
@@ -501,3 +502,14 @@ def test_an_int_column_with_many_ties(flights_sample, backend) -> None:
     for column, (step, make_peer) in enumerate(CASES):
         expected, _ = _peer_column(make_peer(), x)
         assert_close(out.X[:, column], expected, _tolerance(step), step.describe())
+
+
+def test_the_kernels_ndtri_is_scipys() -> None:
+    from scipy.special import ndtri
+
+    from fastprep.backends import numba_kernels as nk
+
+    rng = np.random.default_rng(3)
+    u = np.concatenate([rng.random(20_000), rng.random(200) * 1e-9, 1 - rng.random(200) * 1e-9,
+                        np.logspace(-300, -1, 300), [0.0, 1.0, 0.5, np.exp(-2), 1 - np.exp(-2)]])  # fmt: skip
+    np.testing.assert_array_equal(np.array([nk.ndtri(v) for v in u]), ndtri(u))
