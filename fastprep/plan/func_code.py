@@ -2,8 +2,8 @@
 
 Two lambdas share the name ``<lambda>``; a notebook cell run again defines a new function
 object with the old name. Both are told apart (or recognised as the same) by this digest of
-the bytecode, constants, names, defaults, closure values and the plain values (numbers,
-text) of the globals it reads. A saved state stores the digest, never the code itself.
+the bytecode, constants, names, defaults, closure values, the plain values (numbers,
+text) of the globals it reads and the digests of the Python functions it calls. A saved state stores the digest, never the code itself.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from typing import Any
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 
 
-def code_digest(func: Callable[..., Any]) -> str:
-    """16 hex digits identifying ``func``'s behaviour as far as its code shows it."""
+def code_digest(func: Callable[..., Any], _seen: frozenset[int] = frozenset()) -> str:
+    """16 hex digits identifying ``func``'s behaviour as far as its code shows it (a plain
+    Python function it calls is identified by its own digest, recursively)."""
+    _seen = _seen | {id(func)}
     digest = hashlib.sha256()
     code = getattr(func, "__code__", None)
     if code is None:  # a builtin or a callable object: its qualified name and type
@@ -32,8 +34,13 @@ def code_digest(func: Callable[..., Any]) -> str:
             digest.update(b"<empty>")
     namespace = getattr(func, "__globals__", {})
     for name in _global_names(code):
-        if name in namespace:
-            digest.update(f"{name}={_plain(namespace[name])!r}".encode())
+        if name not in namespace:
+            continue
+        value = namespace[name]
+        if hasattr(value, "__code__") and id(value) not in _seen:  # a helper it calls
+            digest.update(f"{name}=<function {code_digest(value, _seen)}>".encode())
+        else:
+            digest.update(f"{name}={_plain(value)!r}".encode())
     return digest.hexdigest()[:16]
 
 

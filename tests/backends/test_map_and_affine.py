@@ -198,3 +198,12 @@ def test_threaded_hoisted_ufunc_is_bit_identical_to_one_numpy_call(func):
         with np.errstate(all="ignore"):
             expected = getattr(np, func)(values)
         np.testing.assert_array_equal(numba_._ufunc(func, values), expected)
+
+
+def test_a_changed_helper_changes_the_digest() -> None:
+    namespace: dict = {}
+    exec("def helper(x):\n    return x + 1\ndef f(x):\n    return helper(x)\n", namespace)
+    first = fp.Map(namespace["f"])
+    exec("def helper(x):\n    return x * 2\ndef g(x):\n    return helper(x)\n", namespace)
+    second = fp.Map(namespace["g"], name=first.name)
+    assert first.code != second.code  # same code of its own, another helper
