@@ -88,16 +88,21 @@ def bin_params(step: Bin, values: np.ndarray, what: str) -> dict[str, Any]:
         return {"edges": np.asarray(step.edges, dtype=np.float64)}
     present = _present(values, what)
     low, high = float(present.min()), float(present.max())
-    if low == high:
-        warnings.warn(f"{what}: the column is constant; every value goes to bin 0", stacklevel=3)
-        return {"edges": np.array([-np.inf, np.inf])}
-    if step.strategy == "uniform":
-        return {"edges": np.linspace(low, high, step.n_bins + 1)}
+    if low == high or step.strategy == "uniform":
+        return bin_from_range(step, low, high, what)
     levels = np.linspace(0, 100, step.n_bins + 1)
     edges = np.asarray(
         np.percentile(present, levels, method="averaged_inverted_cdf"), dtype=np.float64
     )
     return {"edges": drop_narrow_bins(edges, step.n_bins, what)}
+
+
+def bin_from_range(step: Bin, low: float, high: float, what: str) -> dict[str, Any]:
+    """Uniform edges from the extremes; a constant column is one bin ``[-inf, inf]``."""
+    if low == high:
+        warnings.warn(f"{what}: the column is constant; every value goes to bin 0", stacklevel=4)
+        return {"edges": np.array([-np.inf, np.inf])}
+    return {"edges": np.linspace(low, high, step.n_bins + 1)}
 
 
 def drop_narrow_bins(edges: np.ndarray, n_bins: int, what: str) -> np.ndarray:
@@ -247,3 +252,94 @@ def power_apply(
         out -= params["mean"]
         out /= params["scale"]
     return out, outside
+
+
+# ---------------------------------------------------------------- from order statistics
+# A cluster fit knows the count of present values and can fetch exact order statistics
+# (the ``at(rank)`` of sorted values) without holding the values: these rebuild the fits
+# above from them, with numpy's percentile arithmetic replayed line by line.
+
+
+def _virtual_index(n: int, q: float, method: str) -> float:
+    if method == "linear":
+        return (n - 1) * q
+    return n * q - 1  # averaged_inverted_cdf
+
+
+def _percentile_ranks(n: int, q: float, method: str) -> tuple[int, int, float]:
+    """numpy's neighbouring indexes and weight for quantile ``q`` of ``n`` sorted values."""
+    v = _virtual_index(n, q, method)
+    prev = int(np.floor(v))
+    nxt = prev + 1
+    if v >= n - 1:
+        prev = nxt = -1
+    if v < 0:
+        prev = nxt = 0
+    gamma = v - prev
+    if method != "linear":
+        gamma = 0.5 if gamma == 0 else 1.0
+    return prev % n, nxt % n, gamma
+
+
+def _lerp(a: float, b: float, t: float) -> float:
+    """numpy's ``_lerp``: from ``b`` backwards when ``t >= 0.5``."""
+    diff = np.float64(b) - np.float64(a)
+    return float(np.float64(b) - diff * (1 - t) if t >= 0.5 else np.float64(a) + diff * t)
+
+
+def percentile_ranks(n: int, percents: Any, method: str = "linear") -> set[int]:
+    """The ranks ``percentile_from`` reads for these percents."""
+    qs = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
+    out: set[int] = set()
+    for q in qs:
+        prev, nxt, _ = _percentile_ranks(n, float(q), method)
+        out |= {prev, nxt}
+    return out
+
+
+def percentile_from(n: int, percents: Any, at: Any, method: str = "linear") -> np.ndarray:
+    """``np.percentile(x, percents, method=...)`` of ``n`` sorted values read by ``at``."""
+    qs = np.true_divide(np.asarray(percents, dtype=np.float64), 100)
+    out = []
+    for q in qs:
+        prev, nxt, gamma = _percentile_ranks(n, float(q), method)
+        out.append(_lerp(at(prev), at(nxt), gamma))
+    return np.array(out, dtype=np.float64)
+
+
+def median_ranks(n: int) -> set[int]:
+    return {(n - 1) // 2, n // 2}
+
+
+def median_from(n: int, at: Any) -> float:
+    """``np.median``: the middle value, or the mean of the two middle ones."""
+    a, b = at((n - 1) // 2), at(n // 2)
+    return float(a) if n % 2 else float(np.mean([a, b]))
+
+
+def order_ranks(step: Step, n: int) -> set[int]:
+    """The order statistics a cluster fit of ``step`` needs from ``n`` present values."""
+    if isinstance(step, RobustScale):
+        ranks = median_ranks(n) if step.with_centering else set()
+        return ranks | (percentile_ranks(n, step.quantile_range) if step.with_scaling else set())
+    assert isinstance(step, Bin) and step.strategy == "quantile"
+    levels = np.linspace(0, 100, step.n_bins + 1)
+    return {0, n - 1} | percentile_ranks(n, levels, "averaged_inverted_cdf")
+
+
+def params_from_order(step: Step, n: int, at: Any, what: str) -> dict[str, Any]:
+    """:func:`robust_params` / :func:`bin_params` (quantile) from order statistics."""
+    require_values(n, -1, what)
+    if isinstance(step, RobustScale):
+        center = median_from(n, at) if step.with_centering else 0.0
+        scale = 1.0
+        if step.with_scaling:
+            low, high = percentile_from(n, step.quantile_range, at)
+            scale = _nonzero_scale(float(high - low))
+        return {"center": center, "scale": scale}
+    assert isinstance(step, Bin) and step.strategy == "quantile"
+    if at(0) == at(n - 1):
+        return bin_from_range(step, at(0), at(n - 1), what)
+    levels = np.linspace(0, 100, step.n_bins + 1)
+    edges = percentile_from(n, levels, at, "averaged_inverted_cdf")
+    return {"edges": drop_narrow_bins(edges, step.n_bins, what)}
