@@ -118,7 +118,7 @@ def fit(
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         return parts.each(lambda spec, part: fit_partials(job, spec, learned, targets, part))
 
-    params, report = fit_levels(plan, source, run_pass)
+    params, report = fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in parts.specs))
     _add_findings(report, unexpected)
     report.backend = "streamed"
     report.notes.append(f"streamed in one process: {len(parts.specs)} partition(s)")

@@ -106,7 +106,7 @@ def fit(
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         return _fit_pass(client, job, specs, learned, targets, stage, frames, bars)
 
-    return fit_levels(plan, source, run_pass)
+    return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs))
 
 
 def check_fittable(plan: LogicalPlan) -> None:

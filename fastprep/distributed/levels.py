@@ -14,12 +14,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from fastprep.distributed import aggregates as agg
 from fastprep.distributed.tasks import Target, stat_kind
 from fastprep.errors import Reason
 from fastprep.io import Source
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import FillMissing, MinMax, Standardize
+from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.validate.findings import Finding, merge_findings
 
@@ -47,7 +49,7 @@ def count_passes(plan: LogicalPlan) -> int:
     total = 0
     for level in range(depth):
         medians = any(
-            level < len(p) and stat_kind(plan.features[f].steps[p[level]]) == "median"
+            level < len(p) and stat_kind(plan.features[f].steps[p[level]]) in ("median", "order")
             for (f, _), p in levels.items()
         )
         total += 2 if medians else 1
@@ -55,15 +57,23 @@ def count_passes(plan: LogicalPlan) -> int:
 
 
 def fit_levels(
-    plan: LogicalPlan, source: Source, run_pass: RunPass
+    plan: LogicalPlan, source: Source, run_pass: RunPass, rows: int = 0
 ) -> tuple[list[dict[str, Any]], Report]:
-    """Fitted parameters equal to the single-machine fit's, and the fit's report."""
+    """Fitted parameters equal to the single-machine fit's, and the fit's report.
+    ``rows``: the source's rows when known up front (a step that gathers its values is
+    refused before any pass when they could not fit)."""
+    from fastprep.backends import scalers
+
     learned: Learned = {
         (f, item.name): [_static(step) for step in feature.steps]
         for f, feature in enumerate(plan.features)
         for item in feature.inputs
     }
     levels, folds = fitted_levels(plan)
+    for (f, name), positions in levels.items():
+        for q in positions:
+            if stat_kind(plan.features[f].steps[q]) == "values":
+                agg.check_gather_size(plan.features[f].steps[q], name, rows)
     report: Report | None = None
     retries = 0
     for level in range(max((len(p) for p in levels.values()), default=0)):
@@ -80,22 +90,38 @@ def fit_levels(
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
-        medians = [t for t in targets if t[3] == "summary"]
-        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "unfilled")],
+        medians = [t for t in targets if t[3] in ("summary", "order")]
+        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
                learned, report)  # fmt: skip
         if medians:
-            windows = []
-            for f, name, position, _, _ in medians:
+            windows, ranks = [], {}
+            for f, name, position, kind, _ in medians:
                 parts = [r["partials"][(f, name, position)] for r in results]
-                what = f"{plan.features[f].steps[position].describe()} on {name!r}"
-                window = agg.median_window(parts, report.rows_out, what)
-                windows.append((f, name, position, "window", window))
+                step = plan.features[f].steps[position]
+                what = f"{step.describe()} on {name!r}"
+                if kind == "summary":
+                    window = agg.median_window(parts, report.rows_out, what)
+                    windows.append((f, name, position, "window", window))
+                    continue
+                total = sum(p.count for p in parts)
+                agg.require_values(total, report.rows_out, what)
+                ranks[(f, name, position)] = sorted(scalers.order_ranks(step, total))
+                around = tuple(agg.rank_window(parts, r) for r in ranks[(f, name, position)])
+                windows.append((f, name, position, "windows", around))
             second = run_pass(learned, windows, f"fit level {level} median")
             retries += sum(r["retries"] for r in second)
-            for f, name, position, _, _ in windows:
+            for f, name, position, kind, _ in windows:
                 parts = [r["partials"][(f, name, position)] for r in second]
-                total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
-                learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+                summaries = [r["partials"][(f, name, position)] for r in results]
+                if kind == "window":
+                    total = sum(p.count for p in summaries)
+                    learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+                else:
+                    step = plan.features[f].steps[position]
+                    learned[(f, name)][position] = agg.params_from_order(
+                        step, summaries, parts, ranks[(f, name, position)],
+                        f"{step.describe()} on {name!r}",
+                    )  # fmt: skip
         _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
     if report is None:
         report = _fit_report(run_pass(learned, [], "validate"), source)
@@ -140,6 +166,8 @@ def _merge_folded(
 def _static(step: Any) -> dict[str, Any]:
     if isinstance(step, FillMissing) and not step.needs_fit:
         return {"fill": step.value}
+    if isinstance(step, Bin) and not step.needs_fit:  # fixed edges
+        return {"edges": np.asarray(step.edges, dtype=np.float64)}
     return {}
 
 
@@ -159,6 +187,8 @@ def _merge(
             learned[(f, name)][position] = agg.params_from_vocabularies(
                 parts, step.min_frequency, step.max_categories
             )
+        elif kind == "values":
+            learned[(f, name)][position] = agg.params_from_values(step, parts, what)
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(
