@@ -178,6 +178,31 @@ class OpenedOutput:
         reads only the shards holding the rows asked for (no copy of the rest)."""
         return StackedX([s.X for s in self.shards], self.manifest["width"])
 
+    def batches(
+        self, batch_size: int = 1024, *, shuffle: bool = False, seed: int = 0, epoch: int = 0,
+        drop_last: bool = False,
+    ) -> Iterator[tuple[Any, np.ndarray | None]]:  # fmt: skip
+        """``(X_batch, y_batch)`` read from the mapped shards, never all of X in memory:
+        rows in order, or with ``shuffle`` in the order of
+        ``numpy.random.default_rng([seed, epoch]).permutation`` (the same seed and epoch,
+        the same batches), each batch gathered from the shards that hold its rows.
+        ``drop_last`` drops a last batch shorter than ``batch_size``. For training on an
+        output written because it did not fit in memory; a torch ``IterableDataset`` is
+        a loop over this."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size}: must be at least 1")
+        X = self.stacked_X
+        ys = [s.y for s in self.shards]
+        y = None if any(v is None for v in ys) or not ys else StackedX(
+            [v.reshape(-1, 1) for v in ys], 1)  # fmt: skip
+        n = X.shape[0]
+        order = (np.random.default_rng([seed, epoch]).permutation(n) if shuffle
+                 else np.arange(n))  # fmt: skip
+        stop = n - n % batch_size if drop_last else n
+        for start in range(0, stop, batch_size):
+            rows = order[start : start + batch_size]
+            yield X[rows], None if y is None else y[rows].reshape(-1)
+
     def whole(self) -> Shard:
         """All rows as one shard: the mapped arrays for one shard; for several, their
         concatenation in memory (one copy)."""

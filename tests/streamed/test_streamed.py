@@ -95,6 +95,19 @@ def test_fit_transform_over_budget_streams_into_output_dir(grouped, reference, t
     assert_same_matrix(X[rows], out.X[rows])
     assert_same_matrix(X[2_000:7_500], out.X[2_000:7_500])
     assert_same_matrix(X[-1], out.X[[out.X.shape[0] - 1]])
+    # training batches read from the mapped shards: in order, and shuffled by seed
+    import scipy.sparse as sp
+
+    ordered = list(opened.batches(5_000))
+    assert_same_matrix(sp.vstack([b for b, _ in ordered], format="csr"), out.X)
+    assert np.array_equal(np.concatenate([y for _, y in ordered]), out.y)
+    shuffled = list(opened.batches(4_096, shuffle=True, seed=3, drop_last=True))
+    assert all(b.shape[0] == 4_096 for b, _ in shuffled) and len(shuffled) == 19_430 // 4_096
+    again = list(opened.batches(4_096, shuffle=True, seed=3, drop_last=True))
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(shuffled, again))
+    rows = np.random.default_rng([3, 0]).permutation(out.X.shape[0])[:4_096]
+    assert_same_matrix(shuffled[0][0], out.X[rows])
+    assert np.array_equal(shuffled[0][1], out.y[rows])
 
 
 def test_run_with_a_budget_streams_and_stays_under_it(grouped, reference, tmp_path):
