@@ -167,11 +167,13 @@ class Preflight:
 
     def lines(self) -> list[str]:
         rows = f"{self.n_rows:,}" if self.rows_exact else f"~{self.n_rows:,} (estimated)"
+        # the whole process's peak when the options were weighed (the data's otherwise)
+        peak = self.options[0].peak_bytes if self.options else self.peak_bytes
         out = [
             f"pre-flight: {rows} rows ({self.source_kind}); used columns "
             f"{format_bytes(self.input_bytes)} in memory; in-memory peak "
-            f"~{format_bytes(self.peak_bytes)} vs budget {format_bytes(self.budget)} "
-            f"({self.budget_source})"
+            f"~{format_bytes(peak)} vs budget {format_bytes(self.budget)} "
+            f"({self.budget_source}, the sum over the job's processes)"
         ]
         out += [f"  {c.column}: {c.describe()}" for c in self.cardinalities.values()]
         out += [f"  {d.describe()}" for d in self.decisions]
