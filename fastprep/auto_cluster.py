@@ -61,11 +61,12 @@ def check(
     None when the source's facts cannot be read (the run itself then says why)."""
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
-    from fastprep.distributed.levels import count_passes  # (the fit's logic: loaded on use)
+    from fastprep.distributed.levels import count_order_targets, count_passes  # (on use)
 
     cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable,
-                   fit_only=fit_only, cluster=cluster, passes=count_passes(plan))  # fmt: skip
+                   fit_only=fit_only, cluster=cluster, passes=count_passes(plan),
+                   order_statistics=count_order_targets(plan))  # fmt: skip
     try:
         result = run_preflight(plan, schema, source, sketch="needed", **options)
         if result.peak_bytes > SKETCH_FRACTION * result.budget:

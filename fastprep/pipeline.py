@@ -106,10 +106,11 @@ class Pipeline:
         if source is None:
             return text
         # as ``fastprep run`` would run it: the output written to a folder, not gathered
-        from fastprep.distributed.levels import count_passes
+        from fastprep.distributed.levels import count_order_targets, count_passes
 
         pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget,
-                                      whole_output=False, passes=count_passes(optimized))  # fmt: skip
+                                      whole_output=False, passes=count_passes(optimized),
+                                      order_statistics=count_order_targets(optimized))  # fmt: skip
         text += "\n" + "\n".join(pre.lines())
         if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
             return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
@@ -218,8 +219,10 @@ class Pipeline:
         from fastprep import streamed
 
         rows = rows_per_partition or pre.rows_per_partition
+        spare = pre.chosen.kept_bytes if pre.chosen is not None else 0
         params, report = streamed.fit(self.optimized, self.schema, source, backend=backend,
-                                      rows_per_partition=rows, partitions=partitions)  # fmt: skip
+                                      rows_per_partition=rows, partitions=partitions,
+                                      spare_bytes=spare)  # fmt: skip
         report.notes.append(auto_cluster.note(pre))
         return FittedPipeline(self, params, backend=backend, fit_report=report)
 

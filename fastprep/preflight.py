@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -219,6 +219,7 @@ def run_preflight(
     fit_only: bool = False,
     cluster: str | None = None,
     passes: int | None = None,
+    order_statistics: int = 0,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
@@ -241,7 +242,7 @@ def run_preflight(
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
     _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
-                        whole_output, fit_only, cluster)  # fmt: skip
+                        whole_output, fit_only, cluster, 8.0 * order_statistics)  # fmt: skip
     return result
 
 
@@ -501,12 +502,16 @@ class Option:
     partitions: int = 1
     #: None when possible; else why not
     impossible: str | None = None
+    #: bytes reserved for the values behind order statistics (a streamed fit keeps them)
+    kept_bytes: int = 0
 
     def describe(self, budget: int) -> str:
         size = (f"{self.partitions} partition(s) of ≤{self.rows_per_partition:,} rows, "
                 if self.partitions > 1 or self.name != "in-memory" else "")  # fmt: skip
         over = " > budget" if self.peak_bytes > budget * (1 - BUDGET_MARGIN) else ""
         why = f" ({self.impossible})" if self.impossible else ""
+        if self.kept_bytes:
+            why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
 
@@ -529,7 +534,7 @@ def smallest_partition_rows(source: Source) -> int:
 
 def _options(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool, passes: int,
-    fit_only: bool = False, cluster: str | None = None,
+    fit_only: bool = False, cluster: str | None = None, kept_per_row: float = 0.0,
 ) -> list[Option]:  # fmt: skip
     """In memory, streamed in this process, on a local Dask cluster: each one's predicted
     peak summed over every process of the job, and time."""
@@ -555,8 +560,18 @@ def _options(
         return Option(name, int(peak), seconds, rows, parts, impossible)
 
     stream_row = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * passes)
-    out.append(partitioned("streamed in this process", PROCESS_BASE_BYTES, 1, 0.0, 0.02,
-                           stream_row))  # fmt: skip
+    streamed = partitioned("streamed in this process", PROCESS_BASE_BYTES, 1, 0.0, 0.02,
+                           stream_row)  # fmt: skip
+    if kept_per_row and passes > 1:
+        # the values behind the order statistics kept from the first pass (one read
+        # fewer), when that leaves the partitions at least half their size
+        kept = int(kept_per_row * n)
+        faster = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * (passes - 1))
+        keeping = partitioned("streamed in this process", PROCESS_BASE_BYTES + kept, 1, 0.0,
+                              0.02, faster)  # fmt: skip
+        if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
+            streamed = replace(keeping, kept_bytes=kept)
+    out.append(streamed)
     workers = max(1, os.cpu_count() or 1)
     why = None if distributable else "Dask partitions are off or not installed"
     if why is None and isinstance(source, pd.DataFrame):
@@ -576,13 +591,14 @@ def _options(
 def _execution_decision(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool,
     passes: int = 2, whole_output: bool = False, fit_only: bool = False,
-    cluster: str | None = None,
+    cluster: str | None = None, kept_per_row: float = 0.0,
 ) -> None:  # fmt: skip
     """Memory first — every process of the job counted, against the budget — then
     predicted time: in memory, streamed partition by partition in this process, or Dask.
     ``cluster``: "local" or "external" when the caller named a scheduler: over the budget,
     the cluster is then preferred to streaming (if its peak fits)."""
-    options = _options(result, source, profile, distributable, passes, fit_only, cluster)
+    options = _options(result, source, profile, distributable, passes, fit_only, cluster,
+                       kept_per_row)  # fmt: skip
     result.options = options
     usable = result.budget * (1 - BUDGET_MARGIN)
     feasible = [o for o in options if o.impossible is None and o.peak_bytes <= usable]

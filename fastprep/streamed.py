@@ -27,12 +27,13 @@ from typing import Any
 import pandas as pd
 
 from fastprep import execute
-from fastprep.distributed.levels import Learned, fit_levels
+from fastprep.distributed.levels import Learned, count_order_targets, fit_levels
 from fastprep.distributed.tasks import (
     Job,
     RetryPolicy,
     Target,
     fit_partials,
+    partials_of,
     read_columns,
     read_with_retries,
     transform_partition,
@@ -106,22 +107,46 @@ def _rows_in(result: dict[str, Any]) -> int:
 def fit(
     plan: LogicalPlan, schema: Schema, source: Source, *, backend: str = "auto",
     rows_per_partition: int = ROWS_PER_PARTITION, partitions: Partitions | None = None,
+    spare_bytes: int = 0,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
-    """The cluster fit's passes, one partition at a time in this process."""
+    """The cluster fit's passes, one partition at a time in this process.
+
+    ``spare_bytes``: memory the budget leaves beside the partitions. When the values behind
+    the order statistics (a median fill: 8 bytes a row per column) fit in it, the first
+    pass keeps them and the windows around the ranks are taken from them: one read of the
+    source fewer (the same partials, so the same fitted state)."""
     from fastprep.distributed.job import check_fittable
 
     check_fittable(plan)
     unexpected = unexpected_column_findings(schema, source_columns(source), "fit")
     job = Job(plan, schema, backend, RetryPolicy())
     parts = partitions or Partitions(source, rows_per_partition, job)
+    rows = sum(s.n_rows or 0 for s in parts.specs)
+    kept: list[dict[Any, Any]] = []
+    keep = bool(rows) and 8 * rows * count_order_targets(plan) <= spare_bytes
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        return parts.each(lambda spec, part: fit_partials(job, spec, learned, targets, part))
+        if kept and targets and all(t[3] in ("window", "windows") for t in targets):
+            results = [{"partials": partials_of(values, targets), "retries": 0}
+                       for values in kept]  # fmt: skip
+            kept.clear()
+            return results
+        hold = keep and any(t[3] in ("summary", "order") for t in targets)
+        results = parts.each(
+            lambda spec, part: fit_partials(job, spec, learned, targets, part, keep=hold)
+        )
+        if hold:
+            kept[:] = [r.pop("values") for r in results]
+        return results
 
-    params, report = fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in parts.specs))
+    params, report = fit_levels(plan, source, run_pass, rows)
     _add_findings(report, unexpected)
     report.backend = "streamed"
-    report.notes.append(f"streamed in one process: {len(parts.specs)} partition(s)")
+    held = ""
+    if keep:
+        size = 8 * rows * count_order_targets(plan) / 1e6
+        held = f"; order statistics from values kept in memory ({size:.0f} MB), one read fewer"
+    report.notes.append(f"streamed in one process: {len(parts.specs)} partition(s){held}")
     return params, report
 
 

@@ -230,3 +230,10 @@ def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
             for f in whole
         ]
     return merge_findings([*findings, *whole])
+
+
+def count_order_targets(plan: LogicalPlan) -> int:
+    """How many (input, step) order statistics (medians, percentiles) the fit learns."""
+    levels, _ = fitted_levels(plan)
+    return sum(stat_kind(plan.features[f].steps[q]) in ("median", "order")
+               for (f, _), positions in levels.items() for q in positions)  # fmt: skip

@@ -129,13 +129,16 @@ Target = tuple[int, str, int, str, Any]
 
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
-    targets: list[Target], part: pd.DataFrame | None = None,
+    targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
-    """One fit pass over one partition: a partial aggregate per target, plus row counts."""
+    """One fit pass over one partition: a partial aggregate per target, plus row counts.
+    ``keep``: also return the values behind each order-statistic target (``"values"``), so
+    that a caller holding them can compute the next pass's windows without a re-read."""
     prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
     repairs = reference.Repairs()
     partials: dict[tuple[int, str, int], Any] = {}
+    kept: dict[tuple[int, str, int], np.ndarray] = {}
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
         item = next(i for i in feature.inputs if i.name == name)
@@ -148,8 +151,10 @@ def fit_partials(
             if step.kind != "encoder":
                 values = reference.apply_step(step, step_params, values, name, repairs)
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
+        if keep and kind in ("summary", "order"):
+            kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
     report = prepared.report
-    return {
+    out = {
         "index": spec.index,
         "partials": partials,
         "rows_in": report.rows_in,
@@ -158,6 +163,15 @@ def fit_partials(
         "findings": list(report.findings),
         "retries": retries,
     }
+    if keep:
+        out["values"] = kept
+    return out
+
+
+def partials_of(values: dict[tuple[int, str, int], Any], targets: list[Target]) -> dict:
+    """A pass's partials from values kept by an earlier pass (``fit_partials(keep=True)``)."""
+    return {(f, name, position): _partial(kind, values[(f, name, position)], extra)
+            for f, name, position, kind, extra in targets}  # fmt: skip
 
 
 def _partial(kind: str, values: Any, extra: Any) -> Any:
