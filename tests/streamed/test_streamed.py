@@ -164,11 +164,9 @@ def test_explain_shows_the_choice_with_its_numbers(grouped, reference):
 @pytest.mark.slow
 def test_ten_million_rows_under_one_and_a_half_gigabytes(tmp_path):
     """The benchmark's job (benchmarks/bench_budget.py) at 10M rows, 250k-row row groups."""
-    from fastprep.bench import data
+    from benchmarks.bench_budget import grouped_dataset
 
-    source = data.dataset(10_000_000, REPO / "benchmarks" / "results" / "data")
-    grouped = tmp_path / "flights_10M.parquet"
-    pq.write_table(pq.read_table(source), grouped, row_group_size=250_000)
+    grouped = grouped_dataset(10_000_000, 250_000, str(tmp_path))
     rss = tmp_path / "rss"
     done = subprocess.run(
         [GNU_TIME, "-f", "%M", "-o", str(rss), sys.executable, "-m", "fastprep", "run",
