@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from fastprep import execute
 from fastprep.emit.precision import Precision, merge_info
 from fastprep.errors import PipelineDefinitionError
-from fastprep.io import Source
+from fastprep.io import Source, is_path
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, read_partition
 from fastprep.plan.dtypes import LType
 
@@ -127,7 +127,7 @@ class BatchStream:
         plan, schema = fitted.plan, fitted.schema
         columns = schema.read_columns(plan.columns)  # + key columns
         text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-        frame = self.source if isinstance(self.source, pd.DataFrame) else None
+        frame = None if is_path(self.source) else self.source  # what "frame"/"dataset" specs read
         specs = plan_partitions(self.source, self.rows_per_partition)
         if rng is not None:
             specs = _with_offsets(specs, columns, text, frame)

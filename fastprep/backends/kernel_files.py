@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _LOADED: dict[str, ModuleType] = {}
 
@@ -67,3 +68,16 @@ def load_module(source: str, prefix: str = "fp") -> ModuleType:
         spec.loader.exec_module(module)
         _LOADED[key] = module
     return module
+
+
+def numba_cached(kernel: Any, qualname: str | None = None) -> bool:
+    """Whether the Numba dispatcher ``kernel`` runs without compiling: compiled in this
+    process already, or its on-disk cache index (``cache=True``) exists. (``qualname``:
+    for a generated module's kernel, not handled by this minimal check: False.)"""
+    if qualname is not None:
+        return False
+    if getattr(kernel, "overloads", None):
+        return True
+    cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+    index = getattr(cache_file, "_index_path", None)
+    return index is not None and os.path.exists(index)
