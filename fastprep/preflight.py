@@ -481,8 +481,8 @@ def _execution_decision(
                   f"{format_bytes(result.budget)}")  # fmt: skip
         if not is_path(source):
             result.decisions.append(Decision("execution", "in-memory", reason + "; the "
-                                    "source is already in memory (pass a Parquet path to "
-                                    "partition it)"))  # fmt: skip
+                                    f"{type(source).__name__} is already in memory (pass a "
+                                    "Parquet path to partition it)"))  # fmt: skip
         elif distributable:
             result.execution = "dask"
             result.decisions.append(Decision(

@@ -57,7 +57,7 @@ def arrow_numbers(
         return column.to_numpy(), None  # missing values become NaN
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         return None
-    values = column.cast(pa.float64()).to_numpy()
+    values = column.cast(pa.float64(), safe=False).to_numpy()  # rounding: flagged below
     inexact = None
     if kind.bit_width == 64 and pa.types.is_integer(kind) and len(column):
         extremes = pc.min_max(column).as_py()

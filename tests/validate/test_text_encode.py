@@ -186,6 +186,8 @@ def test_mostly_distinct_by_hash_on_every_core_matches_the_serial_encoder(owners
     column = pa.chunked_array([pa.array(values[:7000]), pa.array(values[7000:])])
     calls = []
     by_hash = text_encode._encode_by_hash
-    monkeypatch.setattr(text_encode, "_encode_by_hash", lambda *a: calls.append(a[2]) or by_hash(*a))
+    monkeypatch.setattr(
+        text_encode, "_encode_by_hash", lambda *a: calls.append(a[2]) or by_hash(*a)
+    )
     check(column, values)
     assert calls == [owners]
