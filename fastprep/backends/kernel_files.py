@@ -81,3 +81,8 @@ def numba_cached(kernel: Any, qualname: str | None = None) -> bool:
     cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
     index = getattr(cache_file, "_index_path", None)
     return index is not None and os.path.exists(index)
+
+
+def numba_loaded(kernel: Any) -> bool:
+    """Whether ``kernel`` has machine code in this process already (no load, no compile)."""
+    return bool(getattr(kernel, "overloads", None))

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit, prange
 
-from fastprep.backends.kernel_files import numba_cached
+from fastprep.backends.kernel_files import numba_cached, numba_loaded
 from fastprep.columns import TextColumn
 from fastprep.emit.arena import ARENA
 
@@ -298,6 +298,8 @@ COUNT_PARALLEL_MAX_UNIQUE = 1 << 16
 def count_codes(codes: np.ndarray, n_unique: int) -> np.ndarray:
     """Rows per code with the missing ones (code -1) in slot 0, as ``np.bincount(codes +
     1)`` gives — without its two int64 temporaries, on two lanes for a large column."""
+    if len(codes) < ENCODER_LOAD_ROWS and not numba_loaded(_count_lanes):
+        return np.bincount(codes + 1, minlength=n_unique + 1)  # loading the kernel costs more
     lanes = _workers()
     if len(codes) < COUNT_PARALLEL_MIN_ROWS or n_unique > COUNT_PARALLEL_MAX_UNIQUE:
         lanes = 1
@@ -367,7 +369,7 @@ def _encode(values, out, give_up: bool):
     codes = ARENA.empty(n, np.int32) if out is None else out  # warm memory: emit.arena
     if not n:
         return codes, pa.array([], type=pa.large_string())
-    if n < ENCODER_COMPILE_ROWS and not kernels_ready():
+    if not _use_numba(n):
         return _encode_with_arrow(chunks, codes)
     pieces = _pieces(chunks, _parts(n))
     tables = _run(pieces, codes, PROBE_ROWS)
@@ -380,9 +382,13 @@ def _encode(values, out, give_up: bool):
     return codes, _merged(tables, pieces, codes)
 
 
-#: a column of at least this many rows is encoded by the Numba kernels even if they must be
-#: compiled first (once per install: Numba caches them); a smaller one, on a fresh install,
-#: by Arrow's ``dictionary_encode`` (same codes) without compiling anything
+#: which encoder a column gets (same codes either way): the Numba kernels once they are in
+#: this process; else Arrow's ``dictionary_encode`` below ``ENCODER_LOAD_ROWS`` rows
+#: (loading the kernels from Numba's disk cache took 50-400 ms in a fresh process, more
+#: than Arrow's slower hash costs on such a column: 4-10 ms per flights column at 336,776
+#: rows); above it the kernels are loaded if cached, and even compiled (once per install)
+#: from ``ENCODER_COMPILE_ROWS`` rows
+ENCODER_LOAD_ROWS = 1 << 20
 ENCODER_COMPILE_ROWS = 1 << 21
 #: a mostly distinct column of at least this many rows is encoded by hash on every core
 #: even if that path's two small kernels must be compiled first (~0.5 s, repaid at once)
@@ -391,6 +397,14 @@ BY_HASH_COMPILE_ROWS = 1 << 20
 
 def _encoder_kernels() -> tuple:
     return (_encode_chunk, _merge, _remap)
+
+
+def _use_numba(n: int) -> bool:
+    if numba_loaded(_encode_chunk):
+        return True
+    if n < ENCODER_LOAD_ROWS:
+        return False
+    return n >= ENCODER_COMPILE_ROWS or kernels_ready()
 
 
 def _by_hash_pays(n: int) -> bool:

@@ -15,7 +15,7 @@ from fastprep.validate import text_encode
 @pytest.fixture(autouse=True)
 def numba_encoder(monkeypatch):
     """These tests are about the Numba encoder: use it even on a cold kernel cache."""
-    monkeypatch.setattr(text_encode, "kernels_ready", lambda: True)
+    monkeypatch.setattr(text_encode, "_use_numba", lambda n: True)
 
 
 def factorize(values: list[str | None]) -> tuple[np.ndarray, list[str]]:
@@ -153,7 +153,7 @@ def test_arrow_path_gives_the_numba_codes_bit_for_bit(name, task_rows, monkeypat
     column = ARROW_CASES[name]
     numba_codes, numba_uniques = text_encode.encode(column)
     numba_codes = numba_codes.copy()
-    monkeypatch.setattr(text_encode, "kernels_ready", lambda: False)
+    monkeypatch.setattr(text_encode, "_use_numba", lambda n: False)
     arrow_codes, arrow_uniques = text_encode.encode(column)
     assert arrow_codes.dtype == numba_codes.dtype == np.int32
     np.testing.assert_array_equal(arrow_codes, numba_codes)
@@ -164,7 +164,9 @@ def test_arrow_path_gives_the_numba_codes_bit_for_bit(name, task_rows, monkeypat
 
 def test_cold_cache_encodes_a_small_column_without_numba(monkeypatch):
     called = []
-    monkeypatch.setattr(text_encode, "kernels_ready", lambda: False)
+    monkeypatch.undo()  # the real choice: kernels neither loaded nor cached, few rows
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: False)
+    monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: False)
     monkeypatch.setattr(text_encode, "_run", lambda *a: called.append(1))
     values = ["b", None, "a", "b"]
     check(pa.array(values), values)
@@ -191,3 +193,27 @@ def test_mostly_distinct_by_hash_on_every_core_matches_the_serial_encoder(owners
     )
     check(column, values)
     assert calls == [owners]
+
+
+def test_which_encoder(monkeypatch):
+    """Loaded kernels always; else Arrow for a small column; a large one loads cached
+    kernels, and compiles them only from ENCODER_COMPILE_ROWS rows."""
+    monkeypatch.undo()
+    loaded, cached = [True], [True]
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: loaded[0])
+    monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: cached[0])
+    small, large, huge = 1000, text_encode.ENCODER_LOAD_ROWS, text_encode.ENCODER_COMPILE_ROWS
+    assert text_encode._use_numba(small)
+    loaded[0] = False
+    assert not text_encode._use_numba(small) and text_encode._use_numba(large)
+    cached[0] = False
+    assert not text_encode._use_numba(large) and text_encode._use_numba(huge)
+
+
+def test_count_codes_without_the_kernel_is_bincount(monkeypatch):
+    codes = np.array([2, -1, 0, 2, 1, -1, 2], dtype=np.int32)
+    want = np.bincount(codes + 1, minlength=4)
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: False)
+    np.testing.assert_array_equal(text_encode.count_codes(codes, 3), want)
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: True)
+    np.testing.assert_array_equal(text_encode.count_codes(codes, 3), want)
