@@ -93,7 +93,7 @@ def read_source(
             f"DataFrame ({len(source):,} rows × {source.shape[1]} columns)"
         )
     if kind != "path":
-        table = _read_in_memory(source, kind, columns)
+        table = _without_views(_read_in_memory(source, kind, columns))
         return table, SourceInfo(f"{_KIND_NAMES[kind]} ({table.num_rows:,} rows)")
     files = resolve_files(source)
     tables = [_read_file(path, columns, set(text_columns)) for path in files]
@@ -142,6 +142,16 @@ def _read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
         if type(exc).__module__.startswith("polars"):
             raise SourceError(f"cannot read the {_KIND_NAMES[kind]}: {exc}") from exc
         raise
+
+
+def _without_views(table: pa.Table) -> pa.Table:
+    """String/binary *view* columns as large_string/large_binary (a copy of those columns
+    only): Arrow's ``take`` and the encoder read the offset layout."""
+    for i, kind in enumerate(table.schema.types):
+        if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
+            wide = pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary()
+            table = table.set_column(i, table.schema.names[i], table.column(i).cast(wide))
+    return table
 
 
 def _no_columns(n_rows: int) -> pa.Table:

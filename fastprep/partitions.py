@@ -36,6 +36,7 @@ from fastprep.io import (
     _read_file,
     _read_in_memory,
     _require,
+    _without_views,
     resolve_files,
     source_kind,
 )
@@ -217,7 +218,7 @@ def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw
     if kind == "dataset":  # the empty partition of a Dataset without fragments
         return source.schema.empty_table().select(columns)
     length = None if stop is None else stop - start
-    return _read_in_memory(source.slice(start, length), kind, columns)
+    return _without_views(_read_in_memory(source.slice(start, length), kind, columns))
 
 
 def _read_fragment(dataset: Any, spec: PartitionSpec, columns: list[str]) -> pa.Table:

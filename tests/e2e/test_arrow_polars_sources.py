@@ -148,3 +148,47 @@ def test_integers_beyond_2_53_with_nulls_are_caught_on_arrow(tmp_path):
     assert out.quarantine["row_id"].tolist() == [2]
     assert "inexact_int" in out.quarantine["reason"].iloc[0]
     assert out.quarantine["n"].dtype == np.float64  # as the whole column converts (nulls)
+
+
+def test_arrow_types_validate_as_their_pandas_conversion():
+    """Every Arrow type gives what the same table converted to pandas gives: dictionary and
+    view strings, bools, timestamps, narrow and unsigned integers, float32, decimals, an
+    all-null column; the quarantine keeps each column's dtype as read."""
+    import datetime
+    import decimal
+
+    table = pa.table({
+        "c": pa.array(["a", "b", None, "a", "c", "b", "a", "a"]).dictionary_encode(),
+        "sv": pa.array(["x", "y", "x", None, "", "y", "x", "z"], pa.string_view()),
+        "b": pa.array([True, False, None, True, True, False, True, False]),
+        "ts": pa.array([datetime.datetime(2020, 1, d) for d in range(1, 9)], pa.timestamp("us")),
+        "i32": pa.array([1, 2, None, 4, 5, 6, 7, 8], pa.int32()),
+        "f32": pa.array([1.5, 2, 3, None, 5, 6, 7, 8], pa.float32()),
+        "u64": pa.array([1, 2, 3, 4, 5, 6, 7, 2**60], pa.uint64()),
+        "dec": pa.array([decimal.Decimal(f"1.{i}") for i in range(8)], pa.decimal128(5, 2)),
+        "nul": pa.nulls(8),
+        "y": pa.array(np.arange(8, dtype=float)),
+    })  # fmt: skip
+    schema = fp.Schema({
+        "c": fp.Category(nullable=True), "sv": fp.String(nullable=True),
+        "b": fp.Bool(nullable=True), "ts": fp.Datetime(), "i32": fp.Int(nullable=True),
+        "f32": fp.Float(nullable=True), "u64": fp.Int(), "dec": fp.Float(),
+        "nul": fp.Float(nullable=True), "y": fp.Float(),
+    })  # fmt: skip
+    features = [
+        fp.cols("c", "sv") >> fp.OneHot(),
+        fp.cols("b", "ts", "i32", "f32", "u64", "dec", "nul") >> fp.FillMissing(0),
+    ]
+    pipe = fp.Pipeline(schema, features, target="y")
+    out, reference = pipe.fit_transform(table), pipe.fit_transform(table.to_pandas())
+    assert_same(out, reference)
+    assert out.quarantine["reason"].tolist() == ["u64: inexact_int"]
+    polars_frame = pl.DataFrame({
+        "c": pl.Series(["a", "b", None, "a"], dtype=pl.Categorical),
+        "e": pl.Series(["u", "v", "u", "u"], dtype=pl.Enum(["v", "u"])), "y": [1.0, 2, 3, 4],
+    })  # fmt: skip
+    pipe = fp.Pipeline(
+        fp.Schema({"c": fp.Category(nullable=True), "e": fp.Category(), "y": fp.Float()}),
+        [fp.cols("c", "e") >> fp.OneHot()], target="y",
+    )  # fmt: skip
+    assert_same(pipe.fit_transform(polars_frame), pipe.fit_transform(polars_frame.to_pandas()))
