@@ -390,6 +390,10 @@ def _encode(values, out, give_up: bool):
 #: from ``ENCODER_COMPILE_ROWS`` rows
 ENCODER_LOAD_ROWS = 1 << 20
 ENCODER_COMPILE_ROWS = 1 << 21
+#: ... or once this process has encoded this many rows with Arrow (a long-lived process
+#: running many small jobs repays the load: ~3x faster per column after it)
+ENCODER_AMORTIZED_ROWS = 1 << 22
+_ARROW_ROWS = 0
 #: a mostly distinct column of at least this many rows is encoded by hash on every core
 #: even if that path's two small kernels must be compiled first (~0.5 s, repaid at once)
 BY_HASH_COMPILE_ROWS = 1 << 20
@@ -400,19 +404,21 @@ def _encoder_kernels() -> tuple:
 
 
 def _use_numba(n: int) -> bool:
+    global _ARROW_ROWS
     if numba_loaded(_encode_chunk):
         return True
-    if n < ENCODER_LOAD_ROWS:
-        return False
-    return n >= ENCODER_COMPILE_ROWS or kernels_ready()
+    if n >= ENCODER_COMPILE_ROWS or (
+        (n >= ENCODER_LOAD_ROWS or _ARROW_ROWS >= ENCODER_AMORTIZED_ROWS) and kernels_ready()
+    ):
+        return True
+    _ARROW_ROWS += n
+    return False
 
 
 def _by_hash_pays(n: int) -> bool:
     if _workers() < 2 or n < 2 * TASK_ROWS:
         return False
-    return n >= BY_HASH_COMPILE_ROWS or all(
-        numba_cached(k) for k in (_rank_codes, _gather_values)
-    )
+    return n >= BY_HASH_COMPILE_ROWS or all(numba_cached(k) for k in (_rank_codes, _gather_values))
 
 
 def kernels_ready() -> bool:

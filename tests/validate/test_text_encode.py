@@ -202,12 +202,19 @@ def test_which_encoder(monkeypatch):
     loaded, cached = [True], [True]
     monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: loaded[0])
     monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: cached[0])
+    monkeypatch.setattr(text_encode, "_ARROW_ROWS", 0)
     small, large, huge = 1000, text_encode.ENCODER_LOAD_ROWS, text_encode.ENCODER_COMPILE_ROWS
     assert text_encode._use_numba(small)
     loaded[0] = False
     assert not text_encode._use_numba(small) and text_encode._use_numba(large)
     cached[0] = False
     assert not text_encode._use_numba(large) and text_encode._use_numba(huge)
+    # many small columns in one process: once enough rows went through Arrow, cached
+    # kernels are loaded
+    cached[0] = True
+    monkeypatch.setattr(text_encode, "_ARROW_ROWS", text_encode.ENCODER_AMORTIZED_ROWS - 1000)
+    assert not text_encode._use_numba(small)
+    assert text_encode._use_numba(small)
 
 
 def test_count_codes_without_the_kernel_is_bincount(monkeypatch):
