@@ -37,7 +37,13 @@ from fastprep import execute
 from fastprep.emit.precision import Precision, merge_info
 from fastprep.errors import PipelineDefinitionError
 from fastprep.io import Source, is_path
-from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, read_partition
+from fastprep.partitions import (
+    ROWS_PER_PARTITION,
+    PartitionSpec,
+    in_memory_rows,
+    plan_partitions,
+    read_partition,
+)
 from fastprep.plan.dtypes import LType
 from fastprep.report import Report
 from fastprep.validate.alerts import AlertCallback
@@ -189,7 +195,7 @@ def _account(stats: BatchStats, output: execute.Output) -> None:
 def _describe(source: Source) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
-    return f"{type(source).__name__} ({len(source):,} rows)"
+    return f"{type(source).__name__} ({in_memory_rows(source):,} rows)"
 
 
 def _with_offsets(
