@@ -31,11 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
-from numba import njit, prange
 
-from fastprep.backends.kernel_files import numba_cached, numba_loaded
+from fastprep.backends.kernel_files import jit as njit  # made on first use: no numba import
+from fastprep.backends.kernel_files import numba_cached, numba_loaded, prange
 from fastprep.columns import TextColumn
 from fastprep.emit.arena import ARENA
+from fastprep.planner import kernel_path
 
 #: a column is cut into parts of at least this many rows (one part per thread at most)
 TASK_ROWS = 1 << 16
@@ -382,18 +383,17 @@ def _encode(values, out, give_up: bool):
     return codes, _merged(tables, pieces, codes)
 
 
-#: which encoder a column gets (same codes either way): the Numba kernels once they are in
-#: this process; else Arrow's ``dictionary_encode`` below ``ENCODER_LOAD_ROWS`` rows
-#: (loading the kernels from Numba's disk cache took 50-400 ms in a fresh process, more
-#: than Arrow's slower hash costs on such a column: 4-10 ms per flights column at 336,776
-#: rows); above it the kernels are loaded if cached, and even compiled (once per install)
-#: from ``ENCODER_COMPILE_ROWS`` rows
-ENCODER_LOAD_ROWS = 1 << 20
-ENCODER_COMPILE_ROWS = 1 << 21
-#: ... or once this process has encoded this many rows with Arrow (a long-lived process
-#: running many small jobs repays the load: ~3x faster per column after it)
+#: which encoder a column gets (same codes either way) is the planner's helper-kernel
+#: decision (``planner.kernel_path("text", ...)``: Arrow's ``dictionary_encode`` is the
+#: no-compile twin): a small job on a fresh install neither compiles nor imports Numba, and
+#: loading cached kernels (50-400 ms measured in a fresh process) is paid only where a
+#: column repays it. A process that has sent this many rows through Arrow counts the load as
+#: repaid (many small in-process jobs: ~3x faster per column once loaded)
 ENCODER_AMORTIZED_ROWS = 1 << 22
 _ARROW_ROWS = 0
+#: ``count_codes`` counts with ``np.bincount`` below this many rows unless its kernel is in
+#: the process already
+ENCODER_LOAD_ROWS = 1 << 20
 #: a mostly distinct column of at least this many rows is encoded by hash on every core
 #: even if that path's two small kernels must be compiled first (~0.5 s, repaid at once)
 BY_HASH_COMPILE_ROWS = 1 << 20
@@ -405,11 +405,9 @@ def _encoder_kernels() -> tuple:
 
 def _use_numba(n: int) -> bool:
     global _ARROW_ROWS
-    if numba_loaded(_encode_chunk):
-        return True
-    if n >= ENCODER_COMPILE_ROWS or (
-        (n >= ENCODER_LOAD_ROWS or _ARROW_ROWS >= ENCODER_AMORTIZED_ROWS) and kernels_ready()
-    ):
+    cached = kernels_ready()
+    loaded = numba_loaded(_encode_chunk) or (cached and _ARROW_ROWS >= ENCODER_AMORTIZED_ROWS)
+    if kernel_path("text", n, cached=cached, loaded=loaded) == "numba":
         return True
     _ARROW_ROWS += n
     return False
@@ -423,9 +421,7 @@ def _by_hash_pays(n: int) -> bool:
 
 def kernels_ready() -> bool:
     """Whether the encoder's kernels run without compiling (compiled in this process, or
-    in Numba's disk cache). If not, :func:`encode` uses Arrow's ``dictionary_encode`` for
-    columns under ``ENCODER_COMPILE_ROWS`` (same codes, same order; ~1.5-3x slower per
-    call, but compiling these kernels costs seconds a small job never pays back)."""
+    in Numba's disk cache)."""
     return all(numba_cached(kernel) for kernel in _encoder_kernels())
 
 

@@ -196,25 +196,28 @@ def test_mostly_distinct_by_hash_on_every_core_matches_the_serial_encoder(owners
 
 
 def test_which_encoder(monkeypatch):
-    """Loaded kernels always; else Arrow for a small column; a large one loads cached
-    kernels, and compiles them only from ENCODER_COMPILE_ROWS rows."""
+    """The planner's helper decision: loaded kernels for any column; cached ones for a
+    column that repays loading them; Arrow for a small column on a fresh install (and
+    FASTPREP_KERNEL_PATH forces either); a process that sent enough rows through Arrow
+    counts the load as repaid."""
     monkeypatch.undo()
+    monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
+    monkeypatch.setattr(text_encode, "_ARROW_ROWS", 0)
     loaded, cached = [True], [True]
     monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: loaded[0])
     monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: cached[0])
-    monkeypatch.setattr(text_encode, "_ARROW_ROWS", 0)
-    small, large, huge = 1000, text_encode.ENCODER_LOAD_ROWS, text_encode.ENCODER_COMPILE_ROWS
-    assert text_encode._use_numba(small)
+    monkeypatch.setattr("fastprep.planner.numba_imported", lambda: True)
+    assert text_encode._use_numba(1000)
     loaded[0] = False
-    assert not text_encode._use_numba(small) and text_encode._use_numba(large)
+    assert not text_encode._use_numba(1000) and text_encode._use_numba(10_000_000)
     cached[0] = False
-    assert not text_encode._use_numba(large) and text_encode._use_numba(huge)
-    # many small columns in one process: once enough rows went through Arrow, cached
-    # kernels are loaded
+    assert not text_encode._use_numba(10_000_000)
     cached[0] = True
     monkeypatch.setattr(text_encode, "_ARROW_ROWS", text_encode.ENCODER_AMORTIZED_ROWS - 1000)
-    assert not text_encode._use_numba(small)
-    assert text_encode._use_numba(small)
+    assert not text_encode._use_numba(1000)
+    assert text_encode._use_numba(1000)
+    monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numpy")
+    assert not text_encode._use_numba(10_000_000)
 
 
 def test_count_codes_without_the_kernel_is_bincount(monkeypatch):
