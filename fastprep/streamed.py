@@ -40,8 +40,8 @@ from fastprep.distributed.tasks import (
 )
 from fastprep.emit import make_layout
 from fastprep.emit.precision import Precision
-from fastprep.io import Source, source_columns
-from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
+from fastprep.io import Source, is_path, source_columns
+from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, read_partition
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.report import Report
 from fastprep.schema import Schema
@@ -58,23 +58,17 @@ class Partitions:
     columns in memory (:data:`fastprep.preflight.STREAM_PREFETCH_COPIES`), a read's time
     saved per partition and pass."""
 
-    def __init__(self, source: Source, rows_per_partition: int, job: Job | None = None) -> None:
+    def __init__(self, source: Source, rows_per_partition: int, job: Job) -> None:
         self.source = source
-        self.frame = source if isinstance(source, pd.DataFrame) else None
         self.specs = plan_partitions(source, rows_per_partition)
         self.job = job
 
-    def part(self, spec: PartitionSpec) -> pd.DataFrame | None:
-        """A DataFrame source's slice (a view); None for a file (the task reads it)."""
-        if self.frame is None:
-            return None
-        return self.frame.iloc[spec.start : spec.stop]
-
-    def _read(self, spec: PartitionSpec) -> pd.DataFrame | None:
-        if self.frame is not None or self.job is None:
-            return self.part(spec)
+    def _read(self, spec: PartitionSpec) -> Any:
+        """One partition's columns: a file's read with retries; a table in memory sliced."""
         columns, text = read_columns(self.job)
-        return read_with_retries(spec, columns, text, self.job.retry)[0]
+        if is_path(self.source):
+            return read_with_retries(spec, columns, text, self.job.retry)[0]
+        return read_partition(spec, columns, text, self.source)
 
     def each(self, run: Any) -> list[Any]:
         """``run(spec, part)`` per partition in order; returns the results. ``run`` must

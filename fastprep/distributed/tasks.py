@@ -62,7 +62,11 @@ def read_with_retries(
     task's dependency (recomputed, not lost, when a worker dies).
     """
     if frame is not None:
-        return frame.loc[:, [c for c in columns if c in frame.columns]].reset_index(drop=True), 0
+        if isinstance(frame, pd.DataFrame):
+            present = [c for c in columns if c in frame.columns]
+            return frame.loc[:, present].reset_index(drop=True), 0
+        # an Arrow table read ahead by the caller (a streamed run in one process)
+        return frame.select([c for c in columns if c in frame.column_names]), 0
     for attempt in range(retry.tries):
         try:
             return read_partition(spec, _present_columns(spec, columns), text), attempt
