@@ -207,10 +207,14 @@ def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
 
 
 @pytest.mark.slow
-def test_auto_started_local_cluster(flights_pipeline, grouped_parquet, tmp_path):
-    """scheduler="local": the planner starts a LocalCluster of worker processes."""
+def test_auto_started_local_cluster(flights_pipeline, grouped_parquet, tmp_path, monkeypatch):
+    """scheduler="local" and an in-memory run over the budget: the planner starts a
+    LocalCluster of worker processes (its four processes fit 3 GB; the 20,000 rows are
+    made to look too big for memory through the cost model's working copies)."""
     pytest.importorskip("distributed")
     reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
+    heavy = replace(planner.CostProfile(), memory_working_copies=1e4)
+    monkeypatch.setattr(preflight, "load_profile", lambda: heavy)
     out = flights_pipeline.fit_transform(grouped_parquet, memory_budget="3GB",
                                          scheduler="local", output_dir=tmp_path)  # fmt: skip
     assert "LocalCluster of" in out.notes[-1]
