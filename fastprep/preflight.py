@@ -516,7 +516,8 @@ def _vocabulary_decisions(
 
 #: resident memory of a fastprep process before any data: the interpreter, numpy, pandas,
 #: pyarrow and the compiled kernels loaded (measured 355-360 MB after a warm-up run of the
-#: flights job on the 2-core VM, 2026-12-04)
+#: flights job on the 2-core VM, 2026-12-04; ~200 MB after imports alone once kernels
+#: load lazily, ~400 MB at the peak of a 50k-row-partition run)
 PROCESS_BASE_BYTES = 360 * 10**6
 #: working memory of a run beyond its rows: Arrow/NumPy pools, kernel scratch (measured
 #: ~53 MB as the intercept of peak over partition rows, 50k..1M-row partitions)
