@@ -83,6 +83,6 @@ class MemoryBudgetError(FastprepError, MemoryError):
     loaded); the message says what, by how much, and the options."""
 
 
-class SparseOutputError(FastprepError, TypeError):
+class SparseOutputError(FastprepError, ValueError):
     """A dense-only hand-off (a DataFrame) was asked of a sparse X; the message names the
     sparse blocks and the options."""

@@ -44,6 +44,7 @@ LAYERS = {
     "fastprep.bench": 4,
     "fastprep.cli": 4,
     "fastprep.checks": 4,
+    "fastprep.sklearn": 4,
     "fastprep.__main__": 4,
 }
 ROOT = "fastprep"  # the package __init__: the public API, re-exports every layer
