@@ -17,6 +17,10 @@ The rules a block follows (the README and docs are written to them):
   matches anything within a line (a line of only ``...`` matches any number of lines), and a
   number of seconds (``0.014s``, ``0.5 s``) matches any number of seconds. Everything else
   must be identical, so a change of the output's shape shows up here as a failure.
+- In a python block, a ``print(...)`` line whose trailing comment starts like a value (``(``,
+  ``[``, ``{``, a digit or a quote: ``print(out.X.shape)  # (19430, 25)``) shows what that
+  print writes: those lines must appear in the block's output in order, with the same
+  wildcards. A comment starting otherwise is prose.
 - A block preceded by ``<!-- not-run: REASON -->`` is not run (a synopsis, a diagram, a
   captured output whose figures vary per machine, an hours-long benchmark); the reason is
   required.
@@ -171,6 +175,17 @@ def to_argv(line: str) -> list[str]:
     return [sys.executable, *argv[1:]]
 
 
+PRINTED = re.compile(r"^\s*print\(.*\)\s+#\s?(?P<shown>[(\[{0-9'\"].*)$")
+
+
+def printed_comments(block: Block) -> list[str]:
+    """The outputs a python block's ``print(...)  # value`` comments show, in order."""
+    if block.lang != "python":
+        return []
+    found = (PRINTED.match(line) for line in block.text.splitlines())
+    return [m.group("shown").rstrip() for m in found if m]
+
+
 def output_pattern(shown: str) -> re.Pattern[str]:
     """The shown output as a regular expression (see the module docstring)."""
     parts = []
@@ -221,6 +236,12 @@ def test_shown_output_matching() -> None:
     assert not pattern.match("rows: 20,000 in, 1\nstages: read 0.014s\nwrote out: X.npz\n")
 
 
+def test_print_comments_that_show_a_value() -> None:
+    text = "print(out.X.shape)  # (19430, 25)\nprint(out.report)  # rows, findings\n"
+    block = Block(Path("x.md"), 1, "python", text, "", "")
+    assert printed_comments(block) == ["(19430, 25)"]
+
+
 def test_the_readme_pipeline_is_the_bundled_file() -> None:
     """The README's DSL block shows ``pipelines/flights.py``: it must not drift from it."""
     shown = next(b for b in BLOCKS if b.text.startswith("# pipelines/flights.py\n"))
@@ -234,6 +255,12 @@ def test_the_readme_pipeline_is_the_bundled_file() -> None:
 @pytest.mark.parametrize("block", [_param(b) for b in RUNNABLE])
 def test_block_runs(block: Block, tmp_path: Path) -> None:
     printed = run_block(block, workdir(tmp_path))
+    lines = iter(printed.splitlines())
+    for comment in printed_comments(block):
+        pattern = output_pattern(comment)
+        assert any(pattern.match(line + "\n") for line in lines), (
+            f"{block.id}: no printed line after the previous shows {comment!r}:\n{printed}"
+        )
     for shown in SHOWN.get(block, []):
         assert output_pattern(shown.text).match(printed), (
             f"{shown.id}: the shown output is not what {block.id} printed:\n{printed}"
