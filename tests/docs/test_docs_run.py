@@ -38,6 +38,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,7 @@ from support import REPO
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINKED = ("pipelines", "data_samples", "benchmarks")
 TIMEOUT = 300
-FENCE = re.compile(r"^```(\S*)\s*$")
+FENCE = re.compile(r"^\s*```(\S*)\s*$")  # also indented, inside a list item
 MARKER = re.compile(r"^<!--\s*(output|slow|not-run)\s*(?::\s*(.*?))?\s*-->\s*$")
 #: lines a command block may hold that the test does not run (it runs inside the installed
 #: project, as part of the very suite these lines start)
@@ -78,11 +79,11 @@ def read_blocks(path: Path) -> list[Block]:
         if not opening:
             i += 1
             continue
-        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].lstrip().startswith("```"))
         above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         marker = MARKER.match(above.strip())
         kind, reason = (marker.group(1), marker.group(2) or "") if marker else ("", "")
-        text = "\n".join(lines[i + 1 : end]) + "\n"
+        text = textwrap.dedent("\n".join(lines[i + 1 : end]) + "\n")
         blocks.append(Block(path, i + 1, opening.group(1), text, kind, reason))
         i = end + 1
     return blocks
