@@ -77,19 +77,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    marks = {"entered": time.time()}  # wall clock: comparable with the launcher's clock
     pipeline = load_pipeline_file(args.pipeline)
     source = args.input or pipeline.sample
     if source is None:
         raise PipelineDefinitionError(
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
-    started = time.perf_counter()
+    started, marks["loaded"] = time.perf_counter(), time.time()
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
     fitted, output = pipeline.fit_and_transform(
         source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
     )
-    _write(output, fitted, args.output, source, time.perf_counter() - started)
+    marks["computed"], stages = time.time(), dict(output.report.stages)
+    _write(output, fitted, args.output, source, time.perf_counter() - started, args.compress)
+    if os.environ.get("FASTPREP_JOB_TIMINGS"):  # for benchmarks/bench_job.py's breakdown
+        import json
+
+        marks["written"] = time.time()
+        record = {"marks": marks, "stages": stages}
+        Path(os.environ["FASTPREP_JOB_TIMINGS"]).write_text(json.dumps(record))
     return 0
 
 
@@ -111,12 +119,11 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
             manifest = fitted.transform(
                 source, backend=args.backend, out_dtype=args.out_dtype,
                 on_overflow=args.on_overflow, client=client, output_dir=args.output,
-                progress=progress,
+                progress=progress, compress=args.compress, pipeline=fitted,
             )  # fmt: skip
     finally:
         if cluster is not None:
             cluster.close()
-    fitted.save(os.path.join(args.output, STATE_FILE))
     print(f"fastprep: {source} on {args.scheduler}")
     print(manifest.report.summary())
     print(f"total {time.perf_counter() - started:.3f}s")
@@ -133,7 +140,7 @@ def _transform(args: argparse.Namespace) -> int:
     output = fitted.transform(
         source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
     )
-    _write(output, fitted, args.output, source, time.perf_counter() - started)
+    _write(output, fitted, args.output, source, time.perf_counter() - started, args.compress)
     return 0
 
 
@@ -143,15 +150,16 @@ def _write(
     folder: str,
     source: object,
     seconds: float,
+    compress: str | None = None,
 ) -> None:
-    written = output.save(folder)
-    state = os.path.join(folder, STATE_FILE)
-    fitted.save(state)
+    # the fitted pipeline is published with the arrays: the folder never mixes two runs
+    written = output.save(folder, compress=compress, pipeline=fitted)
     print(f"fastprep: {source}")
     print(output.report.summary())
     print(f"total {seconds:.3f}s")
-    files = ", ".join(os.path.basename(p) for p in written.values())
-    print(f"wrote {folder}: {files}, {STATE_FILE}")
+    size = sum(os.path.getsize(p) for p in written.values()) / 2**20
+    print(f"wrote {folder}: manifest.json + {len(written) - 1} files ({size:,.1f} MiB"
+          f"{', ' + compress if compress else ''}), {STATE_FILE}")  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -281,6 +289,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--on-overflow", default="raise", choices=["raise", "clip"],
         help="a value beyond float16/bfloat16's range: raise (default) or clip (reported)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compress", choices=["zstd", "lz4"], default=None,
+        help="compress the output arrays (default: plain memory-mappable .npy)",
     )  # fmt: skip
 
 

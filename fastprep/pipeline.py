@@ -313,9 +313,11 @@ class FittedPipeline:
         With ``client``, each partition is transformed by a task on that Dask cluster:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
         as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
-        resumes from the partitions already written). ``distributed_options`` go to
-        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``,
-        ``progress=`` as in :meth:`Pipeline.fit`).
+        resumes from the partitions already written); a run without ``client`` that fits
+        in memory writes ``output_dir`` with :meth:`Output.save` and returns the Output.
+        ``distributed_options`` go to :func:`fastprep.distributed.transform` (``retry=``,
+        ``partitions=``, ``progress=`` as in :meth:`Pipeline.fit`; ``compress=``,
+        ``pipeline=`` for the folder).
         """
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)
@@ -363,6 +365,9 @@ class FittedPipeline:
             execute.apply_precision(output, precision, self.quantization)
         _record_anomaly_patterns(output)
         _alert(self.pipeline, output.report, on_alert, "transform")
+        if output_dir is not None:  # it fitted in memory: the folder a cluster run writes
+            output.save(output_dir, compress=distributed_options.get("compress"),
+                        pipeline=distributed_options.get("pipeline"))  # fmt: skip
         return output
 
     def calibrate_quantization(
@@ -386,22 +391,35 @@ class FittedPipeline:
 
         return BatchStream(self, source, **options)
 
-    def write_shards(self, source: Source, folder: str | os.PathLike[str], **options: Any) -> Any:
+    def write_shards(
+        self, source: Source, folder: str | os.PathLike[str], *,
+        compress: str | bool | None = None, **options: Any,
+    ) -> Any:  # fmt: skip
         """Transform ``source`` partition by partition into memory-mappable ``.npy`` shards
-        (one per partition; never the whole matrix in memory); open with ``fp.open_output``.
-        Options as :meth:`batches` (``rows_per_partition``, ``out_dtype``, ...); returns the
+        (one per partition; never the whole matrix in memory), published atomically like
+        :meth:`Output.save`; open with ``fp.open_output``. Options as :meth:`batches`
+        (``rows_per_partition``, ``out_dtype``, ...); returns the
         :class:`~fastprep.batches.BatchStats` of the pass."""
         from fastprep.batches import BatchStream
         from fastprep.emit.shards import ShardWriter
 
         stream = BatchStream(self, source, **options)
         writer: ShardWriter | None = None
-        for output in stream.partition_outputs():
-            if writer is None:
-                writer = ShardWriter(folder, output.feature_names, stream.precision.out_dtype)
-            writer.add(output.X, output.y, output.row_ids)
-        assert writer is not None  # a source has at least one partition
-        writer.close({"batches": stream.stats.to_dict()})
+        try:
+            for output in stream.partition_outputs():
+                if writer is None:
+                    writer = ShardWriter(folder, output.feature_names,
+                                         stream.precision.out_dtype, compress=compress)  # fmt: skip
+                writer.add(output.X, output.y, output.row_ids, output.quarantine)
+            assert writer is not None  # a source has at least one partition
+            stats = stream.stats
+            counts = {"rows_in": stats.rows_in, "rows_out": stats.rows_out,
+                      "rows_quarantined": stats.rows_quarantined}  # fmt: skip
+            writer.close({**counts, "batches": stats.to_dict()}, pipeline=self)
+        except BaseException:
+            if writer is not None:
+                writer.discard()  # never published: the folder keeps its earlier output
+            raise
         return stream.stats
 
     def torch_dataset(self, source: Source, **options: Any) -> Any:

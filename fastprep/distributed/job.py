@@ -35,6 +35,7 @@ from fastprep.distributed.tasks import (
     transform_partition,
 )
 from fastprep.emit import make_layout
+from fastprep.emit.output_format import check_codec
 from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, SourceError
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
@@ -263,13 +264,17 @@ def transform(
     *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
     partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
+    compress: str | bool | None = None, pipeline: Any = None,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
-    With ``output_dir``, partitions whose shard manifest (same fitted state and partition)
-    is already there are skipped: a re-run after a crash resumes where it stopped.
+    With ``output_dir``, partitions whose shard record (same fitted state and partition)
+    is already there are skipped: a re-run after a crash resumes where it stopped; the
+    folder is the output format ``fp.open_output`` reads (``compress="zstd"|"lz4"``
+    compresses its arrays; ``pipeline``, a fitted pipeline, is published with them).
     ``progress``: a bar over completed partitions (skipped ones count as done).
     """
+    codec = check_codec(compress)
     job = Job(plan, schema, backend, retry or RetryPolicy())
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
@@ -282,7 +287,7 @@ def transform(
     frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
     todo = [s for s in specs if s.index not in done]
     started = client.run_on_scheduler(_scheduler_time)
-    where = _token(output_dir)
+    where = _token([output_dir, codec])
     futures = [
         client.submit(
             transform_partition,
@@ -293,6 +298,7 @@ def transform(
             output_dir,
             out_dtype,
             frames[spec.index],
+            codec,
             key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
         )
         for spec in todo
@@ -302,8 +308,9 @@ def transform(
     entries = {r["entry"]["index"]: r["entry"] for r in results} | done
     notes = _job_notes(results, reruns, len(done))
     if output_dir is not None:
-        return shards.write_manifest(Path(output_dir), specs, entries, list(names), notes,
-                                     str(source), fingerprint)  # fmt: skip
+        return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
+                                     fingerprint, out_dtype=out_dtype, codec=codec,
+                                     pipeline=pipeline)  # fmt: skip
     return _gather(results, names, notes, str(source))
 
 

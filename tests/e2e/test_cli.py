@@ -16,7 +16,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
 from support import assert_same_matrix
@@ -27,15 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "pipelines" / "flights.py"
 SAMPLE = REPO / "data_samples" / "flights.parquet"
 BROKEN = REPO / "data_samples" / "flights_broken.csv"
-OUTPUT_FILES = {
-    "X.npz",
-    "y.npy",
-    "row_ids.npy",
-    "feature_names.json",
-    "report.json",
-    "quarantine.parquet",
-    "pipeline.fastprep",
-}
 DENSE_PIPELINE = f"""
 import fastprep as fp
 
@@ -130,23 +120,26 @@ def assert_clean_error(result: subprocess.CompletedProcess, *fragments: str) -> 
 
 
 def load_folder(folder: Path):
-    if (folder / "X.npz").exists():
-        X = sp.csr_matrix(sp.load_npz(folder / "X.npz"))
-    else:
-        X = np.load(folder / "X.npy", allow_pickle=False)
-    return (
-        X,
-        np.load(folder / "y.npy", allow_pickle=False),
-        np.load(folder / "row_ids.npy", allow_pickle=False),
-        json.loads((folder / "feature_names.json").read_text()),
-    )
+    opened = fp.open_output(folder)
+    X = sp.csr_matrix(opened.X) if sp.issparse(opened.X) else np.asarray(opened.X)
+    return X, np.asarray(opened.y), np.asarray(opened.row_ids), list(opened.feature_names)
+
+
+def assert_one_output(folder: Path) -> None:
+    """The folder holds one published output: its manifest's files and the pipeline alias."""
+    from fastprep.emit.output_format import named_files
+
+    doc = json.loads((folder / "manifest.json").read_text())
+    expected = named_files(doc) | {"manifest.json", "pipeline.fastprep"}
+    assert {p.name for p in folder.iterdir()} == expected
+    assert (folder / "pipeline.fastprep").samefile(fp.open_output(folder).pipeline_path)
 
 
 def test_run_without_input_uses_the_sample(cli, flights_pipeline, flights_parquet):
     results, root = cli
     result, out = results["default"], root / "default"
     assert_ok(result)
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert_one_output(out)
     assert "rows: 20,000 in" in result.stdout
     assert "quarantined" in result.stdout
     expected = flights_pipeline.fit(flights_parquet).transform(flights_parquet)
@@ -155,11 +148,11 @@ def test_run_without_input_uses_the_sample(cli, flights_pipeline, flights_parque
     assert np.array_equal(y, expected.y)
     assert np.array_equal(row_ids, expected.row_ids)
     assert names == expected.feature_names
-    report = json.loads((out / "report.json").read_text())
+    report = fp.open_output(out).report
     assert report["rows_in"] == 20_000
     assert report["rows_out"] + report["rows_quarantined"] == 20_000
     assert report["rows_out"] == X.shape[0]
-    quarantine = pd.read_parquet(out / "quarantine.parquet")
+    quarantine = fp.open_output(out).quarantine
     assert quarantine["row_id"].tolist() == expected.quarantine["row_id"].tolist()
     assert set(quarantine["reason"]) == {"arr_delay: null"}
 
@@ -176,14 +169,14 @@ def test_transform_command(cli, broken_path, flights_pipeline, flights_sample):
     results, root = cli
     result, out = results["transform"], root / "t"
     assert_ok(result)
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert_one_output(out)
     expected = flights_pipeline.fit(flights_sample).transform(broken_path)
     X, y, row_ids, names = load_folder(out)
     assert_same_matrix(X, expected.X)
     assert np.array_equal(y, expected.y)
     assert np.array_equal(row_ids, expected.row_ids)
     assert names == expected.feature_names
-    quarantine = pd.read_parquet(out / "quarantine.parquet")
+    quarantine = fp.open_output(out).quarantine
     assert quarantine["reason"].tolist() == expected.quarantine["reason"].tolist()
     assert "rows: 40 in" in result.stdout
 
@@ -200,7 +193,7 @@ def test_console_script(cli):
         pytest.skip("the fastprep console script is not installed")
     assert_ok(results["console"])
     out = root / "console"
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert_one_output(out)
     X, y, _, names = load_folder(out)
     X_module, y_module, _, names_module = load_folder(root / "default")
     assert_same_matrix(X, X_module)
@@ -245,7 +238,7 @@ def test_schema_error_from_the_data(capsys, monkeypatch, tmp_path, flights_sampl
     )  # fmt: skip
     assert code == 2
     assert err.startswith("fastprep: error: ") and "air_time" in err
-    assert not (tmp_path / "out" / "X.npz").exists()
+    assert not (tmp_path / "out" / "manifest.json").exists()
 
 
 def test_error_raised_by_the_users_pipeline_file(capsys, monkeypatch, tmp_path):
@@ -286,16 +279,17 @@ def test_dense_pipeline_writes_x_npy(capsys, monkeypatch, tmp_path):
     (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
     out = tmp_path / "dense"
     out.mkdir()
-    (out / "X.npz").write_bytes(b"stale")  # must be replaced by X.npy
+    (out / "X.npz").write_bytes(b"stale")  # an earlier version's file: removed on publish
     code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "dense.py", "--output", out)
     assert code == 0, err
-    assert (out / "X.npy").exists() and not (out / "X.npz").exists()
-    X = np.load(out / "X.npy", allow_pickle=False)
+    assert not (out / "X.npz").exists()
+    X = fp.open_output(out).X
     assert X.dtype == np.float32 and X.flags.c_contiguous and X.shape[1] == 4
-    assert json.loads((out / "feature_names.json").read_text()) == [
+    assert isinstance(X, np.memmap)
+    assert fp.open_output(out).feature_names == [
         "distance",
         "origin=EWR",
         "origin=JFK",
         "origin=LGA",
     ]
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES - {"X.npz"} | {"X.npy"}
+    assert_one_output(out)
