@@ -106,3 +106,15 @@ def test_sparse_pandas_frame_holds_the_same_values(flights_sample) -> None:
     np.testing.assert_array_equal(
         frame.drop(columns="late").sparse.to_dense().to_numpy(), out.X.toarray()
     )
+
+
+def test_an_opened_output_gives_the_same_frames(dense_out, csr_out, tmp_path) -> None:
+    dense_out.save(tmp_path / "dense")
+    opened = fp.open_output(tmp_path / "dense")
+    pd.testing.assert_frame_equal(
+        opened.to_pandas(target="late"), dense_out.to_pandas(target="late")
+    )
+    assert opened.to_polars(row_ids=True).equals(dense_out.to_polars(row_ids=True))
+    csr_out.save(tmp_path / "csr")
+    with pytest.raises(fp.SparseOutputError, match="hash:tailnum,dest"):
+        fp.open_output(tmp_path / "csr").to_pandas()
