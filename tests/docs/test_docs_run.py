@@ -7,16 +7,18 @@ The rules a block follows (the README and docs are written to them):
   needs a cluster starts its own ``distributed.LocalCluster`` (under
   ``if __name__ == "__main__":``, as a script must).
 - A ```bash / ```console / ```sh / plain ``` block holds commands, one per line (or joined
-  by ``&&``). A command
-  starting with ``fastprep `` runs as ``python -m fastprep ...`` (the same entry point);
-  ``python -m fastprep``/``python -m benchmarks``/``python benchmarks/...`` lines run as
-  written. Set-up lines (``pip install``, ``python -m pytest``) are not run: the test runs
-  inside the installed project and is part of that suite. Any other line fails the test.
-- A block preceded by ``<!-- output -->`` is the standard output of the last block run before
-  it in the same file (blocks marked not-run in between are passed over) and is compared with what that run printed: ``...`` in the shown text
-  matches anything within a line (a line of only ``...`` matches any number of lines), and a
-  number of seconds (``0.014s``, ``0.5 s``) matches any number of seconds. Everything else
-  must be identical, so a change of the output's shape shows up here as a failure.
+  by ``&&``). A command starting with ``fastprep `` runs as ``python -m fastprep ...`` (the
+  same entry point); ``python -m fastprep`` lines run as written. Set-up lines (``pip
+  install``, ``python -m pytest``) are not run: the test runs inside the installed project
+  and is part of that suite. Benchmark commands (``fastprep bench``, ``python
+  benchmarks/...``) are never run here (minutes of a shared machine): their blocks must be
+  marked not-run. Any other line fails the test.
+- A block preceded by ``<!-- output -->`` is the standard output of the last block run
+  before it in the same file (blocks marked not-run in between are passed over) and is
+  compared with what that run printed: ``...`` in the shown text matches anything within a
+  line (a line of only ``...`` matches any number of lines), and a number of seconds
+  (``0.014s``, ``0.5 s``) matches any number of seconds. Everything else must be identical,
+  so a change of the output's shape shows up here as a failure.
 - In a python block, a ``print(...)`` line whose trailing comment starts like a value (``(``,
   ``[``, ``{``, a digit or a quote: ``print(out.X.shape)  # (19430, 25)``) shows what that
   print writes: those lines must appear in the block's output in order, with the same
@@ -53,7 +55,11 @@ MARKER = re.compile(r"^<!--\s*(output|slow|not-run)\s*(?::\s*(.*?))?\s*-->\s*$")
 #: lines a command block may hold that the test does not run (it runs inside the installed
 #: project, as part of the very suite these lines start)
 SETUP = (re.compile(r"^python -m pip install "), re.compile(r"^python -m pytest\b"))
-RUN = re.compile(r"^(fastprep|python -m fastprep|python -m benchmarks|python benchmarks/)\b")
+RUN = re.compile(r"^(fastprep|python -m fastprep)\b")
+#: benchmarks take minutes on a shared machine: never run here, their blocks must say not-run
+BENCH = re.compile(
+    r"^(fastprep bench|python -m fastprep bench|python -m benchmarks|python benchmarks/)"
+)
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,10 @@ def commands(block: Block) -> list[str]:
             continue
         if any(p.match(line) for p in SETUP):
             continue
+        assert not BENCH.match(line), (
+            f"{block.id}: {line!r} is a benchmark (minutes of a shared machine): mark the block "
+            "<!-- not-run: REASON -->"
+        )
         assert RUN.match(line), (
             f"{block.id}: {line!r} is neither a fastprep/python command the test can run nor "
             "a set-up line; mark the block <!-- not-run: REASON --> if it is not a command"
@@ -169,7 +179,7 @@ def run_block(block: Block, cwd: Path) -> str:
 
 
 def to_argv(line: str) -> list[str]:
-    argv = shlex.split(line)
+    argv = shlex.split(line, comments=True)
     if argv[0] == "fastprep":
         return [sys.executable, "-m", "fastprep", *argv[1:]]
     assert argv[0] == "python"
