@@ -55,9 +55,17 @@ class Output:
     def row_ids(self) -> np.ndarray:
         """The source position of each row of X (read-only). A run that kept a contiguous
         range of rows builds the array on first access, not during the run."""
-        if isinstance(self.row_ids_source, RowRange):
-            self.row_ids_source = self.row_ids_source.materialize()
-        return self.row_ids_source
+        ids = self.row_ids_source
+        if isinstance(ids, RowRange):
+            ids = ids.materialize()
+        elif ids.flags.writeable:
+            # a read-only view, whichever way the run built the ids (a mask over the
+            # range, a concatenation of partitions): writing through it would silently
+            # detach X from its source rows
+            ids = ids.view()
+            ids.flags.writeable = False
+        self.row_ids_source = ids
+        return ids
 
     @row_ids.setter
     def row_ids(self, ids: np.ndarray) -> None:

@@ -36,7 +36,7 @@ from fastprep.distributed.tasks import (
 )
 from fastprep.emit import make_layout
 from fastprep.emit.output_format import check_codec
-from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, SourceError
+from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, Reason, SourceError
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
@@ -44,6 +44,7 @@ from fastprep.plan.steps import FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
+from fastprep.validate.findings import Finding, merge_findings
 
 Learned = dict[tuple[int, str], list[dict[str, Any]]]
 
@@ -254,9 +255,35 @@ def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
     report.rows_in = sum(r["rows_in"] for r in results)
     report.rows_out = sum(r["rows_fit"] for r in results)
     report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
-    report.findings = [f for r in results for f in r["findings"]]
+    report.findings = _source_findings(results)
     report.check_accounting()
     return report
+
+
+#: fit warnings about a whole column (or the whole input): a partition knows only itself
+WHOLE_SOURCE_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY.value)
+
+
+def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
+    """The partitions' findings totalled (one per rule), keeping a whole-column fit warning
+    only where every partition with rows gave it: a column missing in one partition is not
+    all missing, and one empty partition does not make the input empty."""
+    findings = [f for r in results for f in r["findings"] if f.rule not in WHOLE_SOURCE_RULES]
+    with_rows = [r for r in results if r["rows_in"]] or results[:1]
+    keys = [
+        {(f.column, f.rule) for f in r["findings"] if f.rule in WHOLE_SOURCE_RULES}
+        for r in with_rows
+    ]
+    everywhere = set.intersection(*keys) if keys else set()
+    whole = [f for r in with_rows for f in r["findings"] if (f.column, f.rule) in everywhere]
+    if len(with_rows) > 1:  # each partition's single value may differ from the others'
+        whole = [
+            replace(f, detail="(one distinct value within every partition at fit time)")
+            if f.rule == Reason.CONSTANT.value
+            else f
+            for f in whole
+        ]
+    return merge_findings([*findings, *whole])
 
 
 def transform(

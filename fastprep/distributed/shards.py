@@ -31,7 +31,7 @@ from fastprep.emit.shards import check_files, mapped_csr, open_output
 from fastprep.errors import JobError, StateFormatError
 from fastprep.partitions import PartitionSpec
 from fastprep.report import Report
-from fastprep.validate.findings import Finding
+from fastprep.validate.findings import Finding, merge_findings
 
 MANIFEST = fmt.MANIFEST
 
@@ -136,7 +136,8 @@ def write_manifest(
 
 
 def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str) -> Report:
-    """One report over all partitions: counts summed, findings and repairs concatenated."""
+    """One report over all partitions: counts summed; a rule broken in several partitions
+    is one finding with the summed count (``merge_findings``), repairs likewise."""
     total = Report(source=source, backend="distributed")
     repairs: dict[tuple[str, str], int] = {}
     for part in reports:
@@ -156,6 +157,7 @@ def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str
         {"output": o, "rule": r, "count": n, "action": "set_missing"}
         for (o, r), n in repairs.items()
     ]
+    total.findings = merge_findings(total.findings)
     total.notes.extend(notes)
     total.check_accounting()
     return total
@@ -181,6 +183,7 @@ def load_shards(folder: str | Path) -> execute.Output:
         source=saved.get("source", ""), backend=saved.get("backend", "distributed"),
         rows_in=saved.get("rows_in", 0), rows_out=saved.get("rows_out", 0),
         rows_quarantined=saved.get("rows_quarantined", 0), notes=list(saved.get("notes", [])),
+        findings=[_finding(f) for f in saved.get("findings", ())],
     )  # fmt: skip
     # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
     X = whole.X
