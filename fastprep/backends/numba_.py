@@ -21,6 +21,9 @@ import numpy as np
 from fastprep.backends import dict_encode, kernel_files
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
+from fastprep.backends.datetime_parts import zone_table
+from fastprep.backends.expressions import evaluate as evaluate_expr
+from fastprep.backends.expressions import per_code_table
 from fastprep.backends.hashing import hash_columns
 from fastprep.backends.numba_codegen import (
     Chain,
@@ -391,11 +394,8 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         arrays.append(np.ascontiguousarray(table.raw(name)))
     for name in program.code_columns:
         arrays.append(table.raw(name).codes)
-    for lookup in program.lookups:
-        column = table.raw(lookup.column)
-        equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
-        values = (~equal if lookup.negate else equal).astype(np.float64)
-        arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
+    for lookup in program.lookups:  # code -1 (missing) reads the last entry
+        arrays.append(per_code_table(lookup.node, lookup.column, table.raw(lookup.column)))
     for func, name in program.hoisted:
         source = table.raw(name)
         if name in program.tabled:
@@ -406,6 +406,10 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         else:
             arrays.append(table.derive(("numpy", func, name), source,
                                        lambda f=func, v=source: _ufunc(f, v)))  # fmt: skip
+    for name, tz in program.zones:
+        arrays += zone_table(tz, table.raw(name))
+    for node in program.evaluated:  # over the selected rows: read as ``ev[i]``
+        arrays.append(np.ascontiguousarray(evaluate_expr(node, table), dtype=np.float64))
     return arrays
 
 

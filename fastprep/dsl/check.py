@@ -13,11 +13,17 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import (
     BINARY_OPS,
     COMPARISONS,
+    INTEGRAL_UNARY,
     LOGICAL,
+    TEXT_PREDICATES,
+    TEXT_UNARY,
     Binary,
+    Call,
     Col,
     Const,
+    DatePart,
     Expr,
+    IsIn,
     Unary,
     Where,
     to_source,
@@ -121,15 +127,33 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
         if node.op == "isnull":
             infer_type(node.arg, types, where)
             return LType.BOOL
+        if node.op in TEXT_UNARY or node.op == "length":
+            _require_text(node.arg, node.op, types, where)
+            return LType.STRING if node.op in TEXT_UNARY else LType.INT
         _require_numeric(node.arg, node.op, types, where)
+        if node.op in INTEGRAL_UNARY:
+            return LType.INT
         return LType.BOOL if node.op == "not" else LType.FLOAT
     if isinstance(node, Where):
         for operand in (node.cond, node.then, node.otherwise):
             _require_numeric(operand, "where", types, where)
         return LType.FLOAT
+    if isinstance(node, Call):
+        return _call_type(node, types, where)
+    if isinstance(node, IsIn):
+        if isinstance(node.values[0], str):
+            _require_text(node.arg, "in", types, where)
+        else:
+            _require_numeric(node.arg, "in", types, where)
+        return LType.BOOL
+    if isinstance(node, DatePart):
+        _require_numeric(node.arg, node.part, types, where)
+        return LType.INT
     assert isinstance(node, Binary)
     left = infer_type(node.left, types, where)
     right = infer_type(node.right, types, where)
+    if node.op == "add" and left.is_text and right.is_text:  # joining text
+        return LType.STRING
     if node.op in ("eq", "ne") and (left.is_text or right.is_text):
         text_const = [
             isinstance(n, Const) and isinstance(n.value, str) for n in (node.left, node.right)
@@ -145,10 +169,33 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
         return LType.BOOL
     _require_numeric(node.left, BINARY_OPS[node.op][0], types, where)
     _require_numeric(node.right, BINARY_OPS[node.op][0], types, where)
+    if node.op == "floordiv":
+        return LType.INT
     return LType.BOOL if node.op in COMPARISONS or node.op in LOGICAL else LType.FLOAT
 
 
-def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> None:
+def _call_type(node: Call, types: Mapping[str, LType], where: str) -> LType:
+    if node.fn in TEXT_PREDICATES:
+        _require_text(node.args[0], node.fn, types, where)
+        return LType.BOOL
+    found = [_require_numeric(a, node.fn, types, where) for a in node.args]
+    if node.fn == "round":
+        return LType.FLOAT
+    integral = all(t in (LType.INT, LType.BOOL) for t in found)
+    return LType.INT if integral else LType.FLOAT
+
+
+def _require_text(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:
+    found = infer_type(operand, types, where)
+    if not found.is_text or (isinstance(operand, Const)):
+        raise PipelineDefinitionError(
+            f"{where}: {op!r} needs a text column or text expression, but "
+            f"{to_source(operand)!r} is {'a literal' if isinstance(operand, Const) else found.value}"
+        )
+    return found
+
+
+def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:
     found = infer_type(operand, types, where)
     if not found.is_numeric:
         raise PipelineDefinitionError(
@@ -156,6 +203,7 @@ def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: 
             "a text column can only be compared with a quoted string (origin == 'JFK') "
             "or encoded with fp.OneHot()/fp.Hash()"
         )
+    return found
 
 
 def input_types(inputs: tuple[Input, ...], types: Mapping[str, LType]) -> dict[str, LType]:
