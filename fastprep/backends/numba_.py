@@ -372,8 +372,9 @@ def hash_feature(
 def _hash_input(item: Input, table: Table) -> Any:
     """A hashed input as the hashing kernels take it: numbers as an array, text as its
     ``TextColumn`` (dictionary codes of the selected rows: no Arrow round trip)."""
-    if not item.is_plain_column:
-        return np.asarray(reference.input_values(item, table, reference.Repairs()))
+    if not item.is_plain_column:  # a derived text column stays dictionary-encoded
+        value = reference.input_values(item, table, reference.Repairs())
+        return value if isinstance(value, TextColumn) else np.asarray(value)
     return table[item.name]
 
 

@@ -74,9 +74,17 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
         return
     if _check_dict_feature(feature, types, where):
         return
-    numeric_steps = [s for s in feature.steps if s.kind != "encoder"]
+    element_steps = [s for s in feature.steps if s.kind != "encoder"]
+    text_fills = [s for s in element_steps if getattr(s, "fills_text", False)]
+    numeric_steps = [s for s in element_steps if s not in text_fills]
     for item in feature.inputs:
         input_type = infer_type(item.expr, types, f"{where}, input {item.name!r}")
+        if text_fills and (input_type.is_numeric or numeric_steps):
+            raise PipelineDefinitionError(
+                f"{where}: {text_fills[0].describe()} fills text, but {item.name!r} is "
+                f"{input_type.value}{' with numeric steps' if input_type.is_text else ''}; "
+                "fill numbers with a number, 'mean' or 'median'"
+            )
         if numeric_steps and not input_type.is_numeric:
             raise PipelineDefinitionError(
                 f"{where}: {numeric_steps[0].describe()} needs a numeric input, but "

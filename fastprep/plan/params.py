@@ -34,7 +34,10 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
     """Raise ``ValueError`` naming ``where`` if ``params`` cannot belong to ``step``."""
     if not isinstance(params, dict):
         raise ValueError(f"{where}: parameters of {step.describe()} must be a mapping")
-    for key in _NUMBER_KEYS.get(type(step), ()):
+    text_fill = isinstance(step, FillMissing) and step.fills_text
+    if text_fill and params.get("fill") != step.value:
+        raise ValueError(f"{where}: {step.describe()} has a different fill {params.get('fill')!r}")
+    for key in () if text_fill else _NUMBER_KEYS.get(type(step), ()):
         value = params.get(key)
         if (
             isinstance(value, bool)
