@@ -189,8 +189,15 @@ def _call_type(node: Call, types: Mapping[str, LType], where: str) -> LType:
     found = [_require_numeric(a, node.fn, types, where) for a in node.args]
     if node.fn == "round":
         return LType.FLOAT
-    integral = all(t in (LType.INT, LType.BOOL) for t in found)
+    integral = all(
+        t in (LType.INT, LType.BOOL) or _whole_number(a) for t, a in zip(found, node.args)
+    )
     return LType.INT if integral else LType.FLOAT
+
+
+def _whole_number(node: Expr) -> bool:
+    """A literal like ``0`` or ``5`` (``clip(speed // 100, 0, 5)`` stays integral)."""
+    return isinstance(node, Const) and isinstance(node.value, float) and node.value.is_integer()
 
 
 def _require_text(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:

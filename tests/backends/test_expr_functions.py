@@ -356,7 +356,7 @@ def test_integral_results_are_typed_int() -> None:
 
     types = {name: spec.ltype for name, spec in SCHEMA.items()}
     for text in ("floor(dep_delay)", "ceil(distance)", "round(air_time)", "trunc(dep_delay)",
-                 "distance // 500", "hour(time_hour)", "length(tailnum)", "min(hour, minute)"):  # fmt: skip
+                 "distance // 500", "hour(time_hour)", "length(tailnum)", "min(hour, minute)", "clip(hour, 0, 5)"):  # fmt: skip
         assert infer_type(parse_expr(text)[1], types, text).value == "int", text
     for text in ("round(air_time, 1)", "sin(hour)", "min(hour, dep_delay)"):
         assert infer_type(parse_expr(text)[1], types, text).value == "float", text
