@@ -407,8 +407,10 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         else:
             arrays.append(table.derive(("numpy", func, name), source,
                                        lambda f=func, v=source: _ufunc(f, v)))  # fmt: skip
-    for name, tz in program.zones:
-        arrays += zone_table(tz, table.raw(name))
+    for name, tz in program.zones:  # the zone's offset changes over the column's range
+        source = table.raw(name)
+        arrays += table.derive(("zone", tz, name), source,
+                               lambda t=tz, v=source: zone_table(t, v))  # fmt: skip
     for node in program.evaluated:  # over the selected rows: read as ``ev[i]``
         arrays.append(np.ascontiguousarray(evaluate_expr(node, table), dtype=np.float64))
     return arrays
