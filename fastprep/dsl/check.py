@@ -79,6 +79,7 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
     numeric_steps = [s for s in element_steps if s not in text_fills]
     for item in feature.inputs:
         input_type = infer_type(item.expr, types, f"{where}, input {item.name!r}")
+        _refuse_literal_text(item.expr, f"{where}, input {item.name!r}")
         if text_fills and (input_type.is_numeric or numeric_steps):
             raise PipelineDefinitionError(
                 f"{where}: {text_fills[0].describe()} fills text, but {item.name!r} is "
@@ -134,6 +135,7 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
     if isinstance(node, Unary):
         if node.op == "isnull":
             infer_type(node.arg, types, where)
+            _refuse_literal_text(node.arg, where)
             return LType.BOOL
         if node.op in TEXT_UNARY or node.op == "length":
             _require_text(node.arg, node.op, types, where)
@@ -161,6 +163,7 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
     left = infer_type(node.left, types, where)
     right = infer_type(node.right, types, where)
     if node.op == "add" and left.is_text and right.is_text:  # joining text
+        _refuse_literal_text(node, where)
         return LType.STRING
     if node.op in ("eq", "ne") and (left.is_text or right.is_text):
         text_const = [
@@ -198,6 +201,21 @@ def _call_type(node: Call, types: Mapping[str, LType], where: str) -> LType:
 def _whole_number(node: Expr) -> bool:
     """A literal like ``0`` or ``5`` (``clip(speed // 100, 0, 5)`` stays integral)."""
     return isinstance(node, Const) and isinstance(node.value, float) and node.value.is_integer()
+
+
+def _refuse_literal_text(node: Expr, where: str) -> None:
+    """Text made of quoted literals alone has no rows: it is an argument, never a value."""
+    parts = [node]
+    while parts:
+        part = parts.pop()
+        if isinstance(part, Binary) and part.op == "add":
+            parts += [part.left, part.right]
+        elif not (isinstance(part, Const) and isinstance(part.value, str)):
+            return
+    raise PipelineDefinitionError(
+        f"{where}: {to_source(node)!r} is only quoted text; use it with a text column "
+        "(origin + '-' + dest, origin == 'JFK')"
+    )
 
 
 def _require_text(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:

@@ -322,6 +322,15 @@ def test_text_expressions_feed_encoders(flights, backend) -> None:
     np.testing.assert_array_equal(X, dense(reference.X))
 
 
+@pytest.mark.parametrize(
+    "text", ["x = 'abc'", "x = 'a' + 'b'", "x = isnull('a')", "x = lower('A') == 'a'",
+             "x = length(origin + distance)", "x = startswith(distance, '1')"],
+)  # fmt: skip
+def test_text_functions_need_a_text_column(text) -> None:
+    with pytest.raises(fp.PipelineDefinitionError):
+        fp.Pipeline(SCHEMA, [fp.expr(text) >> fp.Hash(8)])
+
+
 def test_text_fill_on_a_number_is_refused() -> None:
     with pytest.raises(fp.PipelineDefinitionError, match="fills text"):
         fp.Pipeline(SCHEMA, [fp.col("distance") >> fp.FillMissing("UNK")])
