@@ -114,6 +114,7 @@ def check(fastprep_dir: Path, dask_ml_dir: Path) -> dict[str, Any]:
     import numpy as np
     import scipy.sparse as sp
 
+    import fastprep as fp
     from fastprep.bench.harness import compare
 
     def load(folder: Path) -> tuple[Any, Any, list[int]]:
@@ -123,7 +124,9 @@ def check(fastprep_dir: Path, dask_ml_dir: Path) -> dict[str, Any]:
         return sp.vstack(Xs, format="csr"), y, [X.shape[0] for X in Xs]
 
     X, y, theirs = load(dask_ml_dir)
-    X_ref, y_ref, ours = load(fastprep_dir)
+    opened = fp.open_output(fastprep_dir)
+    whole = opened.whole()
+    X_ref, y_ref, ours = whole.X, whole.y, [shard.rows for shard in opened]
     return compare(X, y, X_ref, y_ref) | {"rows_per_shard": {"dask-ml": theirs, "fastprep": ours}}
 
 

@@ -23,6 +23,7 @@ CSR batches are gathered from the partition's arrays (one new matrix per batch).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,10 @@ from fastprep.errors import PipelineDefinitionError
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, read_partition
 from fastprep.plan.dtypes import LType
+from fastprep.report import Report
+from fastprep.validate.alerts import AlertCallback
+from fastprep.validate.alerts import send as send_alerts
+from fastprep.validate.findings import Finding, merge_findings
 
 if TYPE_CHECKING:
     from fastprep.pipeline import FittedPipeline
@@ -65,10 +70,15 @@ class BatchStats:
     peak_partition_rows: int = 0
     precision: dict[str, Any] = field(default_factory=dict)
     quarantine: list[pd.DataFrame] = field(default_factory=list)
+    #: the pass's findings, one per rule, totalled over the partitions
+    findings: list[Finding] = field(default_factory=list)
+    #: alerts sent at the end of the pass (once per rule; see ``fastprep.validate.alerts``)
+    alerts: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "quarantine"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("quarantine", "findings")}
         out["quarantine_rows"] = int(sum(len(q) for q in self.quarantine))
+        out["findings"] = [f.to_dict() for f in self.findings]
         return out
 
 
@@ -92,6 +102,7 @@ class BatchStream:
         pool_size: int = POOL_SIZE,
         return_row_ids: bool = False,
         shard: tuple[int, int] | None = None,
+        on_alert: AlertCallback | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise PipelineDefinitionError(f"batch_size={batch_size!r}: a positive integer")
@@ -106,6 +117,7 @@ class BatchStream:
         self.pool_size, self.return_row_ids = pool_size, return_row_ids
         #: ``(k, n)``: stream only every n-th partition from the k-th (a DataLoader worker)
         self.shard = shard
+        self.on_alert = on_alert
         self.stats = BatchStats()
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
@@ -151,6 +163,12 @@ class BatchStream:
             _account(stats, output)
             yield output
             del output
+        # the whole pass is one run: its findings, totalled, alert once; later epochs
+        # re-read the same source, so the fitted pipeline's streams send a key once
+        report = Report(source=_describe(self.source), findings=stats.findings)
+        seen = fitted.__dict__.setdefault("_stream_alerts_seen", set())
+        send_alerts(fitted.pipeline, report, self.on_alert, "transform", seen)
+        stats.alerts = report.alerts
 
 
 def _account(stats: BatchStats, output: execute.Output) -> None:
@@ -164,6 +182,14 @@ def _account(stats: BatchStats, output: execute.Output) -> None:
         stats.precision = merge_info(stats.precision, report.precision)
     if len(output.quarantine):
         stats.quarantine.append(output.quarantine)
+    if report.findings:
+        stats.findings = merge_findings([*stats.findings, *report.findings])
+
+
+def _describe(source: Source) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return f"{type(source).__name__} ({len(source):,} rows)"
 
 
 def _with_offsets(

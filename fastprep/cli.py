@@ -3,29 +3,55 @@
     fastprep run pipelines/flights.py [--input SRC] [--output out/] [--backend auto]
     fastprep run pipelines/flights.py --input data/*.parquet --scheduler tcp://host:8786
     fastprep transform out/pipeline.fastprep --input SRC [--output out2/]
-    fastprep explain pipelines/flights.py [--stage logical|optimized]
+    fastprep explain pipelines/flights.py [--input SRC] [--stage logical|optimized]
     fastprep bench pipelines/flights.py --rows 20000,336776,3367760
     fastprep validate pipelines/flights.py --input SRC   (exit 1 if a raise rule fails)
 
-Errors fastprep raises on purpose print as one clear message (exit code 2), never a
-traceback; ``--debug`` shows the traceback.
+Without ``--input``, ``run``, ``explain`` and ``validate`` use the pipeline file's
+``sample=`` (a relative path is relative to the pipeline file); ``transform`` always needs
+``--input``. ``transform`` without ``--output`` writes to a new folder next to the state
+(``<state folder>/transform-<input>-<n>/``) and never into the folder holding the state:
+that is the training run's output.
+
+Errors fastprep raises on purpose, and bad arguments, print as one line
+``fastprep: error: ...`` (exit code 2), never a traceback; ``--debug`` shows the traceback.
+A closed stdout (``fastprep explain ... | head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from fastprep.backends.registry import available as available_backends
 from fastprep.errors import FastprepError, PipelineDefinitionError
 from fastprep.execute import Output
 from fastprep.pipeline import FittedPipeline, Pipeline, load
 
 STATE_FILE = "pipeline.fastprep"
+#: what ``--backend`` accepts: the planner's choice, or one registered backend
+BACKENDS = ("auto", *sorted(available_backends(), key=lambda name: (name != "pandas", name)))
+#: ``--out-dtype`` of ``run``: int8/uint8 need a calibrated quantization, which a fresh fit
+#: does not have (``transform`` offers them for a state that has one)
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+QUANTIZED_DTYPES = ("int8", "uint8")
+#: shell convention for a command ended by SIGPIPE (128 + 13)
+EXIT_BROKEN_PIPE = 141
+
+
+class _UsageError(Exception):
+    """A bad command line (argparse's error), reported like any other error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def load_pipeline_file(path: str | os.PathLike[str]) -> Pipeline:
@@ -55,20 +81,33 @@ def load_pipeline_file(path: str | os.PathLike[str]) -> Pipeline:
             )
         pipeline = found[0]
     if pipeline.sample is not None and not os.path.isabs(pipeline.sample):
-        beside = (file.parent / pipeline.sample).resolve()
-        if beside.exists() or not Path(pipeline.sample).exists():
-            pipeline.sample = str(beside)
+        # relative to the pipeline file, never to the current folder: the same file
+        # names the same data wherever the command is run from
+        pipeline.sample = str((file.parent / pipeline.sample).resolve())
     return pipeline
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        print(f"fastprep: error: {exc}", file=sys.stderr)
+        return 2
     if args.command is None:
         parser.print_help()
         return 2
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly. Python would flush stdout
+        # again at exit and print a second error, so stdout now goes to devnull
+        # (the recipe of the ``signal`` module's documentation)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except FastprepError as exc:
         if args.debug_main or getattr(args, "debug", False):
             raise
@@ -77,19 +116,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    marks = {"entered": time.time()}  # wall clock: comparable with the launcher's clock
     pipeline = load_pipeline_file(args.pipeline)
     source = args.input or pipeline.sample
     if source is None:
         raise PipelineDefinitionError(
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
-    started = time.perf_counter()
+    started, marks["loaded"] = time.perf_counter(), time.time()
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
     fitted, output = pipeline.fit_and_transform(
         source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
     )
-    _write(output, fitted, args.output, source, time.perf_counter() - started)
+    marks["computed"], stages = time.time(), dict(output.report.stages)
+    _write(output, fitted, args.output, source, time.perf_counter() - started, args.compress)
+    if os.environ.get("FASTPREP_JOB_TIMINGS"):  # for benchmarks/bench_job.py's breakdown
+        import json
+
+        marks["written"] = time.time()
+        record = {"marks": marks, "stages": stages}
+        Path(os.environ["FASTPREP_JOB_TIMINGS"]).write_text(json.dumps(record))
     return 0
 
 
@@ -111,12 +158,11 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
             manifest = fitted.transform(
                 source, backend=args.backend, out_dtype=args.out_dtype,
                 on_overflow=args.on_overflow, client=client, output_dir=args.output,
-                progress=progress,
+                progress=progress, compress=args.compress, pipeline=fitted,
             )  # fmt: skip
     finally:
         if cluster is not None:
             cluster.close()
-    fitted.save(os.path.join(args.output, STATE_FILE))
     print(f"fastprep: {source} on {args.scheduler}")
     print(manifest.report.summary())
     print(f"total {time.perf_counter() - started:.3f}s")
@@ -125,16 +171,56 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
 
 
 def _transform(args: argparse.Namespace) -> int:
+    if not args.input:
+        # a saved state may name the path it was fitted on, but that is the training data
+        # (and another machine's path): data to transform is always named explicitly
+        raise PipelineDefinitionError(
+            f"transform needs --input SRC: the data to apply {args.state} to"
+        )
+    folder = transform_folder(args.state, args.input, args.output)
     fitted = load(args.state)
-    source = args.input or fitted.pipeline.sample
-    if source is None:
-        raise PipelineDefinitionError("pass --input PATH: the saved pipeline names no sample")
+    _check_quantization(fitted, args.state, args.out_dtype)
+    source = args.input
     started = time.perf_counter()
     output = fitted.transform(
         source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
     )
-    _write(output, fitted, args.output, source, time.perf_counter() - started)
+    _write(output, fitted, folder, source, time.perf_counter() - started, args.compress)
     return 0
+
+
+def transform_folder(state: str, source: str, output: str | None) -> str:
+    """Where ``transform`` writes: ``output``, or a new ``transform-<input>-<n>`` folder
+    beside ``state``; never the folder holding ``state`` (the training run's output,
+    which the transform's X would silently replace)."""
+    home = Path(state).resolve().parent
+    if output is not None:
+        if Path(output).resolve() == home:
+            raise PipelineDefinitionError(
+                f"--output {output} is the folder of {state}: its X, y and report are the "
+                "training run's and would be overwritten; choose another folder, or omit "
+                "--output for a new one beside the state"
+            )
+        return output
+    stem = Path(source.rstrip("/\\")).name.split(".")[0] or "input"
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "input"
+    n = 1
+    while (home / f"transform-{stem}-{n}").exists():
+        n += 1
+    return str(home / f"transform-{stem}-{n}")
+
+
+def _check_quantization(fitted: FittedPipeline, state: str, out_dtype: str) -> None:
+    """int8/uint8 output needs the state's calibration: say so before reading any data."""
+    if out_dtype not in QUANTIZED_DTYPES:
+        return
+    have = fitted.quantization.dtype if fitted.quantization is not None else None
+    if have != out_dtype:
+        raise PipelineDefinitionError(
+            f"--out-dtype {out_dtype} needs a {out_dtype} calibration in the state, and "
+            f"{state} has {'none' if have is None else 'a ' + have + ' one'}: in Python, "
+            f"fitted.calibrate_quantization(train, {out_dtype!r}); fitted.save(...)"
+        )
 
 
 def _write(
@@ -143,24 +229,29 @@ def _write(
     folder: str,
     source: object,
     seconds: float,
+    compress: str | None = None,
 ) -> None:
-    written = output.save(folder)
-    state = os.path.join(folder, STATE_FILE)
-    fitted.save(state)
+    # the fitted pipeline is published with the arrays: the folder never mixes two runs
+    written = output.save(folder, compress=compress, pipeline=fitted)
     print(f"fastprep: {source}")
     print(output.report.summary())
     print(f"total {seconds:.3f}s")
-    files = ", ".join(os.path.basename(p) for p in written.values())
-    print(f"wrote {folder}: {files}, {STATE_FILE}")
+    size = sum(os.path.getsize(p) for p in written.values()) / 2**20
+    print(f"wrote {folder}: manifest.json + {len(written) - 1} files ({size:,.1f} MiB"
+          f"{', ' + compress if compress else ''}), {STATE_FILE}")  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fastprep", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="fastprep", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", dest="debug_main", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="fit a pipeline file on a source and transform it")
     run.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
-    run.add_argument("--input", "-i", help="DataFrame source: CSV/Parquet file, folder or glob")
+    run.add_argument(
+        "--input", "-i",
+        help="CSV/Parquet file, folder or glob (default: the pipeline's sample=)",
+    )  # fmt: skip
+    run.add_argument("--output", "-o", default="out", help="output folder (default: out/)")
     run.add_argument(
         "--scheduler",
         help="run on a Dask cluster (tcp://host:8786, or 'local' for a LocalCluster); "
@@ -171,21 +262,30 @@ def _parser() -> argparse.ArgumentParser:
         help="with --scheduler: a progress bar per stage on stderr (default: when stderr "
         "is a terminal)",
     )  # fmt: skip
-    _common(run)
+    _common(run, FLOAT_DTYPES)
     run.set_defaults(handler=_run)
     transform = sub.add_parser("transform", help="apply a saved fitted pipeline to a source")
     transform.add_argument("state", help=f"a saved fitted pipeline (e.g. out/{STATE_FILE})")
-    transform.add_argument("--input", "-i", help="CSV/Parquet file, folder or glob")
-    _common(transform)
+    transform.add_argument("--input", "-i", help="CSV/Parquet file, folder or glob (required)")
+    transform.add_argument(
+        "--output", "-o",
+        help="output folder (default: a new transform-<input>-<n>/ beside the state; "
+        "never the state's own folder)",
+    )  # fmt: skip
+    _common(transform, FLOAT_DTYPES + QUANTIZED_DTYPES)
     transform.set_defaults(handler=_transform)
     for p in (run, transform):
         p.add_argument("--debug", action="store_true", help="show tracebacks")
     explain = sub.add_parser("explain", help="print the plan: as declared and as optimized")
     explain.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
     explain.add_argument("--stage", default="optimized", choices=["logical", "optimized"])
-    explain.add_argument("--input", "-i", help="a source: add the backend chosen per stage")
+    explain.add_argument(
+        "--input", "-i",
+        help="a source: add the pre-flight and the backend chosen per stage (default: the "
+        "pipeline's sample=)",
+    )  # fmt: skip
     explain.add_argument("--analyze", action="store_true", help="also run it: measured times")
-    explain.add_argument("--backend", default="auto", help="auto (default), pandas or numba")
+    _backend_option(explain)
     explain.add_argument("--memory-budget", help="the pre-flight's budget, e.g. 2GB")
     explain.add_argument("--debug", action="store_true", help="show tracebacks")
     explain.set_defaults(handler=_explain)
@@ -203,7 +303,10 @@ def _parser() -> argparse.ArgumentParser:
 def _add_validate(sub: argparse._SubParsersAction) -> None:
     check = sub.add_parser("validate", help="run the pipeline's input checks alone")
     check.add_argument("pipeline", help="a Python file defining an fp.Pipeline")
-    check.add_argument("--input", "-i", help="CSV/Parquet file, folder or glob")
+    check.add_argument(
+        "--input", "-i",
+        help="CSV/Parquet file, folder or glob (default: the pipeline's sample=)",
+    )  # fmt: skip
     check.add_argument("--report", help="also write the findings as JSON to this file")
     check.add_argument("--debug", action="store_true", help="show tracebacks")
     check.set_defaults(handler=_validate)
@@ -229,12 +332,15 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
     pipeline = load_pipeline_file(args.pipeline)
-    source = args.input or (pipeline.sample if args.analyze else None)
+    source = args.input or pipeline.sample
     if args.analyze and source is None:
-        print("fastprep explain --analyze needs --input", file=sys.stderr)
-        return 2
+        raise PipelineDefinitionError(
+            f"explain --analyze needs --input SRC ({args.pipeline} names no sample=)"
+        )
     print(pipeline.explain(source, stage=args.stage, analyze=args.analyze, backend=args.backend,
                            memory_budget=args.memory_budget))  # fmt: skip
+    if source is None and args.stage == "optimized":
+        print("(no --input and no sample= in the pipeline file: backends per stage not planned)")
     return 0
 
 
@@ -270,17 +376,30 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     add_parser(sub)
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", "-o", default="out", help="output folder (default: out/)")
-    parser.add_argument("--backend", default="auto", help="auto (default) or pandas")
+def _backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--out-dtype",
-        default="float32",
-        choices=["float32", "float64", "float16", "bfloat16", "int8", "uint8"],
-    )
+        "--backend", default="auto", choices=BACKENDS,
+        help="auto (default: the planner picks per stage) or one backend for every stage: "
+        + ", ".join(BACKENDS[1:]),
+    )  # fmt: skip
+
+
+def _common(parser: argparse.ArgumentParser, out_dtypes: tuple[str, ...]) -> None:
+    _backend_option(parser)
+    quantized = set(out_dtypes) & set(QUANTIZED_DTYPES)
+    parser.add_argument(
+        "--out-dtype", default="float32", choices=out_dtypes,
+        help="type of X (default float32); bfloat16 is stored as uint16 bits"
+        + ("; int8/uint8 need a state calibrated for that type "
+           "(fitted.calibrate_quantization)" if quantized else ""),
+    )  # fmt: skip
     parser.add_argument(
         "--on-overflow", default="raise", choices=["raise", "clip"],
         help="a value beyond float16/bfloat16's range: raise (default) or clip (reported)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compress", choices=["zstd", "lz4"], default=None,
+        help="compress the output arrays (default: plain memory-mappable .npy)",
     )  # fmt: skip
 
 

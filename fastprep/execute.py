@@ -22,7 +22,6 @@ from fastprep.emit import OutputSink, make_layout
 from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
-from fastprep.emit.shards import ShardWriter
 from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.io import Source, read_source, source_columns
 from fastprep.plan.dtypes import LType
@@ -56,9 +55,17 @@ class Output:
     def row_ids(self) -> np.ndarray:
         """The source position of each row of X (read-only). A run that kept a contiguous
         range of rows builds the array on first access, not during the run."""
-        if isinstance(self.row_ids_source, RowRange):
-            self.row_ids_source = self.row_ids_source.materialize()
-        return self.row_ids_source
+        ids = self.row_ids_source
+        if isinstance(ids, RowRange):
+            ids = ids.materialize()
+        elif ids.flags.writeable:
+            # a read-only view, whichever way the run built the ids (a mask over the
+            # range, a concatenation of partitions): writing through it would silently
+            # detach X from its source rows
+            ids = ids.view()
+            ids.flags.writeable = False
+        self.row_ids_source = ids
+        return ids
 
     @row_ids.setter
     def row_ids(self, ids: np.ndarray) -> None:
@@ -93,19 +100,29 @@ class Output:
 
         return output_to_torch(self, device)
 
-    def save(self, folder: str | os.PathLike[str]) -> dict[str, str]:
-        """Write X.npz/X.npy, y.npy, row_ids.npy, feature_names.json, report.json, quarantine.parquet."""
+    def save(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        compress: str | bool | None = None,
+        pipeline: Any = None,
+    ) -> dict[str, str]:
+        """Write X (CSR as data/indices/indptr), y, row_ids, the quarantine, the report
+        (and ``pipeline``, a fitted pipeline) as ``.npy``/Parquet/JSON files published by
+        one ``manifest.json``: a killed write leaves the folder's earlier output intact.
+        ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
+        returns name -> path."""
         return write_output(
             folder, self.X, self.y, self.feature_names, self.report.to_dict(),
-            self.quarantine, self.row_ids,
+            self.quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
+            pipeline=pipeline,
         )  # fmt: skip
 
     def save_shards(self, folder: str | os.PathLike[str]) -> str:
-        """Write X, y, row_ids as one memory-mappable ``.npy`` shard (CSR as three arrays)
-        plus a manifest; map back with ``fp.open_output(folder)``. Returns the manifest path."""
-        writer = ShardWriter(folder, self.feature_names, self.out_dtype)
-        writer.add(self.X, self.y, self.row_ids)
-        return str(writer.close(self.report.to_dict()))
+        """The same folder as :meth:`save` (kept for callers of the shard API); returns
+        the manifest's path."""
+        self.save(folder)
+        return os.path.join(os.fspath(folder), "manifest.json")
 
 
 @dataclass

@@ -147,7 +147,8 @@ class Pipeline:
         """Learn every statistic from ``source`` (a DataFrame, or CSV/Parquet path or glob).
 
         ``on_alert`` is called with each :class:`~fastprep.validate.alerts.Alert` (also
-        logged to ``fastprep.alerts``), once per (job, partition, rule).
+        logged to ``fastprep.alerts``, which prints nothing unless logging is configured):
+        once per rule per run, with the count totalled over the source's partitions.
 
         With ``client`` (a ``distributed.Client``), the fit runs on that Dask cluster, one
         task per partition of ``source`` (a Parquet/CSV path or glob, or a dask DataFrame),
@@ -160,14 +161,23 @@ class Pipeline:
         ``$FASTPREP_MEMORY_BUDGET`` or the available memory less headroom) is fitted on Dask
         partitions (``scheduler``: an address, "local", or "off" to refuse instead).
         """
+        fitted = self._fit(source, backend, client, rows_per_partition, memory_budget,
+                           scheduler, progress)  # fmt: skip
+        _alert(self, fitted.fit_report, on_alert, "fit")
+        return fitted
+
+    def _fit(
+        self, source: Source, backend: str, client: Any, rows_per_partition: int | None,
+        memory_budget: int | str | None, scheduler: str | None, progress: Any,
+    ) -> FittedPipeline:  # fmt: skip
+        """:meth:`fit` without sending alerts (the caller sends them once per run)."""
         plan = self.optimized
         if client is None:
             with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                     scheduler=scheduler, whole_output=False) as (pre, auto):  # fmt: skip
                 if auto is not None:
                     rows = rows_per_partition or pre.rows_per_partition
-                    fitted = self.fit(source, backend=backend, client=auto,
-                                      rows_per_partition=rows, progress=progress)  # fmt: skip
+                    fitted = self._fit(source, backend, auto, rows, None, None, progress)
                     fitted.fit_report.notes.append(auto_cluster.note(pre))
                     return fitted
         if client is not None:
@@ -183,7 +193,6 @@ class Pipeline:
             profile = _profile(prepared)
             params = execute.fit_prepared(plan, prepared, backend)
             fit_report = execute.snapshot_fit_report(prepared)
-        _alert(self, fit_report, on_alert, "fit")
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report, profile=profile)
 
     def fit_transform(
@@ -230,11 +239,12 @@ class Pipeline:
                                 scheduler=scheduler) as (pre, auto):  # fmt: skip
             if auto is not None:
                 rows = pre.rows_per_partition
-                fitted = self.fit(source, backend=backend, client=auto, rows_per_partition=rows)
-                output = fitted.transform(source, backend=backend, out_dtype=out_dtype,
-                                          on_overflow=on_overflow, client=auto,
-                                          rows_per_partition=rows)  # fmt: skip
+                fitted = self._fit(source, backend, auto, rows, None, None, False)
+                output = fitted._transform(source, backend=backend, out_dtype=out_dtype,
+                                           on_overflow=on_overflow, client=auto,
+                                           rows_per_partition=rows)  # fmt: skip
                 output.report.notes.append(auto_cluster.note(pre))
+                _alert(self, output.report, on_alert, "fit")
                 return fitted, output
         with execute.cyclic_gc_paused():
             prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
@@ -309,15 +319,35 @@ class FittedPipeline:
         beyond a narrow type's range raises, or is clipped with ``on_overflow="clip"``.
         The report's ``drift`` compares the validated rows with the fit's profile
         (thresholds: ``fastprep.validate.drift.THRESHOLDS``, overridable here); findings
-        and drift beyond a threshold are alerts (logged, and sent to ``on_alert``).
+        and drift beyond a threshold are alerts (logged to ``fastprep.alerts`` and sent
+        to ``on_alert``): once per rule per run, totalled over partitions.
 
         With ``client``, each partition is transformed by a task on that Dask cluster:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
         as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
-        resumes from the partitions already written). ``distributed_options`` go to
-        :func:`fastprep.distributed.transform` (``retry=``, ``partitions=``,
-        ``progress=`` as in :meth:`Pipeline.fit`).
+        resumes from the partitions already written); a run without ``client`` that fits
+        in memory writes ``output_dir`` with :meth:`Output.save` and returns the Output.
+        ``distributed_options`` go to :func:`fastprep.distributed.transform` (``retry=``,
+        ``partitions=``, ``progress=`` as in :meth:`Pipeline.fit`; ``compress=``,
+        ``pipeline=`` for the folder).
         """
+        out = self._transform(source, backend=backend, out_dtype=out_dtype,
+                              on_overflow=on_overflow, drift_thresholds=drift_thresholds,
+                              client=client, output_dir=output_dir,
+                              rows_per_partition=rows_per_partition,
+                              memory_budget=memory_budget, scheduler=scheduler,
+                              **distributed_options)  # fmt: skip
+        _alert(self.pipeline, out.report, on_alert, "transform")
+        return out
+
+    def _transform(
+        self, source: Source, *, backend: str | None = None, out_dtype: str = "float32",
+        on_overflow: str = "raise", drift_thresholds: dict[str, float] | None = None,
+        client: Any = None, output_dir: str | os.PathLike[str] | None = None,
+        rows_per_partition: int | None = None, memory_budget: int | str | None = None,
+        scheduler: str | None = None, **distributed_options: Any,
+    ) -> Any:  # fmt: skip
+        """:meth:`transform` without sending alerts (the caller sends them once per run)."""
         backend = backend or self.backend
         precision = Precision(out_dtype, on_overflow)
         plan = self.plan
@@ -326,7 +356,7 @@ class FittedPipeline:
                                     scheduler=scheduler, whole_output=output_dir is None,
                                     ) as (pre, auto):  # fmt: skip
                 if auto is not None:
-                    out = self.transform(source, backend=backend, out_dtype=out_dtype,
+                    out = self._transform(source, backend=backend, out_dtype=out_dtype,
                                          on_overflow=on_overflow, client=auto,
                                          output_dir=output_dir,
                                          rows_per_partition=rows_per_partition
@@ -363,7 +393,9 @@ class FittedPipeline:
             )
             execute.apply_precision(output, precision, self.quantization)
         _record_anomaly_patterns(output)
-        _alert(self.pipeline, output.report, on_alert, "transform")
+        if output_dir is not None:  # it fitted in memory: the folder a cluster run writes
+            output.save(output_dir, compress=distributed_options.get("compress"),
+                        pipeline=distributed_options.get("pipeline"))  # fmt: skip
         return output
 
     def calibrate_quantization(
@@ -372,7 +404,7 @@ class FittedPipeline:
         """Learn each output column's int8/uint8 scale and zero point from ``source``'s
         transformed rows (dense output only); kept in the fitted state, so that
         ``transform(..., out_dtype=dtype)`` quantizes every later source the same way."""
-        out = self.transform(source, backend=backend)
+        out = self._transform(source, backend=backend)
         self.quantization = calibrate(out.X, dtype)
         return self
 
@@ -380,29 +412,44 @@ class FittedPipeline:
         """``(X_batch, y_batch)`` streamed over ``source``'s partitions, never the whole matrix.
 
         Options: ``batch_size=1024, shuffle=False, seed=0, drop_last=False, epoch=0,
-        rows_per_partition, out_dtype, on_overflow, backend, pool_size, return_row_ids``;
-        the returned :class:`fastprep.batches.BatchStream` has ``.stats`` after a pass.
-        """
+        rows_per_partition, out_dtype, on_overflow, backend, pool_size, return_row_ids,
+        on_alert``; the returned :class:`fastprep.batches.BatchStream` has ``.stats`` after
+        a pass (its findings totalled over the partitions; alerts sent once at its end)."""
         from fastprep.batches import BatchStream
 
         return BatchStream(self, source, **options)
 
-    def write_shards(self, source: Source, folder: str | os.PathLike[str], **options: Any) -> Any:
+    def write_shards(
+        self, source: Source, folder: str | os.PathLike[str], *,
+        compress: str | bool | None = None, **options: Any,
+    ) -> Any:  # fmt: skip
         """Transform ``source`` partition by partition into memory-mappable ``.npy`` shards
-        (one per partition; never the whole matrix in memory); open with ``fp.open_output``.
-        Options as :meth:`batches` (``rows_per_partition``, ``out_dtype``, ...); returns the
+        (one per partition; never the whole matrix in memory), published atomically like
+        :meth:`Output.save`; open with ``fp.open_output``. Options as :meth:`batches`
+        (``rows_per_partition``, ``out_dtype``, ...); returns the
         :class:`~fastprep.batches.BatchStats` of the pass."""
         from fastprep.batches import BatchStream
         from fastprep.emit.shards import ShardWriter
 
         stream = BatchStream(self, source, **options)
         writer: ShardWriter | None = None
-        for output in stream.partition_outputs():
-            if writer is None:
-                writer = ShardWriter(folder, output.feature_names, stream.precision.out_dtype)
-            writer.add(output.X, output.y, output.row_ids)
-        assert writer is not None  # a source has at least one partition
-        writer.close({"batches": stream.stats.to_dict()})
+        try:
+            for output in stream.partition_outputs():
+                if writer is None:
+                    writer = ShardWriter(folder, output.feature_names,
+                                         stream.precision.out_dtype, compress=compress)  # fmt: skip
+                writer.add(output.X, output.y, output.row_ids, output.quarantine)
+            assert writer is not None  # a source has at least one partition
+            stats = stream.stats
+            counts = {"rows_in": stats.rows_in, "rows_out": stats.rows_out,
+                      "rows_quarantined": stats.rows_quarantined}  # fmt: skip
+            summary = stats.to_dict()  # findings totalled over the partitions, as a run's
+            writer.close({**counts, "findings": summary["findings"], "batches": summary},
+                         pipeline=self)  # fmt: skip
+        except BaseException:
+            if writer is not None:
+                writer.discard()  # never published: the folder keeps its earlier output
+            raise
         return stream.stats
 
     def torch_dataset(self, source: Source, **options: Any) -> Any:
@@ -479,12 +526,8 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
 def _alert(
     pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str
 ) -> None:
-    """Send the run's alerts, de-duplicated per pipeline by (job, partition, rule)."""
-    seen = pipeline.__dict__.setdefault("_alerts_seen", set())
-    job = f"{pipeline.name or 'pipeline'}:{phase}"
-    found = alerting.alerts_from(job, report.source, report.findings, report.drift)
-    sent = alerting.dispatch(found, seen, on_alert)
-    report.alerts = [a.to_dict() for a in sent]
+    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`)."""
+    alerting.send(pipeline, report, on_alert, phase)
 
 
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:

@@ -101,7 +101,15 @@ class Report:
                 f"text: {len(self.text_encoding)} column(s) dictionary-encoded, "
                 f"{before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB"
             )
-        if self.precision:
+        if self.precision and "max_abs_error" in self.precision:  # int8/uint8 codes
+            p = self.precision
+            worst = max(p["max_abs_error"].values(), default=0.0)
+            lines.append(
+                f"precision: {p['out_dtype']} codes: {sum(p['clipped'].values()):,} of "
+                f"{p['values']:,} value(s) clipped to the calibrated range, largest error "
+                f"{worst:.3g}"
+            )
+        elif self.precision:
             p = self.precision
             clipped = sum(p["clipped"].values())
             lines.append(

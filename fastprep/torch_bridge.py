@@ -25,7 +25,12 @@ if TYPE_CHECKING:
     from fastprep.execute import Output
     from fastprep.pipeline import FittedPipeline
 
-INSTALL_HINT = "pip install fastprep[torch]  (CPU wheel: pip install torch==2.13.0)"
+#: PyPI's Linux torch wheels pull the CUDA libraries (GBs); a CPU machine wants the CPU index
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INSTALL_HINT = (
+    f"pip install torch --index-url {CPU_INDEX} (CPU build; omit --index-url for CUDA), "
+    "then pip install fastprep[torch]"
+)
 
 
 def require_torch() -> Any:

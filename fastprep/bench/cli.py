@@ -2,6 +2,7 @@
 
 fastprep bench [PIPELINE.py] [--rows 20000,336776,3367760] [--repeat 3]
                [--output benchmarks/results] [--impl NAME ...]
+fastprep bench --job [--rows 336776,3367760] [--repeat 5]   (whole job, fresh processes)
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "this process (quick smoke runs; cold/peak less meaningful)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--job", action="store_true",
+                        help="time the whole job instead (fresh processes, Parquet in, X and y "
+                        "on disk; see benchmarks/bench_job.py for all its options)")  # fmt: skip
     return parser
 
 
@@ -55,6 +59,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     """Run the benchmark from parsed options; returns the exit code (1 if a gate failed)."""
     from fastprep.bench import harness, impls, report
 
+    command = "fastprep " + shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)
+    if args.job:
+        from fastprep.bench.job_cli import from_bench_args
+
+        return from_bench_args(args, command)
     if args.list:
         print("\n".join([*impls.all_names(), *(f"{n} (planned)" for n in impls.PLANNED)]))
         return 0
@@ -69,7 +78,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
         output=args.output, cache_dir=args.cache_dir, naive_sample=args.naive_sample,
         progress=not args.no_progress, isolation=args.isolation,
     )  # fmt: skip
-    command = "fastprep " + shlex.join(sys.argv[1:]) if argv is None else shlex.join(argv)
     results = harness.run(config, command=command)
     paths = report.write_all(results, config.output)
     print(report.markdown(results))

@@ -35,7 +35,8 @@ from fastprep.distributed.tasks import (
     transform_partition,
 )
 from fastprep.emit import make_layout
-from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, SourceError
+from fastprep.emit.output_format import check_codec
+from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, Reason, SourceError
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
@@ -43,6 +44,7 @@ from fastprep.plan.steps import FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
+from fastprep.validate.findings import Finding, merge_findings
 
 Learned = dict[tuple[int, str], list[dict[str, Any]]]
 
@@ -253,9 +255,35 @@ def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
     report.rows_in = sum(r["rows_in"] for r in results)
     report.rows_out = sum(r["rows_fit"] for r in results)
     report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
-    report.findings = [f for r in results for f in r["findings"]]
+    report.findings = _source_findings(results)
     report.check_accounting()
     return report
+
+
+#: fit warnings about a whole column (or the whole input): a partition knows only itself
+WHOLE_SOURCE_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY.value)
+
+
+def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
+    """The partitions' findings totalled (one per rule), keeping a whole-column fit warning
+    only where every partition with rows gave it: a column missing in one partition is not
+    all missing, and one empty partition does not make the input empty."""
+    findings = [f for r in results for f in r["findings"] if f.rule not in WHOLE_SOURCE_RULES]
+    with_rows = [r for r in results if r["rows_in"]] or results[:1]
+    keys = [
+        {(f.column, f.rule) for f in r["findings"] if f.rule in WHOLE_SOURCE_RULES}
+        for r in with_rows
+    ]
+    everywhere = set.intersection(*keys) if keys else set()
+    whole = [f for r in with_rows for f in r["findings"] if (f.column, f.rule) in everywhere]
+    if len(with_rows) > 1:  # each partition's single value may differ from the others'
+        whole = [
+            replace(f, detail="(one distinct value within every partition at fit time)")
+            if f.rule == Reason.CONSTANT.value
+            else f
+            for f in whole
+        ]
+    return merge_findings([*findings, *whole])
 
 
 def transform(
@@ -263,13 +291,17 @@ def transform(
     *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
     partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
+    compress: str | bool | None = None, pipeline: Any = None,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
-    With ``output_dir``, partitions whose shard manifest (same fitted state and partition)
-    is already there are skipped: a re-run after a crash resumes where it stopped.
+    With ``output_dir``, partitions whose shard record (same fitted state and partition)
+    is already there are skipped: a re-run after a crash resumes where it stopped; the
+    folder is the output format ``fp.open_output`` reads (``compress="zstd"|"lz4"``
+    compresses its arrays; ``pipeline``, a fitted pipeline, is published with them).
     ``progress``: a bar over completed partitions (skipped ones count as done).
     """
+    codec = check_codec(compress)
     job = Job(plan, schema, backend, retry or RetryPolicy())
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
@@ -282,7 +314,7 @@ def transform(
     frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
     todo = [s for s in specs if s.index not in done]
     started = client.run_on_scheduler(_scheduler_time)
-    where = _token(output_dir)
+    where = _token([output_dir, codec])
     futures = [
         client.submit(
             transform_partition,
@@ -293,6 +325,7 @@ def transform(
             output_dir,
             out_dtype,
             frames[spec.index],
+            codec,
             key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
         )
         for spec in todo
@@ -302,8 +335,9 @@ def transform(
     entries = {r["entry"]["index"]: r["entry"] for r in results} | done
     notes = _job_notes(results, reruns, len(done))
     if output_dir is not None:
-        return shards.write_manifest(Path(output_dir), specs, entries, list(names), notes,
-                                     str(source), fingerprint)  # fmt: skip
+        return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
+                                     fingerprint, out_dtype=out_dtype, codec=codec,
+                                     pipeline=pipeline)  # fmt: skip
     return _gather(results, names, notes, str(source))
 
 

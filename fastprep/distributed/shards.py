@@ -1,36 +1,39 @@
-"""Shards on disk: one set of files per partition, a manifest per partition, one job manifest.
+"""Shards on disk: one set of files per partition, each with its own record; one manifest.
 
-Layout of ``output_dir``::
+A cluster job writes the output format every producer writes
+(:mod:`fastprep.emit.output_format`), one shard per partition::
 
-    part-00000.npz | part-00000.npy      X of partition 0 (CSR / dense)
-    part-00000.y.npy  part-00000.row_ids.npy  part-00000.quarantine.parquet
-    part-00000.json                      the partition's manifest, written after its files
-    manifest.json                        the job's manifest, written last
+    part-00000.<token>.X.data.npy ...  .y.npy  .row_ids.npy  .quarantine.parquet
+    part-00000.<token>.json            the partition's record, written after its files
+    manifest.json                      the job's manifest, published by the client last
 
-Every file is written to a temp name and renamed into place, so a crash leaves either
-the old file or the new one, never half of one. A partition counts as done only when its
-manifest exists, names the same fitted state (``fingerprint``) and partition, and its
-files exist: a re-run skips it, and never writes a partition twice under two names.
+Each task run writes under a fresh token, so two runs of one task (a worker lost, a
+speculative copy) never write the same file. A partition counts as done when a record
+names the same fitted state (``fingerprint``) and partition and every file it names is
+there with its size: a re-run skips it. ``fp.open_output`` (and :func:`load_shards`)
+read the folder; publishing the manifest removes the files it does not name.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
 from fastprep import execute
-from fastprep.errors import JobError
+from fastprep.emit import output_format as fmt
+from fastprep.emit.shards import check_files, mapped_csr, open_output
+from fastprep.errors import JobError, StateFormatError
 from fastprep.partitions import PartitionSpec
 from fastprep.report import Report
-from fastprep.validate.findings import Finding
+from fastprep.validate.findings import Finding, merge_findings
 
-MANIFEST = "manifest.json"
+MANIFEST = fmt.MANIFEST
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Manifest:
 
     folder: Path
     partitions: list[dict[str, Any]]
-    feature_names: list[str]
+    feature_names: Sequence[str]
     report: Report
 
     def load(self) -> execute.Output:
@@ -47,26 +50,63 @@ class Manifest:
         return load_shards(self.folder)
 
 
+def write_partition(
+    folder: Path, entry: dict[str, Any], output: execute.Output, codec: str | None
+) -> dict[str, Any]:
+    """One partition's files, then its record (temp name, then renamed); its entry."""
+    folder.mkdir(parents=True, exist_ok=True)
+    token = fmt.new_token()
+    files = fmt.FileWriter(folder, codec)
+    try:
+        entry = entry | fmt.write_shard(files, entry["index"], token, output.X, output.y,
+                                        output.row_ids, output.quarantine)  # fmt: skip
+        files.finish()
+    finally:
+        files.close()
+    name = f"part-{entry['index']:05d}.{token}.json"
+    data = json.dumps(entry, default=str).encode()
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
+    fmt.write_bytes(folder, temp, data)
+    (folder / temp).replace(folder / name)
+    return entry | {"record": {"file": name, "bytes": len(data)}}
+
+
 def completed(folder: Path, specs: list[PartitionSpec], fingerprint: str) -> dict[int, dict]:
     """Partitions already written by a run with the same fitted state (to skip)."""
     done: dict[int, dict[str, Any]] = {}
+    if not folder.is_dir():
+        return done
     for spec in specs:
-        path = folder / f"part-{spec.index:05d}.json"
-        if not path.exists():
-            continue
-        entry = json.loads(path.read_text())
-        same = entry.get("fingerprint") == fingerprint and entry.get("partition") == spec.describe()
-        files = entry.get("files", {}).values()
-        if same and all((folder / name).exists() for name in files):
-            done[spec.index] = entry
+        records = sorted(folder.glob(f"part-{spec.index:05d}.*.json"),
+                         key=lambda p: p.stat().st_mtime, reverse=True)  # fmt: skip
+        for path in records:
+            entry = _record(folder, path, fingerprint, spec)
+            if entry is not None:
+                done[spec.index] = entry
+                break
     return done
+
+
+def _record(
+    folder: Path, path: Path, fingerprint: str, spec: PartitionSpec
+) -> dict[str, Any] | None:
+    try:
+        data = path.read_bytes()
+        entry = json.loads(data)
+        if entry.get("fingerprint") != fingerprint or entry.get("partition") != spec.describe():
+            return None
+        check_files(folder, entry)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, StateFormatError):
+        return None  # half-written, another job's, or its files are gone: run it again
+    return entry | {"record": {"file": path.name, "bytes": len(data)}}
 
 
 def write_manifest(
     folder: Path, specs: list[PartitionSpec], entries: dict[int, dict[str, Any]],
-    names: list[str], notes: list[str], source: str, fingerprint: str,
+    names: Sequence[str], notes: list[str], source: str, fingerprint: str, *,
+    out_dtype: str = "float32", codec: str | None = None, pipeline: Any = None,
 ) -> Manifest:  # fmt: skip
-    """Check the row accounting over all partitions, then write ``manifest.json`` (last)."""
+    """Check the row accounting over all partitions, then publish ``manifest.json`` (last)."""
     missing = [s.describe() for s in specs if s.index not in entries]
     if missing:
         raise JobError(f"no shard for {len(missing)} partition(s): {missing[:3]}")
@@ -81,22 +121,23 @@ def write_manifest(
         "layout": ordered[0]["layout"] if ordered else "dense",
         "nnz": sum(e.get("nnz", 0) for e in ordered),
         "shards": len(ordered),
+        "dtype": out_dtype,
     }
-    doc = {
-        "fingerprint": fingerprint,
-        "source": source,
-        "feature_names": list(names),
-        "partitions": [{k: v for k, v in e.items() if k != "report"} for e in ordered],
-        "report": report.to_dict(),
-    }
-    temp = folder / f".{MANIFEST}.tmp"
-    temp.write_text(json.dumps(doc, indent=1, default=str))
-    temp.replace(folder / MANIFEST)
-    return Manifest(folder, doc["partitions"], list(names), report)
+    token = fmt.new_token()
+    files = {"report": fmt.write_bytes(folder, f"report.{token}.json",
+                                       json.dumps(report.to_dict(), indent=1, default=str).encode())}  # fmt: skip
+    if pipeline is not None:
+        files["pipeline"] = fmt.write_file(folder, f"pipeline.{token}.fastprep", pipeline.save)
+    partitions = [{k: v for k, v in e.items() if k != "report"} for e in ordered]
+    doc = fmt.manifest_doc(partitions, names, out_dtype, codec, files,
+                           fingerprint=fingerprint, source=source)  # fmt: skip
+    fmt.publish(folder, doc)
+    return Manifest(folder, partitions, names, report)
 
 
 def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str) -> Report:
-    """One report over all partitions: counts summed, findings and repairs concatenated."""
+    """One report over all partitions: counts summed; a rule broken in several partitions
+    is one finding with the summed count (``merge_findings``), repairs likewise."""
     total = Report(source=source, backend="distributed")
     repairs: dict[tuple[str, str], int] = {}
     for part in reports:
@@ -116,6 +157,7 @@ def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str
         {"output": o, "rule": r, "count": n, "action": "set_missing"}
         for (o, r), n in repairs.items()
     ]
+    total.findings = merge_findings(total.findings)
     total.notes.extend(notes)
     total.check_accounting()
     return total
@@ -129,30 +171,26 @@ def _finding(data: dict[str, Any]) -> Finding:
 
 
 def load_shards(folder: str | Path) -> execute.Output:
-    """Read a finished sharded output back as one :class:`Output` (partition order)."""
+    """Read a finished output back as one :class:`Output` (partition order), through
+    ``fp.open_output``: the arrays are read (concatenated) into memory."""
     folder = Path(folder)
-    path = folder / MANIFEST
-    if not path.exists():
+    if not (folder / MANIFEST).exists():
         raise JobError(f"{folder}: no {MANIFEST}; the job did not finish (re-run it to resume)")
-    doc = json.loads(path.read_text())
-    parts = doc["partitions"]
-    Xs, ys, ids, quarantined = [], [], [], []
-    for entry in parts:
-        files = entry["files"]
-        name = folder / files["X"]
-        Xs.append(sp.load_npz(name).tocsr() if name.suffix == ".npz" else np.load(name))
-        ys.append(np.load(folder / files["y"]) if "y" in files else None)
-        ids.append(np.load(folder / files["row_ids"]))
-        quarantined.append(pd.read_parquet(folder / files["quarantine"]))
-    sparse = bool(Xs) and sp.issparse(Xs[0])
-    X = sp.vstack(Xs, format="csr") if sparse else np.concatenate(Xs)
-    y = None if any(v is None for v in ys) else np.concatenate(ys)
+    opened = open_output(folder)
+    whole = opened.whole()
+    saved = opened.report
     report = Report(
-        source=doc["report"]["source"], backend="distributed",
-        rows_in=doc["report"]["rows_in"], rows_out=doc["report"]["rows_out"],
-        rows_quarantined=doc["report"]["rows_quarantined"],
-        notes=list(doc["report"]["notes"]),
+        source=saved.get("source", ""), backend=saved.get("backend", "distributed"),
+        rows_in=saved.get("rows_in", 0), rows_out=saved.get("rows_out", 0),
+        rows_quarantined=saved.get("rows_quarantined", 0), notes=list(saved.get("notes", [])),
+        findings=[_finding(f) for f in saved.get("findings", ())],
     )  # fmt: skip
+    # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
+    X = whole.X
+    if len(opened) == 1:
+        X = (mapped_csr(*(np.array(getattr(X, p)) for p in ("data", "indices", "indptr")),
+                        X.shape) if hasattr(X, "indptr") else np.array(X))  # fmt: skip
+    y = None if whole.y is None else np.array(whole.y)
     report.output = execute._describe(X)
-    quarantine = pd.concat(quarantined, ignore_index=True)
-    return execute.Output(X, y, doc["feature_names"], report, quarantine, np.concatenate(ids))
+    return execute.Output(X, y, opened.feature_names, report, opened.quarantine,
+                          np.array(whole.row_ids), out_dtype=opened.out_dtype)  # fmt: skip

@@ -2,18 +2,16 @@
 
 Every task loads its partition from the source itself (never data sent with ``scatter``,
 which dies with its worker), is pure (same arguments, same result), and writes its files
-idempotently (temp name, then an atomic rename; the partition's manifest last). Dask may
-run a task twice — after a worker died, or speculatively — and a re-run only rewrites the
-same bytes.
+under names of its own (a fresh token per run of the task; the partition's record last).
+Dask may run a task twice — after a worker died, or speculatively — and the two runs never
+write the same file; the job's manifest names the files of the run whose result it got.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ import scipy.sparse as sp
 from fastprep import execute
 from fastprep.backends import pandas_ as reference
 from fastprep.distributed import aggregates as agg
+from fastprep.distributed import shards
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.partitions import PartitionSpec, read_partition
@@ -184,13 +183,10 @@ def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:
 # ---------------------------------------------------------------- transform
 
 
-def shard_name(index: int) -> str:
-    return f"part-{index:05d}"
-
-
 def transform_partition(
     job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
+    codec: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Transform one partition; write its shard (or return its arrays when gathering)."""
     prepared, retries = load_prepared(job, spec, "transform", part)
@@ -216,45 +212,7 @@ def transform_partition(
     }
     if output_dir is None:
         return {"entry": entry, "output": output}
-    entry["files"] = write_shard(Path(output_dir), spec.index, output)
-    _atomic_write(Path(output_dir) / f"{shard_name(spec.index)}.json",
-                  json.dumps(entry, default=str).encode())  # fmt: skip
-    return {"entry": entry}
-
-
-def write_shard(folder: Path, index: int, output: execute.Output) -> dict[str, str]:
-    """X (``.npz`` CSR / ``.npy`` dense), y, row ids and quarantine, each renamed into place."""
-    folder.mkdir(parents=True, exist_ok=True)
-    base = shard_name(index)
-    files: dict[str, str] = {}
-    if sp.issparse(output.X):
-        files["X"] = _atomic_save(folder, f"{base}.npz",
-                                  lambda f: sp.save_npz(f, sp.csr_matrix(output.X), compressed=False))  # fmt: skip
-    else:
-        files["X"] = _atomic_save(folder, f"{base}.npy", lambda f: np.save(f, output.X))
-    if output.y is not None:
-        files["y"] = _atomic_save(folder, f"{base}.y.npy", lambda f: np.save(f, output.y))
-    files["row_ids"] = _atomic_save(folder, f"{base}.row_ids.npy",
-                                    lambda f: np.save(f, output.row_ids))  # fmt: skip
-    files["quarantine"] = _atomic_save(
-        folder, f"{base}.quarantine.parquet",
-        lambda f: output.quarantine.to_parquet(f, index=False),
-    )  # fmt: skip
-    return files
-
-
-def _atomic_save(folder: Path, name: str, save: Any) -> str:
-    temp = folder / f".{name}.{uuid.uuid4().hex}.tmp"
-    with open(temp, "wb") as handle:
-        save(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, folder / name)
-    return name
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    _atomic_save(path.parent, path.name, lambda f: f.write(data))
+    return {"entry": shards.write_partition(Path(output_dir), entry, output, codec)}
 
 
 def worker_peak_mib() -> float:

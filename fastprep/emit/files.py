@@ -1,48 +1,40 @@
-"""Write an output to a folder: X.npz (CSR) or X.npy (dense), y.npy, names, report, quarantine."""
+"""Write one output (X, y, row ids, names, report, quarantine) to a folder, atomically.
+
+The layout is :mod:`fastprep.emit.output_format`'s: the same one every producer writes and
+``fp.open_output`` reads.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
+
+from fastprep.emit.shards import ShardWriter
 
 
 def write_output(
     folder: str | os.PathLike[str],
-    X: np.ndarray | sp.csr_matrix,
+    X: Any,
     y: np.ndarray | None,
     feature_names: Sequence[str],
     report: dict[str, Any],
-    quarantine: pd.DataFrame,
+    quarantine: Any,
     row_ids: np.ndarray,
+    *,
+    out_dtype: str = "float32",
+    compress: str | bool | None = None,
+    pipeline: Any = None,
 ) -> dict[str, str]:
-    """Write every file; returns name → path. Stale X.npy/X.npz from another layout are removed."""
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, str] = {}
-    for stale in ("X.npz", "X.npy"):
-        (out / stale).unlink(missing_ok=True)
-    if sp.issparse(X):
-        sp.save_npz(out / "X.npz", sp.csr_matrix(X), compressed=True)
-        written["X"] = str(out / "X.npz")
-    else:
-        np.save(out / "X.npy", np.ascontiguousarray(X), allow_pickle=False)
-        written["X"] = str(out / "X.npy")
-    if y is not None:
-        np.save(out / "y.npy", y, allow_pickle=False)
-        written["y"] = str(out / "y.npy")
-    np.save(out / "row_ids.npy", row_ids, allow_pickle=False)
-    written["row_ids"] = str(out / "row_ids.npy")
-    (out / "feature_names.json").write_text(json.dumps(list(feature_names)))
-    written["feature_names"] = str(out / "feature_names.json")
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    written["report"] = str(out / "report.json")
-    quarantine.to_parquet(out / "quarantine.parquet", index=False)
-    written["quarantine"] = str(out / "quarantine.parquet")
-    return written
+    """Write every file under fresh names, then publish them with ``manifest.json``;
+    returns name -> path. ``pipeline`` (anything with ``.save(path)``) is published too."""
+    writer = ShardWriter(folder, feature_names, out_dtype, compress=compress)
+    try:
+        writer.add(X, y, row_ids, quarantine)
+        writer.close(report, pipeline=pipeline)
+    except BaseException:
+        writer.discard()  # never published: the folder still holds its earlier output
+        raise
+    return writer.written()

@@ -54,6 +54,11 @@ class FeatureNames(Sequence[str]):
     def __len__(self) -> int:
         return self._length
 
+    @property
+    def parts(self) -> list[Sequence[str]]:
+        """The runs of names (lists, and :class:`HashedNames` blocks) in column order."""
+        return list(self._parts)
+
     @overload
     def __getitem__(self, index: int) -> str: ...
     @overload

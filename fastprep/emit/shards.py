@@ -1,18 +1,11 @@
-"""Output as memory-mappable ``.npy`` shards, and ``fp.open_output(dir)`` to map them back.
+"""Write an output folder shard by shard (:class:`ShardWriter`), and map one back
+(``fp.open_output(folder)``). The layout is :mod:`fastprep.emit.output_format`'s.
 
-Why not ``X.npz``: a compressed (or even stored) ``.npz`` member cannot be memory-mapped —
-``np.load`` must read it whole. A training job over a large output wants to map it and let
-the OS page in what it touches. So each shard is a folder of plain ``.npy`` files:
-
-    output.json                     manifest: format, shards, rows, width, dtype, names
-    shard-00000/X.npy               dense X (C order), or for CSR:
-    shard-00000/X.data.npy, X.indices.npy, X.indptr.npy
-    shard-00000/y.npy, row_ids.npy
-
-``open_output`` maps every array read-only (``mmap_mode="r"``) and rebuilds CSR matrices over
-the mapped arrays without copying them. A folder written by ``Output.save`` (no manifest)
-opens too: ``X.npy`` is mapped, a compressed ``X.npz`` is read into memory (noted).
-bfloat16 shards hold uint16 bit patterns; the manifest's ``out_dtype`` says so.
+``open_output`` checks the manifest (format, version, every named file's size) and maps
+each plain ``.npy`` array read-only (``mmap_mode="r"``); a CSR X is rebuilt over its three
+mapped arrays without copying them. Compressed arrays are decompressed when first used;
+the report, the quarantine and the feature names are read or expanded only when asked for.
+bfloat16 outputs hold uint16 bit patterns; ``out_dtype`` says so.
 """
 
 from __future__ import annotations
@@ -20,58 +13,154 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
+from fastprep.emit import output_format as fmt
+from fastprep.emit.names import FeatureNames
 from fastprep.errors import SourceError, StateFormatError
 
-MANIFEST = "output.json"
-FORMAT = "fastprep-shards"
-VERSION = 1
+MANIFEST = fmt.MANIFEST
+FORMAT = fmt.FORMAT
+VERSION = fmt.VERSION
 
 
-@dataclass
 class Shard:
-    """One shard's arrays (memory-mapped when opened)."""
+    """One shard's arrays: ``X`` (ndarray, or scipy CSR over mapped arrays), ``y``,
+    ``row_ids``; ``quarantine`` (its rejected rows) is read when asked for."""
 
-    X: np.ndarray | sp.csr_matrix
-    y: np.ndarray | None
-    row_ids: np.ndarray
+    def __init__(self, root: Path | None, entry: dict[str, Any], width: int) -> None:
+        self._root, self.entry, self._width = root, entry, width
+        self._cache: dict[str, Any] = {}
+        if root is not None:
+            for name, array in entry["arrays"].items():
+                if "codec" not in array or array["codec"] is None:
+                    self._cache[name] = _load_npy(root, array)
+
+    @classmethod
+    def of(cls, X: Any, y: np.ndarray | None, row_ids: np.ndarray) -> Shard:
+        """A shard over arrays already in memory."""
+        shard = cls(None, {"arrays": {}, "rows": X.shape[0]}, X.shape[1])
+        shard._cache.update({"X": X, "y": y, "row_ids": row_ids})
+        return shard
+
+    def _array(self, name: str) -> np.ndarray:
+        if name not in self._cache:
+            assert self._root is not None
+            self._cache[name] = _decompress(self._root, self.entry["arrays"][name])
+        return self._cache[name]
+
+    @property
+    def rows(self) -> int:
+        return int(self.entry["rows"])
+
+    @property
+    def X(self) -> Any:
+        if "X" not in self._cache:
+            if self.entry.get("layout") == "csr":
+                self._cache["X"] = mapped_csr(
+                    self._array("X.data"), self._array("X.indices"), self._array("X.indptr"),
+                    (self.rows, self._width),
+                )  # fmt: skip
+            else:
+                self._cache["X"] = self._array("X")
+        return self._cache["X"]
+
+    @property
+    def y(self) -> np.ndarray | None:
+        return self._array("y") if "y" in self.entry["arrays"] or "y" in self._cache else None
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        return self._array("row_ids")
+
+    @property
+    def quarantine(self) -> Any:
+        """The shard's rejected rows (a pandas DataFrame), or None if none were written."""
+        if "quarantine" not in self._cache:
+            info = self.entry.get("quarantine")
+            if info is None or self._root is None:
+                self._cache["quarantine"] = None
+            else:
+                import pandas as pd
+
+                self._cache["quarantine"] = pd.read_parquet(self._root / info["file"])
+        return self._cache["quarantine"]
 
 
-@dataclass
 class OpenedOutput:
-    """Shards of an output mapped back from a folder; ``X``/``y`` when there is one shard."""
+    """An output folder mapped back: iterate (or index ``.shards``) for each shard;
+    ``X``/``y``/``row_ids`` when there is one shard; :meth:`whole` for all of them."""
 
-    shards: list[Shard]
-    feature_names: list[str]
-    out_dtype: str = "float32"
-    report: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, folder: Path, manifest: dict[str, Any], shards: list[Shard]) -> None:
+        self.folder, self.manifest, self.shards = folder, manifest, shards
+        self.out_dtype: str = manifest["out_dtype"]
+        self.codec: str | None = manifest.get("codec")
+        self.notes: list[str] = []
+        self._names: FeatureNames | None = None
+        self._report: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.shards)
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        codec = f", {self.codec}" if self.codec else ""
+        return (f"OpenedOutput({os.fspath(self.folder)!r}: {len(self)} shard(s), "
+                f"{m['rows']:,} x {m['width']:,} {m['layout']} {self.out_dtype}{codec})")  # fmt: skip
 
     def __iter__(self) -> Iterator[Shard]:
         return iter(self.shards)
 
     @property
     def n_rows(self) -> int:
-        return sum(s.X.shape[0] for s in self.shards)
+        return sum(s.rows for s in self.shards)
+
+    @property
+    def feature_names(self) -> FeatureNames:
+        """One name per column of X (hashed blocks expand only when read)."""
+        if self._names is None:
+            self._names = fmt.decode_names(self.manifest["feature_names"])
+        return self._names
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The run's report (as ``Report.to_dict()``), read on first access."""
+        if self._report is None:
+            info = self.manifest["files"].get("report")
+            self._report = {} if info is None else _read_json(self.folder / info["file"])
+        return self._report
+
+    @property
+    def quarantine(self) -> Any:
+        """Every shard's rejected rows as one pandas DataFrame (read on access)."""
+        import pandas as pd
+
+        frames = [s.quarantine for s in self.shards if s.quarantine is not None]
+        if not frames:
+            return pd.DataFrame({"row_id": pd.Series([], dtype="int64"),
+                                 "reason": pd.Series([], dtype="str")})  # fmt: skip
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    @property
+    def pipeline_path(self) -> Path | None:
+        """The fitted pipeline published with this output (``fp.load`` it), if any."""
+        info = self.manifest["files"].get("pipeline")
+        return None if info is None else self.folder / info["file"]
 
     def _single(self) -> Shard:
         if len(self.shards) != 1:
             raise ValueError(
-                f"this output has {len(self.shards)} shards: iterate over it (or use .shards[i])"
+                f"this output has {len(self.shards)} shards: iterate over it (or use "
+                ".shards[i]), or .whole() for all of them in memory"
             )
         return self.shards[0]
 
     @property
-    def X(self) -> np.ndarray | sp.csr_matrix:
+    def X(self) -> Any:
         return self._single().X
 
     @property
@@ -82,115 +171,254 @@ class OpenedOutput:
     def row_ids(self) -> np.ndarray:
         return self._single().row_ids
 
+    def whole(self) -> Shard:
+        """All rows as one shard: the mapped arrays for one shard; for several, their
+        concatenation in memory (one copy)."""
+        if len(self.shards) == 1:
+            return self.shards[0]
+        if not self.shards:
+            raise ValueError("this output has no shards")
+        import scipy.sparse as sp
+
+        Xs = [s.X for s in self.shards]
+        X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
+        ys = [s.y for s in self.shards]
+        y = None if any(v is None for v in ys) else np.concatenate(ys)
+        return Shard.of(X, y, np.concatenate([s.row_ids for s in self.shards]))
+
 
 class ShardWriter:
-    """Writes shards one at a time (e.g. one per partition), then the manifest."""
+    """Writes an output shard by shard (e.g. one per partition) under fresh names, then
+    publishes it with :meth:`close`; until then the folder's earlier output is untouched."""
 
     def __init__(
-        self, folder: str | os.PathLike[str], feature_names: Sequence[str], out_dtype: str
-    ) -> None:
+        self, folder: str | os.PathLike[str], feature_names: Sequence[str], out_dtype: str,
+        *, compress: str | bool | None = None,
+    ) -> None:  # fmt: skip
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / MANIFEST).unlink(missing_ok=True)  # incomplete until close()
-        self.feature_names = [str(n) for n in feature_names]
+        self.feature_names = feature_names
         self.out_dtype = out_dtype
+        self.codec = fmt.check_codec(compress)
+        self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
+        self.files: dict[str, dict[str, Any]] = {}
+        self._writer = fmt.FileWriter(self.folder, self.codec)
+        self._published = False
 
-    def add(self, X: np.ndarray | sp.csr_matrix, y: np.ndarray | None, row_ids: np.ndarray) -> None:
-        name = f"shard-{len(self.entries):05d}"
-        where = self.folder / name
-        where.mkdir(exist_ok=True)
-        if sp.issparse(X):
-            for part in ("data", "indices", "indptr"):
-                np.save(where / f"X.{part}.npy", getattr(X, part), allow_pickle=False)
-            layout = "csr"
-        else:
-            np.save(where / "X.npy", np.ascontiguousarray(X), allow_pickle=False)
-            layout = "dense"
-        if y is not None:
-            np.save(where / "y.npy", y, allow_pickle=False)
-        np.save(where / "row_ids.npy", row_ids, allow_pickle=False)
-        self.entries.append(
-            {"name": name, "rows": int(X.shape[0]), "layout": layout, "has_y": y is not None}
-        )
+    def add(
+        self, X: Any, y: np.ndarray | None, row_ids: np.ndarray, quarantine: Any = None
+    ) -> None:
+        self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token, X, y,
+                                            row_ids, quarantine))  # fmt: skip
 
-    def close(self, report: dict[str, Any] | None = None) -> Path:
-        manifest = {
-            "format": FORMAT,
-            "version": VERSION,
-            "out_dtype": self.out_dtype,
-            "width": len(self.feature_names),
-            "rows": sum(e["rows"] for e in self.entries),
-            "shards": self.entries,
-            "feature_names": self.feature_names,
-            "report": report or {},
-        }
-        path = self.folder / MANIFEST
-        path.write_text(json.dumps(manifest, indent=1, default=str))
-        return path
+    def close(self, report: dict[str, Any] | None = None, pipeline: Any = None) -> Path:
+        """Write the report (and ``pipeline``, anything with ``.save(path)``), wait until
+        every file is on disk, then publish."""
+        try:
+            data = json.dumps(report or {}, indent=1, default=str).encode()
+            self.files["report"] = fmt.write_bytes(self.folder, f"report.{self.token}.json", data)
+            if pipeline is not None:
+                self.files["pipeline"] = fmt.write_file(
+                    self.folder, f"pipeline.{self.token}.fastprep", pipeline.save
+                )
+            self._writer.finish()
+            doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
+                                   self.files)  # fmt: skip
+            path = fmt.replace_manifest(self.folder, doc)
+            self._published = True
+            fmt.tidy(self.folder, doc)
+            return path
+        finally:
+            self._writer.close()
 
+    def discard(self) -> None:
+        """Remove what this writer wrote, unless it was published."""
+        self._writer.close()
+        if self._published:
+            return
+        for path in self.folder.glob(f"*.{self.token}.*"):
+            path.unlink(missing_ok=True)
 
-def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
-    """Map an output folder back (shards from ``save_shards``/``write_shards``, or ``save``)."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise SourceError(f"{os.fspath(folder)!r}: no such output folder")
-    if not (root / MANIFEST).exists():
-        return _open_saved(root)
-    try:
-        manifest = json.loads((root / MANIFEST).read_text())
-        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-            raise StateFormatError(f"{root}: not a fastprep shard folder of version {VERSION}")
-        width = int(manifest["width"])
-        shards = [_open_shard(root / e["name"], e, width) for e in manifest["shards"]]
-    except (KeyError, TypeError, ValueError, OSError) as exc:
-        raise StateFormatError(f"{root}: malformed shard folder: {exc}") from None
-    return OpenedOutput(
-        shards, list(manifest["feature_names"]), manifest["out_dtype"], manifest.get("report", {})
-    )
+    def written(self) -> dict[str, str]:
+        """Name -> path of every file of the published output (``X.data``, ``y``, ...)."""
+        out = {"manifest": str(self.folder / MANIFEST)}
+        many = len(self.entries) > 1
+        for entry in self.entries:
+            for name, info in entry["arrays"].items():
+                out[f"{entry['index']}.{name}" if many else name] = str(self.folder / info["file"])
+            if "quarantine" in entry and not many:
+                out["quarantine"] = str(self.folder / entry["quarantine"]["file"])
+        out.update({k: str(self.folder / v["file"]) for k, v in self.files.items()})
+        return out
 
 
-def _open_shard(where: Path, entry: dict[str, Any], width: int) -> Shard:
-    def load(name: str) -> np.ndarray:
-        return np.load(where / name, mmap_mode="r", allow_pickle=False)
-
-    if entry["layout"] == "csr":
-        X: Any = _mapped_csr(load("X.data.npy"), load("X.indices.npy"), load("X.indptr.npy"),
-                             (entry["rows"], width))  # fmt: skip
-    else:
-        X = load("X.npy")
-    if X.shape != (entry["rows"], width):
-        raise StateFormatError(f"{where}: X has shape {X.shape}, the manifest says "
-                               f"{(entry['rows'], width)}")  # fmt: skip
-    y = load("y.npy") if entry["has_y"] else None
-    return Shard(X, y, load("row_ids.npy"))
-
-
-def _mapped_csr(
+def mapped_csr(
     data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
-) -> sp.csr_matrix:
+) -> Any:
     """A CSR matrix over the given (mapped) arrays: set directly, so scipy copies nothing."""
-    matrix = sp.csr_matrix(shape, dtype=data.dtype)
+    import scipy.sparse as sp
+
+    # built empty as float32 (scipy refuses to build float16 or bfloat16's uint16 bits…),
+    # then given the arrays: its dtype is its data's
+    matrix = sp.csr_matrix(shape, dtype=np.float32)
     matrix.data, matrix.indices, matrix.indptr = data, indices, indptr
     matrix.has_sorted_indices = True
     return matrix
 
 
-def _open_saved(root: Path) -> OpenedOutput:
-    """A folder written by ``Output.save`` (X.npy is mapped; X.npz must be read)."""
-    notes = []
-    if (root / "X.npy").exists():
-        X: Any = np.load(root / "X.npy", mmap_mode="r", allow_pickle=False)
-    elif (root / "X.npz").exists():
-        X = sp.load_npz(root / "X.npz").tocsr()
-        notes.append("X.npz is compressed: read into memory (save_shards writes mappable CSR)")
-    else:
-        raise SourceError(f"{root}: no {MANIFEST}, X.npy or X.npz: not a fastprep output folder")
-    y = np.load(root / "y.npy", mmap_mode="r") if (root / "y.npy").exists() else None
-    row_ids = np.load(root / "row_ids.npy", mmap_mode="r", allow_pickle=False)
-    names_file = root / "feature_names.json"
-    names = json.loads(names_file.read_text()) if names_file.exists() else []
-    report_file = root / "report.json"
-    report = json.loads(report_file.read_text()) if report_file.exists() else {}
-    out_dtype = str(report.get("output", {}).get("dtype", X.dtype))
-    return OpenedOutput([Shard(X, y, row_ids)], names, out_dtype, report, notes)
+# ------------------------------------------------------------------------ opening
+
+
+def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
+    """Map an output folder back (written by ``save``, ``save_shards``, ``write_shards``,
+    ``fastprep run``/``transform``, or a cluster job)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise SourceError(f"{os.fspath(folder)!r}: no such output folder")
+    manifest = read_manifest(root)
+    try:
+        width = int(manifest["width"])
+        shards = []
+        for entry in manifest["shards"]:
+            check_files(root, entry)
+            shards.append(Shard(root, entry, width))
+        for info in manifest["files"].values():
+            _check_size(root, info)
+        names = sum(1 if isinstance(n, str) else int(n["n"]) for n in manifest["feature_names"])
+        if names != width:
+            raise StateFormatError(f"{root}: the manifest lists {names:,} feature names for "
+                                   f"{width:,} columns; write the output again")  # fmt: skip
+    except StateFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, OSError) as exc:
+        raise StateFormatError(
+            f"{root}: malformed output folder ({type(exc).__name__}: {exc}); write it again"
+        ) from None
+    return OpenedOutput(root, manifest, shards)
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """The folder's manifest, checked; any other layout is a StateFormatError saying what."""
+    path = root / MANIFEST
+    if not path.exists():
+        raise StateFormatError(f"{root}: {_what_instead(root)}")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise StateFormatError(f"{path}: not a readable fastprep manifest ({exc}); write the "
+                               "output again") from None  # fmt: skip
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        if isinstance(doc, dict) and "partitions" in doc and "fingerprint" in doc:
+            raise StateFormatError(
+                f"{root}: a cluster output written by an earlier fastprep (part-NNNNN.npz + "
+                "manifest.json); re-run the job with this version to write the current format"
+            )
+        raise StateFormatError(f"{path}: not a fastprep output manifest (format "
+                               f"{doc.get('format') if isinstance(doc, dict) else None!r})")  # fmt: skip
+    version = doc.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise StateFormatError(
+            f"{root}: output format version {version!r} is newer than this fastprep reads "
+            f"(<= {VERSION}); upgrade fastprep to open it"
+        )
+    if version < VERSION:
+        raise StateFormatError(f"{root}: output format version {version} is no longer read; "
+                               "write the output again")  # fmt: skip
+    return doc
+
+
+def _what_instead(root: Path) -> str:
+    if (root / "output.json").exists():
+        return ("shards written by an earlier fastprep (output.json + shard-NNNNN/); write "
+                "them again with this version (fitted.write_shards / out.save)")  # fmt: skip
+    if (root / "X.npz").exists() or (root / "X.npy").exists():
+        return ("an output written by an earlier fastprep (X.npz/X.npy + feature_names.json, "
+                "no manifest.json); write it again with this version (out.save or fastprep "
+                "run/transform)")  # fmt: skip
+    if any(p.name.startswith("part-") for p in root.iterdir()):
+        return ("no manifest.json: an output was being written here but never published "
+                "(the writer stopped); run it again (a cluster job resumes)")  # fmt: skip
+    return "no manifest.json: not a fastprep output folder"
+
+
+def check_files(root: Path, entry: dict[str, Any]) -> None:
+    """Every file a shard entry names is there with the size written."""
+    for info in entry["arrays"].values():
+        _check_size(root, info)
+    if entry.get("quarantine"):
+        _check_size(root, entry["quarantine"])
+
+
+def _check_size(root: Path, info: dict[str, Any]) -> None:
+    name = info["file"]
+    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        raise StateFormatError(f"{root}: the manifest names {name!r}, not a file of this folder")
+    path = root / name
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise StateFormatError(
+            f"{root}: incomplete output: the manifest names {info['file']}, which is missing "
+            "(removed, or the folder was copied in part); write the output again"
+        ) from None
+    if size != info["bytes"]:
+        raise StateFormatError(
+            f"{root}: corrupt output: {info['file']} has {size:,} bytes, the manifest says "
+            f"{info['bytes']:,} (truncated or overwritten); write the output again"
+        )
+
+
+def _dtype_shape(info: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...]]:
+    dtype = np.dtype(info["dtype"])
+    if dtype.kind not in "biuf":
+        raise ValueError(f"array dtype {dtype} is not numeric")
+    return dtype, tuple(int(n) for n in info["shape"])
+
+
+def _load_npy(root: Path, info: dict[str, Any]) -> np.ndarray:
+    dtype, shape = _dtype_shape(info)
+    path = root / info["file"]
+    empty = 0 in shape  # an empty file region cannot be mapped
+    array = np.load(path, mmap_mode=None if empty else "r", allow_pickle=False)
+    if array.dtype != dtype or array.shape != shape:
+        raise StateFormatError(f"{path}: holds {array.dtype} {array.shape}, the manifest "
+                               f"says {dtype} {shape}; write the output again")  # fmt: skip
+    return array
+
+
+def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
+    """A compressed array, its chunks decompressed on threads straight into the result."""
+    import pyarrow as pa
+
+    dtype, shape = _dtype_shape(info)
+    out = np.empty(shape, dtype)
+    raw = out.reshape(-1).view(np.uint8)
+    step, sizes = int(info["chunk_bytes"]), [int(n) for n in info["chunks"]]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    path = root / info["file"]
+    if len(sizes) != -(-raw.size // step) or starts[-1] != info["bytes"]:
+        raise StateFormatError(f"{path}: its chunk table does not match its size")
+    data = memoryview(path.read_bytes())
+
+    def one(i: int) -> None:
+        begin = i * step
+        size = min(step, raw.size - begin)
+        block = pa.decompress(data[starts[i] : starts[i + 1]], decompressed_size=size,
+                              codec=info["codec"], asbytes=False)  # fmt: skip
+        raw[begin : begin + size] = np.frombuffer(block, np.uint8)
+
+    try:
+        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+            list(pool.map(one, range(len(sizes))))
+    except (pa.ArrowException, ValueError) as exc:
+        raise StateFormatError(f"{path}: cannot be decompressed ({exc}); write the output "
+                               "again") from None  # fmt: skip
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise StateFormatError(f"{path}: unreadable ({exc}); write the output again") from None

@@ -1,9 +1,17 @@
 """Alerts: findings and drift beyond a threshold, sent to ``logging`` and ``on_alert=``.
 
-An alert is keyed by ``(job, partition, rule)`` — the pipeline's name, the part of the
-source (its description and first row id), and the broken rule (``"column:rule"``, or
-``"drift:column:measure"``) — and fires at most once per key per pipeline object, so a
-job that re-reads a partition, or whose partitions break the same rule, is not flooded.
+An alert is one rule broken in one run: the findings of every partition of the run are
+totalled first (:func:`~fastprep.validate.findings.merge_findings`), so a cluster or
+streamed run whose partitions break the same rule sends ONE alert with the summed count.
+It is keyed by ``(job, source, rule)`` — the pipeline's name and phase, the source the
+run read, and the broken rule (``"column:rule"``, or ``"drift:column:measure"``). Every
+``fit``/``transform`` call is a run of its own and sends its alerts (the same path or an
+equally long DataFrame may hold new data); the epochs of a streamed pass re-read the same
+source by construction, so a fitted pipeline's streams send a key once.
+
+The ``fastprep.alerts`` logger has a ``NullHandler``: the report already lists every
+finding (the CLI prints it), so alerts are not printed a second time on stderr unless the
+application configures logging (``logging.basicConfig()`` shows them as warnings).
 Also here: the anomaly pattern, which columns fail together in quarantined rows.
 """
 
@@ -16,16 +24,19 @@ from typing import Any
 
 import pandas as pd
 
-from fastprep.validate.findings import Finding
+from fastprep.validate.findings import Finding, merge_findings
 
 log = logging.getLogger("fastprep.alerts")
+# without it, logging's last-resort handler would print every alert to stderr
+log.addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
 class Alert:
-    """One rule broken in one partition of one job."""
+    """One rule broken in one run of one job (``count``: summed over its partitions)."""
 
     job: str
+    #: the source the run read (all of its partitions)
     partition: str
     rule: str
     message: str
@@ -76,6 +87,23 @@ def dispatch(
         if on_alert is not None:
             on_alert(alert)
         sent.append(alert)
+    return sent
+
+
+def send(
+    owner: Any,
+    report: Any,
+    on_alert: AlertCallback | None,
+    phase: str,
+    seen: set[tuple[str, str, str]] | None = None,
+) -> list[Alert]:
+    """Send a finished run's alerts (its report's findings, totalled, and its drift), once
+    per key within the run and, given ``seen``, once across the runs sharing that set;
+    record them in ``report.alerts``. ``owner``: the ``fp.Pipeline`` (its name)."""
+    job = f"{getattr(owner, 'name', None) or 'pipeline'}:{phase}"
+    found = alerts_from(job, report.source, merge_findings(report.findings), report.drift)
+    sent = dispatch(found, set() if seen is None else seen, on_alert)
+    report.alerts = [a.to_dict() for a in sent]
     return sent
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 FIRST_ROWS = 5
+EXAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,37 @@ class Finding:
         return out
 
 
+def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per (column, rule, action, phase, detail): the same rule broken in
+    several partitions of one run is reported once, with the summed count, the run's
+    first rows and the first examples.
+
+    ``unexpected_column`` counts a column, not rows: every partition names the same one,
+    so it stays 1. Order: each key where it first occurs.
+    """
+    merged: dict[tuple[str, str, str, str, str], Finding] = {}
+    for finding in findings:
+        key = (finding.column, finding.rule, finding.action, finding.phase, finding.detail)
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = finding
+            continue
+        count = (
+            max(seen.count, finding.count)
+            if finding.rule == "unexpected_column"
+            else seen.count + finding.count
+        )
+        merged[key] = replace(
+            seen,
+            count=count,
+            # each part's first rows are its smallest ids, so the smallest of their
+            # union are the run's first rows, in whatever order the parts arrive
+            first_rows=tuple(sorted({*seen.first_rows, *finding.first_rows}))[:FIRST_ROWS],
+            examples=(seen.examples + finding.examples)[:EXAMPLES],
+        )
+    return list(merged.values())
+
+
 def make_finding(
     column: str,
     rule: str,
@@ -58,7 +91,8 @@ def make_finding(
     positions = np.flatnonzero(mask)
     examples: tuple[str, ...] = ()
     if values is not None and len(positions) and rule != "null":
-        picked = values.iloc[positions[:3]] if hasattr(values, "iloc") else values[positions[:3]]
+        head = positions[:EXAMPLES]
+        picked = values.iloc[head] if hasattr(values, "iloc") else values[head]
         sample = np.asarray(picked, dtype=object)
         examples = tuple(repr(v) for v in sample)
     return Finding(

@@ -3,7 +3,6 @@ single-machine fit and output; shards plus quarantine hold exactly the input row
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -89,21 +88,20 @@ def test_shards_and_quarantine_are_exactly_the_input_rows(
         flights_row_groups, client=client, output_dir=tmp_path, rows_per_partition=ROWS
     )
     assert len(manifest.partitions) == 4
-    assert sorted(p.name for p in tmp_path.glob("part-*.npz")) == [
-        f"part-{i:05d}.npz" for i in range(4)
+    assert sorted(p.name[:10] for p in tmp_path.glob("part-*.X.data.npy")) == [
+        f"part-{i:05d}" for i in range(4)
     ]
     assert not list(tmp_path.glob(".*.tmp"))  # every temp file was renamed into place
-    kept = np.concatenate([np.load(tmp_path / f"part-{i:05d}.row_ids.npy") for i in range(4)])
-    quarantined = pd.concat(
-        pd.read_parquet(tmp_path / f"part-{i:05d}.quarantine.parquet") for i in range(4)
-    )["row_id"].to_numpy()
+    opened = fp.open_output(tmp_path)
+    assert len(opened) == 4
+    kept = np.concatenate([shard.row_ids for shard in opened])
+    quarantined = opened.quarantine["row_id"].to_numpy()
     assert len(np.intersect1d(kept, quarantined)) == 0
     assert np.array_equal(np.sort(np.concatenate([kept, quarantined])), np.arange(20_000))
     loaded = fd.load_shards(tmp_path)
     assert_same_matrix(loaded.X, dist_fitted.transform(flights_row_groups).X)
     assert np.array_equal(loaded.y, expected.y)
-    doc = json.loads((tmp_path / "manifest.json").read_text())
-    assert doc["report"]["rows_in"] == 20_000
+    assert opened.report["rows_in"] == 20_000
 
 
 def test_empty_and_all_null_partitions_get_fitted_shapes(

@@ -78,12 +78,12 @@ def test_rerun_after_crash_resumes_without_duplicates(
 ) -> None:
     fitted.transform(flights_row_groups, client=client, output_dir=tmp_path,
                      rows_per_partition=2_500)  # fmt: skip
-    # a crash before partitions 2 and 5 finished: their manifests (written last) are gone,
-    # partition 5 left a half-written temp file, and the job manifest was never written
+    # a crash before partitions 2 and 5 finished: their records (written last) are gone,
+    # partition 5 left a half-written file, and the job manifest was never written
     for index in (2, 5):
-        (tmp_path / f"part-{index:05d}.json").unlink()
-    (tmp_path / "part-00005.npz").unlink()
-    (tmp_path / ".part-00005.npz.deadbeef.tmp").write_bytes(b"half a file")
+        next(tmp_path.glob(f"part-{index:05d}.*.json")).unlink()
+    half = next(tmp_path.glob("part-00005.*.X.data.npy"))
+    half.write_bytes(half.read_bytes()[:100])
     (tmp_path / "manifest.json").unlink()
     with pytest.raises(Exception, match="did not finish"):
         fd.load_shards(tmp_path)
@@ -94,12 +94,15 @@ def test_rerun_after_crash_resumes_without_duplicates(
     assert "resumed: 6 partition(s) already written were skipped" in manifest.report.notes
     untouched = [n for n in before if not n.startswith(("part-00002", "part-00005"))]
     assert all(before[n] == after[n] for n in untouched)  # not rewritten
-    assert sorted(n for n in after if n.endswith(".npz")) == [f"part-{i:05d}.npz" for i in range(8)]
+    assert sorted(n[:10] for n in after if n.endswith(".X.data.npy")) == [
+        f"part-{i:05d}" for i in range(8)
+    ]  # one set of files per partition: the crashed run's leftovers were removed
+    assert half.name not in after
     loaded = fd.load_shards(tmp_path)
     assert_same_matrix(loaded.X, expected.X)
     assert np.array_equal(loaded.row_ids, expected.row_ids)
     doc = json.loads((tmp_path / "manifest.json").read_text())
-    assert [p["index"] for p in doc["partitions"]] == list(range(8))
+    assert [p["index"] for p in doc["shards"]] == list(range(8))
 
 
 def test_transient_read_error_is_retried(client, fitted, expected, flights_row_groups,

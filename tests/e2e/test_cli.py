@@ -16,7 +16,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
 from support import assert_same_matrix
@@ -27,15 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "pipelines" / "flights.py"
 SAMPLE = REPO / "data_samples" / "flights.parquet"
 BROKEN = REPO / "data_samples" / "flights_broken.csv"
-OUTPUT_FILES = {
-    "X.npz",
-    "y.npy",
-    "row_ids.npy",
-    "feature_names.json",
-    "report.json",
-    "quarantine.parquet",
-    "pipeline.fastprep",
-}
 DENSE_PIPELINE = f"""
 import fastprep as fp
 
@@ -100,19 +90,25 @@ def cli(tmp_path_factory, _flights_sample_cached):
             REPO,
         ),
     }
+    jobs["transform_default_folder"] = (
+        module_command("transform", "default/pipeline.fastprep", "--input", BROKEN),
+        root,
+    )
     script = console_script()
     if script is not None:
         jobs["console"] = ([script, "run", str(PIPELINE), "--output", str(root / "console")], root)
-    processes = {
-        name: subprocess.Popen(
-            command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for name, (command, cwd) in jobs.items()
-    }
-    results = {}
-    for name, process in processes.items():
-        out, err = process.communicate(timeout=300)
-        results[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    later = {"transform_default_folder": jobs.pop("transform_default_folder")}
+    results: dict[str, subprocess.CompletedProcess] = {}
+    for batch in (jobs, later):  # the second needs the first's run output
+        processes = {
+            name: subprocess.Popen(
+                command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for name, (command, cwd) in batch.items()
+        }
+        for name, process in processes.items():
+            out, err = process.communicate(timeout=300)
+            results[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     return results, root
 
 
@@ -130,23 +126,27 @@ def assert_clean_error(result: subprocess.CompletedProcess, *fragments: str) -> 
 
 
 def load_folder(folder: Path):
-    if (folder / "X.npz").exists():
-        X = sp.csr_matrix(sp.load_npz(folder / "X.npz"))
-    else:
-        X = np.load(folder / "X.npy", allow_pickle=False)
-    return (
-        X,
-        np.load(folder / "y.npy", allow_pickle=False),
-        np.load(folder / "row_ids.npy", allow_pickle=False),
-        json.loads((folder / "feature_names.json").read_text()),
-    )
+    opened = fp.open_output(folder)
+    X = sp.csr_matrix(opened.X) if sp.issparse(opened.X) else np.asarray(opened.X)
+    return X, np.asarray(opened.y), np.asarray(opened.row_ids), list(opened.feature_names)
+
+
+def assert_one_output(folder: Path) -> None:
+    """The folder holds one published output: its manifest's files and the pipeline alias."""
+    from fastprep.emit.output_format import named_files
+
+    doc = json.loads((folder / "manifest.json").read_text())
+    expected = named_files(doc) | {"manifest.json", "pipeline.fastprep"}
+    # transform-<input>-<n>/: what `transform` without --output wrote beside the state
+    assert {p.name for p in folder.iterdir() if not p.name.startswith("transform-")} == expected
+    assert (folder / "pipeline.fastprep").samefile(fp.open_output(folder).pipeline_path)
 
 
 def test_run_without_input_uses_the_sample(cli, flights_pipeline, flights_parquet):
     results, root = cli
     result, out = results["default"], root / "default"
     assert_ok(result)
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert_one_output(out)
     assert "rows: 20,000 in" in result.stdout
     assert "quarantined" in result.stdout
     expected = flights_pipeline.fit(flights_parquet).transform(flights_parquet)
@@ -155,11 +155,11 @@ def test_run_without_input_uses_the_sample(cli, flights_pipeline, flights_parque
     assert np.array_equal(y, expected.y)
     assert np.array_equal(row_ids, expected.row_ids)
     assert names == expected.feature_names
-    report = json.loads((out / "report.json").read_text())
+    report = fp.open_output(out).report
     assert report["rows_in"] == 20_000
     assert report["rows_out"] + report["rows_quarantined"] == 20_000
     assert report["rows_out"] == X.shape[0]
-    quarantine = pd.read_parquet(out / "quarantine.parquet")
+    quarantine = fp.open_output(out).quarantine
     assert quarantine["row_id"].tolist() == expected.quarantine["row_id"].tolist()
     assert set(quarantine["reason"]) == {"arr_delay: null"}
 
@@ -176,16 +176,34 @@ def test_transform_command(cli, broken_path, flights_pipeline, flights_sample):
     results, root = cli
     result, out = results["transform"], root / "t"
     assert_ok(result)
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert_one_output(out)
     expected = flights_pipeline.fit(flights_sample).transform(broken_path)
     X, y, row_ids, names = load_folder(out)
     assert_same_matrix(X, expected.X)
     assert np.array_equal(y, expected.y)
     assert np.array_equal(row_ids, expected.row_ids)
     assert names == expected.feature_names
-    quarantine = pd.read_parquet(out / "quarantine.parquet")
+    quarantine = fp.open_output(out).quarantine
     assert quarantine["reason"].tolist() == expected.quarantine["reason"].tolist()
     assert "rows: 40 in" in result.stdout
+    # the findings are printed once, in the report: the alerts are not a second copy
+    assert "broke rule 'above_max'" in result.stdout
+    assert result.stderr == ""
+
+
+def test_transform_without_output_writes_a_new_folder_beside_the_state(cli):
+    """Never over the training run's output: a transform-<input>-<n> folder next to it."""
+    results, root = cli
+    result = results["transform_default_folder"]
+    assert_ok(result)
+    folder = root / "default" / "transform-flights_broken-1"
+    assert f"wrote {folder}" in result.stdout
+    assert_one_output(folder)
+    assert len(load_folder(folder)[2]) == 26
+    # the training output is untouched: still the 20,000-row run
+    training = fp.open_output(root / "default")
+    assert training.report["rows_in"] == 20_000
+    assert len(load_folder(root / "default")[2]) == training.report["rows_out"] > 19_000
 
 
 def test_error_exits_2_without_traceback(cli):
@@ -200,7 +218,7 @@ def test_console_script(cli):
         pytest.skip("the fastprep console script is not installed")
     assert_ok(results["console"])
     out = root / "console"
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES
+    assert_one_output(out)
     X, y, _, names = load_folder(out)
     X_module, y_module, _, names_module = load_folder(root / "default")
     assert_same_matrix(X, X_module)
@@ -245,7 +263,7 @@ def test_schema_error_from_the_data(capsys, monkeypatch, tmp_path, flights_sampl
     )  # fmt: skip
     assert code == 2
     assert err.startswith("fastprep: error: ") and "air_time" in err
-    assert not (tmp_path / "out" / "X.npz").exists()
+    assert not (tmp_path / "out" / "manifest.json").exists()
 
 
 def test_error_raised_by_the_users_pipeline_file(capsys, monkeypatch, tmp_path):
@@ -286,16 +304,135 @@ def test_dense_pipeline_writes_x_npy(capsys, monkeypatch, tmp_path):
     (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
     out = tmp_path / "dense"
     out.mkdir()
-    (out / "X.npz").write_bytes(b"stale")  # must be replaced by X.npy
+    (out / "X.npz").write_bytes(b"stale")  # an earlier version's file: removed on publish
     code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "dense.py", "--output", out)
     assert code == 0, err
-    assert (out / "X.npy").exists() and not (out / "X.npz").exists()
-    X = np.load(out / "X.npy", allow_pickle=False)
+    assert not (out / "X.npz").exists()
+    X = fp.open_output(out).X
     assert X.dtype == np.float32 and X.flags.c_contiguous and X.shape[1] == 4
-    assert json.loads((out / "feature_names.json").read_text()) == [
+    assert isinstance(X, np.memmap)
+    assert fp.open_output(out).feature_names == [
         "distance",
         "origin=EWR",
         "origin=JFK",
         "origin=LGA",
     ]
-    assert {p.name for p in out.iterdir()} == OUTPUT_FILES - {"X.npz"} | {"X.npy"}
+    assert_one_output(out)
+
+
+def test_transform_never_writes_into_the_states_folder(capsys, monkeypatch, tmp_path,
+                                                      flights_pipeline, flights_sample):  # fmt: skip
+    folder = tmp_path / "train"
+    fitted = flights_pipeline.fit(flights_sample)
+    fitted.transform(flights_sample).save(folder, pipeline=fitted)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    code, _, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
+                            "--input", BROKEN, "--output", folder)  # fmt: skip
+    assert code == 2 and err.startswith("fastprep: error: ") and "overwritten" in err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    code, _, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
+                              "--input", BROKEN)  # fmt: skip
+    assert code == 0, err
+    assert {p.name for p in folder.iterdir()} == set(before) | {"transform-flights_broken-1"}
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    (tmp_path / "in").mkdir()
+    shutil.copy(BROKEN, tmp_path / "in" / "a.csv")
+    code, _, err = run_main(capsys, monkeypatch, "transform", folder / "pipeline.fastprep",
+                              "--input", tmp_path / "in" / "*.csv")  # fmt: skip
+    assert code == 0, err
+    assert (folder / "transform-input-1").is_dir()  # a glob: a safe name
+
+
+def test_transform_without_input_is_an_error(capsys, monkeypatch, tmp_path, flights_pipeline,
+                                             flights_sample):  # fmt: skip
+    """The state names the training sample, but that is never used silently."""
+    state = tmp_path / "p.fastprep"
+    flights_pipeline.fit(flights_sample.head(500)).save(state)
+    assert fp.load(state).pipeline.sample  # the saved state does name one
+    code, _, err = run_main(capsys, monkeypatch, "transform", state)
+    assert code == 2 and err.startswith("fastprep: error: ") and "--input" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["p.fastprep"]
+
+
+def test_sample_is_relative_to_the_pipeline_file(capsys, monkeypatch, tmp_path, flights_sample):
+    """Not to the current folder: run from elsewhere, the file's own sample is used."""
+    (tmp_path / "sub").mkdir()
+    flights_sample.head(300).to_parquet(tmp_path / "sub" / "mine.parquet")
+    text = textwrap.dedent(DENSE_PIPELINE).replace(repr(str(SAMPLE)), "'mine.parquet'")
+    (tmp_path / "sub" / "p.py").write_text(text)
+    code, out, err = run_main(capsys, monkeypatch, "run", tmp_path / "sub" / "p.py",
+                              "--output", tmp_path / "o")  # fmt: skip
+    assert code == 0, err
+    assert "rows: 300 in" in out and str(tmp_path / "sub" / "mine.parquet") in out
+    (tmp_path / "sub" / "p.py").write_text(text.replace("mine.parquet", "absent.parquet"))
+    code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "sub" / "p.py")
+    assert code == 2 and "absent.parquet" in err
+
+
+def test_explain_without_input_uses_the_sample(capsys, monkeypatch, tmp_path):
+    code, out, err = run_main(capsys, monkeypatch, "explain", PIPELINE)
+    assert code == 0, err
+    assert "pre-flight: 20,000 rows" in out and "backends for 19,430 validated rows" in out
+    assert "├─ stage 0: " in out
+    (tmp_path / "nosample.py").write_text(textwrap.dedent(DENSE_PIPELINE).replace(
+        f"sample={str(SAMPLE)!r},", ""))  # fmt: skip
+    code, out, _ = run_main(capsys, monkeypatch, "explain", tmp_path / "nosample.py")
+    assert code == 0 and "backends per stage not planned" in out
+    code, _, err = run_main(capsys, monkeypatch, "explain", tmp_path / "nosample.py", "--analyze")
+    assert code == 2 and err.startswith("fastprep: error: ") and "--input" in err
+
+
+def test_broken_pipe_exits_quietly():
+    """``fastprep explain ... | head``: the reader is gone; no BrokenPipeError traceback."""
+    read, write = os.pipe()
+    os.close(read)  # a reader that already left: the first write fails
+    try:
+        result = subprocess.run(module_command("explain", PIPELINE, "--stage", "logical"),
+                                stdout=write, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                timeout=120)  # fmt: skip
+    finally:
+        os.close(write)
+    assert result.returncode == 141, result.stderr
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["run", "transform", "explain"])
+def test_help_lists_the_real_choices(capsys, command):
+    from fastprep.backends.registry import available
+    from fastprep.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--backend {auto,pandas,numba,numexpr}" in text
+    assert set(available()) == {"pandas", "numba", "numexpr"}
+    if command == "run":  # int8/uint8 need a calibration a fresh fit does not have
+        assert "{float32,float64,float16,bfloat16}" in text and "uint8" not in text
+    if command == "transform":
+        assert "{float32,float64,float16,bfloat16,int8,uint8}" in text
+
+
+def test_bad_argument_is_one_line_error(capsys, monkeypatch):
+    code, _, err = run_main(capsys, monkeypatch, "run", PIPELINE, "--out-dtype", "uint8")
+    assert code == 2
+    assert err.startswith("fastprep: error: argument --out-dtype") and err.count("\n") == 1
+
+
+def test_transform_uint8_with_a_calibrated_state(capsys, monkeypatch, tmp_path):
+    (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    from fastprep.cli import load_pipeline_file
+
+    fitted = load_pipeline_file(tmp_path / "dense.py").fit(SAMPLE)
+    fitted.save(tmp_path / "plain.fastprep")
+    code, _, err = run_main(capsys, monkeypatch, "transform", tmp_path / "plain.fastprep",
+                            "--input", SAMPLE, "--out-dtype", "uint8")  # fmt: skip
+    assert code == 2 and "calibrate_quantization" in err
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []  # refused before writing
+    fitted.calibrate_quantization(SAMPLE, "uint8").save(tmp_path / "q.fastprep")
+    code, _, err = run_main(capsys, monkeypatch, "transform", tmp_path / "q.fastprep",
+                            "--input", SAMPLE, "--out-dtype", "uint8", "-o", tmp_path / "q")  # fmt: skip
+    assert code == 0, err
+    X = np.asarray(fp.open_output(tmp_path / "q").X)
+    assert X.dtype == np.uint8
+    np.testing.assert_array_equal(X, fitted.transform(SAMPLE, out_dtype="uint8").X)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -239,35 +240,30 @@ def test_output_save(flights_pipeline, flights_sample, tmp_path):
     out = flights_pipeline.fit_transform(flights_sample)
     written = out.save(tmp_path / "out")
     folder = tmp_path / "out"
-    assert {p.name for p in folder.iterdir()} == {
-        "X.npz",
-        "y.npy",
-        "row_ids.npy",
-        "feature_names.json",
-        "report.json",
-        "quarantine.parquet",
-    }
-    assert set(written) >= {"X", "y", "row_ids", "feature_names", "report", "quarantine"}
-    assert_same_matrix(sp.load_npz(folder / "X.npz").tocsr(), out.X)
-    assert np.array_equal(np.load(folder / "y.npy", allow_pickle=False), out.y)
-    assert np.array_equal(np.load(folder / "row_ids.npy", allow_pickle=False), out.row_ids)
-    assert json.loads((folder / "feature_names.json").read_text()) == out.feature_names
-    assert json.loads((folder / "report.json").read_text())["rows_in"] == 20_000
-    quarantine = pd.read_parquet(folder / "quarantine.parquet")
+    assert {p.name for p in folder.iterdir()} == {os.path.basename(p) for p in written.values()}
+    assert set(written) == {"manifest", "X.data", "X.indices", "X.indptr", "y", "row_ids",
+                            "report", "quarantine"}  # fmt: skip
+    opened = fp.open_output(folder)
+    assert_same_matrix(opened.X, out.X)
+    assert np.array_equal(opened.y, out.y)
+    assert np.array_equal(opened.row_ids, out.row_ids)
+    assert opened.feature_names == out.feature_names
+    assert opened.report["rows_in"] == 20_000
+    quarantine = opened.quarantine
     assert quarantine["row_id"].tolist() == out.quarantine["row_id"].tolist()
     assert quarantine["reason"].tolist() == out.quarantine["reason"].tolist()
 
     dense = dense_pipeline().fit_transform(flights_sample)
-    dense.save(folder)  # same folder: the stale X.npz must go
-    assert (folder / "X.npy").exists() and not (folder / "X.npz").exists()
-    loaded = np.load(folder / "X.npy", allow_pickle=False)
+    dense.save(folder)  # same folder: the CSR files go once the dense output is published
+    loaded = fp.open_output(folder).X
     assert loaded.dtype == np.float32 and np.array_equal(loaded, dense.X)
+    assert not list(folder.glob("*.X.data.npy"))
 
 
 def test_broken_quarantine_saves_to_parquet(flights_pipeline, broken_path, tmp_path):
     out = flights_pipeline.fit_transform(broken_path)
     out.save(tmp_path)
-    quarantine = pd.read_parquet(tmp_path / "quarantine.parquet")
+    quarantine = fp.open_output(tmp_path).quarantine
     assert quarantine["row_id"].tolist() == out.quarantine["row_id"].tolist()
     assert "about 5" in quarantine["arr_delay"].astype(str).tolist()
 

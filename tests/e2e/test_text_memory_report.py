@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -89,7 +87,7 @@ def test_csv_source_report_json_and_fit_report(flights_csv, tmp_path):
     fitted, out = fp.Pipeline(SCHEMA, FEATURES).fit_and_transform(flights_csv)
     assert fitted.fit_report.text_encoding == out.report.text_encoding
     out.save(tmp_path)
-    saved = json.loads((tmp_path / "report.json").read_text())
+    saved = fp.open_output(tmp_path).report
     assert saved["text_encoding"] == out.report.text_encoding
     assert "dictionary-encoded" in out.report.summary()
     again = fitted.transform(flights_csv)

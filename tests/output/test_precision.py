@@ -115,7 +115,6 @@ def test_unknown_dtype_or_policy_is_a_definition_error(flights_small):
 
 
 def test_cli_writes_float16_and_reports_the_precision(tmp_path, repo_root, capsys):
-    import json
 
     from fastprep.cli import main
 
@@ -123,7 +122,7 @@ def test_cli_writes_float16_and_reports_the_precision(tmp_path, repo_root, capsy
                  "--output", str(tmp_path / "o")])  # fmt: skip
     assert code == 0
     assert "precision: float16" in capsys.readouterr().out
-    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    report = fp.open_output(tmp_path / "o").report
     assert report["output"]["dtype"] == "float16" and report["precision"]["values_inexact"] > 0
     opened = fp.open_output(tmp_path / "o")
     assert opened.X.dtype == np.float16 and opened.out_dtype == "float16"
