@@ -18,6 +18,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
+from fastprep.backends.datetime_parts import PART_CODES
 from fastprep.backends.kernel_files import indent, source_key
 from fastprep.plan.expr import (
     TEXT_PREDICATES,
@@ -47,10 +48,6 @@ _FUNCS = {
 }  # fmt: skip
 #: functions of a column computed ahead with numpy's vectorized ufuncs
 HOISTABLE = ("log", "log1p", "exp", "sqrt", "log2", "log10", "sin", "cos", "tan")
-_DATE_PART_CODES = {
-    "year": 0, "month": 1, "day": 2, "hour": 3, "minute": 4, "second": 5, "dayofweek": 6,
-    "dayofyear": 7, "quarter": 8,
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -239,7 +236,7 @@ class _Emitter:
             self.zones.append(key)
         z = self.zones.index(key)
         a = self.expr(node.arg)
-        return [f"{var} = date_part({a}, {_DATE_PART_CODES[node.part]}, zs{z}, zo{z})"]
+        return [f"{var} = date_part({a}, {PART_CODES[node.part]}, zs{z}, zo{z})"]
 
     def _reads_text(self, node: Expr) -> bool:
         """A number computed from text: a comparison, ``in``, a predicate, ``length``,

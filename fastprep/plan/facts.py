@@ -11,7 +11,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fastprep.plan.expr import Binary, Call, Col, Const, DatePart, Expr, IsIn, Unary, Where, walk
+from fastprep.plan.expr import (
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+    children,
+)
 
 INF = math.inf
 
@@ -98,16 +109,16 @@ def _interval(op: str, a: Facts, b: Facts) -> tuple[float, float]:
 
 
 def _function_facts(node: Call | IsIn | DatePart, columns: dict[str, Facts]) -> Facts:
-    """Date parts and membership have fixed ranges; text columns may always be missing."""
-    missing = any(expr_facts(c, columns).missing for c in walk(node) if isinstance(c, (Col, Const)))
+    """Date parts and membership have fixed ranges; missing where an argument may be."""
+    args = [expr_facts(a, columns) for a in children(node)]
+    missing = any(a.missing for a in args)
     if isinstance(node, IsIn):
         return Facts(0.0, 1.0, missing, True)
     if isinstance(node, DatePart):
         lo, hi = _DATE_PART_RANGES[node.part]
-        return Facts(lo, hi, missing, True)
+        return Facts(lo, hi, missing or not args[0].finite, True)
     if node.fn in ("startswith", "endswith", "contains"):
-        return Facts(0.0, 1.0, missing, True)
-    args = [expr_facts(a, columns) for a in node.args]
+        return Facts(0.0, 1.0, args[0].missing, True)
     if node.fn in ("min", "max") and all(a.finite for a in args):
         pick = min if node.fn == "min" else max
         return Facts(pick(a.lo for a in args), pick(a.hi for a in args), missing, True)

@@ -390,3 +390,16 @@ def test_explain_and_save_load_keep_the_functions(flights, tmp_path) -> None:
     assert again.pipeline.plan == fitted.pipeline.plan
     a, b = fitted.transform(flights), again.transform(flights, backend="numba")
     np.testing.assert_array_equal(dense(a.X), dense(b.X))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_fill_after_membership_of_an_undefined_value_is_kept(backend) -> None:
+    # x and y are never missing, but 0 / 0 is: the optimizer must not drop the fill
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 1.0]})
+    schema = fp.Schema({"x": fp.Float(), "y": fp.Float()})
+    features = [
+        fp.expr("a = x / y in (1, 2)") >> fp.FillMissing(-1),
+        fp.expr("b = min(x / y, 5)") >> fp.FillMissing(-1),
+    ]
+    out = fp.Pipeline(schema, features).fit_transform(frame, backend=backend)
+    assert out.X.tolist() == [[-1, -1], [1, 1], [1, 2]]
