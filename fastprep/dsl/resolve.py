@@ -23,8 +23,11 @@ from fastprep.schema import Datetime
 def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
     """``plan`` with earlier expr outputs inlined and date parts zoned (idempotent)."""
     defined: dict[str, Expr] = {}
+    later = {i.name for f in plan.features for i in f.inputs if not isinstance(i.expr, Col)}
     features = []
     for feature in plan.features:
+        for item in feature.inputs:
+            _refuse_forward_reference(item, defined, later, schema)
         inputs = tuple(_resolve_input(item, defined, schema) for item in feature.inputs)
         features.append(replace(feature, inputs=inputs))
         for item in inputs:  # later features may use these outputs (not the same feature)
@@ -34,6 +37,17 @@ def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
     if target is not None:
         target = _resolve_input(target, defined, schema)
     return replace(plan, features=tuple(features), target=target)
+
+
+def _refuse_forward_reference(
+    item: Input, defined: dict[str, Expr], later: set[str], schema: Mapping[str, Any]
+) -> None:
+    for name in item.columns:
+        if name not in schema and name not in defined and name in later:
+            raise PipelineDefinitionError(
+                f"{item.name!r} uses {name!r}, which a later fp.expr defines; an expression "
+                f"can use the outputs of the features before it: move {name!r} earlier"
+            )
 
 
 def _resolve_input(item: Input, defined: dict[str, Expr], schema: Mapping[str, Any]) -> Input:

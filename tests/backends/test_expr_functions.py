@@ -359,6 +359,11 @@ def test_an_expression_uses_an_earlier_output_by_name(flights, backend) -> None:
     np.testing.assert_array_equal(X[:, -1], to_lax.isin(["JFKLAX", "EWRLAX"]).to_numpy(float))
 
 
+def test_an_output_defined_later_is_named_in_the_error() -> None:
+    with pytest.raises(fp.PipelineDefinitionError, match=r"later fp\.expr defines"):
+        fp.Pipeline(SCHEMA, [fp.expr("fast = speed > 400"), fp.expr("speed = distance / 2")])
+
+
 def test_integral_results_are_typed_int() -> None:
     from fastprep.dsl.check import infer_type
     from fastprep.expr_parser import parse_expr
