@@ -246,6 +246,10 @@ class _Converter:
             value = self.convert(element, 1)
             if not isinstance(value, Const):
                 raise self.reject(element, "a non-literal inside the list of 'in'")
+            if value.value != value.value:
+                raise self.reject(
+                    element, "nan in the list of 'in' (it matches nothing; use isnull)"
+                )
             values.append(value.value)
         if len({isinstance(v, str) for v in values}) > 1:
             raise self.reject(node, "mixing numbers and text in the list of 'in'")

@@ -85,6 +85,7 @@ REJECTED = [
     "x in ()",
     "x in (y, 1)",
     "x in (1, 'a')",
+    "x in (1, nan)",
     "x in [i for i in y]",
     "x in (1,) < 2",
     "x in {1: 2}",
