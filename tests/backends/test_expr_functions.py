@@ -408,3 +408,19 @@ def test_a_fill_after_membership_of_an_undefined_value_is_kept(backend) -> None:
     ]
     out = fp.Pipeline(schema, features).fit_transform(frame, backend=backend)
     assert out.X.tolist() == [[-1, -1], [1, 1], [1, 2]]
+
+
+def test_a_target_with_the_new_functions_is_the_same_on_every_backend(flights) -> None:
+    pipeline = fp.Pipeline(
+        SCHEMA,
+        [fp.expr("h = hour(time_hour)"), fp.expr("route = origin + dest") >> fp.Hash(32)],
+        target=fp.expr("late_evening = (hour(time_hour) >= 20) & (dep_delay // 15 > 0)"),
+    )
+    outs = {b: pipeline.fit_transform(flights, backend=b) for b in BACKENDS}
+    local = pd.to_datetime(flights["time_hour"], utc=True).dt.tz_convert(ZONE).dt.hour
+    dep = flights["dep_delay"].to_numpy(float)
+    kept = ~np.isnan(dep)
+    want = ((local.to_numpy() >= 20) & (np.floor_divide(dep, 15) > 0))[kept]
+    for backend, out in outs.items():
+        assert np.asarray(out.row_ids).tolist() == np.flatnonzero(kept).tolist(), backend
+        np.testing.assert_array_equal(out.y, want.astype(np.float32), err_msg=backend)
