@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from fastprep import execute
 from fastprep.emit.precision import Precision, merge_info
@@ -45,6 +44,8 @@ from fastprep.validate.alerts import send as send_alerts
 from fastprep.validate.findings import Finding, merge_findings
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from fastprep.pipeline import FittedPipeline
 
 #: buffers kept for dense batches: one being filled while the consumer uses the other
@@ -226,6 +227,8 @@ class _Assembler:
     def add(
         self, X: Any, y: np.ndarray | None, ids: np.ndarray, order: np.ndarray
     ) -> Iterator[tuple[Any, ...]]:
+        import scipy.sparse as sp
+
         pos = 0
         while pos < len(order):
             take = min(self.batch_size - self.fill, len(order) - pos)
@@ -325,6 +328,8 @@ def _stack_csr(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
 
 
 def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, width: int) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     index = np.int32 if indptr[-1] < 2**31 and width < 2**31 else np.int64
     matrix = sp.csr_matrix((len(indptr) - 1, width), dtype=data.dtype)
     matrix.data = data

@@ -8,11 +8,10 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from fastprep import planner, stage_backends
 from fastprep.backends import pandas_ as reference
@@ -31,6 +30,9 @@ from fastprep.schema import Schema
 from fastprep.validate import Quarantine, validate_frame
 from fastprep.validate.findings import make_finding
 from fastprep.validate.table_checks import unexpected_column_findings
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 log = logging.getLogger("fastprep")
 Params = list[dict[str, list[dict[str, Any]]]]
@@ -370,6 +372,8 @@ def apply_precision(
     """Narrow X to float16/bfloat16 (checked; see :mod:`fastprep.emit.precision`) or
     quantize it to int8/uint8 with the fitted ``quantization``, in place of ``output``;
     float32/float64 were computed in their own type and pass through."""
+    import scipy.sparse as sp
+
     output.out_dtype = precision.out_dtype
     if not (precision.narrow or precision.quantized):
         return output
@@ -434,6 +438,8 @@ def _quarantine_non_finite(
 
 
 def _describe(X: np.ndarray | sp.csr_matrix) -> dict[str, Any]:
+    import scipy.sparse as sp
+
     if sp.issparse(X):
         return {"shape": list(X.shape), "layout": "csr", "dtype": str(X.dtype), "nnz": int(X.nnz)}
     # no nnz for a dense X: counting it was a full extra pass over the output (7 ms at

@@ -13,7 +13,10 @@ measured stage times (``report.plan``), so ``explain`` can show prediction again
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -39,8 +42,9 @@ class CostProfile:
 
     pandas_stage_seconds: float = 2.0e-4
     pandas_row_unit_seconds: float = 2.5e-8
-    #: the reference path hashes through sklearn's FeatureHasher (per-row Python dicts)
-    pandas_hash_row_unit_seconds: float = 1.3e-6
+    #: the reference path hashes each distinct token once by numpy and gathers by code
+    #: (0.0042 s for 19,430 rows × 2 columns, flights sample, 2026-12-04)
+    pandas_hash_row_unit_seconds: float = 1.1e-7
     numba_stage_seconds: float = 1.0e-4
     numba_row_unit_seconds: float = 1.0e-8
     numba_hash_row_unit_seconds: float = 4.0e-8
@@ -58,6 +62,9 @@ class CostProfile:
     #: 20k rows in a fresh process once the kernels took plain arrays (was 0.44-0.58 s with
     #: numba typed Lists, which recompiled per process)
     numba_hash_load_seconds: float = 0.03
+    #: compiling the hashing kernels (MurmurHash3 over row bytes, CSR by sorting) with an
+    #: empty Numba cache: 4-5 s on the 2-core VM (fresh install, 2026-12-04)
+    numba_hash_compile_seconds: float = 4.0
     #: memory pre-flight (:mod:`fastprep.preflight`): the budget is the available memory
     #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
     memory_headroom: float = 0.25
@@ -132,6 +139,8 @@ class StageChoice:
     #: stage's key in the amortization ledger (see :func:`note_run`)
     one_time: float = 0.0
     key: Any = None
+    #: the one-time cost is a compile (its ledger persists across processes)
+    compiles: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,9 +188,13 @@ def predict(
         COLD: profile.numba_import_seconds + profile.numba_cache_load_seconds,
         COMPILE: profile.numba_compile_seconds,
     }[readiness]
-    if kind == "hash":  # the hashing kernels ship with the package (cached on disk)
-        load = 0.0 if readiness == READY else profile.numba_hash_load_seconds
-        one_time = load + (profile.numba_import_seconds if readiness == COLD else 0.0)
+    if kind == "hash":  # the hashing kernels: fixed, shared by every hash stage
+        one_time = {
+            READY: 0.0,
+            CACHED: profile.numba_hash_load_seconds,
+            COLD: profile.numba_import_seconds + profile.numba_hash_load_seconds,
+            COMPILE: profile.numba_hash_compile_seconds,
+        }[readiness]
     predicted["numba"] = (
         profile.numba_stage_seconds + work * numba_rate + max(0.0, one_time - forgone)
     )
@@ -203,17 +216,21 @@ def choose(
     readiness: Callable[[int, Stage], str] | None = None,
     forced: str | None = None,
     available: Sequence[str] = ("pandas", "numba"),
+    numba_imported: bool | None = None,
 ) -> list[StageChoice]:
     """One choice per execution stage. ``readiness(number, stage)`` says how ready the
     stage's Numba kernel is (see :func:`numba_readiness`); ``forced`` overrides every stage.
 
     Importing Numba is paid once per process, not per stage: stages are compared as if it
-    were imported, then the mix is kept only if it beats all-pandas with the import added.
-    """
+    were imported, then the mix is kept only if it beats all-pandas with the import added
+    — unless the job is big enough to repay the import anyway (:func:`job_imports_numba`:
+    validation, hashing and CSR assembly use Numba too). ``numba_imported`` False: Numba
+    is not imported yet whatever the readiness says (a stage can be cached on disk)."""
     profile = profile or load_profile()
     readiness = readiness or (lambda _n, _s: numba_readiness())
     stages = plan.execution_stages()
     rows = []
+    compiles: list[bool] = []
     cold = False
     for number, stage in enumerate(stages):
         kind, units = stage_work(plan, stage)
@@ -221,7 +238,7 @@ def choose(
         cold = cold or state == COLD
         warm_state = CACHED if state == COLD else state
         key = _amortization_key(plan, stage, kind)
-        forgone = _FORGONE.get(key, 0.0)
+        forgone = _disk_forgone(_disk_key(key)) if warm_state == COMPILE else _FORGONE.get(key, 0.0)
         predicted = {
             b: t
             for b, t in predict(profile, kind, units, n_rows, warm_state, forgone).items()
@@ -231,6 +248,7 @@ def choose(
             predicted = {"pandas": predicted["pandas"]}
         one_time = one_time_seconds(profile, kind, warm_state, forgone)
         rows.append((number, kind, units, state, predicted, key, one_time, forgone))
+        compiles.append(warm_state == COMPILE)
     pins = [stage_pin(plan, stage) for stage in stages]
     if forced is not None:
         return [
@@ -242,10 +260,12 @@ def choose(
         pin or min(p, key=lambda b: (p[b], b != "pandas"))
         for (_, _, _, _, p, *_), pin in zip(rows, pins)
     ]
-    cold = cold and "numba" not in pins  # a stage pinned to numba pays the import anyway
+    cold = (cold or numba_imported is False) and "numba" not in pins  # (a pin pays it anyway)
     free = [not pin for pin in pins]
     import_note = ""
-    if cold and "numba" in best:
+    if cold and "numba" in best and job_imports_numba(n_rows, profile):
+        import_note = f"; numba's import ({profile.numba_import_seconds:.3g} s) repaid by the job"
+    elif cold and "numba" in best:
         mixed = sum(row[4][b] for row, b, f in zip(rows, best, free) if f)
         mixed += profile.numba_import_seconds
         pandas_only = sum(row[4]["pandas"] for row, f in zip(rows, free) if f)
@@ -259,9 +279,11 @@ def choose(
             import_note = f"; + numba import {profile.numba_import_seconds:.3g} s once"
     return [
         _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
-        StageChoice(n, k, u, b, p, _reason(b, p, n_rows, u, k, state, forgone) + import_note,
-                    one_time=one_time, key=key)
-        for (n, k, u, state, p, key, one_time, forgone), b, pin in zip(rows, best, pins)
+        StageChoice(n, k, u, b, p,
+                    _reason(b, p, n_rows, u, k, state, forgone, one_time) + import_note,
+                    one_time=one_time, key=key, compiles=c)
+        for (n, k, u, state, p, key, one_time, forgone), b, pin, c
+        in zip(rows, best, pins, compiles)
     ]  # fmt: skip
 
 
@@ -286,20 +308,96 @@ def note_run(choices: Sequence[StageChoice]) -> None:
     choices subtract the ledger from the kernel's one-time cost, so a process that keeps
     running a small pipeline loads the kernel once the time lost to waiting has reached
     the load cost (rent-or-buy: never more than twice the better of the two in
-    hindsight), instead of never — one run alone would never pay for it."""
+    hindsight), instead of never — one run alone would never pay for it.
+
+    A compile is paid once per install, not per process, so its ledger is kept on disk
+    (``$FASTPREP_CACHE_DIR/kernels/forgone.json``): repeated runs of a job big enough to
+    repay a kernel's compile over a few runs (not in one) compile it eventually."""
     for choice in choices:
-        if choice.forced or choice.key is None or choice.backend != "pandas":
+        if choice.forced or choice.key is None:
             continue
-        if "numba" not in choice.predicted or choice.one_time <= 0.0:
+        if choice.backend == "numba" and choice.compiles:
+            _add_forgone(_disk_key(choice.key), None)  # compiled now: the debt is paid
+            continue
+        if choice.backend != "pandas" or "numba" not in choice.predicted:
+            continue
+        if choice.one_time <= 0.0:
             continue
         saving = choice.predicted["pandas"] - (choice.predicted["numba"] - choice.one_time)
-        if saving > 0.0:
+        if saving > 0.0 and choice.compiles:
+            _add_forgone(_disk_key(choice.key), saving)
+        elif saving > 0.0:
             _FORGONE[choice.key] = _FORGONE.get(choice.key, 0.0) + saving
+    _save_forgone()
 
 
 def reset_amortization() -> None:
-    """Forget the ledger of :func:`note_run` (tests; a new calibration)."""
+    """Forget the ledgers of :func:`note_run` (tests; a new calibration); the one on disk
+    is not read again in this process (nor removed)."""
+    global _DISK
     _FORGONE.clear()
+    _DISK = {}
+
+
+#: the compile ledger as on disk (loaded on first use), and seconds added since the last save
+_DISK: dict[str, float] | None = None
+_UNSAVED = [0.0]
+#: helper savings are written once at least this many seconds have accumulated
+_SAVE_EVERY = 1e-3
+
+
+def _ledger_path() -> Path:
+    from fastprep.backends.kernel_files import cache_dir
+
+    return cache_dir() / "forgone.json"
+
+
+def _disk_ledger() -> dict[str, float]:
+    global _DISK
+    if _DISK is None:
+        try:
+            raw = json.loads(_ledger_path().read_text())
+            _DISK = {
+                str(k): float(v)
+                for k, v in raw.items()
+                if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+            }
+        except (OSError, ValueError, TypeError, AttributeError):
+            _DISK = {}
+    return _DISK
+
+
+def _disk_key(key: Any) -> str:
+    """A stable name for an amortization key (plan nodes have deterministic reprs)."""
+    return "stage:" + hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+
+
+def _disk_forgone(name: str) -> float:
+    return _disk_ledger().get(name, 0.0)
+
+
+def _add_forgone(name: str, seconds: float | None) -> None:
+    """Add ``seconds`` to ``name``'s compile ledger (None: clear it)."""
+    ledger = _disk_ledger()
+    if seconds is None:
+        if ledger.pop(name, None) is not None:
+            _UNSAVED[0] += _SAVE_EVERY
+        return
+    ledger[name] = ledger.get(name, 0.0) + seconds
+    _UNSAVED[0] += seconds
+
+
+def _save_forgone(force: bool = True) -> None:
+    if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
+        return
+    _UNSAVED[0] = 0.0
+    try:
+        path = _ledger_path()
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_text(json.dumps(_DISK, sort_keys=True))
+        os.replace(temporary, path)
+    except OSError:  # a read-only cache: the ledger lives in this process only
+        pass
 
 
 def stage_pin(plan: LogicalPlan, stage: Stage) -> str | None:
@@ -336,13 +434,14 @@ def _reason(
     kind: str,
     state: str,
     forgone: float = 0.0,
+    one_time: float = 0.0,
 ) -> str:
     others = ", ".join(f"{b} {t:.3g} s" for b, t in predicted.items() if b != best)
     jit = {
         READY: "kernel loaded",
         CACHED: "kernel in the disk cache",
         COLD: "numba not imported yet",
-        COMPILE: "kernel not compiled yet",
+        COMPILE: f"kernel not cached, compile ~{one_time:.2g} s",
     }[state]
     text = f"{best}: {n_rows:,} rows × {units} {kind} unit(s), predicted {predicted[best]:.3g} s"
     if others:
@@ -371,3 +470,114 @@ def with_measured(choice: StageChoice, phase: str, seconds: float) -> StageChoic
     measured = dict(choice.measured or {})
     measured[phase] = round(measured.get(phase, 0.0) + seconds, 6)
     return replace(choice, measured=measured)
+
+
+# ------------------------------------------------ helper kernels: Numba or numpy, per call
+
+
+@dataclass(frozen=True)
+class HelperCost:
+    """One helper kernel family (validation scan, drift sums, CSR assembly ...): seconds
+    per value on numpy and on Numba's loaded kernel, and seconds to compile it once."""
+
+    numpy_value_seconds: float
+    numba_value_seconds: float
+    compile_seconds: float
+
+
+#: measured on the 2-core VM (2026-12-04, a busy machine: best of 5) at 20k, 320k and
+#: 3.2M values (validation scan: numpy 9.7-16, Numba 3.4-3.5 ns per value; drift sums over
+#: half the rows: numpy 7.5-17, Numba 0.8-1.4 ns; CSR assembly per row and block, 20k and
+#: 320k rows: numpy 44-61, Numba 9.5-11 ns); compile seconds are a first call's extra time
+#: with an empty Numba cache
+HELPERS: dict[str, HelperCost] = {
+    "scan": HelperCost(1.0e-8, 3.5e-9, 1.3),
+    "drift": HelperCost(1.5e-8, 1.5e-9, 0.3),
+    "csr": HelperCost(5.0e-8, 1.0e-8, 0.9),
+    "rows": HelperCost(4.0e-9, 2.0e-9, 0.1),
+}
+#: a whole job's seconds saved per input row when its kernels run on Numba instead of
+#: numpy, summed from the rates above and the stages' (the flights pipeline at 336k rows:
+#: ~0.15 s of scans, fused fit + transform, hashing and CSR assembly); a job imports Numba
+#: only when this, times its rows, repays the import (``numba_import_seconds``): from
+#: ~1.5M rows on the defaults
+NUMBA_JOB_ROW_SAVING = 4.0e-7
+#: per helper family: the last path taken in this process and why (``report``, ``explain``)
+PATHS: dict[str, str] = {}
+
+
+def numba_imported() -> bool:
+    return "numba" in sys.modules
+
+
+def job_imports_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
+    """Whether a job over ``n_rows`` rows repays importing Numba (already imported: yes)."""
+    if numba_imported():
+        return True
+    profile = profile or load_profile()
+    return n_rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
+
+
+def kernel_path(
+    what: str, n_values: int, *, cached: bool, loaded: bool = False, n_rows: int | None = None
+) -> str:
+    """``"numba"`` or ``"numpy"`` for one call of helper kernel family ``what`` over
+    ``n_values`` values (``n_rows``: the job's rows, default ``n_values``).
+
+    Numba's side pays what is not done yet: importing Numba (unless the job's size repays
+    it, see :func:`job_imports_numba`), loading the kernel from the disk cache, or
+    compiling it (``cached`` False). The cheaper prediction wins; ties go to numpy, which
+    is also taken when Numba is not installed. ``FASTPREP_KERNEL_PATH=numba|numpy``
+    forces one path (tests compare the two)."""
+    cost = HELPERS[what]
+    profile = load_profile()
+    numpy_s = n_values * cost.numpy_value_seconds
+    forced = os.environ.get("FASTPREP_KERNEL_PATH")
+    if forced in ("numba", "numpy"):
+        PATHS[what] = f"{forced}: forced (FASTPREP_KERNEL_PATH)"
+        return forced
+    if not _numba_installed():
+        PATHS[what] = "numpy: numba not installed"
+        return "numpy"
+    ledger = "helper:" + what
+    if loaded:
+        state, one_time = "loaded", 0.0
+    elif cached:
+        state, one_time = "cached", profile.numba_cache_load_seconds
+    else:  # less what earlier runs lost by not compiling it (rent-or-buy, on disk)
+        state, one_time = "not cached", max(0.0, cost.compile_seconds - _disk_forgone(ledger))
+    rows = n_values if n_rows is None else n_rows
+    importing = not numba_imported()
+    if importing and not job_imports_numba(rows, profile):
+        PATHS[what] = (
+            f"numpy: numba not imported, {rows:,} rows would not repay its import "
+            f"({profile.numba_import_seconds:.2g} s)"
+        )
+        return "numpy"
+    numba_s = n_values * cost.numba_value_seconds + one_time
+    if numba_s < numpy_s:
+        PATHS[what] = f"numba: {state} (predicted {numba_s:.2g} s vs numpy {numpy_s:.2g} s)"
+        if state == "not cached":
+            _add_forgone(ledger, None)
+            _save_forgone()
+        return "numba"
+    if state == "not cached" and numpy_s > numba_s - one_time:
+        _add_forgone(ledger, numpy_s - (numba_s - one_time))
+        _save_forgone(force=False)
+    if state == "not cached":
+        why = f"kernel not cached, compile ~{one_time:.2g} s > run {numpy_s:.2g} s"
+    else:
+        why = f"{state}, predicted {numpy_s:.2g} s vs numba {numba_s:.2g} s"
+    PATHS[what] = f"numpy: {why}"
+    return "numpy"
+
+
+def _numba_installed() -> bool:
+    return numba_imported() or _numba_findable()
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_findable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None

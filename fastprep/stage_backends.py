@@ -8,7 +8,6 @@ and the measured stage times go into the run report (``report.plan``).
 from __future__ import annotations
 
 import importlib.util
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ import numpy as np
 
 from fastprep import planner
 from fastprep.backends import pandas_ as reference
+from fastprep.backends.kernel_files import numba_cached, numba_loaded
 from fastprep.backends.registry import load_backend, resolve
 from fastprep.columns import Table
 from fastprep.plan.nodes import LogicalPlan, Stage
@@ -32,24 +32,28 @@ def choose_stage_backends(
         if feature.backend is not None:
             resolve(feature.backend)
     usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
+    if planner.numba_imported() or planner.job_imports_numba(table.n_rows):
+        readiness = lambda _number, stage: _readiness(plan, stage, table)  # noqa: E731
+    else:  # a job too small to repay importing numba need not look at its kernels
+        readiness = lambda _number, _stage: planner.COLD  # noqa: E731
     return planner.choose(
         plan,
         table.n_rows,
-        readiness=lambda _number, stage: _readiness(plan, stage, table),
+        readiness=readiness,
         forced=forced,
         available=usable,
+        numba_imported=planner.numba_imported(),
     )
 
 
 def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
-    if "numba" not in sys.modules:  # (validation's text encoder usually imported it)
-        return planner.COLD
-    module = load_backend("numba")
+    """Loaded, in Numba's disk cache, or to be compiled — found without importing Numba
+    (whether Numba is imported is the planner's separate question)."""
+    if planner.stage_work(plan, stage)[0] == "hash":
+        return _hash_readiness()
     if stage.kind != "fused":
-        if planner.stage_work(plan, stage)[0] == "hash":
-            return _hash_readiness()
-        return planner.READY
-    return module.kernel_readiness(plan, stage, table)
+        return planner.READY  # the numba backend runs encoders by the reference code
+    return load_backend("numba").kernel_readiness(plan, stage, table)
 
 
 def target_values(
@@ -76,7 +80,7 @@ def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:
     forced = None if backend == "auto" else resolve(backend).name
     if forced is not None or importlib.util.find_spec("numba") is None:
         return "numba" if forced == "numba" else "pandas"
-    if "numba" not in sys.modules:
+    if not planner.job_imports_numba(table.n_rows):
         return "pandas"  # importing numba for the target alone never pays
     readiness = load_backend("numba").target_readiness(plan.target, table)
     predicted = planner.predict(planner.load_profile(), "elementwise", 1, table.n_rows, readiness)
@@ -84,10 +88,16 @@ def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:
 
 
 def _hash_readiness() -> str:
-    """The hashing kernels are loaded once their first call in this process has run."""
-    murmur = sys.modules.get("fastprep.backends._murmur")
-    loaded = murmur is not None and bool(getattr(murmur.hash_rows, "signatures", None))
-    return planner.READY if loaded else planner.CACHED
+    """The hashing kernels (MurmurHash3 over row bytes, then CSR by sorting or by
+    counting): loaded by an earlier call in this process, in Numba's disk cache, or not."""
+    from fastprep.backends import _murmur, hash_csr
+
+    pairs = ((hash_csr.sort_rows, hash_csr.fill_sorted), (hash_csr.count_rows, hash_csr.fill_rows))
+    if numba_loaded(_murmur.hash_rows) and any(all(map(numba_loaded, p)) for p in pairs):
+        return planner.READY
+    if numba_cached(_murmur.hash_rows) and any(all(map(numba_cached, p)) for p in pairs):
+        return planner.CACHED
+    return planner.COMPILE
 
 
 def describe(choices: list[planner.StageChoice], asked: str) -> str:
@@ -97,7 +107,18 @@ def describe(choices: list[planner.StageChoice], asked: str) -> str:
     picked: dict[str, list[str]] = {}
     for choice in choices:
         picked.setdefault(choice.backend, []).append(str(choice.stage))
-    return "auto (" + "; ".join(f"{b}: stage {', '.join(s)}" for b, s in picked.items()) + ")"
+    helpers: dict[str, list[str]] = {}
+    for what, reason in planner.PATHS.items():
+        helpers.setdefault(reason.split(":")[0], []).append(what)
+    parts = [f"{b}: stage {', '.join(s)}" for b, s in picked.items()]
+    parts += [f"{path}: {', '.join(names)}" for path, names in helpers.items()]
+    return "auto (" + "; ".join(parts) + ")"
+
+
+def describe_paths() -> list[str]:
+    """Per helper kernel family run in this process (validation scan, text encoding, drift
+    sums, CSR assembly ...): the path it took and why (``explain``)."""
+    return [f"{what}: {reason}" for what, reason in planner.PATHS.items()]
 
 
 @contextmanager

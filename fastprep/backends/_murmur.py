@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+
+from fastprep.backends.kernel_files import jit as njit  # made on first use
+from fastprep.backends.kernel_files import prange
 
 # All arithmetic is done in uint64 holding 32-bit values, masked after each op:
 # this avoids numba's int/uint promotion to float64 and signed-overflow UB.

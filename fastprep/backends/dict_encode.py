@@ -16,12 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
-from numba import njit, prange
 
 from fastprep.backends import _murmur as mm
 from fastprep.backends import hash_codes
 from fastprep.backends.hash_csr import sort_merge
 from fastprep.backends.hashing import _MAX_FEATURES, _run_hash
+from fastprep.backends.kernel_files import jit as njit  # made on first use
+from fastprep.backends.kernel_files import prange
 from fastprep.dict_column import DictColumn
 from fastprep.emit.arena import ARENA
 

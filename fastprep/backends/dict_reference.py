@@ -1,4 +1,4 @@
-"""The reference for dict columns: Python dicts again, sklearn's FeatureHasher, a dict loop.
+"""The reference for dict columns: Python dicts again, FeatureHasher's rules, a dict loop.
 
 Slow on purpose (one Python object per entry); the Numba backend's
 :mod:`fastprep.backends.dict_encode` must give the same matrices.
@@ -6,23 +6,25 @@ Slow on purpose (one Python object per entry); the Numba backend's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
 
+from fastprep.backends.hash_reference import hash_pairs
 from fastprep.dict_column import DictColumn
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def hash_dicts(column: DictColumn, n_features: int, alternate_sign: bool = True) -> sp.csr_matrix:
-    """sklearn ``FeatureHasher(input_type="dict")`` on the rows as Python dicts."""
+    """sklearn ``FeatureHasher(input_type="dict")``'s matrix of the rows as Python dicts."""
+    import scipy.sparse as sp
+
     if len(column) == 0:
         return sp.csr_matrix((0, n_features), dtype=np.float32)
-    hasher = FeatureHasher(
-        n_features=n_features, input_type="dict", alternate_sign=alternate_sign, dtype=np.float32
-    )
-    return sp.csr_matrix(hasher.transform(column.to_dicts()))
+    rows = (row.items() for row in column.to_dicts())
+    return hash_pairs(rows, n_features, alternate_sign, np.float32)
 
 
 def feature_name(key: str, value: Any) -> str:
@@ -37,6 +39,8 @@ def fit_vocabulary(column: DictColumn) -> list[str]:
 
 def vectorize_dicts(column: DictColumn, vocabulary: list[str]) -> sp.csr_matrix:
     """Row by row: known names only, explicit zeros kept, duplicates summed."""
+    import scipy.sparse as sp
+
     position = {name: i for i, name in enumerate(vocabulary)}
     indptr, indices, data = [0], [], []
     for row in column.to_dicts():

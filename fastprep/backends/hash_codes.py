@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from numba import njit, prange
 
+from fastprep.backends.kernel_files import jit as njit  # made on first use
+from fastprep.backends.kernel_files import prange
 from fastprep.emit.arena import ARENA
 from fastprep.validate import text_encode
 

@@ -19,9 +19,10 @@ a sum that cancels stays an explicit 0; missing values and numeric zeros give no
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
 from fastprep.backends._murmur import MISSING
+from fastprep.backends.kernel_files import jit as njit  # made on first use
+from fastprep.backends.kernel_files import prange
 
 #: rows per parallel task (each task owns small scratch arrays)
 BLOCK = 8192

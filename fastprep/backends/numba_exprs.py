@@ -10,7 +10,8 @@ table of the zone's offset changes (:func:`fastprep.backends.datetime_parts.zone
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from fastprep.backends.kernel_files import jit as njit  # made on first use
 
 _NJIT = {"cache": True, "error_model": "numpy", "fastmath": False}
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
 
-from fastprep.backends import dict_reference
+from fastprep.backends import dict_reference, scalers
+from fastprep.backends import hash_reference as hashref
 from fastprep.backends.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -25,20 +24,25 @@ from fastprep.backends.map_ import apply_map
 from fastprep.backends.stats import fill_value, minmax_params, standardize_params
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
-from fastprep.emit.blocks import SparseBlock
-from fastprep.emit.layout import hash_prefix
+from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.errors import BackendError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
+    Bin,
     Categorify,
     Clip,
     FillMissing,
     Hash,
     Log1p,
     Map,
+    MaxAbsScale,
     MinMax,
     OneHot,
+    PowerTransform,
+    QuantileTransform,
+    RobustScale,
     Standardize,
     Step,
     Vectorize,
@@ -117,6 +121,16 @@ def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str
         return minmax_params(values, *step.feature_range, what)
     if isinstance(step, (OneHot, Categorify)):
         return fit_categories(values, step.min_frequency, step.max_categories)
+    if isinstance(step, MaxAbsScale):
+        return scalers.maxabs_params(values, what)  # type: ignore[arg-type]
+    if isinstance(step, RobustScale):
+        return scalers.robust_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, Bin):
+        return scalers.bin_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, QuantileTransform):
+        return scalers.quantile_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, PowerTransform):
+        return scalers.power_params(step, values, what)  # type: ignore[arg-type]
     if isinstance(step, (Clip, Log1p, Hash, Map)):
         return {}
     if isinstance(step, Vectorize):
@@ -151,6 +165,18 @@ def apply_step(
     if isinstance(step, MinMax):
         out = values * params["scale"]
         out += params["min"]
+        return out
+    if isinstance(step, MaxAbsScale):
+        return values / params["scale"]
+    if isinstance(step, RobustScale):
+        return scalers.robust_apply(step, params, values)
+    if isinstance(step, Bin):
+        return scalers.bin_codes(params, values)
+    if isinstance(step, QuantileTransform):
+        return scalers.quantile_apply(step, params, values)
+    if isinstance(step, PowerTransform):
+        out, outside = scalers.power_apply(step, params, values)
+        repairs.add(output, "boxcox_domain", outside)
         return out
     if isinstance(step, Map):
         out, bad = apply_map(step.func, values)
@@ -199,17 +225,34 @@ def run_stage(
                 values[feature.inputs[0].name], encoder.n_features, encoder.alternate_sign
             )
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))
+        elif isinstance(encoder, Bin):
+            sink.put(index, bin_block(feature, fitted, values))
         elif isinstance(encoder, Vectorize):
             name = feature.inputs[0].name
             vocabulary = fitted[name][-1]["vocabulary"]
             matrix = dict_reference.vectorize_dicts(values[name], vocabulary)
             sink.put(index, SparseBlock(f"{name}:", matrix))
         elif isinstance(encoder, Hash):
-            hashed = hash_with_sklearn(encoder, values, table.n_rows, cross=feature.cross)
+            hashed = hash_features(encoder, values, table.n_rows, cross=feature.cross)
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))
         else:
             raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
     return set()
+
+
+def bin_block(feature: Feature, fitted: FeatureParams, values: dict[str, Any]) -> CodesBlock:
+    """``Bin(encode="onehot")``: per input, one column per fitted bin (``col=bin<i>``), a
+    one in the value's bin; a missing value is a row of zeros. Always CSR."""
+    names: list[str] = []
+    codes: list[np.ndarray] = []
+    widths: list[int] = []
+    for item in feature.inputs:
+        params = fitted[item.name][-1]
+        names.extend(bin_names(item.name, params))
+        widths.append(scalers.bin_count(params))
+        binned = scalers.bin_codes(params, values[item.name])
+        codes.append(np.where(np.isnan(binned), -1, binned).astype(np.int64))
+    return CodesBlock(names, codes, widths, sparse=True)
 
 
 def before_encoder(
@@ -248,42 +291,59 @@ def apply_chain(
     return values
 
 
-def hash_with_sklearn(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):
-    """sklearn ``FeatureHasher`` over each row's ``{name: value}`` pairs (the reference).
+def hash_features(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):
+    """sklearn ``FeatureHasher``'s matrix for each row's ``{name: value}`` pairs (the
+    reference), each distinct token hashed once (:mod:`fastprep.backends.hash_reference`).
 
     A cross hashes one token per row, ``a=x^b=y``, with value 1 (none if a member is missing).
     """
     if cross:
-        values = {"^".join(values): _cross_tokens(values)}
-    per_input: list[list[Any]] = []
-    for name, value in values.items():
-        if isinstance(value, list):  # cross tokens, already joined
-            per_input.append([None if t is None else (t, 1) for t in value])
-        elif isinstance(value, TextColumn):
-            tokens = np.array([f"{name}={u}" for u in value.uniques] + [None], dtype=object)
-            per_input.append(
-                [(t, 1) if t is not None else None for t in tokens[value.codes].tolist()]
-            )
-        else:
-            per_input.append([None if v != v else (name, v) for v in value.tolist()])
-    rows = (
-        ([pair for pair in row if pair is not None] for row in zip(*per_input)) if per_input else ()
-    )
-    hasher = FeatureHasher(
-        n_features=step.n_features,
-        input_type="pair",
-        alternate_sign=step.alternate_sign,
-        dtype=np.float32,
-    )
-    if n_rows == 0:
-        return sp.csr_matrix((0, step.n_features), dtype=np.float32)
-    return hasher.transform(rows)
+        present, codes, tokens = _cross_tokens(values)
+        inputs = [_by_code(present, codes, tokens, step)]
+    else:
+        inputs = [_hash_input(name, value, step) for name, value in values.items()]
+    return hashref.hash_entries(inputs, n_rows, step.n_features, np.float32)
 
 
-def _cross_tokens(values: dict[str, Any]) -> list[str | None]:
-    """Per row ``a=x^b=y``, or None when any member is missing."""
-    parts = []
-    for name, column in values.items():
-        labels = np.array([f"{name}={u}" for u in column.uniques] + [None], dtype=object)
-        parts.append(labels[column.codes])
-    return [None if any(p is None for p in row) else "^".join(row) for row in zip(*parts)]
+def _by_code(
+    present: np.ndarray, codes: np.ndarray, tokens: list[str], step: Hash
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, column, signed 1.0) per row of text given as codes into ``tokens`` (-1:
+    missing): the column and sign are worked out once per distinct token, then gathered."""
+    columns, signs = hashref.columns_and_signs(hashref.signed_hashes(tokens), step.n_features)
+    if not step.alternate_sign:
+        signs = np.ones(len(tokens))
+    # a trailing slot for code -1, so the gathers need no masking
+    columns, signs = np.append(columns, np.int32(0)), np.append(signs, 0.0)
+    return present, columns[codes], signs[codes]
+
+
+def _hash_input(name: str, value: Any, step: Hash) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, column, signed value) per row of one hashed input."""
+    if isinstance(value, TextColumn):
+        tokens = [f"{name}={u}" for u in value.uniques]
+        return _by_code(value.codes >= 0, value.codes, tokens, step)
+    numbers = np.asarray(value, dtype=np.float64)
+    present = ~np.isnan(numbers)
+    column, sign = hashref.columns_and_signs(hashref.signed_hashes([name]), step.n_features)
+    signed = numbers * sign[0] if step.alternate_sign else numbers
+    return present, np.full(len(numbers), column[0]), signed
+
+
+def _cross_tokens(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per row of a cross: whether every member is present, the code of its combination
+    among the distinct ones present, and those combinations' tokens ``a=x^b=y``."""
+    members = list(values.items())
+    codes = [column.codes for _, column in members]
+    present = np.logical_and.reduce([c >= 0 for c in codes])
+    sizes = tuple(max(column.n_unique, 1) for _, column in members)
+    combined = np.ravel_multi_index([np.where(present, c, 0) for c in codes], sizes)
+    distinct, inverse = np.unique(combined[present], return_inverse=True)
+    parts = np.unravel_index(distinct, sizes)
+    labels = [
+        np.array([f"{name}={u}" for u in column.uniques], dtype=object)[part]
+        for (name, column), part in zip(members, parts)
+    ]
+    combination = np.full(len(present), -1, np.int64)
+    combination[present] = inverse
+    return present, combination, ["^".join(row) for row in zip(*labels)]

@@ -7,6 +7,8 @@ imported lazily, so a missing extra only matters when that backend is asked for.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +36,8 @@ register(
     BackendInfo(
         "pandas",
         "fastprep.backends.pandas_",
-        ("numpy", "pandas", "sklearn"),
-        "numpy-vectorized reference path; sklearn FeatureHasher for Hash",
+        ("numpy", "pandas"),
+        "numpy-vectorized reference path; numpy MurmurHash3 of distinct tokens for Hash",
     )
 )
 
@@ -76,11 +78,9 @@ def resolve(name: str) -> BackendInfo:
             f"unknown backend {name!r}; available: {', '.join(['auto', *available()])}"
         )
     info = _BACKENDS[name]
-    for package in info.requires:
-        try:
-            importlib.import_module(package)
-        except ImportError:
+    for package in info.requires:  # found, not imported: importing is the backend's business
+        if package not in sys.modules and importlib.util.find_spec(package) is None:
             raise BackendError(
                 f"backend {name!r} needs the package {package!r}: pip install {package}"
-            ) from None
+            )
     return info

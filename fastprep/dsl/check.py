@@ -74,7 +74,10 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
         return
     if _check_dict_feature(feature, types, where):
         return
-    element_steps = [s for s in feature.steps if s.kind != "encoder"]
+    # an encoder of numbers (Bin's one-hot) needs a numeric input like a scaler does
+    element_steps = [
+        s for s in feature.steps if s.kind != "encoder" or getattr(s, "numeric_input", False)
+    ]
     text_fills = [s for s in element_steps if getattr(s, "fills_text", False)]
     numeric_steps = [s for s in element_steps if s not in text_fills]
     for item in feature.inputs:

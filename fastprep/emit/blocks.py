@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 @dataclass
@@ -26,6 +29,8 @@ class CodesBlock:
         return CodesBlock(self.names, [c[rows] for c in self.codes], self.widths, self.sparse)
 
     def to_csr(self, dtype: np.dtype) -> sp.csr_matrix:
+        import scipy.sparse as sp
+
         n_rows = len(self.codes[0]) if self.codes else 0
         offsets = np.cumsum([0] + self.widths[:-1])
         stacked = np.stack([c.astype(np.int64) + o for c, o in zip(self.codes, offsets)], axis=1)

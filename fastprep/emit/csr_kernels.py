@@ -15,6 +15,11 @@ measured ~10x slower from two threads.
 
 Rows dropped at the end (quarantined for a non-finite value) are skipped through ``rows``,
 the source row of each output row, instead of copying every block first.
+
+Without a compiled kernel at hand (a small job on a fresh install, or one that would not
+repay importing Numba) the same arrays are built by numpy (:func:`assemble_numpy`):
+each block's entries in row order, scattered to their row's place after the earlier
+blocks' entries — the same ``(data, indices, indptr)``, bit for bit.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import kernel_files
 from fastprep.backends.kernel_files import indent, load_module
 from fastprep.emit.arena import ARENA
+from fastprep.planner import kernel_path
 
 #: below this many rows the serial twins of the kernels run (thread wake-up costs more)
 PARALLEL_MIN_ROWS = 200_000
@@ -43,8 +50,11 @@ def assemble_csr(
     Returns ``(data, indices, indptr)`` of X."""
     n_rows = dense.shape[0] if rows is None else len(rows)
     layout, arrays = _flatten(blocks, dtype)
-    module = load_module(_source(layout, rows is not None), prefix="csr")
+    source = _source(layout, rows is not None)
     suffix = "" if n_rows >= PARALLEL_MIN_ROWS else "_serial"
+    if csr_path(source, suffix, n_rows, len(layout)) == "numpy":
+        return assemble_numpy(blocks, rows, width, dense, dtype)
+    module = load_module(source, prefix="csr")
     head = [n_rows, rows if rows is not None else _NO_ROWS, dense, *arrays]
     counts = ARENA.empty(n_rows + 1, np.int64)
     counts[0] = 0
@@ -62,6 +72,83 @@ def assemble_csr(
 
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
+
+
+def csr_path(source: str, suffix: str, n_rows: int, n_blocks: int) -> str:
+    """``"numba"`` when the generated kernels for this layout are loaded or in Numba's disk
+    cache and the planner predicts they pay for ``n_rows`` rows, else ``"numpy"``."""
+    key = kernel_files.source_key(source)
+    loaded = kernel_files.is_loaded(key)
+    path = kernel_files.cache_dir() / f"csr_{key}.py"
+    cached = loaded or (
+        path.exists()
+        and all(kernel_files.numba_cached(path, f + suffix) for f in ("count", "fill"))
+    )
+    return kernel_path("csr", n_rows * n_blocks, cached=cached, loaded=loaded,
+                               n_rows=n_rows)  # fmt: skip
+
+
+def assemble_numpy(
+    blocks: list[tuple],
+    rows: np.ndarray | None,
+    width: int,
+    dense: np.ndarray,
+    dtype: np.dtype,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`assemble_csr` by numpy (no compile): the same arrays."""
+    n_rows = dense.shape[0] if rows is None else len(rows)
+    parts = [part for block in blocks for part in _entries(block, rows, dense, dtype)]
+    counts = np.zeros(n_rows + 1, np.int64)
+    for row_counts, _, _ in parts:
+        counts[1:] += row_counts
+    starts = np.cumsum(counts)
+    nnz = int(starts[-1])
+    index_dtype = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
+    indices = ARENA.empty(nnz, index_dtype)
+    data = ARENA.empty(nnz, dtype)
+    cursor = starts[:-1].copy()  # where each row's next block's entries go
+    for row_counts, columns, values in parts:
+        within = np.arange(len(columns)) - np.repeat(np.cumsum(row_counts) - row_counts, row_counts)
+        at = np.repeat(cursor, row_counts) + within
+        indices[at] = columns
+        data[at] = values
+        cursor += row_counts
+    indptr = ARENA.empty(n_rows + 1, index_dtype)
+    np.copyto(indptr, starts, casting="same_kind")
+    return data, indices, indptr
+
+
+def _entries(
+    block: tuple, rows: np.ndarray | None, dense: np.ndarray, dtype: np.dtype
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per piece of ``block`` (a dense range, one code column, a CSR block): entries per
+    output row, and the entries' X columns and values in row order."""
+    kind, offset = block[0], int(block[1])
+    if kind == "dense":
+        values = dense[:, block[2] : block[3]] if rows is None else dense[rows, block[2] : block[3]]
+        nonzero = values != 0  # NaN is an entry, as in the kernels
+        r, c = np.nonzero(nonzero)
+        return [(np.count_nonzero(nonzero, axis=1), offset + c, values[r, c])]
+    if kind == "codes":
+        out, local = [], 0
+        for codes, block_width in zip(block[2], block[3], strict=True):
+            picked = np.asarray(codes) if rows is None else np.asarray(codes)[rows]
+            present = picked >= 0
+            columns = offset + local + picked[present].astype(np.int64)
+            out.append((present.astype(np.int64), columns, np.ones(len(columns), dtype)))
+            local += block_width
+        return out
+    matrix = block[2]
+    indptr = np.asarray(matrix.indptr, dtype=np.int64)
+    first = indptr[:-1] if rows is None else indptr[rows]
+    row_counts = (indptr[1:] if rows is None else indptr[rows + 1]) - first
+    if rows is None:
+        taken = slice(int(indptr[0]), int(indptr[-1]))
+    else:
+        taken = np.repeat(first - (np.cumsum(row_counts) - row_counts), row_counts)
+        taken += np.arange(len(taken))
+    columns = offset + np.asarray(matrix.indices)[taken].astype(np.int64)
+    return [(row_counts, columns, np.asarray(matrix.data)[taken].astype(dtype, copy=False))]
 
 
 def _flatten(blocks: list[tuple], dtype: np.dtype) -> tuple[tuple[str, ...], list[Any]]:

@@ -7,16 +7,19 @@ dense buffer, encoders hand over CSR/code blocks, and X is assembled once at the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
-from numba import njit
 
+from fastprep.backends.kernel_files import jit, numba_cached, numba_loaded
 from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
+from fastprep.planner import kernel_path
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class OutputSink:
@@ -91,6 +94,8 @@ class OutputSink:
 
     def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
         """X, dropping the rows where ``keep`` is False (only when some must go)."""
+        import scipy.sparse as sp
+
         if not self.layout.sparse:
             return self.dense if keep is None else _compact_rows(self.dense, keep)
         blocks: list[tuple] = []
@@ -138,11 +143,19 @@ def _compact_rows(dense: np.ndarray, keep: np.ndarray) -> np.ndarray:
     same buffer (no second matrix; the dropped rows' memory stays with it)."""
     kept = np.flatnonzero(keep)
     first = int(np.argmin(keep)) if not keep.all() else len(keep)
-    _move_rows(dense, kept[first:], first)
+    sources = kept[first:]
+    path = kernel_path(
+        "rows", sources.size * dense.shape[1], cached=numba_cached(_move_rows),
+        loaded=numba_loaded(_move_rows), n_rows=dense.shape[0],
+    )  # fmt: skip
+    if path == "numba":
+        _move_rows(dense, sources, first)
+    else:  # numpy gathers the moved rows into a temporary first (the same values)
+        dense[first : first + len(sources)] = dense[sources]
     return dense[: len(kept)]
 
 
-@njit(cache=True)
+@jit(cache=True)
 def _move_rows(dense, sources, start):  # pragma: no cover - compiled
     # serial on purpose: a row moves up only into a row already moved or dropped
     for k in range(sources.shape[0]):

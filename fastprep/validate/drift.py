@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 
+from fastprep.backends.kernel_files import jit as njit
+from fastprep.backends.kernel_files import numba_cached, numba_loaded
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
+from fastprep.planner import kernel_path
 from fastprep.validate import number_checks as nc
 from fastprep.validate.text_encode import arrow_uniques, count_codes
 
@@ -50,6 +52,22 @@ def _sums_over(values, rows, shift):  # pragma: no cover - compiled
     return count, total, squares
 
 
+def sums_over(values: np.ndarray, rows: np.ndarray, shift: float) -> tuple[int, float, float]:
+    """:func:`_sums_over` on its kernel, or by numpy (bit-identical: sums added in row
+    order) when the planner predicts the kernel does not pay."""
+    path = kernel_path(
+        "drift", len(rows), cached=numba_cached(_sums_over), loaded=numba_loaded(_sums_over),
+        n_rows=len(values),
+    )  # fmt: skip
+    if path == "numba":
+        count, total, squares = _sums_over(values, rows, shift)
+        return int(count), float(total), float(squares)
+    picked = values[rows].astype(np.float64, copy=False)
+    present = picked[np.isfinite(picked)]
+    total, squares = nc.sequential_sums(present - shift)
+    return len(present), total, squares
+
+
 def _numeric(table: Table, name: str) -> dict[str, float]:
     """Null rate, mean and std of a number column's selected rows.
 
@@ -62,12 +80,12 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
     n, count, total, squares = scanned.n, scanned.finite, scanned.total, scanned.squares
     if table.selection is not None and 2 * len(table.selection) < scanned.n:
         n = len(table.selection)  # most rows left: sum the kept ones instead
-        count, total, squares = _sums_over(values, table.selection, scanned.shift)
+        count, total, squares = sums_over(values, table.selection, scanned.shift)
     elif table.selection is not None:
         kept = np.zeros(scanned.n, dtype=bool)
         kept[table.selection] = True
         dropped = np.flatnonzero(~kept)
-        gone, gone_total, gone_squares = _sums_over(values, dropped, scanned.shift)
+        gone, gone_total, gone_squares = sums_over(values, dropped, scanned.shift)
         n, count = n - len(dropped), count - int(gone)
         total, squares = total - gone_total, squares - gone_squares
     mean = scanned.shift + total / count if count else math.nan

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+
+from fastprep.backends.kernel_files import jit as njit
+from fastprep.backends.kernel_files import numba_cached, numba_loaded, prange
+from fastprep.planner import kernel_path
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
 EXACT_INT = 2.0**53
@@ -142,18 +145,110 @@ def scan_column(
     values: np.ndarray, lo: float, hi: float, integral: bool, range_on_inf: bool
 ) -> ColumnScan:
     """Counts of [null, inf, not_integer, too_big, below, above], the finite range and
-    moments of ``values`` (int64 sources: too_big is exact, for any declared type)."""
-    shift = float(_first_finite(values))
-    kernel = _parallel if len(values) >= PARALLEL_MIN else _serial
+    moments of ``values`` (int64 sources: too_big is exact, for any declared type).
+
+    On Numba's kernels when the planner predicts they pay (loaded or cached, and a column
+    long enough), else on numpy: the same counts and bit-identical moments."""
     int_source = values.dtype.kind == "i"
-    counts, stats = kernel(
-        values, float(lo), float(hi), integral, range_on_inf, int_source, shift, N_CHUNKS
-    )
+    if scan_path(len(values)) == "numba":
+        shift = float(_first_finite(values))
+        kernel = _parallel if len(values) >= PARALLEL_MIN else _serial
+        counts, stats = kernel(
+            values, float(lo), float(hi), integral, range_on_inf, int_source, shift, N_CHUNKS
+        )
+    else:
+        shift = first_finite(values)
+        counts, stats = scan_numpy(
+            values, float(lo), float(hi), integral, range_on_inf, int_source, shift, N_CHUNKS
+        )
     return ColumnScan(
         counts.sum(axis=0), float(stats[:, LOW].min()), float(stats[:, HIGH].max()),
         len(values), int(stats[:, FINITE].sum()), shift,
         float(stats[:, TOTAL].sum()), float(stats[:, SQUARES].sum()),
     )  # fmt: skip
+
+
+def scan_path(n_values: int) -> str:
+    """``"numba"`` or ``"numpy"`` for a scan of ``n_values`` (see :func:`planner.kernel_path`)."""
+    kernels = (_first_finite, _parallel if n_values >= PARALLEL_MIN else _serial)
+    return kernel_path(
+        "scan",
+        n_values,
+        cached=all(numba_cached(k) for k in kernels),
+        loaded=all(numba_loaded(k) for k in kernels),
+    )
+
+
+def first_finite(values: np.ndarray) -> float:
+    """The first finite value of ``values`` as float64 (0.0 if none): numpy's twin of
+    ``_first_finite``."""
+    if not len(values):
+        return 0.0
+    as_float = values.astype(np.float64, copy=False)
+    finite = np.isfinite(as_float)
+    first = int(np.argmax(finite))
+    return float(as_float[first]) if finite[first] else 0.0
+
+
+def scan_numpy(
+    values: np.ndarray,
+    lo: float,
+    hi: float,
+    integral: bool,
+    range_on_inf: bool,
+    int_source: bool,
+    shift: float,
+    n_chunks: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' per-chunk counts and statistics, by numpy (no compile): the same
+    chunks, and sums accumulated in row order (``np.cumsum`` adds sequentially, like the
+    kernel's loop), so the moments are bit-identical."""
+    n = len(values)
+    counts = np.zeros((n_chunks, 6), np.int64)
+    stats = np.zeros((n_chunks, 5))
+    size = (n + n_chunks - 1) // n_chunks
+    with np.errstate(invalid="ignore"):
+        v = values.astype(np.float64, copy=False)
+        null = np.isnan(v)
+        inf = np.isinf(v)
+        finite = ~(null | inf)
+        ranged = finite | inf if range_on_inf else finite
+        below = ranged & (v < lo)
+        above = ranged & (v > hi)
+        if int_source:
+            too_big = finite & ((values > EXACT_INT_I) | (values < -EXACT_INT_I))
+            not_integer = None
+        elif integral:
+            too_big = finite & (np.abs(v) > EXACT_INT)
+            not_integer = finite & (v != np.floor(v))
+        else:
+            too_big = not_integer = None
+    for c in range(n_chunks):
+        part = slice(min(n, c * size), min(n, c * size + size))
+        counts[c, NULL] = np.count_nonzero(null[part])
+        counts[c, INF] = np.count_nonzero(inf[part])
+        if not_integer is not None:
+            counts[c, NOT_INTEGER] = np.count_nonzero(not_integer[part])
+        if too_big is not None:
+            counts[c, TOO_BIG] = np.count_nonzero(too_big[part])
+        counts[c, BELOW] = np.count_nonzero(below[part])
+        counts[c, ABOVE] = np.count_nonzero(above[part])
+        present = v[part][finite[part]]
+        stats[c, LOW], stats[c, HIGH] = (
+            (present.min(), present.max()) if len(present) else (np.inf, -np.inf)
+        )
+        stats[c, FINITE] = len(present)
+        stats[c, TOTAL], stats[c, SQUARES] = sequential_sums(present - shift)
+    return counts, stats
+
+
+def sequential_sums(d: np.ndarray) -> tuple[float, float]:
+    """``sum(d)`` and ``sum(d * d)`` added left to right from 0.0, as a loop
+    ``total += d[i]`` does (``0.0 +`` gives the loop's +0.0 where every term is zero)."""
+    if not len(d):
+        return 0.0, 0.0
+    with np.errstate(over="ignore", invalid="ignore"):  # (the kernel's error_model="numpy")
+        return 0.0 + float(np.cumsum(d)[-1]), 0.0 + float(np.cumsum(d * d)[-1])
 
 
 def moments_only(values: np.ndarray) -> ColumnScan:

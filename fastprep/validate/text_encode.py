@@ -31,8 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
-from numba import njit, prange
 
+from fastprep.backends.kernel_files import jit as njit  # made on first use: no numba import
+from fastprep.backends.kernel_files import prange
 from fastprep.columns import TextColumn
 from fastprep.emit.arena import ARENA
 

@@ -113,7 +113,8 @@ def test_profile_roundtrip_and_bad_profiles(tmp_path):
 
 def test_calibrate_measures_every_constant(tmp_path):
     profile = calibrate.calibrate(sizes=(4_000, 40_000), repeat=1)
-    assert profile.pandas_hash_row_unit_seconds > profile.numba_hash_row_unit_seconds > 0
+    # (the reference hasher works on distinct tokens too: either may be the faster one)
+    assert profile.pandas_hash_row_unit_seconds > 0 and profile.numba_hash_row_unit_seconds > 0
     assert profile.pandas_row_unit_seconds > 0 and profile.numba_compile_seconds > 0
     assert profile.source.startswith("fastprep calibrate on ")
     path = planner.save_profile(profile, tmp_path / "p.json")
