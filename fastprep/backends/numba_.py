@@ -20,6 +20,9 @@ import numpy as np
 from fastprep.backends import dict_encode, kernel_files
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
+from fastprep.backends.datetime_parts import zone_table
+from fastprep.backends.expressions import evaluate as evaluate_expr
+from fastprep.backends.expressions import per_code_table
 from fastprep.backends.hashing import hash_columns
 from fastprep.backends.numba_codegen import (
     Chain,
@@ -318,7 +321,7 @@ def run_stage(
         chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
     )
     offsets = np.array([sink.column_offset(c.feature) + c.position for c in chains], dtype=np.int64)
-    reps = np.zeros((TRANSFORM_CHUNKS, max(2 * len(chains), 1)), dtype=np.int64)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(len(program.repairs), 1)), dtype=np.int64)
     bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
             _selection(table), sink.dense, offsets, TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
@@ -328,9 +331,8 @@ def run_stage(
     else:
         bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
     totals = reps.sum(axis=0)
-    for k, chain in enumerate(chains):
-        log.add(chain.name, "expr_not_finite", int(totals[2 * k]))
-        log.add(chain.name, "log1p_domain", int(totals[2 * k + 1]))
+    for slot, (k, rule) in enumerate(program.repairs):
+        log.add(chains[k].name, rule, int(totals[slot]))
     return set(stage.features) if bads.sum() == 0 else set()
 
 
@@ -348,7 +350,7 @@ def target_values(target: Input, table: Table) -> tuple[np.ndarray, bool]:
         [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
     )
     y = ARENA.empty(table.n_rows, np.float32)
-    reps = np.zeros((TRANSFORM_CHUNKS, 2), dtype=np.int64)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(len(program.repairs), 1)), dtype=np.int64)
     bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
     args = [*_arrays(program, table), np.empty(1), table.n_rows, _selection(table),
             y.reshape(-1, 1), np.zeros(1, dtype=np.int64), TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
@@ -406,8 +408,9 @@ def hash_feature(
 def _hash_input(item: Input, table: Table) -> Any:
     """A hashed input as the hashing kernels take it: numbers as an array, text as its
     ``TextColumn`` (dictionary codes of the selected rows: no Arrow round trip)."""
-    if not item.is_plain_column:
-        return np.asarray(reference.input_values(item, table, reference.Repairs()))
+    if not item.is_plain_column:  # a derived text column stays dictionary-encoded
+        value = reference.input_values(item, table, reference.Repairs())
+        return value if isinstance(value, TextColumn) else np.asarray(value)
     return table[item.name]
 
 
@@ -428,11 +431,8 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         arrays.append(np.ascontiguousarray(table.raw(name)))
     for name in program.code_columns:
         arrays.append(table.raw(name).codes)
-    for lookup in program.lookups:
-        column = table.raw(lookup.column)
-        equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
-        values = (~equal if lookup.negate else equal).astype(np.float64)
-        arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
+    for lookup in program.lookups:  # code -1 (missing) reads the last entry
+        arrays.append(per_code_table(lookup.node, lookup.column, table.raw(lookup.column)))
     for func, name in program.hoisted:
         source = table.raw(name)
         if name in program.tabled:
@@ -443,6 +443,12 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         else:
             arrays.append(table.derive(("numpy", func, name), source,
                                        lambda f=func, v=source: _ufunc(f, v)))  # fmt: skip
+    for name, tz in program.zones:  # the zone's offset changes over the column's range
+        source = table.raw(name)
+        arrays += table.derive(("zone", tz, name), source,
+                               lambda t=tz, v=source: zone_table(t, v))  # fmt: skip
+    for node in program.evaluated:  # over the selected rows: read as ``ev[i]``
+        arrays.append(np.ascontiguousarray(evaluate_expr(node, table), dtype=np.float64))
     return arrays
 
 
