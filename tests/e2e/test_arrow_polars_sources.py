@@ -150,6 +150,20 @@ def test_integers_beyond_2_53_with_nulls_are_caught_on_arrow(tmp_path):
     assert out.quarantine["n"].dtype == np.float64  # as the whole column converts (nulls)
 
 
+def test_unsigned_integers_beyond_2_63_are_an_inexact_int_finding(flights_parquet):
+    """uint64 values past int64's range (real distances, two made huge) are flagged as
+    from pandas, not a pyarrow error: an unsigned column has no lower bound to check."""
+    distance = pq.read_table(flights_parquet, columns=["distance"]).column(0).to_pylist()
+    distance[3], distance[8] = 2**63 + 5, None
+    table = pa.table({"distance": pa.array(distance, pa.uint64())})
+    pipe = fp.Pipeline(fp.Schema({"distance": fp.Int(nullable=True)}),
+                       [fp.col("distance") >> fp.FillMissing(0)])  # fmt: skip
+    out, reference = pipe.fit_transform(table), pipe.fit_transform(table.to_pandas())
+    assert out.quarantine["row_id"].tolist() == [3]
+    assert out.quarantine["reason"].tolist() == ["distance: inexact_int"]
+    assert_same(out, reference)
+
+
 def test_arrow_types_validate_as_their_pandas_conversion():
     """Every Arrow type gives what the same table converted to pandas gives: dictionary and
     view strings, bools, timestamps, narrow and unsigned integers, float32, decimals, an
