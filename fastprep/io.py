@@ -304,12 +304,16 @@ def _read_csv_keeping_bad_text(
 
 def _csv_header(path: str) -> list[str]:
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
-    reader = pacsv.open_csv(
-        path,
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        read_options=pacsv.ReadOptions(block_size=1 << 16),
-    )
-    return list(reader.schema.names)
+    # the file closed on every exit (the reader's close leaves it open)
+    with (
+        pa.input_stream(path) as stream,
+        pacsv.open_csv(
+            stream,
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            read_options=pacsv.ReadOptions(block_size=1 << 16),
+        ) as reader,
+    ):
+        return list(reader.schema.names)
 
 
 def _require(columns: list[str], present: list[str], where: str) -> None:
