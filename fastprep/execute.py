@@ -197,7 +197,9 @@ def prepare(
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
     with report.stage("read"):
         raw, source_info = read_source(source, columns, text)
-        unexpected = unexpected_column_findings(schema, source_columns(source), phase)
+        present = source_info.columns  # as the read saw them (no second footer read)
+        present = list(present) if present is not None else source_columns(source)
+        unexpected = unexpected_column_findings(schema, present, phase)
     report.source = source_info.description
     with report.stage("validate"):
         ids = RowRange(row_offset, raw_len(raw))

@@ -42,6 +42,8 @@ class SourceInfo:
 
     description: str
     files: tuple[str, ...] = ()
+    #: every column of the source (of its first file), as seen by the read; None: not kept
+    columns: tuple[str, ...] | None = None
 
 
 def source_kind(source: Source) -> str:
@@ -96,13 +98,15 @@ def read_source(
         table = _without_views(_read_in_memory(source, kind, columns))
         return table, SourceInfo(f"{_KIND_NAMES[kind]} ({table.num_rows:,} rows)")
     files = resolve_files(source)
-    tables = [_read_file(path, columns, set(text_columns)) for path in files]
+    read = [_read_file_and_names(path, columns, set(text_columns)) for path in files]
+    tables = [table for table, _ in read]
     table = (
         tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
     )
     return table, SourceInfo(
-        f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files)
-    )
+        f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
+        columns=tuple(read[0][1]),
+    )  # fmt: skip
 
 
 _KIND_NAMES = {
@@ -263,13 +267,22 @@ def _format_of(path: str) -> str | None:
 
 
 def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Table:
+    return _read_file_and_names(path, columns, text_columns)[0]
+
+
+def _read_file_and_names(
+    path: str, columns: list[str], text_columns: set[str]
+) -> tuple[pa.Table, list[str]]:
+    """``columns`` of one file, and the names of all its columns."""
     try:
         if _format_of(path) == "parquet":
-            present = pq.read_schema(path).names
-            _require(columns, present, path)
-            # ParquetFile, not pq.read_table: the latter imports pyarrow.dataset (~0.25 s of
-            # a fresh process) for the same column-pruned read
-            return pq.ParquetFile(path).read(columns=columns)
+            # one footer read for the names and the data; ParquetFile, not pq.read_table:
+            # the latter imports pyarrow.dataset (~0.25 s of a fresh process) for the same
+            # column-pruned read
+            with pq.ParquetFile(path) as handle:
+                present = handle.schema_arrow.names
+                _require(columns, present, path)
+                return handle.read(columns=columns), present
         header = _csv_header(path)
         _require(columns, header, path)
         convert = pacsv.ConvertOptions(
@@ -279,11 +292,12 @@ def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Tabl
         )
         parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
         try:
-            return pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+            return pacsv.read_csv(path, parse_options=parse, convert_options=convert), header
         except pa.ArrowInvalid as exc:
             if "UTF8" not in str(exc) and "utf8" not in str(exc).lower():
                 raise
-            return _read_csv_keeping_bad_text(path, parse, convert, text_columns & set(columns))
+            text = text_columns & set(columns)
+            return _read_csv_keeping_bad_text(path, parse, convert, text), header
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r}: {exc}") from exc
 
