@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -70,6 +70,9 @@ class PartitionSpec:
     row_offset: int | None = None
     #: a ``"dataset"`` partition's fragment, by position in ``Dataset.get_fragments()``
     fragment: int = -1
+    #: that fragment itself, kept from planning: listing every fragment again for each
+    #: partition made a pass quadratic in the number of fragments
+    fragment_object: Any = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         if self.kind == "parquet":
@@ -147,7 +150,8 @@ def _dataset_partitions(dataset: Any, rows_per_partition: int) -> list[Partition
             pieces = [((), fragment.count_rows())]
         for groups, rows in pieces:
             specs.append(PartitionSpec(len(specs), "dataset", fragment.path, groups,
-                                       n_rows=rows, row_offset=offset, fragment=number))  # fmt: skip
+                                       n_rows=rows, row_offset=offset, fragment=number,
+                                       fragment_object=fragment))  # fmt: skip
             offset += rows
     if not specs:  # no fragment: one empty partition (the schema's columns, no rows)
         specs.append(PartitionSpec(0, "frame", start=0, stop=0, n_rows=0, row_offset=0))
@@ -222,10 +226,12 @@ def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw
 
 
 def _read_fragment(dataset: Any, spec: PartitionSpec, columns: list[str]) -> pa.Table:
-    fragments = list(dataset.get_fragments())
-    if not 0 <= spec.fragment < len(fragments):
-        raise SourceError(f"{spec.describe()}: the Dataset has {len(fragments)} fragment(s)")
-    fragment = fragments[spec.fragment]
+    fragment = spec.fragment_object
+    if fragment is None:  # a spec built by hand: find its fragment by position
+        fragments = list(dataset.get_fragments())
+        if not 0 <= spec.fragment < len(fragments):
+            raise SourceError(f"{spec.describe()}: the Dataset has {len(fragments)} fragment(s)")
+        fragment = fragments[spec.fragment]
     _require(columns, list(dataset.schema.names), "the pyarrow Dataset")
     if spec.row_groups:
         fragment = fragment.subset(row_group_ids=list(spec.row_groups))
