@@ -46,12 +46,28 @@ class SourceInfo:
     columns: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class CollectedQuery:
+    """The columns a run reads of a source that recomputes a query on every read (a Polars
+    LazyFrame, a filtered pyarrow Dataset), computed once by :func:`collect_once`: the
+    pre-flight's row count, the read and each partition's slice then use this table."""
+
+    table: pa.Table
+    #: every column of the source (unexpected-column findings; a target absent at transform)
+    names: tuple[str, ...]
+    #: the source's own kind (``"polars_lazy"`` or ``"dataset"``), for descriptions
+    kind: str
+
+
 def source_kind(source: Source) -> str:
     """``"path"``, ``"pandas"``, ``"arrow"`` (a pyarrow Table), ``"dataset"`` (a
-    ``pyarrow.dataset.Dataset``), ``"polars"`` or ``"polars_lazy"``; else a SourceError.
+    ``pyarrow.dataset.Dataset``), ``"polars"``, ``"polars_lazy"`` or ``"collected"`` (a
+    :class:`CollectedQuery`); else a SourceError.
     (Polars is recognized by its module name: nothing here imports it.)"""
     if isinstance(source, (str, os.PathLike)):
         return "path"
+    if isinstance(source, CollectedQuery):
+        return "collected"
     if isinstance(source, pd.DataFrame):
         return "pandas"
     if isinstance(source, pa.Table):
@@ -80,6 +96,33 @@ def is_path(source: Source) -> bool:
     return isinstance(source, (str, os.PathLike))
 
 
+def collect_once(source: Source, columns: Iterable[str]) -> Source:
+    """A LazyFrame or a filtered Dataset as a :class:`CollectedQuery` of ``columns`` (those
+    it has: a missing one is the read's error to name); any other source as it is.
+
+    Each read of such a source re-runs its query (a row count, the read, every partition's
+    slice), so a run computes it once up front and works on the result; its columns are
+    then all in memory at once, as a table's would be. A filtered Dataset also cannot list
+    its fragments, so its partitions are slices of the result (row ids: positions in it)."""
+    kind = source_kind(source)
+    if isinstance(source, CollectedQuery) or kind not in ("polars_lazy", "dataset"):
+        return source
+    if kind == "dataset" and not _filtered(source):
+        return source  # its fragments are read one at a time; counting reads no data
+    names = source_columns(source) or []
+    wanted = [c for c in dict.fromkeys(columns) if c in names]
+    return CollectedQuery(_without_views(_read_in_memory(source, kind, wanted)), tuple(names), kind)
+
+
+def _filtered(dataset: Any) -> bool:
+    """A Dataset with a filter (pyarrow refuses to list its fragments)."""
+    try:
+        dataset.get_fragments()
+    except ValueError:
+        return True
+    return False
+
+
 def read_source(
     source: Source, columns: Iterable[str], text_columns: Iterable[str] = ()
 ) -> tuple[Raw, SourceInfo]:
@@ -96,7 +139,7 @@ def read_source(
         )
     if kind != "path":
         table = _without_views(_read_in_memory(source, kind, columns))
-        return table, SourceInfo(f"{_KIND_NAMES[kind]} ({table.num_rows:,} rows)")
+        return table, SourceInfo(f"{_kind_name(source)} ({table.num_rows:,} rows)")
     files = resolve_files(source)
     read = [_read_file_and_names(path, columns, set(text_columns)) for path in files]
     tables = [table for table, _ in read]
@@ -117,12 +160,22 @@ _KIND_NAMES = {
 }
 
 
+def _kind_name(source: Any) -> str:
+    """What an in-memory source is, in words (a collected one: what it was collected from)."""
+    if isinstance(source, CollectedQuery):
+        return _KIND_NAMES[source.kind]
+    return _KIND_NAMES[source_kind(source)]
+
+
 def _read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
     """The columns of an Arrow-backed source as a pyarrow Table: a Table's own columns, a
     Polars frame's Arrow export (zero-copy), a LazyFrame with only ``columns`` selected
-    before it is collected, a Dataset scanned for ``columns`` in fragment order."""
+    before it is collected, a Dataset scanned for ``columns`` in fragment order, a
+    :class:`CollectedQuery`'s own columns."""
     present = source_columns(source) or []
-    _require(columns, present, f"the {_KIND_NAMES[kind]}")
+    _require(columns, present, f"the {_kind_name(source)}")
+    if kind == "collected":
+        return source.table.select(columns) if columns else _no_columns(source.table.num_rows)
     try:
         if kind == "arrow":
             return source.select(columns) if columns else _no_columns(source.num_rows)
@@ -141,10 +194,10 @@ def _read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
             return _no_columns(source.height)
         return frame.to_arrow()
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise SourceError(f"cannot read the {_KIND_NAMES[kind]}: {exc}") from exc
+        raise SourceError(f"cannot read the {_kind_name(source)}: {exc}") from exc
     except Exception as exc:  # Polars' own errors (a failing lazy query) name no builtin
         if type(exc).__module__.startswith("polars"):
-            raise SourceError(f"cannot read the {_KIND_NAMES[kind]}: {exc}") from exc
+            raise SourceError(f"cannot read the {_kind_name(source)}: {exc}") from exc
         raise
 
 
@@ -221,6 +274,8 @@ def source_columns(source: Source) -> list[str] | None:
         return list(source.columns)
     if kind == "polars_lazy":
         return list(source.collect_schema().names())
+    if kind == "collected":
+        return list(source.names)
     try:
         files = resolve_files(source)
     except SourceError:

@@ -12,6 +12,8 @@ reads one :class:`PartitionSpec` at a time (column-pruned, like :func:`fastprep.
   of ``rows_per_partition`` rows (a LazyFrame slices and selects before it collects).
 - A ``pyarrow.dataset.Dataset``: its fragments in order; a Parquet fragment's row groups
   grouped like a Parquet file's, any other fragment whole.
+- A :class:`fastprep.io.CollectedQuery` (a LazyFrame or filtered Dataset computed once):
+  slices of its table, like a table in memory.
 
 Row ids are the same as the in-memory path's: positions in the concatenation of the
 source's files in sorted order (``partition.row_offset + local position``).
@@ -32,6 +34,7 @@ from fastprep.errors import SourceError
 from fastprep.io import (
     Raw,
     Source,
+    _filtered,
     _format_of,
     _read_file,
     _read_in_memory,
@@ -137,6 +140,11 @@ def plan_partitions(
 def _dataset_partitions(dataset: Any, rows_per_partition: int) -> list[PartitionSpec]:
     """A Dataset's fragments in order: a Parquet fragment's row groups packed like a
     Parquet file's, any other fragment as one partition."""
+    if _filtered(dataset):
+        raise SourceError(
+            "a filtered pyarrow Dataset has no fragments to split by: read it with "
+            "fastprep.io.collect_once(dataset, columns) first (batches do), or pass a table"
+        )
     specs: list[PartitionSpec] = []
     offset = 0
     for number, fragment in enumerate(dataset.get_fragments()):
@@ -222,6 +230,8 @@ def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw
     if kind == "dataset":  # the empty partition of a Dataset without fragments
         return source.schema.empty_table().select(columns)
     length = None if stop is None else stop - start
+    if kind == "collected":  # zero-copy slices of the one result
+        return _read_in_memory(source, kind, columns).slice(start, length)
     return _without_views(_read_in_memory(source.slice(start, length), kind, columns))
 
 
@@ -252,6 +262,8 @@ def in_memory_rows(source: Any) -> int:
         return int(source.count_rows())
     if kind == "polars":
         return int(source.height)
+    if kind == "collected":
+        return source.table.num_rows
     import polars as pl
 
     return int(source.select(pl.len()).collect().item())

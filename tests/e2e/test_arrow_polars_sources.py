@@ -206,3 +206,31 @@ def test_arrow_types_validate_as_their_pandas_conversion():
         [fp.cols("c", "e") >> fp.OneHot()], target="y",
     )  # fmt: skip
     assert_same(pipe.fit_transform(polars_frame), pipe.fit_transform(polars_frame.to_pandas()))
+
+
+def test_filtered_dataset_streams_its_filtered_rows(flights_pipeline, broken_parquet, tmp_path):
+    """A filtered Dataset (whose fragments pyarrow will not list) gives in batches and
+    write_shards what fit and transform give: the filtered rows, with row ids their
+    positions in the filtered result."""
+    import pyarrow.compute as pc
+
+    keep = pc.field("month") >= 7
+    filtered = pads.dataset(broken_parquet).filter(keep)
+    table = pq.read_table(broken_parquet).filter(keep)
+    fitted = flights_pipeline.fit(filtered)
+    assert fitted.params == flights_pipeline.fit(table).params
+    full = fitted.transform(table)
+    assert_same(fitted.transform(filtered), full)
+    stream = fitted.batches(filtered, batch_size=2048, rows_per_partition=3_000,
+                            return_row_ids=True)  # fmt: skip
+    batches = list(stream)
+    assert stream.stats.rows_in == table.num_rows == full.report.rows_in
+    np.testing.assert_array_equal(np.concatenate([b[2] for b in batches]), full.row_ids)
+    assert_same_matrix(sp.vstack([b[0] for b in batches]).tocsr(), full.X)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), full.y)
+    stats = fitted.write_shards(filtered, tmp_path / "shards", rows_per_partition=3_000)
+    assert stats.rows_out == len(full.row_ids)
+    opened = fp.open_output(tmp_path / "shards")
+    shard_ids = np.concatenate([np.asarray(shard.row_ids) for shard in opened])
+    np.testing.assert_array_equal(shard_ids, full.row_ids)
+
