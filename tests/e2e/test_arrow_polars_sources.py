@@ -234,3 +234,34 @@ def test_filtered_dataset_streams_its_filtered_rows(flights_pipeline, broken_par
     shard_ids = np.concatenate([np.asarray(shard.row_ids) for shard in opened])
     np.testing.assert_array_equal(shard_ids, full.row_ids)
 
+
+def test_a_lazy_frame_query_runs_once_per_run(flights_pipeline, broken_parquet, monkeypatch):
+    """fit, transform, fit_transform and each batches pass collect the LazyFrame once (the
+    pre-flight's row count, the read and every partition's slice share that result)."""
+    collects = []
+    original = pl.LazyFrame.collect
+
+    def counting(self, *args, **kwargs):
+        collects.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pl.LazyFrame, "collect", counting)
+    lazy = pl.scan_parquet(broken_parquet)
+
+    def runs(action) -> int:
+        collects.clear()
+        action()
+        return len(collects)
+
+    assert runs(lambda: flights_pipeline.fit_transform(lazy)) == 1
+    fitted = flights_pipeline.fit(broken_parquet)
+    assert runs(lambda: flights_pipeline.fit(lazy)) == 1
+    assert runs(lambda: fitted.transform(lazy)) == 1
+    stream = fitted.batches(lazy, batch_size=4096, rows_per_partition=5_000)
+    assert runs(lambda: list(stream)) == 1
+    assert stream.stats.partitions == 4
+    assert runs(lambda: list(stream)) == 1  # a second epoch: one more
+    reference = fitted.transform(broken_parquet)
+    out = fitted.transform(lazy)
+    assert_same(out, reference)
+    assert out.report.source.startswith("Polars LazyFrame (20,000 rows")
