@@ -124,12 +124,20 @@ def _filtered(dataset: Any) -> bool:
 
 
 def read_source(
-    source: Source, columns: Iterable[str], text_columns: Iterable[str] = ()
+    source: Source,
+    columns: Iterable[str],
+    text_columns: Iterable[str] = (),
+    optional: Iterable[str] = (),
 ) -> tuple[Raw, SourceInfo]:
     """Read ``columns`` of ``source``: a pyarrow Table, or (for a pandas source) a
-    DataFrame sharing the caller's columns, with a fresh RangeIndex."""
+    DataFrame sharing the caller's columns, with a fresh RangeIndex. Those of ``optional``
+    (e.g. a target at transform) are read only if the source (its first file) has them."""
     columns = list(columns)
+    optional = set(optional)
     kind = source_kind(source)
+    if optional and kind != "path":
+        present = source_columns(source) or []
+        columns = [c for c in columns if c in present or c not in optional]
     if kind == "pandas":
         missing = [c for c in columns if c not in source.columns]
         if missing:
@@ -141,14 +149,16 @@ def read_source(
         table = _without_views(_read_in_memory(source, kind, columns))
         return table, SourceInfo(f"{_kind_name(source)} ({table.num_rows:,} rows)")
     files = resolve_files(source)
-    read = [_read_file_and_names(path, columns, set(text_columns)) for path in files]
-    tables = [table for table, _ in read]
+    text = set(text_columns)
+    first, names = _read_file_and_names(files[0], columns, text, optional)
+    columns = [c for c in columns if c in first.column_names]  # every later file needs them
+    tables = [first] + [_read_file_and_names(path, columns, text)[0] for path in files[1:]]
     table = (
         tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
     )
     return table, SourceInfo(
         f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
-        columns=tuple(read[0][1]),
+        columns=tuple(names),
     )  # fmt: skip
 
 
@@ -326,9 +336,10 @@ def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Tabl
 
 
 def _read_file_and_names(
-    path: str, columns: list[str], text_columns: set[str]
+    path: str, columns: list[str], text_columns: set[str], optional: set[str] = frozenset()
 ) -> tuple[pa.Table, list[str]]:
-    """``columns`` of one file, and the names of all its columns."""
+    """``columns`` of one file (those of ``optional`` only if it has them), and the names
+    of all its columns."""
     try:
         if _format_of(path) == "parquet":
             # one footer read for the names and the data; ParquetFile, not pq.read_table:
@@ -336,9 +347,11 @@ def _read_file_and_names(
             # column-pruned read
             with pq.ParquetFile(path) as handle:
                 present = handle.schema_arrow.names
+                columns = [c for c in columns if c in present or c not in optional]
                 _require(columns, present, path)
                 return handle.read(columns=columns), present
         header = _csv_header(path)
+        columns = [c for c in columns if c in header or c not in optional]
         _require(columns, header, path)
         convert = pacsv.ConvertOptions(
             include_columns=columns,
