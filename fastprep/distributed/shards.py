@@ -186,11 +186,13 @@ def load_shards(folder: str | Path) -> execute.Output:
         findings=[_finding(f) for f in saved.get("findings", ())],
     )  # fmt: skip
     # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
-    X = whole.X
+    # (several shards were concatenated into new arrays by whole(): used as they are)
+    X, y, row_ids = whole.X, whole.y, whole.row_ids
     if len(opened) == 1:
         X = (mapped_csr(*(np.array(getattr(X, p)) for p in ("data", "indices", "indptr")),
                         X.shape) if hasattr(X, "indptr") else np.array(X))  # fmt: skip
-    y = None if whole.y is None else np.array(whole.y)
+        y = None if y is None else np.array(y)
+        row_ids = np.array(row_ids)
     report.output = execute._describe(X)
-    return execute.Output(X, y, opened.feature_names, report, opened.quarantine,
-                          np.array(whole.row_ids), out_dtype=opened.out_dtype)  # fmt: skip
+    return execute.Output(X, y, opened.feature_names, report, opened.quarantine, row_ids,
+                          out_dtype=opened.out_dtype)  # fmt: skip

@@ -252,3 +252,20 @@ def test_transform_with_output_dir_in_memory_writes_the_folder(dense_pipeline, f
     opened = fp.open_output(tmp_path)
     assert opened.codec == "zstd"
     assert_same_output(opened, out)
+
+
+def test_loading_several_shards_copies_once(flights_pipeline, flights_sample, tmp_path,
+                                            monkeypatch):  # fmt: skip
+    """load_shards of a multi-shard folder returns the concatenation itself (no second
+    copy of y and row_ids)."""
+    from fastprep.distributed.shards import load_shards
+
+    flights_pipeline.fit(flights_sample).write_shards(flights_sample, tmp_path,
+                                                      rows_per_partition=5000)  # fmt: skip
+    made = []
+    whole = OpenedOutput.whole
+    monkeypatch.setattr(OpenedOutput, "whole", lambda self: made.append(whole(self)) or made[-1])
+    loaded = load_shards(tmp_path)
+    assert len(made) == 1 and len(fp.open_output(tmp_path)) == 4
+    assert np.shares_memory(loaded.y, made[0].y)
+    assert np.shares_memory(loaded.row_ids, made[0].row_ids)
