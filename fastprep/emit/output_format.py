@@ -280,6 +280,25 @@ def _update_alias(folder: Path, pipeline: dict[str, Any] | None) -> None:
     os.replace(temp, alias)
 
 
+def published_pipeline(path: str | os.PathLike[str]) -> Path:
+    """The fitted pipeline to load for ``path``: for an output folder's ``pipeline.fastprep``,
+    the one its manifest names. The alias is re-pointed just after the manifest is
+    replaced, so a writer killed between the two leaves it on the previous run's pipeline;
+    it is only the fallback (no manifest, or one naming no pipeline)."""
+    path = Path(path)
+    if path.name != PIPELINE_ALIAS:
+        return path
+    try:
+        doc = json.loads((path.parent / MANIFEST).read_text())
+        name = doc["files"]["pipeline"]["file"] if doc.get("format") == FORMAT else None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return path
+    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        return path
+    named = path.parent / name
+    return named if named.is_file() else path
+
+
 def named_files(doc: dict[str, Any]) -> set[str]:
     names = {f["file"] for f in doc.get("files", {}).values()}
     for shard in doc.get("shards", []):

@@ -269,3 +269,25 @@ def test_loading_several_shards_copies_once(flights_pipeline, flights_sample, tm
     assert len(made) == 1 and len(fp.open_output(tmp_path)) == 4
     assert np.shares_memory(loaded.y, made[0].y)
     assert np.shares_memory(loaded.row_ids, made[0].row_ids)
+
+
+def test_the_alias_is_a_fallback_for_the_manifests_pipeline(dense_pipeline, flights_sample,
+                                                           tmp_path, monkeypatch, capsys):  # fmt: skip
+    """A writer killed between replacing the manifest and re-pointing pipeline.fastprep
+    leaves the alias on the previous run's pipeline: fp.load and `fastprep transform` of
+    the alias use the pipeline the manifest names."""
+    small = fp.Pipeline(fp.Schema({"distance": fp.Float(), "origin": fp.Category()}),
+                        [fp.col("distance") >> fp.Standardize()])  # fmt: skip
+    fitted_a, a = small.fit_and_transform(flights_sample.head(300))
+    a.save(tmp_path / "out", pipeline=fitted_a)
+    fitted_b, b = dense_pipeline.fit_and_transform(flights_sample.head(300))
+    monkeypatch.setattr(fmt, "_update_alias", lambda *_: None)  # killed right there
+    b.save(tmp_path / "out", pipeline=fitted_b)  # the alias was not re-pointed
+    monkeypatch.undo()
+    alias = tmp_path / "out" / "pipeline.fastprep"
+    assert fp.open_output(tmp_path / "out").pipeline_path != alias.resolve()
+    assert fp.load(alias).transform(flights_sample.head(50)).feature_names == b.feature_names
+    code = main(["transform", str(alias), "--input", str(SAMPLE), "--output",
+                 str(tmp_path / "t")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert fp.open_output(tmp_path / "t").feature_names == b.feature_names
