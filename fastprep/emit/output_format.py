@@ -32,6 +32,7 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +53,10 @@ OURS = re.compile(
     r"^(?:part-\d{5}|report|pipeline)\.[0-9a-f]{12}\.|^\.(?:manifest\.json|pipeline\.fastprep"
     r"|part-\d{5}\.[0-9a-f]{12}\.json)\.[0-9a-f]+\.tmp$"
 )
-#: what earlier fastprep versions wrote into an output folder (replaced by a publish)
-LEGACY_FILES = (
-    "X.npz", "X.npy", "y.npy", "row_ids.npy", "feature_names.json", "report.json",
-    "quarantine.parquet", "output.json",
-)  # fmt: skip
+#: what earlier fastprep versions wrote into an output folder: removed by a publish that
+#: replaces such a layout (``Previous.legacy`` says which), never on a name alone
+LEGACY_FILES = ("X.npz", "X.npy", "y.npy", "row_ids.npy", "feature_names.json", "report.json",
+                "quarantine.parquet")  # fmt: skip
 LEGACY_PARTS = re.compile(
     r"^\.?part-\d{5}\.(?:npz|npy|y\.npy|row_ids\.npy|quarantine\.parquet|json)(?:\..*\.tmp)?$"
 )
@@ -226,10 +226,53 @@ def manifest_doc(
     }  # fmt: skip
 
 
-def publish(folder: Path, doc: dict[str, Any]) -> Path:
-    """Make ``doc`` the folder's output (:func:`replace_manifest`), then :func:`tidy`."""
+@dataclass
+class Previous:
+    """What a folder held before a publish: the files its manifest named, or which earlier
+    fastprep version's layout it is (``"save"``, ``"shards"``, ``"cluster"``; None)."""
+
+    names: set[str] = field(default_factory=set)
+    legacy: str | None = None
+
+
+def previous_output(folder: Path) -> Previous:
+    """Read before the manifest is replaced: what the publish may remove afterwards."""
+    try:
+        doc = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        doc = None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return Previous()  # not ours to judge: nothing of it is removed
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        try:
+            return Previous(named_files(doc))
+        except (AttributeError, KeyError, TypeError):
+            return Previous()
+    if isinstance(doc, dict) and "partitions" in doc and "fingerprint" in doc:
+        return Previous(legacy="cluster")
+    if doc is not None:
+        return Previous()
+    if (folder / "output.json").is_file() and any(
+        p.is_dir() and re.fullmatch(r"shard-\d{5}", p.name) for p in folder.iterdir()
+    ):
+        return Previous(legacy="shards")
+    if (folder / "feature_names.json").is_file() and any(
+        (folder / n).is_file() for n in ("X.npz", "X.npy")
+    ):
+        return Previous(legacy="save")
+    return Previous()
+
+
+def publish(
+    folder: Path, doc: dict[str, Any], on_replaced: Callable[[], Any] | None = None
+) -> Path:
+    """Make ``doc`` the folder's output (:func:`replace_manifest`; then ``on_replaced()``),
+    then :func:`tidy` what it replaced."""
+    previous = previous_output(folder)
     path = replace_manifest(folder, doc)
-    tidy(folder, doc)
+    if on_replaced is not None:
+        on_replaced()
+    tidy(folder, doc, previous)
     return path
 
 
@@ -244,11 +287,11 @@ def replace_manifest(folder: Path, doc: dict[str, Any]) -> Path:
     return folder / MANIFEST
 
 
-def tidy(folder: Path, doc: dict[str, Any]) -> None:
+def tidy(folder: Path, doc: dict[str, Any], previous: Previous) -> None:
     """After a publish: point the pipeline alias at ``doc``'s, and remove what no longer
     belongs (the previous output's files, leftovers of crashed writers)."""
     _update_alias(folder, doc.get("files", {}).get("pipeline"))
-    remove_unnamed(folder, doc)
+    remove_unnamed(folder, doc, previous)
 
 
 def _sync_folder(folder: Path) -> None:
@@ -309,18 +352,28 @@ def named_files(doc: dict[str, Any]) -> set[str]:
     return names
 
 
-def remove_unnamed(folder: Path, doc: dict[str, Any]) -> None:
-    """Delete our files the manifest does not name, and an earlier version's layout."""
+def remove_unnamed(folder: Path, doc: dict[str, Any], previous: Previous) -> None:
+    """Delete our files the manifest does not name, and the earlier version's layout it
+    replaced (only that: a user's own ``report.json`` or ``X.npy`` stays)."""
     keep = named_files(doc)
     for entry in os.scandir(folder):
         name = entry.name
         if entry.is_dir(follow_symlinks=False):
-            if re.fullmatch(r"shard-\d{5}", name):
+            if previous.legacy == "shards" and re.fullmatch(r"shard-\d{5}", name):
                 _remove_legacy_shard(Path(entry.path))
             continue
-        ours = OURS.match(name) and name not in keep
-        if ours or name in LEGACY_FILES or LEGACY_PARTS.match(name):
+        if name in keep:
+            continue
+        if OURS.match(name) or name in previous.names or _legacy(name, previous.legacy):
             Path(entry.path).unlink(missing_ok=True)
+
+
+def _legacy(name: str, layout: str | None) -> bool:
+    if layout == "save":
+        return name in LEGACY_FILES
+    if layout == "shards":
+        return name == "output.json"
+    return layout == "cluster" and LEGACY_PARTS.match(name) is not None
 
 
 def _remove_legacy_shard(where: Path) -> None:

@@ -225,12 +225,12 @@ class ShardWriter:
             self._writer.finish()
             doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
                                    self.files)  # fmt: skip
-            path = fmt.replace_manifest(self.folder, doc)
-            self._published = True
-            fmt.tidy(self.folder, doc)
-            return path
+            return fmt.publish(self.folder, doc, on_replaced=self._mark_published)
         finally:
             self._writer.close()
+
+    def _mark_published(self) -> None:
+        self._published = True  # from here on a failure keeps the files: they are the output
 
     def discard(self) -> None:
         """Remove what this writer wrote, unless it was published."""

@@ -291,3 +291,40 @@ def test_the_alias_is_a_fallback_for_the_manifests_pipeline(dense_pipeline, flig
                  str(tmp_path / "t")])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     assert fp.open_output(tmp_path / "t").feature_names == b.feature_names
+
+
+def test_publishing_leaves_the_users_own_files(dense_pipeline, flights_sample, tmp_path):
+    """Files named like an earlier version's (report.json, X.npy, part-00001.json, a
+    shard-00000/ folder) but not its layout are never removed by a publish."""
+    mine = {"report.json": b"{}", "X.npy": b"mine", "y.npy": b"mine", "row_ids.npy": b"",
+            "part-00001.json": b"{}", "part-00002.npy": b"mine", "quarantine.parquet": b"x"}  # fmt: skip
+    for name, data in mine.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "shard-00000").mkdir()
+    (tmp_path / "shard-00000" / "X.npy").write_bytes(b"mine")
+    out = dense_pipeline.fit_transform(flights_sample.head(300))
+    for _ in range(2):  # onto the folder without a manifest, then over our own output
+        out.save(tmp_path)
+        assert_same_output(fp.open_output(tmp_path), out)
+        assert {n: (tmp_path / n).read_bytes() for n in mine} == mine
+        assert (tmp_path / "shard-00000" / "X.npy").read_bytes() == b"mine"
+
+
+def test_an_earlier_versions_output_is_replaced(dense_pipeline, flights_sample, tmp_path):
+    """What an earlier fastprep wrote (X.npz + feature_names.json ...; output.json +
+    shard-NNNNN/; a part-NNNNN.npz cluster manifest) goes when a publish replaces it."""
+    out = dense_pipeline.fit_transform(flights_sample.head(300))
+    layouts = {
+        "save": {"X.npz": b"PK", "feature_names.json": b"[]", "y.npy": b"", "report.json": b"{}"},
+        "shards": {"output.json": b"{}", "shard-00000/X.npy": b"", "shard-00000/y.npy": b""},
+        "cluster": {"manifest.json": b'{"fingerprint": "x", "partitions": []}',
+                    "part-00000.npz": b"", "part-00000.json": b"{}"},
+    }  # fmt: skip
+    for name, files in layouts.items():
+        folder = tmp_path / name
+        for file, data in files.items():
+            (folder / file).parent.mkdir(parents=True, exist_ok=True)
+            (folder / file).write_bytes(data)
+        out.save(folder)
+        assert_same_output(fp.open_output(folder), out)
+        assert only_published_files(folder) == set(), name
