@@ -105,8 +105,10 @@ def write_manifest(
     folder: Path, specs: list[PartitionSpec], entries: dict[int, dict[str, Any]],
     names: Sequence[str], notes: list[str], source: str, fingerprint: str, *,
     out_dtype: str = "float32", codec: str | None = None, pipeline: Any = None,
+    writing: fmt.Writing | None = None,
 ) -> Manifest:  # fmt: skip
-    """Check the row accounting over all partitions, then publish ``manifest.json`` (last)."""
+    """Check the row accounting over all partitions, then publish ``manifest.json`` (last;
+    ``writing``: the job's claim on the folder, see ``fmt.Writing``)."""
     missing = [s.describe() for s in specs if s.index not in entries]
     if missing:
         raise JobError(f"no shard for {len(missing)} partition(s): {missing[:3]}")
@@ -131,7 +133,7 @@ def write_manifest(
     partitions = [{k: v for k, v in e.items() if k != "report"} for e in ordered]
     doc = fmt.manifest_doc(partitions, names, out_dtype, codec, files,
                            fingerprint=fingerprint, source=source)  # fmt: skip
-    fmt.publish(folder, doc)
+    fmt.publish(folder, doc, writing)
     return Manifest(folder, partitions, names, report)
 
 

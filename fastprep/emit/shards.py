@@ -203,6 +203,7 @@ class ShardWriter:
         self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
+        self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
         self._writer = fmt.FileWriter(self.folder, self.codec)
         self._published = False
 
@@ -225,7 +226,7 @@ class ShardWriter:
             self._writer.finish()
             doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
                                    self.files)  # fmt: skip
-            return fmt.publish(self.folder, doc, on_replaced=self._mark_published)
+            return fmt.publish(self.folder, doc, self._writing, self._mark_published)
         finally:
             self._writer.close()
 
@@ -235,10 +236,12 @@ class ShardWriter:
     def discard(self) -> None:
         """Remove what this writer wrote, unless it was published."""
         self._writer.close()
-        if self._published:
-            return
-        for path in self.folder.glob(f"*.{self.token}.*"):
-            path.unlink(missing_ok=True)
+        try:
+            if not self._published:
+                for path in self.folder.glob(f"*.{self.token}.*"):
+                    path.unlink(missing_ok=True)
+        finally:
+            self._writing.release()
 
     def written(self) -> dict[str, str]:
         """Name -> path of every file of the published output (``X.data``, ``y``, ...)."""
@@ -284,7 +287,7 @@ def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
             check_files(root, entry)
             shards.append(Shard(root, entry, width))
         for info in manifest["files"].values():
-            _check_size(root, info)
+            check_size(root, info)
         names = sum(1 if isinstance(n, str) else int(n["n"]) for n in manifest["feature_names"])
         if names != width:
             raise StateFormatError(f"{root}: the manifest lists {names:,} feature names for "
@@ -345,12 +348,12 @@ def _what_instead(root: Path) -> str:
 def check_files(root: Path, entry: dict[str, Any]) -> None:
     """Every file a shard entry names is there with the size written."""
     for info in entry["arrays"].values():
-        _check_size(root, info)
+        check_size(root, info)
     if entry.get("quarantine"):
-        _check_size(root, entry["quarantine"])
+        check_size(root, entry["quarantine"])
 
 
-def _check_size(root: Path, info: dict[str, Any]) -> None:
+def check_size(root: Path, info: dict[str, Any]) -> None:
     name = info["file"]
     if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
         raise StateFormatError(f"{root}: the manifest names {name!r}, not a file of this folder")

@@ -45,7 +45,7 @@ def only_published_files(folder: Path) -> set[str]:
     """What is in the folder besides the manifest's files and the pipeline alias."""
     doc = json.loads((folder / "manifest.json").read_text())
     present = {p.name for p in folder.iterdir()}
-    return present - fmt.named_files(doc) - {"manifest.json", "pipeline.fastprep"}
+    return present - fmt.named_files(doc) - {"manifest.json", "pipeline.fastprep", *fmt.LOCK_FILES}
 
 
 @pytest.mark.parametrize("compress", [None, "zstd", "lz4"])
@@ -254,45 +254,6 @@ def test_transform_with_output_dir_in_memory_writes_the_folder(dense_pipeline, f
     assert_same_output(opened, out)
 
 
-def test_loading_several_shards_copies_once(flights_pipeline, flights_sample, tmp_path,
-                                            monkeypatch):  # fmt: skip
-    """load_shards of a multi-shard folder returns the concatenation itself (no second
-    copy of y and row_ids)."""
-    from fastprep.distributed.shards import load_shards
-
-    flights_pipeline.fit(flights_sample).write_shards(flights_sample, tmp_path,
-                                                      rows_per_partition=5000)  # fmt: skip
-    made = []
-    whole = OpenedOutput.whole
-    monkeypatch.setattr(OpenedOutput, "whole", lambda self: made.append(whole(self)) or made[-1])
-    loaded = load_shards(tmp_path)
-    assert len(made) == 1 and len(fp.open_output(tmp_path)) == 4
-    assert np.shares_memory(loaded.y, made[0].y)
-    assert np.shares_memory(loaded.row_ids, made[0].row_ids)
-
-
-def test_the_alias_is_a_fallback_for_the_manifests_pipeline(dense_pipeline, flights_sample,
-                                                           tmp_path, monkeypatch, capsys):  # fmt: skip
-    """A writer killed between replacing the manifest and re-pointing pipeline.fastprep
-    leaves the alias on the previous run's pipeline: fp.load and `fastprep transform` of
-    the alias use the pipeline the manifest names."""
-    small = fp.Pipeline(fp.Schema({"distance": fp.Float(), "origin": fp.Category()}),
-                        [fp.col("distance") >> fp.Standardize()])  # fmt: skip
-    fitted_a, a = small.fit_and_transform(flights_sample.head(300))
-    a.save(tmp_path / "out", pipeline=fitted_a)
-    fitted_b, b = dense_pipeline.fit_and_transform(flights_sample.head(300))
-    monkeypatch.setattr(fmt, "_update_alias", lambda *_: None)  # killed right there
-    b.save(tmp_path / "out", pipeline=fitted_b)  # the alias was not re-pointed
-    monkeypatch.undo()
-    alias = tmp_path / "out" / "pipeline.fastprep"
-    assert fp.open_output(tmp_path / "out").pipeline_path != alias.resolve()
-    assert fp.load(alias).transform(flights_sample.head(50)).feature_names == b.feature_names
-    code = main(["transform", str(alias), "--input", str(SAMPLE), "--output",
-                 str(tmp_path / "t")])  # fmt: skip
-    assert code == 0, capsys.readouterr().err
-    assert fp.open_output(tmp_path / "t").feature_names == b.feature_names
-
-
 def test_publishing_leaves_the_users_own_files(dense_pipeline, flights_sample, tmp_path):
     """Files named like an earlier version's (report.json, X.npy, part-00001.json, a
     shard-00000/ folder) but not its layout are never removed by a publish."""
@@ -328,3 +289,42 @@ def test_an_earlier_versions_output_is_replaced(dense_pipeline, flights_sample, 
         out.save(folder)
         assert_same_output(fp.open_output(folder), out)
         assert only_published_files(folder) == set(), name
+
+
+def test_the_alias_is_a_fallback_for_the_manifests_pipeline(dense_pipeline, flights_sample,
+                                                           tmp_path, monkeypatch, capsys):  # fmt: skip
+    """A writer killed between replacing the manifest and re-pointing pipeline.fastprep
+    leaves the alias on the previous run's pipeline: fp.load and `fastprep transform` of
+    the alias use the pipeline the manifest names."""
+    small = fp.Pipeline(fp.Schema({"distance": fp.Float(), "origin": fp.Category()}),
+                        [fp.col("distance") >> fp.Standardize()])  # fmt: skip
+    fitted_a, a = small.fit_and_transform(flights_sample.head(300))
+    a.save(tmp_path / "out", pipeline=fitted_a)
+    fitted_b, b = dense_pipeline.fit_and_transform(flights_sample.head(300))
+    monkeypatch.setattr(fmt, "_update_alias", lambda *_: None)  # killed right there
+    b.save(tmp_path / "out", pipeline=fitted_b)  # the alias was not re-pointed
+    monkeypatch.undo()
+    alias = tmp_path / "out" / "pipeline.fastprep"
+    assert fp.open_output(tmp_path / "out").pipeline_path != alias.resolve()
+    assert fp.load(alias).transform(flights_sample.head(50)).feature_names == b.feature_names
+    code = main(["transform", str(alias), "--input", str(SAMPLE), "--output",
+                 str(tmp_path / "t")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert fp.open_output(tmp_path / "t").feature_names == b.feature_names
+
+
+def test_loading_several_shards_copies_once(flights_pipeline, flights_sample, tmp_path,
+                                            monkeypatch):  # fmt: skip
+    """load_shards of a multi-shard folder returns the concatenation itself (no second
+    copy of y and row_ids)."""
+    from fastprep.distributed.shards import load_shards
+
+    flights_pipeline.fit(flights_sample).write_shards(flights_sample, tmp_path,
+                                                      rows_per_partition=5000)  # fmt: skip
+    made = []
+    whole = OpenedOutput.whole
+    monkeypatch.setattr(OpenedOutput, "whole", lambda self: made.append(whole(self)) or made[-1])
+    loaded = load_shards(tmp_path)
+    assert len(made) == 1 and len(fp.open_output(tmp_path)) == 4
+    assert np.shares_memory(loaded.y, made[0].y)
+    assert np.shares_memory(loaded.row_ids, made[0].row_ids)
