@@ -33,8 +33,6 @@ from fastprep.partitions import PartitionSpec
 from fastprep.report import Report
 from fastprep.validate.findings import Finding, merge_findings
 
-MANIFEST = fmt.MANIFEST
-
 
 @dataclass
 class Manifest:
@@ -176,8 +174,8 @@ def load_shards(folder: str | Path) -> execute.Output:
     """Read a finished output back as one :class:`Output` (partition order), through
     ``fp.open_output``: the arrays are read (concatenated) into memory."""
     folder = Path(folder)
-    if not (folder / MANIFEST).exists():
-        raise JobError(f"{folder}: no {MANIFEST}; the job did not finish (re-run it to resume)")
+    if not (folder / fmt.MANIFEST).exists():
+        raise JobError(f"{folder}: no {fmt.MANIFEST}; the job did not finish (re-run it to resume)")
     opened = open_output(folder)
     whole = opened.whole()
     saved = opened.report

@@ -23,10 +23,6 @@ from fastprep.emit import output_format as fmt
 from fastprep.emit.names import FeatureNames
 from fastprep.errors import SourceError, StateFormatError
 
-MANIFEST = fmt.MANIFEST
-FORMAT = fmt.FORMAT
-VERSION = fmt.VERSION
-
 
 class Shard:
     """One shard's arrays: ``X`` (ndarray, or scipy CSR over mapped arrays), ``y``,
@@ -245,7 +241,7 @@ class ShardWriter:
 
     def written(self) -> dict[str, str]:
         """Name -> path of every file of the published output (``X.data``, ``y``, ...)."""
-        out = {"manifest": str(self.folder / MANIFEST)}
+        out = {"manifest": str(self.folder / fmt.MANIFEST)}
         many = len(self.entries) > 1
         for entry in self.entries:
             for name, info in entry["arrays"].items():
@@ -303,7 +299,7 @@ def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
 
 def read_manifest(root: Path) -> dict[str, Any]:
     """The folder's manifest, checked; any other layout is a StateFormatError saying what."""
-    path = root / MANIFEST
+    path = root / fmt.MANIFEST
     if not path.exists():
         raise StateFormatError(f"{root}: {_what_instead(root)}")
     try:
@@ -311,7 +307,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise StateFormatError(f"{path}: not a readable fastprep manifest ({exc}); write the "
                                "output again") from None  # fmt: skip
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") != fmt.FORMAT:
         if isinstance(doc, dict) and "partitions" in doc and "fingerprint" in doc:
             raise StateFormatError(
                 f"{root}: a cluster output written by an earlier fastprep (part-NNNNN.npz + "
@@ -320,12 +316,12 @@ def read_manifest(root: Path) -> dict[str, Any]:
         raise StateFormatError(f"{path}: not a fastprep output manifest (format "
                                f"{doc.get('format') if isinstance(doc, dict) else None!r})")  # fmt: skip
     version = doc.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if not isinstance(version, int) or version > fmt.VERSION:
         raise StateFormatError(
             f"{root}: output format version {version!r} is newer than this fastprep reads "
-            f"(<= {VERSION}); upgrade fastprep to open it"
+            f"(<= {fmt.VERSION}); upgrade fastprep to open it"
         )
-    if version < VERSION:
+    if version < fmt.VERSION:
         raise StateFormatError(f"{root}: output format version {version} is no longer read; "
                                "write the output again")  # fmt: skip
     return doc
