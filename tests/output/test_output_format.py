@@ -96,6 +96,11 @@ def test_hashed_names_are_stored_as_a_range(flights_pipeline, flights_sample, tm
 def test_cli_run_and_transform_folders_open(tmp_path, flights_pipeline, flights_sample, capsys):
     assert main(["run", str(PIPELINE), "--output", str(tmp_path / "r")]) == 0
     opened = fp.open_output(tmp_path / "r")
+    # the summary counts each file once: arrays, quarantine, report; the pipeline apart
+    data = fmt.named_files(opened.manifest) - {opened.pipeline_path.name}
+    wrote = capsys.readouterr().out.splitlines()[-1]
+    assert wrote.startswith(f"wrote {tmp_path / 'r'}: manifest.json + {len(data)} files (")
+    assert wrote.endswith(", fitted pipeline pipeline.fastprep"), wrote
     fitted = fp.load(tmp_path / "r" / "pipeline.fastprep")
     assert (tmp_path / "r" / "pipeline.fastprep").samefile(opened.pipeline_path)
     assert_same_output(opened, fitted.transform(SAMPLE))
