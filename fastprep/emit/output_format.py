@@ -9,6 +9,7 @@ Layout of an output folder (every producer writes it; ``fp.open_output`` reads i
     part-00000.<token>.json                     a cluster partition's own record (resuming)
     report.<token>.json  pipeline.<token>.fastprep
     pipeline.fastprep                           a hard link to the published fitted pipeline
+    .fastprep.lock  .fastprep.writing           empty lock files (see :class:`Writing`)
 
 Every data file is written once under a name no manifest names yet (``<token>`` is fresh
 per writer), flushed and fsynced; then ``manifest.json`` is replaced in one
