@@ -133,10 +133,10 @@ def load_folder(folder: Path):
 
 def assert_one_output(folder: Path) -> None:
     """The folder holds one published output: its manifest's files and the pipeline alias."""
-    from fastprep.emit.output_format import named_files
+    from fastprep.emit.output_format import LOCK_FILES, named_files
 
     doc = json.loads((folder / "manifest.json").read_text())
-    expected = named_files(doc) | {"manifest.json", "pipeline.fastprep"}
+    expected = named_files(doc) | {"manifest.json", "pipeline.fastprep", *LOCK_FILES}
     # transform-<input>-<n>/: what `transform` without --output wrote beside the state
     assert {p.name for p in folder.iterdir() if not p.name.startswith("transform-")} == expected
     assert (folder / "pipeline.fastprep").samefile(fp.open_output(folder).pipeline_path)
