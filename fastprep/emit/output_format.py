@@ -346,18 +346,18 @@ class Writing:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> Writing:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release()
-
 
 def _lock(path: Path, *, shared: bool = False) -> int | None:
     """An open descriptor of ``path`` holding a flock (waits for it); None without flock."""
     if fcntl is None:
         return None
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # another user's lock file: reading is enough to lock it
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
     except OSError:  # a file system without locks: one writer per folder, as documented

@@ -262,3 +262,22 @@ def test_a_writer_in_another_process_keeps_its_files(tmp_path):
     assert out.strip() == "published", err
     opened = fp.open_output(tmp_path)
     assert opened.report == {"writer": "other process"} and (opened.X == 7).all()
+
+
+def test_a_manifest_naming_a_removed_file_is_never_published(tmp_path):
+    """A file of the new output gone before its publish (another writer's publish removed
+    a re-used file): the publish stops, the folder keeps its earlier output."""
+    X, ids = small_output(20, 5)
+    first = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    first.add(X, None, ids)
+    first.close({"writer": "first"})
+    second = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    second.add(X[:5], None, ids[:5])
+    (tmp_path / second.entries[0]["arrays"]["row_ids"]["file"]).unlink()
+    with pytest.raises(
+        fp.StateFormatError, match=r"not published: .*row_ids\.npy, which is missing"
+    ):
+        second.close({"writer": "second"})
+    second.discard()
+    assert fp.open_output(tmp_path).report == {"writer": "first"}
+    assert not list(tmp_path.glob(f"*.{second.token}.*"))
