@@ -198,6 +198,24 @@ def test_reference_hash_equals_feature_hasher_on_flights(flights, n_features, al
     _assert_identical(crossed, _sklearn(cross_rows, n_features, alternate_sign))
 
 
+def test_reference_hash_cross_of_many_distinct_values_per_input() -> None:
+    """Four inputs of 60,000 distinct values each: the product of their distinct counts
+    passes int64, so combinations cannot be numbered by their position in that product."""
+    n_unique = 60_000
+    members = {}
+    rows = [[0, 1, 59_999, 3], [5, 5, 5, 5], [0, 1, 59_999, 3], [7, -1, 7, 7], [1, 2, 3, 59_998]]
+    for i, name in enumerate("abcd"):
+        codes = np.array([row[i] for row in rows], dtype=np.int32)
+        members[name] = TextColumn(codes, np.array([f"v{j}" for j in range(n_unique)], object))
+    step = Hash(n_features=2**10)
+    got = reference.hash_features(step, members, len(rows), cross=True)
+    expected = [
+        [] if -1 in row else [("^".join(f"{n}=v{c}" for n, c in zip("abcd", row)), 1)]
+        for row in rows
+    ]
+    _assert_identical(got, _sklearn(expected, 2**10, True))
+
+
 def test_reference_hash_edge_tokens() -> None:
     """Empty and long tokens, non-ASCII text, embedded NULs, a token hashing to -2**31,
     zeros (skipped), infinities, and values beyond float32."""
