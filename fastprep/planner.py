@@ -506,7 +506,8 @@ HELPERS: dict[str, HelperCost] = {
 #: only when this, times its rows, repays the import (``numba_import_seconds``): from
 #: ~1.5M rows on the defaults
 NUMBA_JOB_ROW_SAVING = 4.0e-7
-#: per helper family: the last path taken in this process and why (``report``, ``explain``)
+#: per helper family: the path the current run took and why (``report``, ``explain``);
+#: emptied when a run prepares its source
 PATHS: dict[str, str] = {}
 
 

@@ -185,3 +185,15 @@ def test_auto_runs_in_one_process_move_to_the_kernel(flights_pipeline, flights_s
         if backends[-1] == "numba":
             break
     assert backends[-1] == "numba"
+
+
+def test_report_names_only_the_helper_paths_of_its_own_run(flights_sample) -> None:
+    import fastprep as fp
+
+    schema = fp.Schema.infer(flights_sample)
+    hashed = [fp.col("dest") >> fp.Hash(n_features=16), fp.col("distance") >> fp.Standardize()]
+    first = fp.Pipeline(schema=schema, features=hashed).fit_transform(flights_sample)
+    assert "csr" in first.report.backend
+    numeric = [fp.col("distance") >> fp.Standardize()]
+    second = fp.Pipeline(schema=schema, features=numeric).fit_transform(flights_sample)
+    assert "csr" not in second.report.backend and "text" not in second.report.backend
