@@ -19,6 +19,7 @@ import json
 import math
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -344,6 +345,8 @@ _DISK: dict[str, float] | None = None
 _UNSAVED = [0.0]
 #: helper savings are written once at least this many seconds have accumulated
 _SAVE_EVERY = 1e-3
+#: Dask worker threads choose kernel paths at once: one of them changes the ledger at a time
+_LEDGER_LOCK = threading.RLock()
 
 
 def _ledger_path() -> Path:
@@ -354,17 +357,18 @@ def _ledger_path() -> Path:
 
 def _disk_ledger() -> dict[str, float]:
     global _DISK
-    if _DISK is None:
-        try:
-            raw = json.loads(_ledger_path().read_text())
-            _DISK = {
-                str(k): float(v)
-                for k, v in raw.items()
-                if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
-            }
-        except (OSError, ValueError, TypeError, AttributeError):
-            _DISK = {}
-    return _DISK
+    with _LEDGER_LOCK:
+        if _DISK is None:
+            try:
+                raw = json.loads(_ledger_path().read_text())
+                _DISK = {
+                    str(k): float(v)
+                    for k, v in raw.items()
+                    if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+                }
+            except (OSError, ValueError, TypeError, AttributeError):
+                _DISK = {}
+        return _DISK
 
 
 def _disk_key(key: Any) -> str:
@@ -378,26 +382,30 @@ def _disk_forgone(name: str) -> float:
 
 def _add_forgone(name: str, seconds: float | None) -> None:
     """Add ``seconds`` to ``name``'s compile ledger (None: clear it)."""
-    ledger = _disk_ledger()
-    if seconds is None:
-        if ledger.pop(name, None) is not None:
-            _UNSAVED[0] += _SAVE_EVERY
-        return
-    ledger[name] = ledger.get(name, 0.0) + seconds
-    _UNSAVED[0] += seconds
+    with _LEDGER_LOCK:
+        ledger = _disk_ledger()
+        if seconds is None:
+            if ledger.pop(name, None) is not None:
+                _UNSAVED[0] += _SAVE_EVERY
+            return
+        ledger[name] = ledger.get(name, 0.0) + seconds
+        _UNSAVED[0] += seconds
 
 
 def _save_forgone(force: bool = True) -> None:
-    if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
-        return
-    _UNSAVED[0] = 0.0
-    try:
-        path = _ledger_path()
-        temporary = path.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(json.dumps(_DISK, sort_keys=True))
-        os.replace(temporary, path)
-    except OSError:  # a read-only cache: the ledger lives in this process only
-        pass
+    with _LEDGER_LOCK:
+        if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
+            return
+        _UNSAVED[0] = 0.0
+        text = json.dumps(_DISK, sort_keys=True)
+        try:
+            path = _ledger_path()
+            # one temporary per process and thread: another thread never truncates it
+            temporary = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+            temporary.write_text(text)
+            os.replace(temporary, path)
+        except OSError:  # a read-only cache: the ledger lives in this process only
+            pass
 
 
 def stage_pin(plan: LogicalPlan, stage: Stage) -> str | None:
