@@ -124,7 +124,7 @@ def test_csr_assembly_numpy_equals_kernels(n_rows, select) -> None:
     rng = np.random.default_rng(n_rows)
     dense, blocks = _blocks(n_rows, rng)
     rows = np.flatnonzero(rng.random(n_rows) < 0.7).astype(np.int64) if select else None
-    layout, arrays = csr_kernels._flatten(blocks, np.dtype(np.float32))
+    layout, arrays = csr_kernels._layout(blocks), csr_kernels._arguments(blocks, np.float32)
     module = kernel_files.load_module(csr_kernels._source(layout, rows is not None), prefix="csr")
     n_out = n_rows if rows is None else len(rows)
     head = [n_out, rows if rows is not None else csr_kernels._NO_ROWS, dense, *arrays]
