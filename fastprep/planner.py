@@ -183,19 +183,16 @@ def predict(
     numba_rate = (
         profile.numba_hash_row_unit_seconds if kind == "hash" else profile.numba_row_unit_seconds
     )
+    if kind == "hash":  # the hashing kernels: fixed, shared by every hash stage
+        load, compile_ = profile.numba_hash_load_seconds, profile.numba_hash_compile_seconds
+    else:
+        load, compile_ = profile.numba_cache_load_seconds, profile.numba_compile_seconds
     one_time = {
         READY: 0.0,
-        CACHED: profile.numba_cache_load_seconds,
-        COLD: profile.numba_import_seconds + profile.numba_cache_load_seconds,
-        COMPILE: profile.numba_compile_seconds,
+        CACHED: load,
+        COLD: profile.numba_import_seconds + load,
+        COMPILE: compile_,
     }[readiness]
-    if kind == "hash":  # the hashing kernels: fixed, shared by every hash stage
-        one_time = {
-            READY: 0.0,
-            CACHED: profile.numba_hash_load_seconds,
-            COLD: profile.numba_import_seconds + profile.numba_hash_load_seconds,
-            COMPILE: profile.numba_hash_compile_seconds,
-        }[readiness]
     predicted["numba"] = (
         profile.numba_stage_seconds + work * numba_rate + max(0.0, one_time - forgone)
     )
