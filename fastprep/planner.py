@@ -159,7 +159,7 @@ class StageChoice:
 def stage_work(plan: LogicalPlan, stage: Stage) -> tuple[str, int]:
     """What a stage does (``"elementwise"``, ``"hash"`` or ``"encode"``) and its work units."""
     features = [plan.features[i] for i in stage.features]
-    if any(isinstance(f.encoder, (Hash, Vectorize)) for f in features):  # (#8) dict kernels
+    if any(isinstance(f.encoder, (Hash, Vectorize)) for f in features):  # costed as hashing
         return "hash", sum(
             len(f.inputs) for f in features if isinstance(f.encoder, (Hash, Vectorize))
         )

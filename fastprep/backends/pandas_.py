@@ -69,7 +69,7 @@ class Repairs:
 def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | TextColumn:
     """Evaluate a feature input; infinities/invalid results of an ``expr`` become missing."""
     if item.is_plain_column and isinstance(table.raw(item.name), DictColumn):
-        return table[item.name]  # type: ignore[return-value]  # (#8) a dict column as is
+        return table[item.name]  # type: ignore[return-value]  # a dict column as is
     value = evaluate(item.expr, table)
     if item.is_plain_column or isinstance(value, TextColumn):
         return value
