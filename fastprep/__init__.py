@@ -27,6 +27,7 @@ from fastprep.errors import (
     PipelineDefinitionError,
     SchemaError,
     SourceError,
+    SparseOutputError,
     StateFormatError,
 )
 from fastprep.execute import Output
@@ -87,6 +88,7 @@ __all__ = [
     "Schema",
     "SchemaError",
     "SourceError",
+    "SparseOutputError",
     "Standardize",
     "StateFormatError",
     "String",

@@ -18,7 +18,7 @@ from fastprep import planner, stage_backends
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.registry import resolve
 from fastprep.columns import RowIds, RowRange, Table
-from fastprep.emit import OutputSink, make_layout
+from fastprep.emit import OutputSink, frames, make_layout
 from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
@@ -126,6 +126,33 @@ class Output:
         the manifest's path."""
         self.save(folder)
         return os.path.join(os.fspath(folder), "manifest.json")
+
+    def to_pandas(
+        self, target: str | None = None, *, sparse: bool = False, copy: bool = True
+    ) -> pd.DataFrame:
+        """Dense X as a pandas DataFrame: one column per feature name, X's dtype (float32
+        by default; bfloat16 widened to float32), ``row_ids`` as the index (named
+        ``row_id``). ``target="late"`` adds y as a last column of that name.
+
+        A CSR X raises :class:`fastprep.errors.SparseOutputError` naming the sparse blocks;
+        ``sparse=True`` gives a pandas sparse frame instead (``pd.DataFrame.sparse``, one
+        ``SparseArray`` per column: slow for very wide X). ``copy=False`` shares X's memory
+        with the frame (a change to one shows in the other).
+        """
+        return frames.to_pandas(
+            self.X, self.y, self.feature_names, self.row_ids, out_dtype=self.out_dtype,
+            target=target, sparse=sparse, copy=copy,
+        )  # fmt: skip
+
+    def to_polars(self, target: str | None = None, *, row_ids: bool = False) -> Any:
+        """Dense X as a Polars DataFrame: one column per feature name, X's dtype.
+        ``target="late"`` adds y as a last column, ``row_ids=True`` a first ``row_id``
+        column (Polars has no index). A CSR X raises
+        :class:`fastprep.errors.SparseOutputError` (Polars has no sparse columns)."""
+        return frames.to_polars(
+            self.X, self.y, self.feature_names, self.row_ids, out_dtype=self.out_dtype,
+            target=target, row_ids_column=row_ids,
+        )  # fmt: skip
 
 
 @dataclass

@@ -186,6 +186,22 @@ class OpenedOutput:
         y = None if any(v is None for v in ys) else np.concatenate(ys)
         return Shard.of(X, y, np.concatenate([s.row_ids for s in self.shards]))
 
+    def to_pandas(self, target: str | None = None, *, sparse: bool = False) -> Any:
+        """All rows (:meth:`whole`) as a pandas DataFrame, as ``Output.to_pandas`` gives."""
+        from fastprep.emit import frames
+
+        s = self.whole()
+        return frames.to_pandas(s.X, s.y, self.feature_names, s.row_ids,
+                                out_dtype=self.out_dtype, target=target, sparse=sparse)  # fmt: skip
+
+    def to_polars(self, target: str | None = None, *, row_ids: bool = False) -> Any:
+        """All rows (:meth:`whole`) as a Polars DataFrame, as ``Output.to_polars`` gives."""
+        from fastprep.emit import frames
+
+        s = self.whole()
+        return frames.to_polars(s.X, s.y, self.feature_names, s.row_ids,
+                                out_dtype=self.out_dtype, target=target, row_ids_column=row_ids)  # fmt: skip
+
 
 class ShardWriter:
     """Writes an output shard by shard (e.g. one per partition) under fresh names, then
