@@ -17,6 +17,7 @@ from fastprep import auto_cluster, execute, preflight, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.dsl.resolve import resolve_plan
+from fastprep.emit.output_format import published_pipeline
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
@@ -494,9 +495,10 @@ def load(
     """Load a fitted pipeline saved by :meth:`FittedPipeline.save`.
 
     ``functions`` maps the names of ``fp.Map`` functions to the functions themselves (a
-    state file never carries code).
+    state file never carries code). For an output folder's ``pipeline.fastprep``, the
+    pipeline its ``manifest.json`` names is loaded (the alias can lag behind it).
     """
-    doc, arrays = read_state(path)
+    doc, arrays = read_state(published_pipeline(path))
     try:
         schema = Schema.from_dict(doc["schema"])
         plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
