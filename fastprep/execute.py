@@ -216,6 +216,8 @@ def prepare(
     is the row id of the source's first row, for one partition of a larger source.
     """
     info = resolve(backend)
+    # the helper paths a report names are those this run takes, not an earlier run's
+    planner.PATHS.clear()
     report = Report(backend="auto" if backend == "auto" else info.name)
     if plan.target is not None and phase == "transform" and _target_absent(plan, source):
         plan = replace(plan, target=None)
