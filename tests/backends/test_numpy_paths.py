@@ -270,6 +270,7 @@ def test_numba_cached_follows_numbas_disk_cache(tmp_path) -> None:
 
 def test_small_cold_job_takes_numpy_large_warm_takes_numba(monkeypatch) -> None:
     monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
+    monkeypatch.setattr(planner, "numba_imported", lambda: True)  # a process with Numba loaded
     assert planner.kernel_path("scan", 20_000, cached=False) == "numpy"
     assert "compile" in planner.PATHS["scan"]
     assert planner.kernel_path("scan", 50_000_000, cached=True, loaded=True) == "numba"
