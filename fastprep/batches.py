@@ -109,6 +109,7 @@ class BatchStream:
         return_row_ids: bool = False,
         shard: tuple[int, int] | None = None,
         on_alert: AlertCallback | None = None,
+        alerts_seen: set[tuple[str, str, str]] | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise PipelineDefinitionError(f"batch_size={batch_size!r}: a positive integer")
@@ -124,6 +125,9 @@ class BatchStream:
         #: ``(k, n)``: stream only every n-th partition from the k-th (a DataLoader worker)
         self.shard = shard
         self.on_alert = on_alert
+        #: alert keys already sent by this stream's passes (or the epochs sharing the set):
+        #: each pass re-reads the same source, so it alerts on what is new only
+        self.alerts_seen = set() if alerts_seen is None else alerts_seen
         self.stats = BatchStats()
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
@@ -171,11 +175,9 @@ class BatchStream:
             _account(stats, output)
             yield output
             del output
-        # the whole pass is one run: its findings, totalled, alert once; later epochs
-        # re-read the same source, so the fitted pipeline's streams send a key once
+        # the whole pass is one run: its findings, totalled, alert once
         report = Report(source=_describe(self.source, stats.rows_in), findings=stats.findings)
-        seen = fitted.__dict__.setdefault("_stream_alerts_seen", set())
-        send_alerts(fitted.pipeline, report, self.on_alert, "transform", seen)
+        send_alerts(fitted.pipeline, report, self.on_alert, "transform", self.alerts_seen)
         stats.alerts = report.alerts
 
 

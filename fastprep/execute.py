@@ -216,6 +216,8 @@ def prepare(
     is the row id of the source's first row, for one partition of a larger source.
     """
     info = resolve(backend)
+    # the helper paths a report names are those this run takes, not an earlier run's
+    planner.PATHS.clear()
     report = Report(backend="auto" if backend == "auto" else info.name)
     # at transform the target's own columns are read if the source has them (the read
     # tells, without a second look at the source)

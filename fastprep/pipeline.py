@@ -256,7 +256,8 @@ class Pipeline:
                                            on_overflow=on_overflow, client=auto,
                                            rows_per_partition=rows)  # fmt: skip
                 output.report.notes.append(auto_cluster.note(pre))
-                _alert(self, output.report, on_alert, "fit")
+                # the cluster's transform report lacks what only the fit found (constant ...)
+                _alert(self, output.report, on_alert, "fit", fitted.fit_report)
                 return fitted, output
         with execute.cyclic_gc_paused():
             prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
@@ -539,10 +540,14 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
 
 
 def _alert(
-    pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str
-) -> None:
-    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`)."""
-    alerting.send(pipeline, report, on_alert, phase)
+    pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str,
+    *more: Any,
+) -> None:  # fmt: skip
+    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`);
+    ``more``: other reports of the same run, a rule in several sent once."""
+    seen: set[tuple[str, str, str]] = set()
+    for each in (report, *more):
+        alerting.send(pipeline, each, on_alert, phase, seen)
 
 
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:

@@ -11,7 +11,7 @@ DataFrame (chunked ``unique``), or the head of a CSV file (a lower bound, marked
 From them: the predicted peak of an in-memory run (``memory_working_copies`` × the input
 bytes + the output matrix), the output's size dense vs CSR, and each exact vocabulary's size,
 against the budget (``memory_budget=`` > ``$FASTPREP_MEMORY_BUDGET`` > available memory
-less ``memory_headroom``). Decisions (see docs/decisions.md, #7):
+less ``memory_headroom``). What it decides:
 
 - a source whose in-memory run would not fit goes to Dask partitions (never loaded whole);
 - ``OneHot(sparse=None)`` with many categories is CSR (the dense size is shown);

@@ -104,7 +104,7 @@ def fit(
     :mod:`fastprep.distributed.progress`)."""
     from fastprep.plan.steps import Vectorize
 
-    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # (#8)
+    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # no partials
         raise PipelineDefinitionError(
             "fp.Vectorize() is not fitted on a cluster yet (no partial vocabulary of dict "
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
