@@ -21,7 +21,7 @@ from fastprep.emit.output_format import published_pipeline
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
-from fastprep.io import Source
+from fastprep.io import Source, collect_once
 from fastprep.optimize import optimize
 from fastprep.plan.expr import Col, to_source
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
@@ -107,6 +107,7 @@ class Pipeline:
         text = optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
         if source is None:
             return text
+        source = collect_once(source, self.schema.read_columns(optimized.columns))
         pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget)
         text += "\n" + "\n".join(pre.lines())
         if any(d.refuse for d in pre.decisions) or pre.execution == "dask":
@@ -181,7 +182,8 @@ class Pipeline:
     ) -> FittedPipeline:  # fmt: skip
         """:meth:`fit` without sending alerts (the caller sends them once per run)."""
         plan = self.optimized
-        if client is None:
+        if client is None:  # a LazyFrame's query runs once: pre-flight and read share it
+            source = collect_once(source, self.schema.read_columns(plan.columns))
             with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                     scheduler=scheduler, whole_output=False) as (pre, auto):  # fmt: skip
                 if auto is not None:
@@ -244,6 +246,7 @@ class Pipeline:
         precision = Precision(out_dtype, on_overflow)
         dtype = precision.compute_dtype
         plan = self.optimized
+        source = collect_once(source, self.schema.read_columns(plan.columns))
         with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                 scheduler=scheduler) as (pre, auto):  # fmt: skip
             if auto is not None:
@@ -362,6 +365,7 @@ class FittedPipeline:
         precision = Precision(out_dtype, on_overflow)
         plan = self.plan
         if client is None:  # the memory pre-flight: Dask partitions if it would not fit
+            source = collect_once(source, self.schema.read_columns(plan.columns))
             with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                     scheduler=scheduler, whole_output=output_dir is None,
                                     ) as (pre, auto):  # fmt: skip

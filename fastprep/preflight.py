@@ -276,26 +276,29 @@ def _csv_head(path: str, columns: list[str], text: set[str]) -> pa.Table:
     import pyarrow.csv as pacsv
 
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
-    reader = pacsv.open_csv(
-        path,
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        convert_options=pacsv.ConvertOptions(
-            # text as bytes: their size is what matters here, and text that is not UTF-8
-            # is validation's to flag, not a reason to fail the pre-flight
-            include_columns=columns, column_types={c: pa.binary() for c in text},
-            strings_can_be_null=True,
-        ),
-    )  # fmt: skip
     batches, rows = [], 0
     try:
-        for batch in reader:
-            batches.append(batch)
-            rows += batch.num_rows
-            if rows >= CSV_SAMPLE_ROWS:
-                break
+        # the file closed on every exit (the reader's close leaves it open): an error's
+        # traceback would otherwise keep it open
+        with pa.input_stream(path) as stream, pacsv.open_csv(
+            stream,
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(
+                # text as bytes: their size is what matters here, and text that is not UTF-8
+                # is validation's to flag, not a reason to fail the pre-flight
+                include_columns=columns, column_types={c: pa.binary() for c in text},
+                strings_can_be_null=True,
+            ),
+        ) as reader:  # fmt: skip
+            schema = reader.schema
+            for batch in reader:
+                batches.append(batch)
+                rows += batch.num_rows
+                if rows >= CSV_SAMPLE_ROWS:
+                    break
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r}: {exc}") from exc
-    return pa.Table.from_batches(batches, schema=reader.schema).slice(0, CSV_SAMPLE_ROWS)
+    return pa.Table.from_batches(batches, schema=schema).slice(0, CSV_SAMPLE_ROWS)
 
 
 def _arrow_column_bytes(source: Any, columns: list[str], text: set[str]) -> dict[str, float]:
