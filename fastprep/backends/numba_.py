@@ -88,7 +88,7 @@ def fit_stage(
         vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
         rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
         fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
-        for i in vectorized:  # (#8) the vocabulary from the flattened entries
+        for i in vectorized:  # the vocabulary from the flattened entries
             name = plan.features[i].inputs[0].name
             fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
         return dict(sorted(fitted.items()))
@@ -381,7 +381,7 @@ def hash_feature(
     """
     encoder = feature.encoder
     name = feature.inputs[0].name
-    if isinstance(table.columns.get(name), DictColumn):  # (#8) fp.Dict >> Hash / Vectorize
+    if isinstance(table.columns.get(name), DictColumn):  # fp.Dict >> Hash / Vectorize
         if isinstance(encoder, Vectorize):
             vocabulary = fitted[name][-1]["vocabulary"]
             return SparseBlock(f"{name}:", dict_encode.vectorize_dicts(table[name], vocabulary))

@@ -177,8 +177,15 @@ def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
     flights_pipeline, grouped_parquet, tmp_path
 ):
     distributed = pytest.importorskip("distributed")
+    # + a column constant in the sample: a finding the fit alone makes (its alert must come)
+    flights_pipeline = fp.Pipeline(
+        fp.Schema({**dict(flights_pipeline.schema.items()), "year": fp.Int()}),
+        [*flights_pipeline.plan.features, fp.col("year") >> fp.Standardize()],
+        target=fp.expr("late = arr_delay > 15"), name="flights",
+    )  # fmt: skip
     budget = _over_memory_budget(flights_pipeline, grouped_parquet)
     reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
+    alerts: list = []
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=":0") as cluster:  # fmt: skip
         address = cluster.scheduler_address
@@ -187,7 +194,10 @@ def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
             flights_pipeline.fit_transform(grouped_parquet, memory_budget=budget,
                                            scheduler=address)  # fmt: skip
         out = flights_pipeline.fit_transform(grouped_parquet, memory_budget=budget,
-                                             scheduler=address, output_dir=tmp_path / "a")  # fmt: skip
+                                             scheduler=address, output_dir=tmp_path / "a",
+                                             on_alert=alerts.append)  # fmt: skip
+        rules = [a.rule for a in alerts]
+        assert "year:constant" in rules and len(rules) == len(set(rules))
         fitted = flights_pipeline.fit(grouped_parquet, memory_budget=budget, scheduler=address)
         fitted.transform(grouped_parquet, memory_budget=budget, scheduler=address,
                          output_dir=tmp_path / "b")  # fmt: skip
