@@ -133,7 +133,10 @@ def entry(argv: Sequence[str] | None = None) -> NoReturn:
     normal way (its traceback)."""
     code = main(argv)
     shutdown_threads = getattr(threading, "_shutdown", None)
-    if shutdown_threads is None:  # an interpreter without it: the ordinary exit
+    # under a profiler or a tracer (``python -m cProfile -m fastprep``, coverage), their
+    # results are saved after this returns: the ordinary exit; so also for an interpreter
+    # without threading's shutdown hook
+    if shutdown_threads is None or sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)
     shutdown_threads()
     atexit._run_exitfuncs()
