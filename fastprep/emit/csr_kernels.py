@@ -24,6 +24,7 @@ blocks' entries — the same ``(data, indices, indptr)``, bit for bit.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from fastprep.backends import kernel_files
 from fastprep.backends.kernel_files import indent, load_module
 from fastprep.emit.arena import ARENA
-from fastprep.planner import kernel_path
+from fastprep.planner import kernel_path, note_helper
 
 #: below this many rows the serial twins of the kernels run (thread wake-up costs more)
 PARALLEL_MIN_ROWS = 200_000
@@ -53,7 +54,10 @@ def assemble_csr(
     source = _source(layout, rows is not None)
     suffix = "" if n_rows >= PARALLEL_MIN_ROWS else "_serial"
     if csr_path(source, suffix, n_rows, len(layout)) == "numpy":
-        return assemble_numpy(blocks, rows, width, dense, dtype)
+        started = time.perf_counter()
+        assembled = assemble_numpy(blocks, rows, width, dense, dtype)
+        note_helper("csr", n_rows * len(layout), time.perf_counter() - started)
+        return assembled
     module = load_module(source, prefix="csr")
     head = [n_rows, rows if rows is not None else _NO_ROWS, dense, *arrays]
     counts = ARENA.empty(n_rows + 1, np.int64)
