@@ -33,14 +33,19 @@ from fastprep.execute import Output
 from fastprep.memory import release_memory
 from fastprep.pipeline import FittedPipeline, Pipeline, load
 from fastprep.plan.steps import (
+    Bin,
     Categorify,
     Clip,
     FillMissing,
     Hash,
     Log1p,
     Map,
+    MaxAbsScale,
     MinMax,
     OneHot,
+    PowerTransform,
+    QuantileTransform,
+    RobustScale,
     Standardize,
     Vectorize,
 )
@@ -51,6 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendError",
+    "Bin",
     "Bool",
     "Categorify",
     "Category",
@@ -69,11 +75,15 @@ __all__ = [
     "Int",
     "Log1p",
     "Map",
+    "MaxAbsScale",
     "MinMax",
     "OneHot",
     "Output",
     "Pipeline",
     "PipelineDefinitionError",
+    "PowerTransform",
+    "QuantileTransform",
+    "RobustScale",
     "Schema",
     "SchemaError",
     "SourceError",

@@ -26,7 +26,14 @@ from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
 from fastprep.planner import load_profile
 from fastprep.schema import Schema, column_facts
-from fastprep.state import decode_floats, encode_floats, read_state, write_state
+from fastprep.state import (
+    decode_floats,
+    encode_floats,
+    join_arrays,
+    read_state,
+    split_arrays,
+    write_state,
+)
 from fastprep.validate import alerts as alerting
 from fastprep.validate import drift
 
@@ -461,10 +468,11 @@ class FittedPipeline:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
+        arrays: dict[str, np.ndarray] = {}  # fitted arrays (bin edges) go to the npz file
         doc = {
             "schema": self.schema.to_dict(),
             "plan": self.pipeline.plan.to_dict(),
-            "params": encode_floats(self.params),
+            "params": encode_floats(split_arrays(self.params, arrays)),
             "sample": self.pipeline.sample,
             "name": self.pipeline.name,
             "optimize": self.pipeline.optimize,
@@ -472,7 +480,7 @@ class FittedPipeline:
         }
         if self.quantization is not None:
             doc["quantization"] = self.quantization.to_dict()
-        write_state(path, doc, {})
+        write_state(path, doc, arrays)
 
     def __repr__(self) -> str:
         return f"Fitted{self.pipeline!r}"
@@ -486,11 +494,11 @@ def load(
     ``functions`` maps the names of ``fp.Map`` functions to the functions themselves (a
     state file never carries code).
     """
-    doc, _arrays = read_state(path)
+    doc, arrays = read_state(path)
     try:
         schema = Schema.from_dict(doc["schema"])
         plan = LogicalPlan.from_dict(doc["plan"], functions)
-        params = decode_floats(doc["params"])
+        params = join_arrays(decode_floats(doc["params"]), arrays)
     except (KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None
     if not isinstance(params, list) or len(params) != len(plan.features):

@@ -32,6 +32,8 @@ def encode_floats(value: Any) -> Any:
     """JSON has no inf/NaN: write them as ``{"$float": "inf"}`` (e.g. an inf category)."""
     if isinstance(value, float) and not math.isfinite(value):
         return {_FLOAT_TAG: repr(value)}
+    if isinstance(value, np.ndarray):  # a fitted array in a fingerprint: its values
+        return encode_floats(value.tolist())
     if isinstance(value, dict):
         return {k: encode_floats(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -50,6 +52,37 @@ def decode_floats(value: Any) -> Any:
         return {k: decode_floats(v) for k, v in value.items()}
     if isinstance(value, list):
         return [decode_floats(v) for v in value]
+    return value
+
+
+_ARRAY_TAG = "$array"
+
+
+def split_arrays(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """``value`` with each ``ndarray`` (fitted bin edges, quantiles) replaced by
+    ``{"$array": key}`` and stored in ``arrays`` under that key (the state's npz file)."""
+    if isinstance(value, np.ndarray):
+        key = f"a{len(arrays)}"
+        arrays[key] = value
+        return {_ARRAY_TAG: key}
+    if isinstance(value, dict):
+        return {k: split_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [split_arrays(v, arrays) for v in value]
+    return value
+
+
+def join_arrays(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Inverse of :func:`split_arrays`; a reference to a missing array is an error."""
+    if isinstance(value, dict):
+        if set(value) == {_ARRAY_TAG}:
+            key = value[_ARRAY_TAG]
+            if not isinstance(key, str) or key not in arrays:
+                raise StateFormatError(f"the state refers to a missing array {key!r}")
+            return arrays[key]
+        return {k: join_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [join_arrays(v, arrays) for v in value]
     return value
 
 

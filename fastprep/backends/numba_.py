@@ -29,6 +29,7 @@ from fastprep.backends.numba_codegen import (
     median_gather_program,
     transform_program,
 )
+from fastprep.backends.scalers import maxabs_from_range, needs_values
 from fastprep.backends.stats import minmax_from_range, require_values, standardize_from_moments
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
@@ -37,7 +38,17 @@ from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
-from fastprep.plan.steps import Clip, FillMissing, Hash, MinMax, Standardize, Step, Vectorize
+from fastprep.plan.steps import (
+    Bin,
+    Clip,
+    FillMissing,
+    Hash,
+    MaxAbsScale,
+    MinMax,
+    Standardize,
+    Step,
+    Vectorize,
+)
 from fastprep.validate.number_checks import moments_only
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
@@ -83,11 +94,14 @@ def fit_stage(
     _static_params(chains, learned)
     pending = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
     while any(pending):
-        targets, folded = [], []
+        targets, folded, direct = [], [], []
         for k, positions in enumerate(pending):
             if not positions:
                 continue
             s = positions.pop(0)
+            if needs_values(chains[k].steps[s]):
+                direct.append((k, s))
+                continue
             targets.append((k, s, _stat_kind(chains[k].steps[s])))
             if _folds_into_fill(chains[k].steps, s, positions):
                 positions.pop(0)  # learned in this pass from the values before the fill
@@ -97,6 +111,10 @@ def fit_stage(
         extremes = frozenset(  # a fill folded into a MinMax learns its range too
             (k, s) for k, s in folded if isinstance(chains[k].steps[s + 1], MinMax)
         )
+        for k, s in direct:  # quantiles or a likelihood search: numpy on the values
+            learned[k][s] = _fit_on_values(plan, chains[k], s, learned[k], table)
+        if not targets:
+            continue
         program = fit_program(
             chains, targets, _text_columns(table), table.selection is not None,
             _tabled(table, chains), extremes,
@@ -121,6 +139,19 @@ def fit_stage(
     for chain, params in zip(chains, learned):
         out[chain.feature][chain.name] = params
     return out
+
+
+def _fit_on_values(
+    plan: LogicalPlan, chain: Chain, s: int, learned: list[dict[str, Any]], table: Table
+) -> dict[str, Any]:
+    """A step fitted on all its input values (quantiles, a likelihood search): the values
+    by the reference code, the fit by the reference fit (the same parameters)."""
+    item = plan.features[chain.feature].inputs[chain.position]
+    repairs = reference.Repairs()
+    values = reference.input_values(item, table, repairs)
+    values = reference.apply_chain(chain.steps[:s], learned[:s], values, chain.name, repairs)
+    step = chain.steps[s]
+    return reference.fit_step(step, values, f"{step.describe()} on {chain.name!r}")
 
 
 def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> bool:
@@ -157,15 +188,18 @@ def _params_after_fill(
 def _stat_kind(step: Step) -> str:
     if isinstance(step, FillMissing) and step.value == "median":
         return "median"
-    return "range" if isinstance(step, MinMax) else "moments"
+    return "range" if isinstance(step, (MinMax, MaxAbsScale)) else "moments"
 
 
 def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
-    """Parameters known without data (fill constants); clip bounds come from the step."""
+    """Parameters known without data (fill constants, fixed bin edges); clip bounds come
+    from the step."""
     for chain, params in zip(chains, learned):
         for s, step in enumerate(chain.steps):
             if isinstance(step, FillMissing) and not step.needs_fit:
                 params[s] = {"fill": step.value}
+            elif isinstance(step, Bin) and not step.needs_fit:
+                params[s] = reference.fit_step(step, np.empty(0), step.describe())
 
 
 def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any]:
@@ -179,6 +213,8 @@ def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any
         return standardize_from_moments(int(count), mean, m2 / count, what)
     if isinstance(step, MinMax):
         return minmax_from_range(lo, hi, *step.feature_range)
+    if isinstance(step, MaxAbsScale):
+        return maxabs_from_range(lo, hi)
     return {"fill": mean}
 
 
@@ -482,16 +518,33 @@ def _param_array(
     program: Program, chains: list[Chain], learned: list[list[dict[str, Any]]]
 ) -> np.ndarray:
     values = np.empty(max(len(program.params), 1), dtype=np.float64)
+    arrays: list[np.ndarray] = []  # fitted arrays, after the scalar slots
+    at = len(values)
     for slot, (k, s, key) in enumerate(program.params):
         step = chains[k].steps[s]
-        if key.startswith("affine_"):
+        if key[:4] in ("off:", "len:"):
+            data = _array_param(learned[k][s], key[4:])
+            if key.startswith("len:"):
+                values[slot] = len(data)
+            else:
+                values[slot] = at
+                arrays.append(data)
+                at += len(data)
+        elif key.startswith("affine_"):
             a, b = compose_affine(chains[k].steps, learned[k], s, int(key.split(":")[1]))
             values[slot] = a if key.startswith("affine_a") else b
         elif isinstance(step, Clip):
             values[slot] = step.lower if key == "lower" else step.upper
         else:
             values[slot] = learned[k][s][key]
-    return values
+    return np.concatenate([values, *arrays]) if arrays else values
+
+
+def _array_param(fitted: dict[str, Any], name: str) -> np.ndarray:
+    """A fitted array read by a kernel: bin edges, quantiles, or the quantiles' levels."""
+    if name == "references":  # QuantileTransformer's levels: linspace(0, 1, n)
+        return np.linspace(0, 1, len(fitted["quantiles"]), endpoint=True)
+    return np.asarray(fitted[name], dtype=np.float64)
 
 
 def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> Any:

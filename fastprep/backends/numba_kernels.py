@@ -384,3 +384,180 @@ def nanmedian(values: np.ndarray) -> tuple[float, int]:
         return float("nan"), 0
     lower, upper = _select_pair(values, present, present // 2)
     return _middle(float(lower), float(upper), present)
+
+
+# ---------------------------------------------------------------- fitted-array steps
+# The fitted arrays (bin edges, quantiles) sit in the parameter array ``p`` after the
+# scalar slots: ``p[off:off + n]``; the generated code passes their offset and length.
+
+
+@njit(cache=True, error_model="numpy")
+def bin_of(p, off, n, x):  # pragma: no cover - compiled
+    """``searchsorted(edges[1:-1], x, side="right")`` over ``edges = p[off:off + n]``
+    as a float (NaN stays NaN): the ``Bin`` number of ``x``."""
+    if x != x:
+        return np.nan
+    a = off + 1
+    b = off + n - 1
+    while a < b:
+        mid = (a + b) // 2
+        if p[mid] <= x:
+            a = mid + 1
+        else:
+            b = mid
+    return np.float64(a - off - 1)
+
+
+@njit(cache=True, error_model="numpy")
+def _point(p, off, n, i, rev):  # pragma: no cover - compiled
+    return -p[off + n - 1 - i] if rev else p[off + i]
+
+
+@njit(cache=True, error_model="numpy")
+def _interp(x, p, xo, yo, n, rev):  # pragma: no cover - compiled
+    """numpy's ``interp(x, xp, fp)`` for one value, line by line (its binary search finds
+    the last ``j`` with ``xp[j] <= x``); ``rev``: over ``-xp[::-1]``, ``-fp[::-1]``."""
+    if n == 1:
+        return _point(p, yo, n, 0, rev)
+    last = n - 1
+    if x > _point(p, xo, n, last, rev):
+        return _point(p, yo, n, last, rev)
+    if x < _point(p, xo, n, 0, rev):
+        return _point(p, yo, n, 0, rev)
+    if x == _point(p, xo, n, last, rev):
+        return _point(p, yo, n, last, rev)
+    a, b = 0, n
+    while a < b:
+        mid = (a + b) // 2
+        if _point(p, xo, n, mid, rev) <= x:
+            a = mid + 1
+        else:
+            b = mid
+    j = a - 1
+    xj, yj = _point(p, xo, n, j, rev), _point(p, yo, n, j, rev)
+    if j == last or xj == x:
+        return yj
+    xk, yk = _point(p, xo, n, j + 1, rev), _point(p, yo, n, j + 1, rev)
+    slope = (yk - yj) / (xk - xj)
+    r = slope * (x - xj) + yj
+    if r != r:
+        r = slope * (x - xk) + yk
+        if r != r and yj == yk:
+            r = yj
+    return r
+
+
+@njit(cache=True, error_model="numpy")
+def quantile_uniform(p, qo, ro, n, x):  # pragma: no cover - compiled
+    """``QuantileTransformer``'s forward map to uniform for one value: the interpolation
+    averaged both ways (ties in the quantiles), 0 and 1 at the fitted ends."""
+    if x != x:
+        return np.nan
+    if x == p[qo]:
+        return 0.0
+    if x == p[qo + n - 1]:
+        return 1.0
+    return 0.5 * (_interp(x, p, qo, ro, n, False) - _interp(-x, p, qo, ro, n, True))
+
+
+@njit(cache=True, error_model="numpy")
+def yeo_johnson(x, lam):  # pragma: no cover - compiled
+    """scipy's Yeo-Johnson transform of one value (NaN stays NaN)."""
+    if x != x:
+        return np.nan
+    eps = 2.220446049250313e-16
+    if x >= 0:
+        if abs(lam) < eps:
+            return np.log1p(x)
+        return np.expm1(lam * np.log1p(x)) / lam
+    if abs(lam - 2) > eps:
+        return -np.expm1((2 - lam) * np.log1p(-x)) / (2 - lam)
+    return -np.log1p(-x)
+
+
+# Cephes' ndtri (the inverse of the standard normal CDF), as scipy.special.ndtri computes it:
+# the same rational approximations and coefficients, evaluated in the same order.
+_NDTRI_P0 = np.array([-5.99633501014107895267e1, 9.80010754185999661536e1,
+                      -5.66762857469070293439e1, 1.39312609387279679503e1,
+                      -1.23916583867381258016e0])  # fmt: skip
+_NDTRI_Q0 = np.array([1.0, 1.95448858338141759834e0, 4.67627912898881538453e0,
+                      8.63602421390890590575e1, -2.25462687854119370527e2,
+                      2.00260212380060660359e2, -8.20372256168333339912e1,
+                      1.59056225126211695515e1, -1.18331621121330003142e0])  # fmt: skip
+_NDTRI_P1 = np.array([4.05544892305962419923e0, 3.15251094599893866154e1,
+                      5.71628192246421288162e1, 4.40805073893200834700e1,
+                      1.46849561928858024014e1, 2.18663306850790267539e0,
+                      -1.40256079171354495875e-1, -3.50424626827848203418e-2,
+                      -8.57456785154685413611e-4])  # fmt: skip
+_NDTRI_Q1 = np.array([1.0, 1.57799883256466749731e1, 4.53907635128879210584e1,
+                      4.13172038254672030440e1, 1.50425385692907503408e1,
+                      2.50464946208309415979e0, -1.42182922854787788574e-1,
+                      -3.80806407691578277194e-2, -9.33259480895457427372e-4])  # fmt: skip
+_NDTRI_P2 = np.array([3.23774891776946035970e0, 6.91522889068984211695e0,
+                      3.93881025292474443415e0, 1.33303460815807542389e0,
+                      2.01485389549179081538e-1, 1.23716634817820021358e-2,
+                      3.01581553508235416007e-4, 2.65806974686737550832e-6,
+                      6.23974539184983293730e-9])  # fmt: skip
+_NDTRI_Q2 = np.array([1.0, 6.02427039364742014255e0, 3.67983563856160859403e0,
+                      1.37702099489081330271e0, 2.16236993594496635890e-1,
+                      1.34204006088543189037e-2, 3.28014464682127739104e-4,
+                      2.89247864745380683936e-6, 6.79019408009981274425e-9])  # fmt: skip
+_EXP_M2 = 0.13533528323661269189  # exp(-2)
+#: QuantileTransformer clips its normal output at ndtri(BOUNDS_THRESHOLD - eps)
+_NORMAL_BOUND = 1e-7 - 2.220446049250313e-16
+
+
+@njit(cache=True, error_model="numpy")
+def _polevl(x, coefs):  # pragma: no cover - compiled
+    result = 0.0
+    for c in coefs:
+        result = result * x + c
+    return result
+
+
+@njit(cache=True, error_model="numpy")
+def ndtri(y0):  # pragma: no cover - compiled
+    """The x with standard normal CDF ``y0`` (scipy.special.ndtri)."""
+    if y0 == 0.0:
+        return -np.inf
+    if y0 == 1.0:
+        return np.inf
+    if y0 < 0.0 or y0 > 1.0 or y0 != y0:
+        return np.nan
+    upper = True
+    y = y0
+    if y > 1.0 - _EXP_M2:
+        y = 1.0 - y
+        upper = False
+    if y > _EXP_M2:
+        y = y - 0.5
+        y2 = y * y
+        x = y + y * (y2 * _polevl(y2, _NDTRI_P0) / _polevl(y2, _NDTRI_Q0))
+        return x * 2.50662827463100050242e0
+    x = np.sqrt(-2.0 * np.log(y))
+    x0 = x - np.log(x) / x
+    z = 1.0 / x
+    if x < 8.0:
+        x1 = z * _polevl(z, _NDTRI_P1) / _polevl(z, _NDTRI_Q1)
+    else:
+        x1 = z * _polevl(z, _NDTRI_P2) / _polevl(z, _NDTRI_Q2)
+    x = x0 - x1
+    return -x if upper else x
+
+
+@njit(cache=True, error_model="numpy")
+def quantile_normal(p, qo, ro, n, x):  # pragma: no cover - compiled
+    """``QuantileTransformer``'s forward map to a normal output for one value: 0 and 1
+    within 1e-7 of the fitted ends, ``ndtri`` of the rest, clipped at the bounds."""
+    if x != x:
+        return np.nan
+    if x - 1e-7 < p[qo]:
+        u = 0.0
+    elif x + 1e-7 > p[qo + n - 1]:
+        u = 1.0
+    else:
+        u = 0.5 * (_interp(x, p, qo, ro, n, False) - _interp(-x, p, qo, ro, n, True))
+    low = ndtri(_NORMAL_BOUND)
+    high = ndtri(1.0 - _NORMAL_BOUND)
+    r = ndtri(u)
+    return low if r < low else (high if r > high else r)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends import dict_reference
+from fastprep.backends import dict_reference, scalers
 from fastprep.backends import hash_reference as hashref
 from fastprep.backends.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
@@ -24,20 +24,25 @@ from fastprep.backends.map_ import apply_map
 from fastprep.backends.stats import fill_value, minmax_params, standardize_params
 from fastprep.columns import Table, TextColumn
 from fastprep.dict_column import DictColumn
-from fastprep.emit.blocks import SparseBlock
-from fastprep.emit.layout import hash_prefix
+from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.errors import BackendError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
+    Bin,
     Categorify,
     Clip,
     FillMissing,
     Hash,
     Log1p,
     Map,
+    MaxAbsScale,
     MinMax,
     OneHot,
+    PowerTransform,
+    QuantileTransform,
+    RobustScale,
     Standardize,
     Step,
     Vectorize,
@@ -116,6 +121,16 @@ def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str
         return minmax_params(values, *step.feature_range, what)
     if isinstance(step, (OneHot, Categorify)):
         return fit_categories(values, step.min_frequency, step.max_categories)
+    if isinstance(step, MaxAbsScale):
+        return scalers.maxabs_params(values, what)  # type: ignore[arg-type]
+    if isinstance(step, RobustScale):
+        return scalers.robust_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, Bin):
+        return scalers.bin_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, QuantileTransform):
+        return scalers.quantile_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, PowerTransform):
+        return scalers.power_params(step, values, what)  # type: ignore[arg-type]
     if isinstance(step, (Clip, Log1p, Hash, Map)):
         return {}
     if isinstance(step, Vectorize):
@@ -147,6 +162,18 @@ def apply_step(
     if isinstance(step, MinMax):
         out = values * params["scale"]
         out += params["min"]
+        return out
+    if isinstance(step, MaxAbsScale):
+        return values / params["scale"]
+    if isinstance(step, RobustScale):
+        return scalers.robust_apply(step, params, values)
+    if isinstance(step, Bin):
+        return scalers.bin_codes(params, values)
+    if isinstance(step, QuantileTransform):
+        return scalers.quantile_apply(step, params, values)
+    if isinstance(step, PowerTransform):
+        out, outside = scalers.power_apply(step, params, values)
+        repairs.add(output, "boxcox_domain", outside)
         return out
     if isinstance(step, Map):
         out, bad = apply_map(step.func, values)
@@ -195,6 +222,8 @@ def run_stage(
                 values[feature.inputs[0].name], encoder.n_features, encoder.alternate_sign
             )
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))
+        elif isinstance(encoder, Bin):
+            sink.put(index, bin_block(feature, fitted, values))
         elif isinstance(encoder, Vectorize):
             name = feature.inputs[0].name
             vocabulary = fitted[name][-1]["vocabulary"]
@@ -206,6 +235,21 @@ def run_stage(
         else:
             raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
     return set()
+
+
+def bin_block(feature: Feature, fitted: FeatureParams, values: dict[str, Any]) -> CodesBlock:
+    """``Bin(encode="onehot")``: per input, one column per fitted bin (``col=bin<i>``), a
+    one in the value's bin; a missing value is a row of zeros. Always CSR."""
+    names: list[str] = []
+    codes: list[np.ndarray] = []
+    widths: list[int] = []
+    for item in feature.inputs:
+        params = fitted[item.name][-1]
+        names.extend(bin_names(item.name, params))
+        widths.append(scalers.bin_count(params))
+        binned = scalers.bin_codes(params, values[item.name])
+        codes.append(np.where(np.isnan(binned), -1, binned).astype(np.int64))
+    return CodesBlock(names, codes, widths, sparse=True)
 
 
 def before_encoder(

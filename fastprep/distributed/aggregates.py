@@ -16,6 +16,16 @@ Each fitted statistic has a small, mergeable partial:
   hold for certain. Pass 2 returns per partition the count of values ``<= lo`` and the
   distinct values in ``(lo, hi]`` with their counts (about ``2 n / SUMMARY_POINTS``
   values in total), from which the two middle order statistics are picked exactly.
+- a few percentiles (``RobustScale``, quantile ``Bin``): **exact**, like the median: pass 1
+  the same summaries, then per needed rank (numpy's neighbouring indexes of each
+  percentile) a window; the parameters are rebuilt from those order statistics with
+  numpy's percentile arithmetic replayed (``scalers.params_from_order``). Uniform ``Bin``
+  edges need only the extremes (moments).
+- many quantiles or a likelihood search (``QuantileTransform``, ``PowerTransform``): each
+  partition sends its present values; the job concatenates them in partition order and
+  fits as one process does — the same values in the same order, so the same parameters.
+  It costs 8 bytes per value on the client, so a job whose rows exceed
+  :data:`MAX_GATHERED_VALUES` is refused up front.
 """
 
 from __future__ import annotations
@@ -25,17 +35,30 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import scalers
 from fastprep.backends.encoders import kept_positions
+from fastprep.backends.scalers import maxabs_from_range, needs_values  # noqa: F401
 from fastprep.backends.stats import (
     minmax_from_range,
     require_values,
     standardize_from_moments,
 )
 from fastprep.columns import TextColumn
-from fastprep.plan.steps import FillMissing, MinMax, Standardize, Step
+from fastprep.errors import FitError
+from fastprep.plan.steps import (
+    Bin,
+    FillMissing,
+    MaxAbsScale,
+    MinMax,
+    RobustScale,
+    Standardize,
+    Step,
+)
 
 #: exact order statistics each partition sends for the median's first pass
 SUMMARY_POINTS = 2049
+#: rows above which a step fitted on gathered values is refused on a cluster (~800 MB)
+MAX_GATHERED_VALUES = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -97,6 +120,10 @@ def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dic
         return standardize_from_moments(total.count, total.mean, total.m2 / total.count, what)
     if isinstance(step, MinMax):
         return minmax_from_range(total.low, total.high, *step.feature_range)
+    if isinstance(step, MaxAbsScale):
+        return maxabs_from_range(total.low, total.high)
+    if isinstance(step, Bin):  # uniform: from the extremes
+        return scalers.bin_from_range(step, total.low, total.high, what)
     assert isinstance(step, FillMissing)
     return {"fill": total.mean}
 
@@ -194,7 +221,14 @@ def median_window(parts: list[Summary], rows: int, what: str) -> tuple[float, fl
     """Bounds ``lo < every middle order statistic <= hi``, certain from the summaries."""
     total = sum(p.count for p in parts)
     require_values(total, rows, what)
-    k1, k2 = (total - 1) // 2, total // 2
+    return rank_window(parts, (total - 1) // 2, total // 2)
+
+
+def rank_window(parts: list[Summary], first: int, last: int | None = None) -> tuple[float, float]:
+    """Bounds ``lo < the order statistics of ranks first..last <= hi`` (0-based), certain
+    from the summaries."""
+    last = first if last is None else last
+    total = sum(p.count for p in parts)
     candidates = np.unique(np.concatenate([p.values for p in parts] + [[-np.inf, np.inf]]))
     lower = np.zeros(len(candidates), np.int64)
     upper = np.zeros(len(candidates), np.int64)
@@ -203,8 +237,8 @@ def median_window(parts: list[Summary], rows: int, what: str) -> tuple[float, fl
         lower += low_p
         upper += up_p
     upper[0], lower[-1] = 0, total  # -inf: nothing at or below; +inf: everything
-    lo = candidates[np.flatnonzero(upper <= k1).max()]
-    hi = candidates[np.flatnonzero(lower >= k2 + 1).min()]
+    lo = candidates[np.flatnonzero(upper <= first).max()]
+    hi = candidates[np.flatnonzero(lower >= last + 1).min()]
     return float(lo), float(hi)
 
 
@@ -226,16 +260,62 @@ def window_of(values: np.ndarray, lo: float, hi: float) -> Window:
 
 def median_from_windows(parts: list[Window], total: int) -> float:
     """The exact median (the mean of the two middle values for an even count, like numpy)."""
+    k1, k2 = (total - 1) // 2, total // 2
+    a, b = value_at(parts, k1), value_at(parts, k2)
+    return a if k1 == k2 else float(np.mean([a, b]))
+
+
+def value_at(parts: list[Window], rank: int) -> float:
+    """The order statistic of ``rank`` (0-based) from the partitions' windows around it."""
     below = sum(p.below for p in parts)
     values = np.concatenate([p.values for p in parts])
     counts = np.concatenate([p.counts for p in parts])
     order = np.argsort(values, kind="stable")
-    values, counts = values[order], counts[order]
-    cumulative = np.cumsum(counts)
+    cumulative = np.cumsum(counts[order])
+    return float(values[order][np.searchsorted(cumulative, rank - below, side="right")])
 
-    def at(rank: int) -> float:
-        return float(values[np.searchsorted(cumulative, rank - below, side="right")])
 
-    k1, k2 = (total - 1) // 2, total // 2
-    a, b = at(k1), at(k2)
-    return a if k1 == k2 else float(np.mean([a, b]))
+def by_order(step: Step) -> bool:
+    """Steps fitted from a few exact order statistics (medians, percentiles), found like
+    the median: two passes, bounded memory, no gather."""
+    return isinstance(step, RobustScale) or (
+        isinstance(step, Bin) and step.needs_fit and step.strategy == "quantile"
+    )
+
+
+def params_from_order(
+    step: Step, summaries: list[Summary], windows: list[list[Window]], ranks: list[int], what: str
+) -> dict[str, Any]:
+    """The step's parameters from the order statistics of ``ranks`` (window ``i`` of every
+    partition is around ``ranks[i]``)."""
+    total = sum(p.count for p in summaries)
+    known = {rank: value_at([w[i] for w in windows], rank) for i, rank in enumerate(ranks)}
+    return scalers.params_from_order(step, total, known.__getitem__, what)
+
+
+# ---------------------------------------------------------------- gathered values
+
+
+def values_of(values: np.ndarray) -> np.ndarray:
+    """The partition's present values in row order: concatenated in partition order they
+    are the values one process fits on, in its order (a likelihood search's sums then
+    round the same way)."""
+    return values[~np.isnan(values)]
+
+
+def check_gather_size(step: Step, name: str, rows: int) -> None:
+    """Refuse, naming the step, a fit that would gather more than the cap on the client."""
+    if rows > MAX_GATHERED_VALUES:
+        raise FitError(
+            f"{step.describe()} on {name!r}: fitting it on a cluster gathers every value "
+            f"on the client ({rows:,} rows > {MAX_GATHERED_VALUES:,}); fit on a sample "
+            "without client= (pipeline.fit(sample)) and transform on the cluster"
+        )
+
+
+def params_from_values(step: Step, parts: list[np.ndarray], what: str) -> dict[str, Any]:
+    """The single-process fit on the partitions' values, concatenated in partition order."""
+    from fastprep.backends.pandas_ import fit_step
+
+    values = np.concatenate(parts) if parts else np.empty(0)
+    return fit_step(step, values, what)

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep import execute
+from fastprep.backends import scalers
 from fastprep.distributed import aggregates as agg
 from fastprep.distributed import shards
 from fastprep.distributed.progress import Progress, ProgressArg
@@ -40,7 +41,7 @@ from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, Re
 from fastprep.io import Source
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import FillMissing, MinMax, Standardize
+from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
@@ -120,6 +121,11 @@ def fit(
         key: [s for s, step in enumerate(plan.features[key[0]].steps) if step.needs_fit]
         for key in learned
     }
+    rows = sum(s.n_rows or 0 for s in specs)
+    for (f, name), positions in levels.items():
+        for q in positions:
+            if stat_kind(plan.features[f].steps[q]) == "values":
+                agg.check_gather_size(plan.features[f].steps[q], name, rows)
     folds = _folds(plan, levels)
     levels = {k: [q for q in v if q not in folds.get(k, ())] for k, v in levels.items()}
     report: Report | None = None
@@ -140,24 +146,40 @@ def fit(
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
-        medians = [t for t in targets if t[3] == "summary"]
-        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "unfilled")],
+        medians = [t for t in targets if t[3] in ("summary", "order")]
+        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
                learned, report)  # fmt: skip
         if medians:
-            windows = []
-            for f, name, position, _, _ in medians:
+            windows, ranks = [], {}
+            for f, name, position, kind, _ in medians:
                 parts = [r["partials"][(f, name, position)] for r in results]
-                what = f"{plan.features[f].steps[position].describe()} on {name!r}"
-                window = agg.median_window(parts, report.rows_out, what)
-                windows.append((f, name, position, "window", window))
+                step = plan.features[f].steps[position]
+                what = f"{step.describe()} on {name!r}"
+                if kind == "summary":
+                    window = agg.median_window(parts, report.rows_out, what)
+                    windows.append((f, name, position, "window", window))
+                    continue
+                total = sum(p.count for p in parts)
+                agg.require_values(total, report.rows_out, what)
+                ranks[(f, name, position)] = sorted(scalers.order_ranks(step, total))
+                around = tuple(agg.rank_window(parts, r) for r in ranks[(f, name, position)])
+                windows.append((f, name, position, "windows", around))
             second = _fit_pass(
                 client, job, specs, learned, windows, f"fit level {level} median", frames, bars
             )
             retries += sum(r["retries"] for r in second)
-            for f, name, position, _, _ in windows:
+            for f, name, position, kind, _ in windows:
                 parts = [r["partials"][(f, name, position)] for r in second]
-                total = sum(p.count for p in (r["partials"][(f, name, position)] for r in results))
-                learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+                summaries = [r["partials"][(f, name, position)] for r in results]
+                if kind == "window":
+                    total = sum(p.count for p in summaries)
+                    learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+                else:
+                    step = plan.features[f].steps[position]
+                    learned[(f, name)][position] = agg.params_from_order(
+                        step, summaries, parts, ranks[(f, name, position)],
+                        f"{step.describe()} on {name!r}",
+                    )  # fmt: skip
         _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
     if report is None:
         report = _fit_report(
@@ -204,6 +226,8 @@ def _merge_folded(
 def _static(step: Any) -> dict[str, Any]:
     if isinstance(step, FillMissing) and not step.needs_fit:
         return {"fill": step.value}
+    if isinstance(step, Bin) and not step.needs_fit:  # fixed edges
+        return {"edges": np.asarray(step.edges, dtype=np.float64)}
     return {}
 
 
@@ -243,6 +267,8 @@ def _merge(
             learned[(f, name)][position] = agg.params_from_vocabularies(
                 parts, step.min_frequency, step.max_categories
             )
+        elif kind == "values":
+            learned[(f, name)][position] = agg.params_from_values(step, parts, what)
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(

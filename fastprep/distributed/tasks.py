@@ -29,7 +29,7 @@ from fastprep.errors import FastprepError, SourceError
 from fastprep.partitions import PartitionSpec, read_partition
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import FillMissing, Step
+from fastprep.plan.steps import Bin, FillMissing, Step
 from fastprep.schema import Schema
 
 
@@ -159,14 +159,24 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
         return agg.moments_of(values)
     if kind == "vocabulary":
         return agg.vocabulary_of(values)
-    if kind == "summary":
+    if kind in ("summary", "order"):
         return agg.summary_of(values)
+    if kind == "windows":
+        return [agg.window_of(values, lo, hi) for lo, hi in extra]
     if kind == "window":
         return agg.window_of(values, *extra)
+    if kind == "values":
+        return agg.values_of(values)
     raise ValueError(f"unknown partial {kind!r}")
 
 
 def stat_kind(step: Step) -> str:
+    if agg.by_order(step):  # medians, percentiles: exact order statistics, two passes
+        return "order"
+    if isinstance(step, Bin) and step.needs_fit:  # uniform edges: the extremes
+        return "moments"
+    if agg.needs_values(step):
+        return "values"
     if step.kind == "encoder":
         return "vocabulary"
     if isinstance(step, FillMissing) and step.value == "median":

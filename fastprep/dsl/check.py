@@ -68,7 +68,10 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
         return
     if _check_dict_feature(feature, types, where):
         return
-    numeric_steps = [s for s in feature.steps if s.kind != "encoder"]
+    # an encoder of numbers (Bin's one-hot) needs a numeric input like a scaler does
+    numeric_steps = [
+        s for s in feature.steps if s.kind != "encoder" or getattr(s, "numeric_input", False)
+    ]
     for item in feature.inputs:
         input_type = infer_type(item.expr, types, f"{where}, input {item.name!r}")
         if numeric_steps and not input_type.is_numeric:

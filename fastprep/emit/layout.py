@@ -8,7 +8,7 @@ from typing import Any
 
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.plan.nodes import Feature, LogicalPlan
-from fastprep.plan.steps import Categorify, Hash, OneHot, Vectorize
+from fastprep.plan.steps import Bin, Categorify, Hash, OneHot, Vectorize
 
 #: above this many categories in one input, ``OneHot(sparse=None)`` emits CSR
 SPARSE_ONEHOT_MIN_CATEGORIES = 64
@@ -41,6 +41,9 @@ class Layout:
         for feature, slot, fitted in zip(plan.features, self.slots, params):
             if slot.kind == "numeric":
                 parts.append([i.name for i in feature.inputs])
+            elif slot.kind == "onehot" and isinstance(feature.encoder, Bin):
+                for item in feature.inputs:
+                    parts.append(bin_names(item.name, fitted[item.name][-1]))
             elif slot.kind == "onehot":
                 for item in feature.inputs:
                     parts.append(category_names(item.name, fitted[item.name][-1]))
@@ -72,6 +75,9 @@ def _slot(feature: Feature, fitted: dict[str, Any], offset: int) -> FeatureSlot:
         if sparse is None:
             sparse = max(widths, default=0) > SPARSE_ONEHOT_MIN_CATEGORIES
         return FeatureSlot("onehot", offset, sum(widths), sparse)
+    if isinstance(encoder, Bin):  # one column per fitted bin, always CSR
+        widths = [len(fitted[i.name][-1]["edges"]) - 1 for i in feature.inputs]
+        return FeatureSlot("onehot", offset, sum(widths), True)
     if isinstance(encoder, Vectorize):
         width = len(fitted[feature.inputs[0].name][-1]["vocabulary"])
         return FeatureSlot("vocab", offset, width, True, f"{feature.inputs[0].name}:")
@@ -92,6 +98,11 @@ def category_names(name: str, fitted: dict[str, Any]) -> list[str]:
     if fitted.get("infrequent", 0):
         labels.append(INFREQUENT_LABEL)
     return [f"{name}={label}" for label in labels]
+
+
+def bin_names(name: str, fitted: dict[str, Any]) -> list[str]:
+    """``col=bin0``, ``col=bin1``, ... for a ``Bin(encode="onehot")`` input."""
+    return [f"{name}=bin{i}" for i in range(len(fitted["edges"]) - 1)]
 
 
 def hash_prefix(feature: Feature) -> str:

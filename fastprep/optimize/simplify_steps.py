@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from fastprep.plan.facts import Facts, input_facts
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Clip, FillMissing, Log1p, Step
+from fastprep.plan.steps import Bin, Clip, FillMissing, Log1p, MaxAbsScale, QuantileTransform, Step
 
 
 def simplify_steps(plan: LogicalPlan) -> LogicalPlan:
@@ -91,4 +91,20 @@ def _after(step: Step, facts: Facts) -> Facts:
             hi = math.log1p(facts.hi) if facts.hi < math.inf else math.inf
             return Facts(math.log1p(facts.lo), hi, facts.missing, facts.finite)
         return Facts(missing=True, finite=True)  # values <= -1 become missing
+    bounded = _bounded_output(step)
+    if bounded is not None:  # bounded by construction, whatever was fitted
+        return Facts(bounded[0], bounded[1], facts.missing, True)
     return Facts(missing=facts.missing, finite=facts.finite)
+
+
+def _bounded_output(step: Step) -> tuple[float, float] | None:
+    """The range of steps whose output is bounded whatever they learn: a bin number,
+    a uniform quantile, a value scaled by its largest magnitude."""
+    if isinstance(step, Bin) and step.encode == "ordinal":
+        bins = len(step.edges) - 1 if step.edges is not None else step.n_bins
+        return 0.0, float(bins - 1)
+    if isinstance(step, QuantileTransform) and step.output_distribution == "uniform":
+        return 0.0, 1.0
+    if isinstance(step, MaxAbsScale):
+        return -1.0, 1.0
+    return None

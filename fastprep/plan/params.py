@@ -9,15 +9,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from fastprep.plan.steps import (
+    Bin,
     Categorify,
     Clip,
     FillMissing,
     Hash,
     Log1p,
     Map,
+    MaxAbsScale,
     MinMax,
     OneHot,
+    PowerTransform,
+    QuantileTransform,
+    RobustScale,
     Standardize,
     Step,
     Vectorize,
@@ -27,6 +34,9 @@ _NUMBER_KEYS: dict[type, tuple[str, ...]] = {
     FillMissing: ("fill",),
     Standardize: ("mean", "scale"),
     MinMax: ("scale", "min"),
+    MaxAbsScale: ("max_abs", "scale"),
+    RobustScale: ("center", "scale"),
+    PowerTransform: ("lambda",),
 }
 
 
@@ -34,16 +44,13 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
     """Raise ``ValueError`` naming ``where`` if ``params`` cannot belong to ``step``."""
     if not isinstance(params, dict):
         raise ValueError(f"{where}: parameters of {step.describe()} must be a mapping")
-    for key in _NUMBER_KEYS.get(type(step), ()):
-        value = params.get(key)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise ValueError(f"{where}: {step.describe()} has a non-numeric {key!r}: {value!r}")
-    if isinstance(step, Standardize) and params["scale"] <= 0:
+    _check_numbers(step, params, _NUMBER_KEYS.get(type(step), ()), where)
+    if isinstance(step, (Standardize, MaxAbsScale, RobustScale)) and params["scale"] <= 0:
         raise ValueError(f"{where}: {step.describe()} has a non-positive scale")
+    if isinstance(step, PowerTransform) and step.standardize:
+        _check_numbers(step, params, ("mean", "scale"), where)
+        if params["scale"] <= 0:
+            raise ValueError(f"{where}: {step.describe()} has a non-positive scale")
     if isinstance(step, (OneHot, Categorify)):
         _check_categories(step, params, where)
         _check_vocabulary(step, params, where)
@@ -53,8 +60,42 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
             raise ValueError(f"{where}: {step.describe()} needs a list of feature names")
         if names != sorted(set(names)):
             raise ValueError(f"{where}: {step.describe()} feature names must be sorted, distinct")
-    elif not isinstance(step, (FillMissing, Standardize, MinMax, Clip, Log1p, Hash, Map)):
+    elif isinstance(step, Bin):
+        edges = _sorted_array(step, params, "edges", where)
+        inner = edges[1:-1]
+        if len(edges) < 2 or not np.isfinite(inner).all() or np.isnan(edges).any():
+            raise ValueError(f"{where}: {step.describe()} needs at least two edges, finite inside")
+    elif isinstance(step, QuantileTransform):
+        quantiles = _sorted_array(step, params, "quantiles", where)
+        if not 1 <= len(quantiles) <= step.n_quantiles or not np.isfinite(quantiles).all():
+            raise ValueError(f"{where}: {step.describe()} needs 1..n_quantiles finite quantiles")
+    elif not isinstance(
+        step,
+        (FillMissing, Standardize, MinMax, Clip, Log1p, Hash, Map, MaxAbsScale, RobustScale,
+         PowerTransform),
+    ):  # fmt: skip
         raise ValueError(f"{where}: no parameter check for {step.describe()}")
+
+
+def _check_numbers(step: Step, params: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    for key in keys:
+        value = params.get(key)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"{where}: {step.describe()} has a non-numeric {key!r}: {value!r}")
+
+
+def _sorted_array(step: Step, params: dict[str, Any], key: str, where: str) -> np.ndarray:
+    """A fitted 1-d float64 array (bin edges, quantiles), in non-decreasing order."""
+    value = params.get(key)
+    if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.ndim != 1:
+        raise ValueError(f"{where}: {step.describe()} needs a float64 array {key!r}")
+    if np.isnan(value).any() or (np.diff(value) < 0).any():
+        raise ValueError(f"{where}: {step.describe()} has unsorted or NaN {key!r}")
+    return value
 
 
 def _check_categories(step: Step, params: dict[str, Any], where: str) -> None:

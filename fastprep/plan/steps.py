@@ -143,6 +143,171 @@ class MinMax(Step):
         object.__setattr__(self, "feature_range", (low, high))
 
 
+@dataclass(frozen=True)
+class MaxAbsScale(Step):
+    """``x / max|x|`` from the fitted largest magnitude, like sklearn's ``MaxAbsScaler``."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class RobustScale(Step):
+    """``(x - median) / (q_high - q_low)``, like sklearn's ``RobustScaler`` (quantiles by
+    ``numpy.nanpercentile``'s linear interpolation; a zero range scales by 1)."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    with_centering: bool = True
+    with_scaling: bool = True
+    quantile_range: tuple[float, float] = (25.0, 75.0)
+
+    def __post_init__(self) -> None:
+        _require_bools(self, "with_centering", "with_scaling")
+        low, high = _number_pair(self, "quantile_range", self.quantile_range)
+        if not 0 <= low <= high <= 100:
+            raise PipelineDefinitionError(
+                f"RobustScale(quantile_range={self.quantile_range}): need 0 <= low <= high <= 100"
+            )
+        object.__setattr__(self, "quantile_range", (low, high))
+
+
+@dataclass(frozen=True)
+class Bin(Step):
+    """Discretize into bins, like sklearn's ``KBinsDiscretizer`` (``subsample=None``,
+    ``quantile_method="averaged_inverted_cdf"``): ``strategy`` "quantile" or "uniform" with
+    ``n_bins`` fitted bins, or fixed ``edges=[e0, ..., ek]`` (k bins, no fit; values below
+    ``e0`` go to bin 0, at or above ``ek`` to bin k-1). ``encode="ordinal"`` gives the bin
+    number (missing stays missing); ``"onehot"`` a CSR block ``col=bin<i>`` (a missing value
+    is a row of zeros) that ends the chain.
+    """
+
+    n_bins: int = 5
+    strategy: str = "quantile"
+    encode: str = "ordinal"
+    edges: tuple[float, ...] | None = None
+    numeric_input: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        n = self.n_bins
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise PipelineDefinitionError(f"Bin(n_bins={n!r}): must be an integer >= 2")
+        if self.strategy not in ("quantile", "uniform"):
+            raise PipelineDefinitionError(
+                f"Bin(strategy={self.strategy!r}): use 'quantile' or 'uniform'"
+            )
+        if self.encode not in ("ordinal", "onehot"):
+            raise PipelineDefinitionError(f"Bin(encode={self.encode!r}): use 'ordinal' or 'onehot'")
+        if self.edges is not None:
+            edges = self.edges
+            if isinstance(edges, (str, bytes)) or not hasattr(edges, "__iter__"):
+                raise PipelineDefinitionError(f"Bin(edges={edges!r}): a list of numbers")
+            values = tuple(edges)
+            if len(values) < 2 or not all(
+                not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+                for v in values
+            ):
+                raise PipelineDefinitionError(
+                    f"Bin(edges={list(values)!r}): at least two finite numbers"
+                )
+            values = tuple(float(v) for v in values)
+            if any(b <= a for a, b in zip(values, values[1:])):
+                raise PipelineDefinitionError(
+                    f"Bin(edges={list(values)!r}): edges must be strictly increasing"
+                )
+            object.__setattr__(self, "edges", values)
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return "encoder" if self.encode == "onehot" else "fitted"
+
+    @property
+    def needs_fit(self) -> bool:  # type: ignore[override]
+        return self.edges is None
+
+    def describe(self) -> str:
+        if self.edges is not None:
+            args = [f"edges={list(self.edges)!r}"]
+        else:
+            args = [f"n_bins={self.n_bins}", f"strategy={self.strategy!r}"]
+        if self.encode != "ordinal":
+            args.append(f"encode={self.encode!r}")
+        return f"Bin({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class QuantileTransform(Step):
+    """Map values through their fitted quantiles to a uniform or normal distribution, like
+    sklearn's ``QuantileTransformer(subsample=None)``."""
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    n_quantiles: int = 1000
+    output_distribution: str = "uniform"
+
+    def __post_init__(self) -> None:
+        n = self.n_quantiles
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise PipelineDefinitionError(
+                f"QuantileTransform(n_quantiles={n!r}): must be an integer >= 1"
+            )
+        if self.output_distribution not in ("uniform", "normal"):
+            raise PipelineDefinitionError(
+                f"QuantileTransform(output_distribution={self.output_distribution!r}): "
+                "use 'uniform' or 'normal'"
+            )
+
+
+@dataclass(frozen=True)
+class PowerTransform(Step):
+    """Yeo-Johnson or Box-Cox with the maximum-likelihood lambda, then (``standardize``)
+    zero mean and unit variance, like sklearn's ``PowerTransformer``. Box-Cox is defined
+    for positive values: a value <= 0 becomes missing and is counted in the report
+    (``boxcox_domain``, like ``Log1p`` below -1), never a crash; fit sees the positive ones.
+    """
+
+    kind: ClassVar[str] = "fitted"
+    needs_fit: ClassVar[bool] = True
+    method: str = "yeo-johnson"
+    standardize: bool = True
+
+    @property
+    def fusable(self) -> bool:
+        """Box-Cox's domain repairs are counted by the reference path only."""
+        return self.method == "yeo-johnson"
+
+    def __post_init__(self) -> None:
+        if self.method not in ("yeo-johnson", "box-cox"):
+            raise PipelineDefinitionError(
+                f"PowerTransform(method={self.method!r}): use 'yeo-johnson' or 'box-cox'"
+            )
+        _require_bools(self, "standardize")
+
+
+def _require_bools(step: Step, *names: str) -> None:
+    for name in names:
+        value = getattr(step, name)
+        if not isinstance(value, bool):
+            raise PipelineDefinitionError(
+                f"{type(step).__name__}({name}={value!r}): must be True or False"
+            )
+
+
+def _number_pair(step: Step, name: str, value: Any) -> tuple[float, float]:
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise PipelineDefinitionError(
+            f"{type(step).__name__}({name}={value!r}): a pair of numbers"
+        ) from None
+    for v in (low, high):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise PipelineDefinitionError(
+                f"{type(step).__name__}({name}={value!r}): a pair of finite numbers"
+            )
+    return float(low), float(high)
+
+
 def _check_vocabulary_args(step: OneHot | Categorify) -> None:
     """``min_frequency`` an integer >= 1, ``max_categories`` None or an integer >= 1."""
     name = type(step).__name__
@@ -241,7 +406,7 @@ class Vectorize(Step):
         return "Vectorize()"
 
 
-#: functions ``fp.Map`` steps refer to by name; saved pipelines store only the name
+#: functions ``fp.Map`` steps were built with in this process, by the digest of their code
 FUNCTIONS: dict[str, Callable[[float], float]] = {}
 
 
@@ -250,31 +415,65 @@ class Map(Step):
     """Apply a plain Python scalar function to every present value (JIT-compiled by Numba).
 
     Missing values stay missing and are not passed to ``func``; a result that is NaN or
-    ±inf becomes missing and is counted. Saved pipelines keep the function's ``name``
-    only (never its code): ``fp.load(path, functions={name: func})`` supplies it again.
+    ±inf becomes missing and is counted. A function is identified by its code (a digest of
+    its bytecode, constants and plain values it reads), not its name: two lambdas in one
+    pipeline are two functions, a notebook cell run again redefines its function. Saved
+    pipelines keep the name and the digest (never the code): ``fp.load`` finds a function
+    with that digest defined in this process or passed as ``functions={name: func}``.
     """
 
     func: Callable[[float], float] = field(compare=False)
     name: str = ""
+    code: str = field(default="", repr=False)
     fusable: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
+        from fastprep.plan.func_code import code_digest
+
         if not callable(self.func):
             raise PipelineDefinitionError(f"fp.Map needs a function, got {self.func!r}")
         name = self.name or getattr(self.func, "__qualname__", "") or repr(self.func)
         object.__setattr__(self, "name", name)
-        registered = FUNCTIONS.get(name)
-        if registered is not None and registered is not self.func:
-            raise PipelineDefinitionError(
-                f"fp.Map: another function is already named {name!r}; pass name='...'"
-            )
-        FUNCTIONS[name] = self.func
+        object.__setattr__(self, "code", code_digest(self.func))
+        FUNCTIONS[self.code] = self.func
 
     def describe(self) -> str:
         return f"Map({self.name})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"op": "Map", "name": self.name}
+        return {"op": "Map", "name": self.name, "code": self.code}
+
+
+def _saved_function(
+    data: dict[str, Any], functions: dict[str, Callable[[float], float]] | None
+) -> Map:
+    """The function a saved ``Map`` was fitted with: matched by its code digest among the
+    functions passed and those defined in this process (by name for a state saved
+    before digests were kept). A passed function whose code differs is refused."""
+    from fastprep.plan.func_code import code_digest
+
+    name = str(data.get("name", ""))
+    code = data.get("code")
+    passed = functions or {}
+    if code is None:  # an older state: by name only
+        func = passed.get(name) or next(
+            (f for f in FUNCTIONS.values() if getattr(f, "__qualname__", "") == name), None
+        )
+    else:
+        func = next((f for f in passed.values() if code_digest(f) == code), None)
+        if func is None and name in passed:
+            raise PipelineDefinitionError(
+                f"the saved pipeline applies fp.Map({name}) fitted with other code than the "
+                f"function passed as {name!r} (code digest {code}, passed "
+                f"{code_digest(passed[name])}); pass the function it was fitted with, or fit again"
+            )
+        func = func or FUNCTIONS.get(str(code))
+    if func is None:
+        raise PipelineDefinitionError(
+            f"the saved pipeline applies fp.Map({name}); pass the function: "
+            f"fp.load(path, functions={{{name!r}: {name.split('.')[-1]}}})"
+        )
+    return Map(func, name)
 
 
 STEP_TYPES: dict[str, type[Step]] = {
@@ -290,10 +489,29 @@ STEP_TYPES: dict[str, type[Step]] = {
         Hash,
         Map,
         Vectorize,
+        MaxAbsScale,
+        RobustScale,
+        Bin,
+        QuantileTransform,
+        PowerTransform,
     )
 }
 AnyStep = (
-    FillMissing | Clip | Log1p | Standardize | MinMax | OneHot | Categorify | Hash | Map | Vectorize
+    FillMissing
+    | Clip
+    | Log1p
+    | Standardize
+    | MinMax
+    | OneHot
+    | Categorify
+    | Hash
+    | Map
+    | Vectorize
+    | MaxAbsScale
+    | RobustScale
+    | Bin
+    | QuantileTransform
+    | PowerTransform
 )
 
 
@@ -302,21 +520,15 @@ def step_from_dict(
 ) -> Step:
     """Inverse of :meth:`Step.to_dict`; rejects unknown op names.
 
-    ``Map`` steps are resolved by name from ``functions`` or functions already defined in
-    this process — never by importing or evaluating anything named in the file.
+    ``Map`` steps are resolved by their code digest among ``functions`` and functions
+    already defined in this process — never by importing or evaluating anything named in
+    the file.
     """
     data = dict(data)
     name = data.pop("op", None)
     if name not in STEP_TYPES:
         raise PipelineDefinitionError(f"unknown step {name!r}; known: {sorted(STEP_TYPES)}")
     if name == "Map":
-        func_name = str(data.get("name", ""))
-        func = (functions or {}).get(func_name) or FUNCTIONS.get(func_name)
-        if func is None:
-            raise PipelineDefinitionError(
-                f"the saved pipeline applies fp.Map({func_name}); pass the function: "
-                f"fp.load(path, functions={{{func_name!r}: {func_name.split('.')[-1]}}})"
-            )
-        return Map(func, func_name)
+        return _saved_function(data, functions)
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
     return STEP_TYPES[name](**kwargs)

@@ -99,20 +99,63 @@ def test_map_is_saved_by_name_and_needs_the_function_to_load(tmp_path) -> None:
 def test_loading_a_map_without_its_function_is_a_clear_error(tmp_path) -> None:
     from fastprep.plan.steps import FUNCTIONS
 
-    pipeline = fp.Pipeline(
-        schema=SCHEMA, features=[fp.col("a") >> fp.Map(lambda x: x + 1, name="plus_one_once")]
-    )
+    step = fp.Map(lambda x: x + 1, name="plus_one_once")
+    pipeline = fp.Pipeline(schema=SCHEMA, features=[fp.col("a") >> step])
     path = tmp_path / "lambda.fastprep"
     pipeline.fit(FRAME).save(path)
-    FUNCTIONS.pop("plus_one_once")  # as in a new process
+    FUNCTIONS.pop(step.code)  # as in a new process
     with pytest.raises(fp.StateFormatError, match="plus_one_once"):
         fp.load(path)
 
 
-def test_two_functions_with_one_name_are_refused() -> None:
-    fp.Map(lambda x: x, name="same_name_twice")
-    with pytest.raises(fp.PipelineDefinitionError, match="same_name_twice"):
-        fp.Map(lambda x: x * 2, name="same_name_twice")
+def test_a_function_defined_again_or_two_lambdas_work() -> None:
+    """A re-run notebook cell defines its function again under the same name; two lambdas
+    share the name ``<lambda>``: each Map is its own function, told apart by its code."""
+    first = fp.Map(lambda x: x, name="same_name_twice")
+    again = fp.Map(lambda x: x * 2, name="same_name_twice")
+    assert first != again and first.code != again.code
+    assert fp.Map(lambda x: x * 2, name="same_name_twice") == again  # same code, same step
+    pipeline = fp.Pipeline(
+        schema=SCHEMA,
+        features=[
+            fp.col("a") >> fp.Map(lambda x: x + 1) >> fp.FillMissing(0),
+            fp.expr("b = a * 1") >> fp.Map(lambda x: x - 1) >> fp.FillMissing(0),
+        ],
+    )
+    out = pipeline.fit_transform(FRAME)
+    a = FRAME["a"].to_numpy(np.float64)[out.row_ids]
+    np.testing.assert_allclose(out.X[:, 0], np.where(np.isnan(a), 0, a + 1).astype(np.float32))
+    np.testing.assert_allclose(out.X[:, 1], np.where(np.isnan(a), 0, a - 1).astype(np.float32))
+
+
+def test_a_saved_map_is_found_by_its_code_not_its_name(tmp_path) -> None:
+    from fastprep.plan.steps import FUNCTIONS
+
+    def scaled(x):
+        return x * 3.0
+
+    pipeline = fp.Pipeline(schema=SCHEMA, features=[fp.col("a") >> fp.Map(scaled)])
+    path = tmp_path / "scaled.fastprep"
+    fitted = pipeline.fit(FRAME)
+    fitted.save(path)
+    FUNCTIONS.clear()  # a new process: the function is passed under another name
+
+    def renamed(x):
+        return x * 3.0
+
+    loaded = fp.load(path, functions={"anything": renamed})
+    np.testing.assert_array_equal(loaded.transform(FRAME).X, fitted.transform(FRAME).X)
+
+    def scaled(x):
+        return x * 4.0
+
+    with pytest.raises(fp.StateFormatError, match="other code"):
+        fp.load(
+            path,
+            functions={
+                "test_a_saved_map_is_found_by_its_code_not_its_name.<locals>.scaled": scaled
+            },
+        )
 
 
 def test_consecutive_affine_steps_collapse_within_one_ulp() -> None:
@@ -155,3 +198,12 @@ def test_threaded_hoisted_ufunc_is_bit_identical_to_one_numpy_call(func):
         with np.errstate(all="ignore"):
             expected = getattr(np, func)(values)
         np.testing.assert_array_equal(numba_._ufunc(func, values), expected)
+
+
+def test_a_changed_helper_changes_the_digest() -> None:
+    namespace: dict = {}
+    exec("def helper(x):\n    return x + 1\ndef f(x):\n    return helper(x)\n", namespace)
+    first = fp.Map(namespace["f"])
+    exec("def helper(x):\n    return x * 2\ndef g(x):\n    return helper(x)\n", namespace)
+    second = fp.Map(namespace["g"], name=first.name)
+    assert first.code != second.code  # same code of its own, another helper
