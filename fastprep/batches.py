@@ -35,8 +35,14 @@ import pandas as pd
 from fastprep import execute
 from fastprep.emit.precision import Precision, merge_info
 from fastprep.errors import PipelineDefinitionError
-from fastprep.io import Source
-from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, read_partition
+from fastprep.io import Source, is_path
+from fastprep.partitions import (
+    ROWS_PER_PARTITION,
+    PartitionSpec,
+    in_memory_rows,
+    plan_partitions,
+    read_partition,
+)
 from fastprep.plan.dtypes import LType
 from fastprep.report import Report
 from fastprep.validate.alerts import AlertCallback
@@ -140,7 +146,7 @@ class BatchStream:
         plan, schema = fitted.plan, fitted.schema
         columns = schema.read_columns(plan.columns)  # + key columns
         text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-        frame = self.source if isinstance(self.source, pd.DataFrame) else None
+        frame = None if is_path(self.source) else self.source  # what "frame"/"dataset" specs read
         specs = plan_partitions(self.source, self.rows_per_partition)
         if rng is not None:
             specs = _with_offsets(specs, columns, text, frame)
@@ -190,7 +196,7 @@ def _account(stats: BatchStats, output: execute.Output) -> None:
 def _describe(source: Source) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
-    return f"{type(source).__name__} ({len(source):,} rows)"
+    return f"{type(source).__name__} ({in_memory_rows(source):,} rows)"
 
 
 def _with_offsets(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from fastprep import planner, stage_backends
 from fastprep.backends import pandas_ as reference
@@ -22,7 +23,7 @@ from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
 from fastprep.errors import PipelineDefinitionError, Reason
-from fastprep.io import Source, read_source, source_columns
+from fastprep.io import Raw, Source, is_path, raw_len, read_source, source_columns
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.report import Report
@@ -132,7 +133,9 @@ class Prepared:
     """A source read and validated once, ready to fit and/or transform."""
 
     table: Table
-    raw: pd.DataFrame
+    #: the columns as read (a pyarrow Table, or a pandas source's DataFrame): what the
+    #: quarantine's rows are taken from
+    raw: Raw
     quarantine: Quarantine
     report: Report
     #: the target over ``table``'s rows, evaluated once in ``prepare``; None without a
@@ -143,7 +146,8 @@ class Prepared:
     #: the backend per stage (planner choices with measured times) and the name asked for
     choices: list[Any] | None = None
     choices_for: str | None = None
-    #: the source was the caller's DataFrame (its quarantine rows may be gathered lazily)
+    #: the source was the caller's table in memory (its quarantine rows may be gathered
+    #: lazily: they are alive anyway)
     source_is_frame: bool = False
 
 
@@ -196,14 +200,14 @@ def prepare(
         unexpected = unexpected_column_findings(schema, source_columns(source), phase)
     report.source = source_info.description
     with report.stage("validate"):
-        ids = RowRange(row_offset, len(raw))
+        ids = RowRange(row_offset, raw_len(raw))
         result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
     report.rows_in = result.rows_in
     report.findings.extend(unexpected + result.findings)
     report.text_encoding = result.text_encoding
     prepared = Prepared(
         result.table, raw, result.quarantine, report, row_offset=row_offset,
-        source_is_frame=isinstance(source, pd.DataFrame),
+        source_is_frame=not is_path(source),
     )  # fmt: skip
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared, backend)
@@ -326,20 +330,24 @@ def transform_prepared(
 
 def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataFrame]:
     """Eager for a file source (its rows would otherwise be kept alive by the output);
-    deferred for a caller's DataFrame, over a shallow copy (copy-on-write protects it
-    from later changes to the caller's frame), and for an empty quarantine."""
-    quarantine, offset = prepared.quarantine, prepared.row_offset
+    deferred for a caller's table (a pandas frame over a shallow copy: copy-on-write
+    protects it from later changes to the caller's frame; Arrow data is immutable), and
+    for an empty quarantine."""
+    quarantine, offset, raw = prepared.quarantine, prepared.row_offset, prepared.raw
     if len(quarantine) == 0:  # nothing to keep alive: built (empty) when asked, ~3 ms saved
-        return _DeferredQuarantine(quarantine, prepared.raw.iloc[:0], offset)
+        return _DeferredQuarantine(quarantine, raw.slice(0, 0) if isinstance(raw, pa.Table)
+                                   else raw.iloc[:0], offset)  # fmt: skip
     if not prepared.source_is_frame:
-        return quarantine.to_frame(prepared.raw, offset)
-    return _DeferredQuarantine(quarantine, prepared.raw.copy(deep=False), offset)
+        return quarantine.to_frame(raw, offset)
+    return _DeferredQuarantine(
+        quarantine, raw if isinstance(raw, pa.Table) else raw.copy(deep=False), offset
+    )
 
 
 class _DeferredQuarantine:
     """Builds the quarantine frame when first asked for (see ``Output.quarantine``)."""
 
-    def __init__(self, quarantine: Quarantine, raw: pd.DataFrame, offset: int) -> None:
+    def __init__(self, quarantine: Quarantine, raw: Raw, offset: int) -> None:
         self._quarantine, self._raw, self._offset = quarantine, raw, offset
 
     def __call__(self) -> pd.DataFrame:

@@ -38,7 +38,7 @@ from fastprep.distributed.tasks import (
 from fastprep.emit import make_layout
 from fastprep.emit.output_format import check_codec
 from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, Reason, SourceError
-from fastprep.io import Source
+from fastprep.io import Source, is_path
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
@@ -63,11 +63,11 @@ def partitions_for(
                           stop=int(o) + n, n_rows=n, row_offset=int(o))
             for i, (n, o) in enumerate(zip(lengths, offsets))
         ]  # fmt: skip
-    if isinstance(source, pd.DataFrame):
+    if not is_path(source):
         raise SourceError(
             "a distributed job reads its partitions inside the tasks: pass a Parquet/CSV "
             "path or glob (e.g. df.to_parquet('data.parquet', row_group_size=...)), not an "
-            "in-memory DataFrame"
+            f"in-memory {type(source).__name__}"
         )
     specs = plan_partitions(source, rows_per_partition)
     if all(s.row_offset is not None and s.n_rows is not None for s in specs):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fastprep.columns import TextColumn
 from fastprep.validate import text_encode
@@ -39,6 +40,49 @@ def to_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     bad = np.isnan(values) & ~is_null_token.to_numpy(dtype=bool)
     values[bad] = np.nan
     return values, bad
+
+
+def arrow_numbers(
+    column: pa.ChunkedArray,
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """An Arrow number column as numpy, as :func:`to_numbers` gives it from pandas: int64
+    without missing values and float64 as they are (zero-copy for one chunk), other
+    integers and floats as float64 with NaN for missing. Also where an integer lies beyond
+    2**53 (None: nowhere, or int64 kept exact for the scan to check). None: not a plain
+    number column (bools, decimals, text...): the caller converts it through pandas."""
+    kind = column.type
+    if pa.types.is_int64(kind) and column.null_count == 0:
+        return column.to_numpy(), None
+    if pa.types.is_float64(kind):
+        return column.to_numpy(), None  # missing values become NaN
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return None
+    values = column.cast(pa.float64(), safe=False).to_numpy()  # rounding: flagged below
+    inexact = None
+    if kind.bit_width == 64 and pa.types.is_integer(kind) and len(column):
+        extremes = pc.min_max(column).as_py()
+        if extremes["max"] is not None and (
+            extremes["max"] > EXACT_INT or extremes["min"] < -EXACT_INT
+        ):
+            big = pc.or_(pc.greater(column, EXACT_INT), pc.less(column, -EXACT_INT))
+            inexact = big.fill_null(False).to_numpy()
+    return values, inexact
+
+
+def arrow_text(column: pa.ChunkedArray) -> TextColumn | None:
+    """An Arrow text column (string, large_string, or a dictionary of them) encoded
+    straight from its buffers; None for anything else (numbers as text, bytes...)."""
+    kind = column.type
+    if pa.types.is_dictionary(kind) and (
+        pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
+    ):
+        column = column.cast(pa.large_string())  # decoded: codes in first-appearance order
+    elif not (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    ):
+        return None
+    codes, uniques = text_encode.encode(column)
+    return TextColumn(codes, uniques)
 
 
 def inexact_ints(series: pd.Series, values: np.ndarray) -> np.ndarray | None:

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fastprep.io import Raw, rows_as_read
+
 FIRST_ROWS = 5
 EXAMPLES = 3
 
@@ -159,7 +161,7 @@ class Quarantine:
             out[position] = "; ".join(labels[codes[start : start + counts[position]]])
         return pd.Series(out, index=pd.Index(unique, dtype=np.int64), dtype=object)
 
-    def to_frame(self, source_rows: pd.DataFrame | None, first_row_id: int = 0) -> pd.DataFrame:
+    def to_frame(self, source_rows: Raw | None, first_row_id: int = 0) -> pd.DataFrame:
         """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns.
 
         ``first_row_id`` is the row id of ``source_rows``' first row (a partition's offset).
@@ -167,7 +169,7 @@ class Quarantine:
         reasons = self.reasons()
         ids = reasons.index.to_numpy(dtype=np.int64)
         if source_rows is not None:
-            frame = source_rows.iloc[ids - first_row_id].reset_index(drop=True).copy()
+            frame = rows_as_read(source_rows, ids - first_row_id)
         else:
             frame = pd.DataFrame(index=range(len(ids)))
         frame = _to_text_safe(frame)

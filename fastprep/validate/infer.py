@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fastprep.io import Source, read_source, source_columns
+from fastprep.io import Source, as_pandas, read_source, source_columns
 from fastprep.schema import (
     Bool,
     Category,
@@ -37,11 +37,13 @@ MAX_CATEGORIES = 50
 def infer_schema(
     source: Source, *, ranges: bool = False, max_categories: int = MAX_CATEGORIES
 ) -> Schema:
-    """One column type per column of ``source`` (a DataFrame, or CSV/Parquet path)."""
+    """One column type per column of ``source`` (any source :func:`fastprep.io.read_source`
+    takes: a CSV/Parquet path, a pandas or Polars frame, a pyarrow Table or Dataset)."""
     columns = source_columns(source)
     if columns is None:
         raise ValueError(f"cannot list the columns of {source!r}")
-    frame, _ = read_source(source, columns)
+    raw, _ = read_source(source, columns)
+    frame = as_pandas(raw)  # inference reads pandas Series (a one-off, on a sample)
     return Schema({str(name): _infer(frame[name], ranges, max_categories) for name in columns})
 
 

@@ -13,13 +13,18 @@ import sys
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from fastprep.columns import TextColumn
 
 
-def text_encoding_bytes(series: pd.Series, text: TextColumn) -> dict[str, Any]:
-    """Bytes of ``series`` before and of ``text`` after dictionary encoding."""
-    before = int(series.memory_usage(index=False, deep=True))
+def text_encoding_bytes(series: pd.Series | pa.ChunkedArray, text: TextColumn) -> dict[str, Any]:
+    """Bytes of ``series`` (or an Arrow column: its buffers) before and of ``text`` after
+    dictionary encoding."""
+    if isinstance(series, pa.ChunkedArray):
+        before, dtype = int(series.nbytes), str(series.type)
+    else:
+        before, dtype = int(series.memory_usage(index=False, deep=True)), str(series.dtype)
     codes = int(text.codes.nbytes)
     arrow = text.arrow_uniques
     if arrow is not None:  # held as one Arrow array: its buffers
@@ -27,7 +32,7 @@ def text_encoding_bytes(series: pd.Series, text: TextColumn) -> dict[str, Any]:
     else:
         strings = int(text.uniques.nbytes) + sum(sys.getsizeof(u) for u in text.uniques)
     return {
-        "source_dtype": str(series.dtype),
+        "source_dtype": dtype,
         "rows": len(text.codes),
         "distinct": text.n_unique,
         "bytes_before": before,

@@ -33,9 +33,10 @@ import numpy as np
 import pyarrow as pa
 
 from fastprep.backends.kernel_files import jit as njit  # made on first use: no numba import
-from fastprep.backends.kernel_files import prange
+from fastprep.backends.kernel_files import numba_cached, numba_loaded, prange
 from fastprep.columns import TextColumn
 from fastprep.emit.arena import ARENA
+from fastprep.planner import PATHS, kernel_path
 
 #: a column is cut into parts of at least this many rows (one part per thread at most)
 TASK_ROWS = 1 << 16
@@ -163,10 +164,13 @@ def _lookup(data, s0, s1, slots, slot_keys, vbytes, voffs):  # pragma: no cover 
 
 @njit(cache=True, nogil=True)
 def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, slots,
-                       slot_keys, vbytes, voffs, used):  # fmt: skip  # pragma: no cover - compiled
+                       slot_keys, vbytes, voffs, used, part, nparts):  # fmt: skip  # pragma: no cover - compiled
     """Rows ``i:hi`` until the table is half full or a new value's bytes do not fit;
     returns (next row, distinct so far, why it stopped). (The caller grows the arrays:
     rebinding arrays inside this loop made it 10× slower.)
+
+    ``nparts`` > 1: only the values whose hash falls to ``part`` are encoded (the others'
+    rows are skipped), with codes ``local code * nparts + part`` (see ``_encode_by_hash``).
 
     The key of a value of up to 7 bytes is cut out of two aligned 8-byte ``words`` (the
     data as uint64; empty when unaligned) instead of a byte loop, and key and probe are
@@ -193,7 +197,11 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
             )
         else:
             k = _key_bytes(data, s0, s1)
-        slot = np.int64(_mix(k) & np.uint64(mask))
+        m = _mix(k)
+        if nparts > 1 and np.int64(m >> np.uint64(40)) % nparts != part:
+            i += 1
+            continue
+        slot = np.int64(m & np.uint64(mask))
         code = -1
         while slots[slot] >= 0:
             c = slots[slot]
@@ -213,14 +221,14 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
             slots[slot] = code
             slot_keys[slot] = k
             used += 1
-        codes[i] = code
+        codes[i] = code * nparts + part
         i += 1
     return i, used, _DONE
 
 
 @njit(cache=True, nogil=True)
 def _encode_chunk(data, words, offsets, bitmap, bit_offset, lo, hi, codes, slots, slot_keys,
-                  vbytes, voffs, used, rows_before, probe_rows, high):  # fmt: skip  # pragma: no cover
+                  vbytes, voffs, used, rows_before, probe_rows, high, part, nparts):  # fmt: skip  # pragma: no cover
     """Rows ``lo:hi`` of one chunk (``codes`` is the chunk's view) into a part's table,
     growing it as needed. ``rows_before``: the part's rows in earlier chunks. Returns the
     (possibly new) arrays and the distinct count, -1 when the part gives up (``probe_rows``
@@ -228,7 +236,8 @@ def _encode_chunk(data, words, offsets, bitmap, bit_offset, lo, hi, codes, slots
     i = lo
     while True:
         i, used, why = _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi,
-                                          codes, slots, slot_keys, vbytes, voffs, used)  # fmt: skip
+                                          codes, slots, slot_keys, vbytes, voffs, used,
+                                          part, nparts)  # fmt: skip
         if why == _DONE:
             return slots, slot_keys, vbytes, voffs, used
         if why == _BYTES_FULL:
@@ -290,6 +299,8 @@ COUNT_PARALLEL_MAX_UNIQUE = 1 << 16
 def count_codes(codes: np.ndarray, n_unique: int) -> np.ndarray:
     """Rows per code with the missing ones (code -1) in slot 0, as ``np.bincount(codes +
     1)`` gives — without its two int64 temporaries, on two lanes for a large column."""
+    if len(codes) < ENCODER_LOAD_ROWS and not numba_loaded(_count_lanes):
+        return np.bincount(codes + 1, minlength=n_unique + 1)  # loading the kernel costs more
     lanes = _workers()
     if len(codes) < COUNT_PARALLEL_MIN_ROWS or n_unique > COUNT_PARALLEL_MAX_UNIQUE:
         lanes = 1
@@ -359,11 +370,152 @@ def _encode(values, out, give_up: bool):
     codes = ARENA.empty(n, np.int32) if out is None else out  # warm memory: emit.arena
     if not n:
         return codes, pa.array([], type=pa.large_string())
+    if not _use_numba(n):
+        return _encode_with_arrow(chunks, codes)
     pieces = _pieces(chunks, _parts(n))
     tables = _run(pieces, codes, PROBE_ROWS)
     if any(t[4] < 0 for t in tables):
-        return None if give_up else _encode_serially(chunks, codes)
+        if give_up:
+            return None
+        if _by_hash_pays(n):
+            return _encode_by_hash(chunks, codes, _workers())
+        return _encode_serially(chunks, codes)
     return codes, _merged(tables, pieces, codes)
+
+
+#: which encoder a column gets (same codes either way) is the planner's helper-kernel
+#: decision (``planner.kernel_path("text", ...)``: Arrow's ``dictionary_encode`` is the
+#: no-compile twin): a small job on a fresh install neither compiles nor imports Numba, and
+#: loading cached kernels (50-400 ms measured in a fresh process) is paid only where a
+#: column repays it. A process that has sent this many rows through Arrow counts import and
+#: load as repaid: a long-lived process running many small jobs then gets the Numba paths
+#: (the flights pipeline at 336k rows in a warm process: ~0.17 against ~0.22 s a run)
+ENCODER_AMORTIZED_ROWS = 1 << 22
+_ARROW_ROWS = 0
+#: ``count_codes`` counts with ``np.bincount`` below this many rows unless its kernel is in
+#: the process already
+ENCODER_LOAD_ROWS = 1 << 20
+#: a mostly distinct column of at least this many rows is encoded by hash on every core
+#: even if that path's two small kernels must be compiled first (~0.5 s, repaid at once)
+BY_HASH_COMPILE_ROWS = 1 << 20
+
+
+def _encoder_kernels() -> tuple:
+    return (_encode_chunk, _merge, _remap)
+
+
+def _use_numba(n: int) -> bool:
+    global _ARROW_ROWS
+    cached = kernels_ready()
+    if (
+        cached
+        and _ARROW_ROWS >= ENCODER_AMORTIZED_ROWS
+        and os.environ.get("FASTPREP_KERNEL_PATH") != "numpy"
+    ):  # repaid in this process: importing Numba here also puts later jobs' helpers on it
+        PATHS["text"] = f"numba: {_ARROW_ROWS:,} rows through Arrow in this process"
+        return True
+    if kernel_path("text", n, cached=cached, loaded=numba_loaded(_encode_chunk)) == "numba":
+        return True
+    _ARROW_ROWS += n
+    return False
+
+
+def _by_hash_pays(n: int) -> bool:
+    if _workers() < 2 or n < 2 * TASK_ROWS:
+        return False
+    return n >= BY_HASH_COMPILE_ROWS or all(numba_cached(k) for k in (_rank_codes, _gather_values))
+
+
+def kernels_ready() -> bool:
+    """Whether the encoder's kernels run without compiling (compiled in this process, or
+    in Numba's disk cache)."""
+    return all(numba_cached(kernel) for kernel in _encoder_kernels())
+
+
+def _encode_with_arrow(chunks: list[pa.Array], codes: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """Arrow's hash kernel: one dictionary over all chunks, in order of first appearance
+    (as this module's encoder); missing rows get code -1."""
+    encoded = pa.chunked_array(chunks, type=pa.large_string()).dictionary_encode()
+    at = 0
+    for chunk in encoded.chunks:
+        indices = chunk.indices.cast(pa.int32()).fill_null(-1)
+        codes[at : at + len(chunk)] = indices.to_numpy()
+        at += len(chunk)
+    if encoded.num_chunks:
+        dictionary = encoded.chunk(encoded.num_chunks - 1).dictionary
+    else:
+        dictionary = pa.array([], pa.large_string())
+    return codes, _plain(dictionary)
+
+
+def _plain(uniques: pa.Array) -> pa.Array:
+    """The distinct values as a large_string array without a validity bitmap (as
+    :func:`_merged` builds them), so both encoders give equal arrays."""
+    uniques = uniques.cast(pa.large_string())
+    _, offsets, data = uniques.buffers()
+    return pa.Array.from_buffers(
+        pa.large_string(), len(uniques), [None, offsets, data], offset=uniques.offset
+    )
+
+
+def _encode_by_hash(
+    chunks: list[pa.Array], codes: np.ndarray, owners: int
+) -> tuple[np.ndarray, pa.Array]:
+    """Mostly distinct values on every core: each thread reads every row but encodes only
+    the values whose hash falls to it (its table holds 1/owners of the values, so fewer
+    cache misses), writing ``local code * owners + owner``; one pass in row order then
+    numbers the values by first appearance (what the serial encoder gives) and the
+    distinct bytes are gathered in that order. Merging per-range tables instead would redo
+    the whole work serially, as every value is new to the merged table."""
+    pieces = _pieces(chunks, 1)[0]
+    tables = list(_pool().map(lambda o: _run_part(pieces, codes, 0, o, owners), range(owners)))
+    used = [t[4] for t in tables]
+    rank = np.full(max(used) * owners, -1, dtype=np.int32)
+    order = np.empty(sum(used), dtype=np.int64)
+    distinct = _rank_codes(codes, rank, order)
+    starts = np.zeros(len(rank), dtype=np.int64)
+    lengths = np.zeros(len(rank), dtype=np.int64)
+    blocks, base = [], 0
+    for owner, (_, _, vbytes, voffs, count) in enumerate(tables):
+        starts[owner::owners][:count] = voffs[:count] + base
+        lengths[owner::owners][:count] = np.diff(voffs[: count + 1])
+        blocks.append(vbytes[: voffs[count]])
+        base += int(voffs[count])
+    order = order[:distinct]
+    offsets = np.zeros(distinct + 1, dtype=np.int64)
+    np.cumsum(lengths[order], out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _gather_values(np.concatenate(blocks) if blocks else data, starts[order], offsets, data)
+    return codes, pa.Array.from_buffers(
+        pa.large_string(), distinct, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+@njit(cache=True, nogil=True)
+def _rank_codes(codes, rank, order):  # pragma: no cover - compiled
+    """Number the composite codes by first appearance, in place; ``order[g]`` = the
+    composite code of value g. Returns the distinct count."""
+    g = 0
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        if c >= 0:
+            r = rank[c]
+            if r < 0:
+                r = g
+                rank[c] = g
+                order[g] = c
+                g += 1
+            codes[i] = r
+    return g
+
+
+@njit(parallel=True, cache=True)
+def _gather_values(source, starts, offsets, out):  # pragma: no cover - compiled
+    for g in prange(starts.shape[0]):
+        s = starts[g]
+        o = offsets[g]
+        for t in range(offsets[g + 1] - o):
+            out[o + t] = source[s + t]
 
 
 def _parts(n: int) -> int:
@@ -392,7 +544,11 @@ def _run(pieces: list[list[tuple]], codes: np.ndarray, probe_rows: int) -> list[
     return list(_pool().map(lambda part: _run_part(part, codes, probe_rows), pieces))
 
 
-def _run_part(part: list[tuple], codes: np.ndarray, probe_rows: int) -> tuple:
+def _run_part(
+    part: list[tuple], codes: np.ndarray, probe_rows: int, owner: int = 0, owners: int = 1
+) -> tuple:
+    """One part's rows into its own table; ``owners`` > 1: only the values whose hash
+    falls to ``owner`` (``_encode_by_hash``)."""
     slots = np.full(1024, -1, dtype=np.int32)
     slot_keys = np.zeros(1024, dtype=np.uint64)
     vbytes = np.empty(4096, dtype=np.uint8)
@@ -406,7 +562,7 @@ def _run_part(part: list[tuple], codes: np.ndarray, probe_rows: int) -> tuple:
         view = codes[at : at + len(offsets) - 1]
         slots, slot_keys, vbytes, voffs, used = _encode_chunk(
             data, words, offsets, bitmap, bit_offset, lo, hi, view, slots, slot_keys, vbytes, voffs,
-            used, rows, probe_rows, HIGH_CARDINALITY,
+            used, rows, probe_rows, HIGH_CARDINALITY, owner, owners,
         )  # fmt: skip
         if used < 0:
             break

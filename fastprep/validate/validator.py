@@ -20,9 +20,17 @@ import pyarrow.compute as pc
 
 from fastprep.columns import Column, RowIds, RowRange, Table, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
+from fastprep.io import raw_columns, raw_len
 from fastprep.schema import Bool, Category, ColumnType, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
-from fastprep.validate.coerce import inexact_ints, to_bools, to_numbers, to_text
+from fastprep.validate.coerce import (
+    arrow_numbers,
+    arrow_text,
+    inexact_ints,
+    to_bools,
+    to_numbers,
+    to_text,
+)
 from fastprep.validate.datetimes import to_epoch_seconds
 from fastprep.validate.dict_checks import check_dicts
 from fastprep.validate.findings import Finding, Quarantine, make_finding
@@ -46,23 +54,27 @@ class ValidationResult:
 
 
 def validate_frame(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | pa.Table,
     schema: Schema,
     columns: Iterable[str],
     *,
     phase: str = "transform",
     row_ids: RowIds | None = None,
 ) -> ValidationResult:
-    """Check ``columns`` of ``frame`` (and the schema's key columns) against ``schema``."""
+    """Check ``columns`` of ``frame`` (a pandas DataFrame or a pyarrow Table, see
+    :func:`fastprep.io.read_source`; and the schema's key columns) against ``schema``."""
     columns = schema.read_columns(list(columns))
-    missing = [c for c in columns if c not in frame.columns]
+    names = raw_columns(frame)
+    missing = [c for c in columns if c not in names]
     if missing:
-        present = ", ".join(map(str, frame.columns[:30]))
+        present = ", ".join(map(str, names[:30]))
         raise SchemaError(f"source is missing column(s) {missing}; it has: {present}")
-    if frame.columns.duplicated().any():
-        dupes = sorted(set(frame.columns[frame.columns.duplicated()]))
+    if len(set(names)) < len(names):
+        dupes = sorted({c for c in names if names.count(c) > 1})
         raise SchemaError(f"source has duplicated column name(s) {dupes}")
-    ids = RowRange(0, len(frame)) if row_ids is None else row_ids
+    n_rows = raw_len(frame)
+    frame = _RawColumns(frame)
+    ids = RowRange(0, n_rows) if row_ids is None else row_ids
     coerced: dict[str, Column] = {}
     findings: list[Finding] = []
     quarantine = Quarantine()
@@ -71,13 +83,13 @@ def validate_frame(
     scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
     for name in columns:
         spec = schema[name]
-        values, violations, fit_checks, imputed = _check_column(name, frame[name], spec, scans)
+        values, violations, fit_checks, imputed = _check_column(name, frame, spec, scans)
         if imputed is not None:
             findings.append(make_finding(name, Reason.NULL.value, imputed, ids, "impute",
                                              detail=f"(missing, set to {spec.impute})",
                                              phase=phase))  # fmt: skip
         if isinstance(values, TextColumn):
-            text_encoding[name] = text_encoding_bytes(frame[name], values)
+            text_encoding[name] = text_encoding_bytes(frame.original(name), values)
         for rule, mask, detail in violations:
             action = spec.on_invalid
             if action == "repair" and mask.any():
@@ -85,13 +97,13 @@ def validate_frame(
                 if action != "quarantine":  # the repaired values are counted, not rejected
                     findings.append(make_finding(
                         name, rule, mask & ~mask_left, ids, action,
-                        values=frame[name], detail=detail, phase=phase,
+                        values=frame.examples(name), detail=detail, phase=phase,
                     ))  # fmt: skip
                     mask, action = mask_left, "quarantine"
                     detail = f"{detail} (no bound to clip ±inf to)"
             finding = make_finding(
                 name, rule, mask, ids, action,
-                values=frame[name],
+                values=frame.examples(name),
                 detail=detail, phase=phase,
             )  # fmt: skip
             if finding.count == 0:
@@ -105,13 +117,13 @@ def validate_frame(
                 log.warning(finding.message())
         coerced[name] = values
         if phase == "fit":
-            findings.extend(_fit_findings(name, fit_checks, ids, len(frame)))
+            findings.extend(_fit_findings(name, fit_checks, ids, n_rows))
     duplicates = duplicate_key_finding(schema, coerced, ids, phase)  # raises under "raise"
     if duplicates is not None:
         findings.append(duplicates[0])
         if schema.on_duplicate == "quarantine":
             quarantine.add(ids[duplicates[1]], f"{duplicates[0].column}: duplicate_key")
-    if phase == "fit" and len(frame) == 0:  # a statistic to fit will then be a FitError
+    if phase == "fit" and n_rows == 0:  # a statistic to fit will then be a FitError
         findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
                                 phase=phase))  # fmt: skip
         log.warning("empty input: the source has no rows at fit time")
@@ -130,7 +142,7 @@ def validate_frame(
         keep = np.ones(len(ids), dtype=bool)
         keep[_positions(ids, quarantine.row_ids())] = False
         table = table.take(keep)
-    return ValidationResult(table, quarantine, findings, len(frame), text_encoding)
+    return ValidationResult(table, quarantine, findings, n_rows, text_encoding)
 
 
 Violation = tuple[str, np.ndarray, str]
@@ -149,14 +161,70 @@ def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 FitChecks = tuple[bool, bool]
 
 
+class _RawColumns:
+    """The columns of a raw table, each as validation reads it: an Arrow column straight
+    from its buffers where it is plain numbers or text, else as a pandas Series (what the
+    checks of other types read). A Series is made from an Arrow column once, and only for
+    a column that needs one."""
+
+    def __init__(self, frame: pd.DataFrame | pa.Table) -> None:
+        self.frame = frame
+        self._series: dict[str, pd.Series] = {}
+
+    def arrow(self, name: str) -> pa.ChunkedArray | None:
+        return self.frame.column(name) if isinstance(self.frame, pa.Table) else None
+
+    def __getitem__(self, name: str) -> pd.Series:
+        if not isinstance(self.frame, pa.Table):
+            return self.frame[name]
+        series = self._series.get(name)
+        if series is None:  # the table's own conversion: its pandas metadata applies
+            series = self.frame.select([name]).to_pandas()[name]
+            self._series[name] = series
+        return series
+
+    def original(self, name: str) -> pd.Series | pa.ChunkedArray:
+        """The column as the source holds it (for the memory report)."""
+        arrow = self.arrow(name)
+        return arrow if arrow is not None else self.frame[name]
+
+    def examples(self, name: str) -> Any:
+        """What a finding takes its example values from (indexed by row positions)."""
+        arrow = self.arrow(name)
+        if arrow is None or name in self._series:
+            return self[name]
+        return _ArrowExamples(arrow)
+
+
+class _ArrowExamples:
+    """Values of an Arrow column by row positions, as Python objects."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        self.column = column
+
+    def __getitem__(self, positions: np.ndarray) -> list[Any]:
+        return self.column.take(pa.array(np.asarray(positions, dtype=np.int64))).to_pylist()
+
+
 def _check_column(
     name: str,
-    series: pd.Series,
+    frame: _RawColumns,
     spec: ColumnType,
     scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None = None,
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
     """Coerced values, the rules broken, what fit checks learned, and the imputed rows;
     ``scans`` collects each number column's one-pass scan, by ``id`` of the array scanned."""
+    arrow = frame.arrow(name)
+    if arrow is not None and isinstance(spec, (Float, Int)):
+        numbers = arrow_numbers(arrow)
+        if numbers is not None:
+            return _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+    if arrow is not None and isinstance(spec, (Category, String)):
+        text = arrow_text(arrow)
+        if text is not None:
+            no_error = np.zeros(len(text), dtype=bool)
+            return _checked_text(text, no_error, no_error, spec)
+    series = frame[name]
     if isinstance(spec, Datetime):
         seconds, bad_type, wrong_zone = to_epoch_seconds(name, series, spec)
         _refuse_wrong_type(name, series, bad_type, spec)
@@ -172,19 +240,9 @@ def _check_column(
     if isinstance(spec, (Float, Int)):
         values, bad_type = to_numbers(series)
         _refuse_wrong_type(name, series, bad_type, spec)
-        values, imputed = impute_missing(values, bad_type, spec)
         # an int64 array is checked exactly for |v| > 2**53 in the scan itself
         inexact = None if values.dtype == np.int64 else inexact_ints(series, values)
-        rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None, scans)
-        if inexact is not None:
-            detail = "(integer beyond 2**53: float64 would round it)"
-            rules.append((Reason.INEXACT_INT.value, inexact, detail))
-        if spec.dtype is not None:
-            overflow = overflow_mask(values, spec)
-            if overflow is not None:
-                detail = f"(beyond the range of the declared dtype {spec.dtype})"
-                rules.append((Reason.OVERFLOW.value, overflow, detail))
-        return values, _type_violation(bad_type, spec) + rules, fit_checks, imputed
+        return _checked_numbers(values, bad_type, inexact, spec, scans)
     if isinstance(spec, DictOf):  # (#8) flattened once; rules are masks over entries
         column, dict_rules, dict_checks = check_dicts(name, series, spec)
         _refuse_wrong_type(name, series, dict_rules[1 - spec.nullable][1], spec)
@@ -198,6 +256,36 @@ def _check_column(
         return values, _type_violation(bad_type, spec) + _null_rule(missing, spec), checks, None
     assert isinstance(spec, (Category, String))
     text, bad_type, bad_encoding = to_text(series)
+    return _checked_text(text, bad_type, bad_encoding, spec)
+
+
+def _checked_numbers(
+    values: np.ndarray,
+    bad_type: np.ndarray | None,
+    inexact: np.ndarray | None,
+    spec: Float | Int,
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None,
+) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
+    """Number rules over coerced ``values`` (``bad_type`` None: every value is a number)."""
+    if bad_type is None:
+        bad_type = np.zeros(len(values), dtype=bool)
+    values, imputed = impute_missing(values, bad_type, spec)
+    rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None, scans)
+    if inexact is not None:
+        detail = "(integer beyond 2**53: float64 would round it)"
+        rules.append((Reason.INEXACT_INT.value, inexact, detail))
+    if spec.dtype is not None:
+        overflow = overflow_mask(values, spec)
+        if overflow is not None:
+            detail = f"(beyond the range of the declared dtype {spec.dtype})"
+            rules.append((Reason.OVERFLOW.value, overflow, detail))
+    return values, _type_violation(bad_type, spec) + rules, fit_checks, imputed
+
+
+def _checked_text(
+    text: TextColumn, bad_type: np.ndarray, bad_encoding: np.ndarray, spec: Category | String
+) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
+    """Null, type, encoding and domain rules of an encoded text column."""
     rules = _null_rule((text.codes < 0) & ~bad_type & ~bad_encoding, spec)
     rules += _type_violation(bad_type, spec)
     if bad_encoding.any():

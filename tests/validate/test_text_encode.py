@@ -12,6 +12,12 @@ from hypothesis import strategies as st
 from fastprep.validate import text_encode
 
 
+@pytest.fixture(autouse=True)
+def numba_encoder(monkeypatch):
+    """These tests are about the Numba encoder: use it even on a cold kernel cache."""
+    monkeypatch.setattr(text_encode, "_use_numba", lambda n: True)
+
+
 def factorize(values: list[str | None]) -> tuple[np.ndarray, list[str]]:
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
     return codes.astype(np.int32), list(uniques)
@@ -80,6 +86,7 @@ def test_real_flights_columns(flights_sample, task_rows):
 
 def test_every_value_distinct_takes_the_serial_path(monkeypatch):
     monkeypatch.setattr(text_encode, "PROBE_ROWS", 1000)
+    monkeypatch.setattr(text_encode, "_by_hash_pays", lambda n: False)
     values = [f"row-{i:07d}" for i in range(20_000)]
     calls = []
     serial = text_encode._encode_serially
@@ -113,3 +120,110 @@ def test_many_distinct_values_in_a_later_part_give_up_only_in_try_encode(monkeyp
     array = pa.array(values, pa.large_string())
     assert text_encode.try_encode(array) is None
     check(array, values)
+
+
+def invalid_utf8() -> pa.Array:
+    """A string array holding bytes that are not UTF-8 (as an unvalidated reader may give)."""
+    pieces = [b"\xff\xfe", b"ok", b"", b"\xc3", b"\xff\xfe", b"ok", b"\x80" * 9]
+    offsets = np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
+    data = b"".join(pieces)
+    return pa.Array.from_buffers(
+        pa.large_string(), len(pieces), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+ARROW_CASES = {
+    "nulls": pa.chunked_array([pa.array(["x", None, "y"]), pa.array([None, "x", "z", None])]),
+    "invalid_utf8": pa.chunked_array([invalid_utf8()]),
+    "empty_strings": pa.chunked_array([pa.array(["", None, "", "a", ""], pa.large_string())]),
+    "all_distinct": pa.chunked_array(
+        [pa.array([f"id-{i}" for i in range(k, k + 3000)]) for k in (0, 3000, 6000)]
+    ),
+    "single_value": pa.chunked_array([pa.array(["JFK"] * 5000)]),
+    "sliced_with_nulls": pa.chunked_array(
+        [pa.array(["a", None, "bb", "a"] * 50, pa.large_string()).slice(3, 150)]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARROW_CASES))
+def test_arrow_path_gives_the_numba_codes_bit_for_bit(name, task_rows, monkeypatch):
+    """The no-compile path (Arrow's dictionary_encode, used on a cold kernel cache) and the
+    Numba encoder give identical codes and identical distinct-value arrays."""
+    column = ARROW_CASES[name]
+    numba_codes, numba_uniques = text_encode.encode(column)
+    numba_codes = numba_codes.copy()
+    monkeypatch.setattr(text_encode, "_use_numba", lambda n: False)
+    arrow_codes, arrow_uniques = text_encode.encode(column)
+    assert arrow_codes.dtype == numba_codes.dtype == np.int32
+    np.testing.assert_array_equal(arrow_codes, numba_codes)
+    assert arrow_uniques.equals(numba_uniques)
+    assert arrow_uniques.type == numba_uniques.type == pa.large_string()
+    assert arrow_uniques.null_count == 0 and arrow_uniques.buffers()[0] is None
+
+
+def test_cold_cache_encodes_a_small_column_without_numba(monkeypatch):
+    called = []
+    monkeypatch.undo()  # the real choice: kernels neither loaded nor cached, few rows
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: False)
+    monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: False)
+    monkeypatch.setattr(text_encode, "_run", lambda *a: called.append(1))
+    values = ["b", None, "a", "b"]
+    check(pa.array(values), values)
+    assert called == []
+
+
+@pytest.mark.parametrize("owners", [2, 3])
+def test_mostly_distinct_by_hash_on_every_core_matches_the_serial_encoder(owners, monkeypatch):
+    """Each thread encodes the values whose hash falls to it; renumbered by first
+    appearance, the codes and distinct values are the serial encoder's."""
+    monkeypatch.setattr(text_encode, "PROBE_ROWS", 1000)
+    monkeypatch.setattr(text_encode, "TASK_ROWS", 500)
+    monkeypatch.setattr(text_encode, "_workers", lambda: owners)
+    monkeypatch.setattr(text_encode, "_by_hash_pays", lambda n: True)
+    rng = np.random.default_rng(3)
+    values = [None if v % 97 == 0 else f"row-{v}" * (1 + v % 3) for v in rng.permutation(20_000)]
+    values += values[:3000]  # repeats of earlier values, and an empty string
+    values[5] = ""
+    column = pa.chunked_array([pa.array(values[:7000]), pa.array(values[7000:])])
+    calls = []
+    by_hash = text_encode._encode_by_hash
+    monkeypatch.setattr(
+        text_encode, "_encode_by_hash", lambda *a: calls.append(a[2]) or by_hash(*a)
+    )
+    check(column, values)
+    assert calls == [owners]
+
+
+def test_which_encoder(monkeypatch):
+    """The planner's helper decision: loaded kernels for any column; cached ones for a
+    column that repays loading them; Arrow for a small column on a fresh install (and
+    FASTPREP_KERNEL_PATH forces either); a process that sent enough rows through Arrow
+    counts the load as repaid."""
+    monkeypatch.undo()
+    monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
+    monkeypatch.setattr(text_encode, "_ARROW_ROWS", 0)
+    loaded, cached = [True], [True]
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: loaded[0])
+    monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: cached[0])
+    monkeypatch.setattr("fastprep.planner.numba_imported", lambda: True)
+    assert text_encode._use_numba(1000)
+    loaded[0] = False
+    assert not text_encode._use_numba(1000) and text_encode._use_numba(10_000_000)
+    cached[0] = False
+    assert not text_encode._use_numba(10_000_000)
+    cached[0] = True
+    monkeypatch.setattr(text_encode, "_ARROW_ROWS", text_encode.ENCODER_AMORTIZED_ROWS - 1000)
+    assert not text_encode._use_numba(1000)
+    assert text_encode._use_numba(1000)
+    monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numpy")
+    assert not text_encode._use_numba(10_000_000)
+
+
+def test_count_codes_without_the_kernel_is_bincount(monkeypatch):
+    codes = np.array([2, -1, 0, 2, 1, -1, 2], dtype=np.int32)
+    want = np.bincount(codes + 1, minlength=4)
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: False)
+    np.testing.assert_array_equal(text_encode.count_codes(codes, 3), want)
+    monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: True)
+    np.testing.assert_array_equal(text_encode.count_codes(codes, 3), want)
