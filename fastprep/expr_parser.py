@@ -7,7 +7,15 @@ Grammar (Python syntax, a small subset)::
                 | expr (+ - * / % **) expr | -expr | ~expr | not expr
                 | expr (< <= > >= == !=) expr     (chains like 0 < x < 5 become &)
                 | expr (& | and | or) expr
+                | expr // expr                     (numpy.floor_divide)
+                | expr [not] in (literal, ...)     (numbers or quoted strings)
                 | where(c, a, b) | log(x) | log1p(x) | exp(x) | sqrt(x) | abs(x) | isnull(x)
+                | floor | ceil | trunc | round | sign | log2 | log10 | sin | cos | tan (x)
+                | round(x, n) | pow(x, y) | min(a, b, ...) | max(a, b, ...) | clip(x, lo, hi)
+                | year | month | day | hour | minute | second | dayofweek | dayofyear
+                  | quarter (datetime column)
+                | length | lower | upper | strip (text) | startswith | endswith
+                  | contains (text, 'literal') | text + text
                 | nan | inf | pi | e | True | False
 
 Anything else (attribute access, subscripts, other calls, lambdas, dunder names,
@@ -21,12 +29,36 @@ import math
 import re
 
 from fastprep.errors import ExprSyntaxError
-from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where, to_source
+from fastprep.plan.expr import (
+    CALL_ARITY,
+    DATE_PARTS,
+    UNARY_OPS,
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+    to_source,
+)
 
 MAX_LENGTH = 2_000
 MAX_DEPTH = 60
 
+#: reserved function names: never a column name without backticks
 _FUNCTIONS = {"log": 1, "log1p": 1, "exp": 1, "sqrt": 1, "abs": 1, "isnull": 1, "where": 3}
+#: the other functions: name -> (fewest, most arguments); these names stay usable as
+#: plain column names (``hour``, ``day``, ``min``) wherever they are not called
+_MORE_FUNCTIONS: dict[str, tuple[int, int | None]] = {
+    **{op: (1, 1) for op in UNARY_OPS if op not in _FUNCTIONS and op not in ("neg", "not")},
+    **{part: (1, 1) for part in DATE_PARTS},
+    **CALL_ARITY,
+    "round": (1, 2),
+    "pow": (2, 2),
+}
 _NAMED_CONSTANTS = {"nan": math.nan, "inf": math.inf, "pi": math.pi, "e": math.e}
 _BINOPS = {
     ast.Add: "add",
@@ -34,6 +66,7 @@ _BINOPS = {
     ast.Mult: "mul",
     ast.Div: "div",
     ast.Mod: "mod",
+    ast.FloorDiv: "floordiv",
     ast.Pow: "pow",
     ast.BitAnd: "and",
     ast.BitOr: "or",
@@ -178,34 +211,86 @@ class _Converter:
         return result
 
     def visit_Compare(self, node: ast.Compare, depth: int) -> Expr:
-        operands = [self.convert(node.left, depth)] + [
-            self.convert(c, depth) for c in node.comparators
+        sides = [node.left, *node.comparators]
+        member = [isinstance(c, (ast.In, ast.NotIn)) for c in node.ops]
+        # the right side of ``in`` is a literal list, not an operand
+        operands = [
+            None if i > 0 and member[i - 1] else self.convert(side, depth)
+            for i, side in enumerate(sides)
         ]
         parts: list[Expr] = []
         for i, cmp in enumerate(node.ops):
+            left = operands[i]
+            if left is None:
+                raise self.reject(node, "comparing the literal list of 'in'")
+            if member[i]:
+                values = self._literal_list(sides[i + 1])
+                parts.append(IsIn(left, values, isinstance(cmp, ast.NotIn)))
+                continue
             op = _CMPOPS.get(type(cmp))
-            if op is None:
+            right = operands[i + 1]
+            if op is None or right is None:
                 raise self.reject(node, f"the comparison {type(cmp).__name__}")
-            parts.append(Binary(op, operands[i], operands[i + 1]))
+            parts.append(Binary(op, left, right))
         result = parts[0]
         for part in parts[1:]:
             result = Binary("and", result, part)
         return result
 
+    def _literal_list(self, node: ast.AST) -> tuple[float | str, ...]:
+        """The right side of ``in``: a parenthesized list of number or text literals."""
+        if not isinstance(node, (ast.Tuple, ast.List, ast.Set)) or not node.elts:
+            raise self.reject(node, "'in' with anything but a list of literals like (1, 2)")
+        values: list[float | str] = []
+        for element in node.elts:
+            value = self.convert(element, 1)
+            if not isinstance(value, Const):
+                raise self.reject(element, "a non-literal inside the list of 'in'")
+            if value.value != value.value:
+                raise self.reject(
+                    element, "nan in the list of 'in' (it matches nothing; use isnull)"
+                )
+            values.append(value.value)
+        if len({isinstance(v, str) for v in values}) > 1:
+            raise self.reject(node, "mixing numbers and text in the list of 'in'")
+        return tuple(values)
+
     def visit_Call(self, node: ast.Call, depth: int) -> Expr:
         if not isinstance(node.func, ast.Name):
             raise self.reject(node, "calling anything but a whitelisted function")
         name = node.func.id
-        if name not in _FUNCTIONS:
-            allowed = ", ".join(sorted(_FUNCTIONS))
+        if name not in _FUNCTIONS and (name not in _MORE_FUNCTIONS or name in self.quoted):
+            allowed = ", ".join(sorted({*_FUNCTIONS, *_MORE_FUNCTIONS}))
             raise self.reject(node, f"the function {name!r} (allowed: {allowed})")
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise self.reject(node, "keyword or starred arguments")
-        if len(node.args) != _FUNCTIONS[name]:
+        fewest, most = _MORE_FUNCTIONS.get(name, (_FUNCTIONS.get(name, 0),) * 2)
+        if len(node.args) < fewest or (most is not None and len(node.args) > most):
+            wanted = f"{fewest}" if fewest == most else f"{fewest} or more"
+            if most is not None and most != fewest:
+                wanted = f"{fewest} to {most}"
             raise ExprSyntaxError(
-                f"{name}() takes {_FUNCTIONS[name]} argument(s), got {len(node.args)}: {self.text!r}"
+                f"{name}() takes {wanted} argument(s), got {len(node.args)}: {self.text!r}"
             )
         args = [self.convert(a, depth) for a in node.args]
+        return self._function(node, name, args)
+
+    def _function(self, node: ast.Call, name: str, args: list[Expr]) -> Expr:
         if name == "where":
             return Where(*args)
+        if name == "pow":
+            return Binary("pow", args[0], args[1])
+        if name in DATE_PARTS:
+            return DatePart(name, args[0])
+        if name == "round" and len(args) == 2:
+            digits = args[1]
+            if not (isinstance(digits, Const) and isinstance(digits.value, float)
+                    and digits.value.is_integer() and abs(digits.value) <= 300):  # fmt: skip
+                raise self.reject(node, "round(x, n) with n not a whole-number literal")
+        if name in CALL_ARITY and (name != "round" or len(args) == 2):
+            if name in ("startswith", "endswith", "contains") and not (
+                isinstance(args[1], Const) and isinstance(args[1].value, str)
+            ):
+                raise self.reject(node, f"{name}(text, 'literal') without a quoted literal")
+            return Call(name, tuple(args))
         return Unary(name, args[0])

@@ -16,6 +16,7 @@ import numpy as np
 from fastprep import auto_cluster, execute, preflight, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
+from fastprep.dsl.resolve import resolve_plan
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
@@ -59,7 +60,7 @@ class Pipeline:
             raise PipelineDefinitionError("Pipeline(features=[...]) needs at least one feature")
         built = tuple(_as_feature(f, i) for i, f in enumerate(features))
         self.schema = schema
-        self.plan = LogicalPlan(built, _as_target(target))
+        self.plan = resolve_plan(LogicalPlan(built, _as_target(target)), dict(schema.items()))
         self.sample = None if sample is None else os.fspath(sample)
         self.name = name
         self.optimize = optimize
@@ -497,7 +498,7 @@ def load(
     doc, arrays = read_state(path)
     try:
         schema = Schema.from_dict(doc["schema"])
-        plan = LogicalPlan.from_dict(doc["plan"], functions)
+        plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
         params = join_arrays(decode_floats(doc["params"]), arrays)
     except (KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None

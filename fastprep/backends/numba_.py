@@ -20,6 +20,9 @@ import numpy as np
 from fastprep.backends import dict_encode, kernel_files
 from fastprep.backends import numba_kernels as nk
 from fastprep.backends import pandas_ as reference
+from fastprep.backends.datetime_parts import zone_table
+from fastprep.backends.expressions import evaluate as evaluate_expr
+from fastprep.backends.expressions import per_code_table
 from fastprep.backends.hashing import hash_columns
 from fastprep.backends.numba_codegen import (
     Chain,
@@ -406,8 +409,9 @@ def hash_feature(
 def _hash_input(item: Input, table: Table) -> Any:
     """A hashed input as the hashing kernels take it: numbers as an array, text as its
     ``TextColumn`` (dictionary codes of the selected rows: no Arrow round trip)."""
-    if not item.is_plain_column:
-        return np.asarray(reference.input_values(item, table, reference.Repairs()))
+    if not item.is_plain_column:  # a derived text column stays dictionary-encoded
+        value = reference.input_values(item, table, reference.Repairs())
+        return value if isinstance(value, TextColumn) else np.asarray(value)
     return table[item.name]
 
 
@@ -428,11 +432,8 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         arrays.append(np.ascontiguousarray(table.raw(name)))
     for name in program.code_columns:
         arrays.append(table.raw(name).codes)
-    for lookup in program.lookups:
-        column = table.raw(lookup.column)
-        equal = np.array([u == lookup.value for u in column.uniques], dtype=bool)
-        values = (~equal if lookup.negate else equal).astype(np.float64)
-        arrays.append(np.append(values, np.nan))  # code -1 (missing) reads the trailing NaN
+    for lookup in program.lookups:  # code -1 (missing) reads the last entry
+        arrays.append(per_code_table(lookup.node, lookup.column, table.raw(lookup.column)))
     for func, name in program.hoisted:
         source = table.raw(name)
         if name in program.tabled:
@@ -443,6 +444,12 @@ def _arrays(program: Program, table: Table) -> list[np.ndarray]:
         else:
             arrays.append(table.derive(("numpy", func, name), source,
                                        lambda f=func, v=source: _ufunc(f, v)))  # fmt: skip
+    for name, tz in program.zones:  # the zone's offset changes over the column's range
+        source = table.raw(name)
+        arrays += table.derive(("zone", tz, name), source,
+                               lambda t=tz, v=source: zone_table(t, v))  # fmt: skip
+    for node in program.evaluated:  # over the selected rows: read as ``ev[i]``
+        arrays.append(np.ascontiguousarray(evaluate_expr(node, table), dtype=np.float64))
     return arrays
 
 

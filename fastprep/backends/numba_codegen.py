@@ -18,8 +18,22 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
+from fastprep.backends.datetime_parts import PART_CODES
 from fastprep.backends.kernel_files import indent, source_key
-from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.expr import (
+    TEXT_PREDICATES,
+    TEXT_UNARY,
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+    walk,
+)
 from fastprep.plan.steps import (
     Bin,
     Clip,
@@ -38,9 +52,14 @@ from fastprep.plan.steps import (
 BLOCK = 1024
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_FUNCS = {"log": "np.log", "log1p": "np.log1p", "exp": "np.exp", "sqrt": "np.sqrt", "abs": "np.abs"}
+_FUNCS = {
+    "log": "np.log", "log1p": "np.log1p", "exp": "np.exp", "sqrt": "np.sqrt", "abs": "np.abs",
+    "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc", "round": "np.rint",
+    "sign": "sign", "log2": "np.log2", "log10": "np.log10", "sin": "np.sin", "cos": "np.cos",
+    "tan": "np.tan",
+}  # fmt: skip
 #: functions of a column computed ahead with numpy's vectorized ufuncs
-HOISTABLE = ("log", "log1p", "exp", "sqrt")
+HOISTABLE = ("log", "log1p", "exp", "sqrt", "log2", "log10", "sin", "cos", "tan")
 
 
 @dataclass(frozen=True)
@@ -57,11 +76,11 @@ class Chain:
 
 @dataclass(frozen=True)
 class TextLookup:
-    """``column == 'value'`` compiled to a per-distinct-value lookup table gathered by code."""
+    """A number computed from one text column (``origin == 'JFK'``, ``length(lower(s))``),
+    compiled to a table of its value per distinct value of ``column``, gathered by code."""
 
     column: str
-    value: str
-    negate: bool
+    node: Expr
 
 
 @dataclass
@@ -81,6 +100,11 @@ class Program:
     #: hoisted columns read through a table of the function's values over the column's
     #: small integer range (``hk[c[r] - hl]``) instead of a full-length array
     tabled: frozenset[str] = frozenset()
+    #: (column, zone) of date parts: the zone's offset table is passed as two arrays
+    zones: list[tuple[str, str | None]] = field(default_factory=list)
+    #: numbers from text of several columns (``origin + dest == 'JFKLAX'``): computed by
+    #: the reference over the table's rows before the kernel, read as ``ev[i]``
+    evaluated: list[Expr] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -100,6 +124,8 @@ class _Emitter:
         self.lookups: list[TextLookup] = []
         self.params: list[tuple[int, int, str]] = []
         self.hoisted: list[tuple[str, str]] = []
+        self.zones: list[tuple[str, str | None]] = []
+        self.evaluated: list[Expr] = []
         self.counter = 0
 
     def hoist(self, func: str, column: str) -> str:
@@ -145,19 +171,30 @@ class _Emitter:
         return var
 
     def _compute(self, node: Expr, var: str) -> list[str]:
+        if self._reads_text(node):
+            return self._text_lookup(node, var)
         if isinstance(node, Where):
             c, a, b = self.expr(node.cond), self.expr(node.then), self.expr(node.otherwise)
             return [f"{var} = np.nan if {c} != {c} else ({a} if {c} != 0.0 else {b})"]
         if isinstance(node, Unary):
             return self._unary(node, var)
+        if isinstance(node, Call):
+            return self._call(node, var)
+        if isinstance(node, IsIn):
+            a = self.expr(node.arg)
+            test = " or ".join(f"{a} == {_literal(v)}" for v in node.values)
+            yes, no = ("0.0", "1.0") if node.negate else ("1.0", "0.0")
+            return [f"{var} = np.nan if {a} != {a} else ({yes} if ({test}) else {no})"]
+        if isinstance(node, DatePart):
+            return self._date_part(node, var)
         assert isinstance(node, Binary)
-        if node.op in ("eq", "ne") and self._is_text_compare(node):
-            return self._text_compare(node, var)
         a, b = self.expr(node.left), self.expr(node.right)
         if node.op in _ARITH:
             return [f"{var} = {a} {_ARITH[node.op]} {b}"]
         if node.op == "mod":
             return [f"{var} = np.remainder({a}, {b})"]
+        if node.op == "floordiv":
+            return [f"{var} = floordiv({a}, {b})"]
         if node.op == "pow":
             # IEEE says nan ** 0 == 1 ** nan == 1: missing must stay missing
             return [f"{var} = np.nan if ({a} != {a} or {b} != {b}) else np.power({a}, {b})"]
@@ -190,20 +227,62 @@ class _Emitter:
             return [f"{var} = np.nan if {a} != {a} else (1.0 if {a} == 0.0 else 0.0)"]
         return [f"{var} = {_FUNCS[node.op]}({a})"]
 
-    def _is_text_compare(self, node: Binary) -> bool:
-        sides = (node.left, node.right)
-        return any(isinstance(s, Const) and isinstance(s.value, str) for s in sides)
+    def _call(self, node: Call, var: str) -> list[str]:
+        args = [self.expr(a) for a in node.args]
+        if node.fn == "round":
+            digits = node.args[1]
+            assert isinstance(digits, Const) and isinstance(digits.value, float)
+            return [f"{var} = {_round_digits(args[0], int(digits.value))}"]
+        if node.fn == "clip":  # numpy's definition: min(max(x, lo), hi)
+            x, lo, hi = args
+            return [f"{var} = {_maximum(x, lo)}", f"{var} = {_minimum(var, hi)}"]
+        pick = _minimum if node.fn == "min" else _maximum
+        lines = [f"{var} = {args[0]}"]
+        return lines + [f"{var} = {pick(var, a)}" for a in args[1:]]
 
-    def _text_compare(self, node: Binary, var: str) -> list[str]:
-        column, const = (
-            (node.left, node.right) if isinstance(node.right, Const) else (node.right, node.left)
-        )
-        assert isinstance(column, Col) and isinstance(const, Const)
-        lookup = TextLookup(column.name, str(const.value), node.op == "ne")
+    def _date_part(self, node: DatePart, var: str) -> list[str]:
+        if not isinstance(node.arg, Col):
+            return self._evaluated(node, var)
+        key = (node.arg.name, node.tz)
+        if key not in self.zones:
+            self.zones.append(key)
+        z = self.zones.index(key)
+        a = self.expr(node.arg)
+        return [f"{var} = date_part({a}, {PART_CODES[node.part]}, zs{z}, zo{z})"]
+
+    def _reads_text(self, node: Expr) -> bool:
+        """A number computed from text: a comparison, ``in``, a predicate, ``length``,
+        ``isnull`` of a text function."""
+        if isinstance(node, Binary) and node.op in ("eq", "ne"):
+            return any(is_text(s, self.text_columns) for s in (node.left, node.right))
+        if isinstance(node, Call) and node.fn in TEXT_PREDICATES:
+            return True
+        if isinstance(node, IsIn):
+            return bool(node.values) and isinstance(node.values[0], str)
+        if isinstance(node, Unary) and node.op == "isnull":  # of a column: its codes
+            return is_text(node.arg, self.text_columns) and not isinstance(node.arg, Col)
+        return isinstance(node, Unary) and node.op == "length"
+
+    def _text_lookup(self, node: Expr, var: str) -> list[str]:
+        names = {n.name for n in walk(node) if isinstance(n, Col)}
+        if len(names) != 1:
+            return self._evaluated(node, var)
+        (column,) = names
+        lookup = TextLookup(column, node)
         if lookup not in self.lookups:
             self.lookups.append(lookup)
         index = self.lookups.index(lookup)
-        return [f"{var} = lut{index}[{self.code(column.name)}]"]
+        return [f"{var} = lut{index}[{self.code(column)}]"]
+
+    def _evaluated(self, node: Expr, var: str) -> list[str]:
+        for name in sorted({n.name for n in walk(node) if isinstance(n, Col)}):
+            if name in self.text_columns:  # missing checks read the inputs
+                self.code(name)
+            else:
+                self.column(name)
+        if node not in self.evaluated:
+            self.evaluated.append(node)
+        return [f"{var} = ev{self.evaluated.index(node)}[i]"]
 
     def missing_inputs(self, node: Expr) -> str:
         """Python condition: some column the expression reads is missing in this row."""
@@ -218,9 +297,51 @@ class _Emitter:
 
 
 def _cols(node: Expr) -> list[Col]:
-    from fastprep.plan.expr import walk
-
     return [n for n in walk(node) if isinstance(n, Col)]
+
+
+def is_text(node: Expr, text_columns: set[str]) -> bool:
+    """Whether ``node``'s value is text (as :func:`fastprep.backends.expressions.is_text`)."""
+    if isinstance(node, Col):
+        return node.name in text_columns
+    if isinstance(node, Const):
+        return isinstance(node.value, str)
+    if isinstance(node, Unary):
+        return node.op in TEXT_UNARY
+    if isinstance(node, Binary) and node.op == "add":
+        return is_text(node.left, text_columns) or is_text(node.right, text_columns)
+    return False
+
+
+def _minimum(a: str, b: str) -> str:
+    """numpy's ``minimum``: NaN if either is NaN (``a`` if it is)."""
+    return f"({a} if ({a} < {b} or {a} != {a}) else {b})"
+
+
+def _maximum(a: str, b: str) -> str:
+    return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
+
+
+def power_of_ten(n: int) -> float:
+    """``10.0 ** n`` exactly as numpy's ``round`` computes its scale."""
+    table = (1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8)
+    if n < 9:
+        return table[n]
+    scale = 1e9
+    for _ in range(n - 9):
+        scale *= 10.0
+    return scale
+
+
+def _round_digits(a: str, digits: int) -> str:
+    """numpy's ``round(x, digits)``: ``rint(x * f) / f``, or ``rint(x / f) * f`` below 0."""
+    if digits == 0:
+        return f"np.rint({a})"
+    if digits > 0:
+        f = repr(power_of_ten(digits))
+        return f"np.rint({a} * {f}) / {f}"
+    f = repr(power_of_ten(-digits))
+    return f"np.rint({a} / {f}) * {f}"
 
 
 def _literal(value: float | str) -> str:
@@ -360,6 +481,9 @@ def _header(emitter: _Emitter, extra: str) -> str:
     arrays += [f"lut{i}" for i in range(len(emitter.lookups))]
     for i, (_, column) in enumerate(emitter.hoisted):
         arrays += [f"hk{i}", f"hl{i}"] if column in emitter.tabled else [f"hk{i}"]
+    for i in range(len(emitter.zones)):
+        arrays += [f"zs{i}", f"zo{i}"]
+    arrays += [f"ev{i}" for i in range(len(emitter.evaluated))]
     return ", ".join([*arrays, "p", "n", "sel", extra])
 
 
@@ -389,7 +513,7 @@ def _helpers_version() -> str:
 
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("numba_kernels.py", "numba_codegen.py"):
+    for name in ("numba_kernels.py", "numba_codegen.py", "numba_exprs.py"):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -397,6 +521,7 @@ def _helpers_version() -> str:
 _PRELUDE = f"""# generated by fastprep (helpers {_helpers_version()}); do not edit
 import numpy as np
 from numba import njit, prange
+from fastprep.backends.numba_exprs import date_part, floordiv, sign
 from fastprep.backends.numba_kernels import (
     bin_of, merge_block, merge_range, quantile_normal, quantile_uniform, top16, yeo_johnson,
 )
@@ -474,6 +599,7 @@ def _program(source: str, emitter: _Emitter) -> Program:
         source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params,
         hoisted=emitter.hoisted,
         tabled=frozenset(c for _, c in emitter.hoisted if c in emitter.tabled),
+        zones=emitter.zones, evaluated=emitter.evaluated,
     )  # fmt: skip
 
 

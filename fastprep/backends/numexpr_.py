@@ -14,18 +14,34 @@ import numexpr
 import numpy as np
 
 from fastprep.backends import pandas_ as reference
+from fastprep.backends.expressions import is_text
 from fastprep.columns import Table, TextColumn
 from fastprep.emit.sink import OutputSink
 from fastprep.errors import BackendError
-from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.expr import (
+    TEXT_PREDICATES,
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+)
 from fastprep.plan.nodes import Input, LogicalPlan, Stage
 
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_FUNCS = {"log": "log", "log1p": "log1p", "exp": "exp", "sqrt": "sqrt", "abs": "abs"}
-#: computed by numpy's ufunc on the numexpr-evaluated argument (sqrt and abs are exact in
-#: both; these three are not correctly rounded and the two libraries differ)
-_NUMPY_FUNCS = ("log", "log1p", "exp")
+_FUNCS = {
+    "log": "log", "log1p": "log1p", "exp": "exp", "sqrt": "sqrt", "abs": "abs",
+    "floor": "floor", "ceil": "ceil",
+}  # fmt: skip
+#: computed by numpy's ufunc on the numexpr-evaluated argument (sqrt, abs, floor and ceil
+#: are exact in both; the others are not correctly rounded and the libraries differ, or
+#: numexpr has no such function)
+_NUMPY_FUNCS = ("log", "log1p", "exp", "log2", "log10", "sin", "cos", "tan", "trunc", "sign")
 
 
 def fit_stage(
@@ -94,21 +110,25 @@ class _Translator:
             if isinstance(node.value, str):
                 raise BackendError("string constants only appear in text comparisons")
             return self.bind(("const", repr(node.value)), np.float64(node.value))
+        if self._numpy_only(node):
+            # text work runs per distinct value (gathered by code); date parts need the
+            # zone's calendar; ``//`` and ``%`` need numpy's edge cases (an infinite divisor,
+            # a zero), which numexpr's arithmetic does not give: numpy evaluates these
+            return self.bind(("numpy", node), reference.evaluate_expr(node, self.table))
         if isinstance(node, Unary):
             return self._unary(node)
         if isinstance(node, Where):
             c = self.translate(node.cond)
             a, b = self.translate(node.then), self.translate(node.otherwise)
             return f"where({c} != {c}, nan, where({c} != 0, {a}, {b}))"
+        if isinstance(node, Call):
+            return self._call(node)
+        if isinstance(node, IsIn):
+            a = self.translate(node.arg)
+            test = " | ".join(f"({a} == {self.translate(Const(v))})" for v in node.values)
+            yes, no = ("0.0", "1.0") if node.negate else ("1.0", "0.0")
+            return f"where({a} != {a}, nan, where({test}, {yes}, {no}))"
         assert isinstance(node, Binary)
-        if node.op in ("eq", "ne") and any(
-            isinstance(s, Const) and isinstance(s.value, str) for s in (node.left, node.right)
-        ):
-            return self.bind(("text", node), reference.evaluate_expr(node, self.table))
-        if node.op == "mod":
-            # numexpr has no remainder with numpy's edge cases (an infinite divisor keeps
-            # the dividend; a - floor(a / b) * b gives NaN there): numpy evaluates it
-            return self.bind(("mod", node), reference.evaluate_expr(node, self.table))
         a, b = self.translate(node.left), self.translate(node.right)
         missing = f"({a} != {a}) | ({b} != {b})"
         if node.op == "pow":  # IEEE says nan ** 0 == 1 ** nan == 1: missing stays missing
@@ -122,6 +142,39 @@ class _Translator:
         else:
             test = f"({a} != 0) | ({b} != 0)"
         return f"where({missing}, nan, where({test}, 1.0, 0.0))"
+
+    def _numpy_only(self, node: Expr) -> bool:
+        if isinstance(node, DatePart):
+            return True
+        if isinstance(node, Binary):
+            texts = node.op in ("eq", "ne") and (
+                is_text(node.left, self.table) or is_text(node.right, self.table)
+            )
+            return texts or node.op in ("mod", "floordiv")
+        if isinstance(node, Call):
+            return node.fn in TEXT_PREDICATES
+        if isinstance(node, IsIn):
+            return isinstance(node.values[0], str)
+        if isinstance(node, Unary) and node.op == "isnull":  # of a text column: its codes
+            return is_text(node.arg, self.table) and not isinstance(node.arg, Col)
+        return isinstance(node, Unary) and node.op == "length"
+
+    def _call(self, node: Call) -> str:
+        args = [self.translate(a) for a in node.args]
+        if node.fn == "round":  # numexpr has no rint: numpy rounds the computed argument
+            value = numexpr.evaluate(args[0], local_dict=self.names)
+            digits = node.args[1]
+            assert isinstance(digits, Const) and isinstance(digits.value, float)
+            with np.errstate(all="ignore"):
+                rounded = np.round(np.asarray(value, dtype=np.float64), int(digits.value))
+            return self.bind(("round", node), rounded)
+        if node.fn == "clip":  # numpy's definition: min(max(x, lo), hi)
+            return _minimum(_maximum(args[0], args[1]), args[2])
+        pick = _minimum if node.fn == "min" else _maximum
+        out = args[0]
+        for arg in args[1:]:
+            out = pick(out, arg)
+        return out
 
     def _unary(self, node: Unary) -> str:
         if node.op == "isnull":
@@ -144,4 +197,16 @@ class _Translator:
             with np.errstate(all="ignore"):
                 value = getattr(np, node.op)(argument)
             return self.bind(("ufunc", node), value)
+        if node.op == "round":  # numexpr has no rint
+            argument = numexpr.evaluate(a, local_dict=self.names)
+            return self.bind(("ufunc", node), np.rint(np.asarray(argument, dtype=np.float64)))
         return f"{_FUNCS[node.op]}({a})"
+
+
+def _minimum(a: str, b: str) -> str:
+    """numpy's ``minimum`` (NaN if either is NaN) in numexpr's syntax."""
+    return f"where(({a} < {b}) | ({a} != {a}), {a}, {b})"
+
+
+def _maximum(a: str, b: str) -> str:
+    return f"where(({a} > {b}) | ({a} != {a}), {a}, {b})"

@@ -112,7 +112,7 @@ def fit_feature(feature: Feature, table: Table) -> FeatureParams:
 
 def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str, Any]:
     if isinstance(step, FillMissing):
-        if isinstance(step.value, str):
+        if step.needs_fit:
             return {"fill": fill_value(values, step.value, what)}
         return {"fill": step.value}
     if isinstance(step, Standardize):
@@ -142,6 +142,9 @@ def apply_step(
     step: Step, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
 ) -> np.ndarray:
     """One element-wise step; returns a new array."""
+    if isinstance(values, TextColumn):  # the check allows only a text fill here
+        assert isinstance(step, FillMissing) and step.fills_text
+        return fill_text(values, str(params["fill"]))
     if isinstance(step, FillMissing):
         return np.where(np.isnan(values), params["fill"], values)
     if isinstance(step, Clip):
@@ -257,10 +260,24 @@ def before_encoder(
 ) -> dict[str, Any]:
     """Numeric inputs through the steps before the encoder (fit saw them that way too)."""
     return {
-        name: value if isinstance(value, TextColumn)
-        else apply_chain(feature.steps, fitted[name], value, name, repairs)
+        name: apply_chain(feature.steps, fitted[name], value, name, repairs)
         for name, value in values.items()
-    }  # fmt: skip
+    }
+
+
+def fill_text(column: TextColumn, value: str) -> TextColumn:
+    """``column`` with its missing values replaced by ``value`` (a new distinct value, or
+    the code of the equal one)."""
+    missing = column.codes < 0
+    if not missing.any():
+        return column
+    uniques = column.uniques
+    found = np.flatnonzero(uniques == value)
+    if len(found):
+        code = int(found[0])
+    else:
+        code, uniques = len(uniques), np.append(uniques, np.array([value], dtype=object))
+    return TextColumn(np.where(missing, np.int32(code), column.codes), uniques)
 
 
 def apply_chain(

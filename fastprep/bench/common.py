@@ -43,6 +43,28 @@ def unsupported(impl: str, what: str) -> NotImplementedError:
     return NotImplementedError(f"{impl} translation cannot express {what}")
 
 
+#: the expression grammar the peer translations express (the functions added later, text
+#: functions and date parts among them, are refused by name instead of mistranslated)
+TRANSLATED_UNARY = frozenset({"neg", "not", "isnull", "log", "log1p", "exp", "sqrt", "abs"})
+TRANSLATED_BINARY = frozenset(
+    {"add", "sub", "mul", "div", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge", "and", "or"}
+)
+
+
+def check_translatable(node: Any, impl: str) -> None:
+    """Raise :func:`unsupported` naming the first sub-expression ``impl`` cannot express."""
+    from fastprep.plan.expr import Binary, Const, Unary, Where, to_source, walk
+
+    for sub in walk(node):
+        known = (
+            isinstance(sub, (Col, Const, Where))
+            or (isinstance(sub, Unary) and sub.op in TRANSLATED_UNARY)
+            or (isinstance(sub, Binary) and sub.op in TRANSLATED_BINARY)
+        )
+        if not known:
+            raise unsupported(impl, f"the expression {to_source(sub)!r}")
+
+
 def onehot_sparse(step: OneHot, widths: list[int]) -> bool:
     """fastprep's rule: CSR when asked, or above 64 output columns for one input."""
     if step.sparse is not None:

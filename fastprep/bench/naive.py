@@ -22,6 +22,7 @@ from fastprep.bench.common import (
     NUMPY_FUNCS,
     Result,
     RunFn,
+    check_translatable,
     is_text_input,
     minmax_scale,
     numeric_steps,
@@ -134,6 +135,8 @@ def make(pipeline: Any) -> RunFn:
     inputs = [item for feature in plan.features for item in feature.inputs]
     if plan.target is not None:
         inputs.append(plan.target)
+    for item in inputs:
+        check_translatable(item.expr, "naive pandas")
 
     def row_values(row: pd.Series) -> list[Any]:
         out = []

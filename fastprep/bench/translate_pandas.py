@@ -20,6 +20,7 @@ from fastprep.bench.common import (
     NUMPY_FUNCS,
     Result,
     RunFn,
+    check_translatable,
     is_text_input,
     minmax_scale,
     numeric_steps,
@@ -40,6 +41,7 @@ _FUNCS = NUMPY_FUNCS
 
 def eval_series(node: Expr, df: pd.DataFrame, text: frozenset[str]) -> pd.Series:
     """Vectorized expression: numbers as float64 Series (NaN = missing), text as-is."""
+    check_translatable(node, "pandas")
     with np.errstate(all="ignore"):
         return _eval(node, df, text)
 

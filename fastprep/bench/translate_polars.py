@@ -29,6 +29,7 @@ from sklearn.utils import murmurhash3_32
 from fastprep.bench.common import (
     Result,
     RunFn,
+    check_translatable,
     is_text_input,
     minmax_scale,
     numeric_steps,
@@ -102,6 +103,7 @@ def _unary(node: Unary, text: frozenset[str]) -> pl.Expr:
 
 
 def input_expr(item: Input, text: frozenset[str]) -> pl.Expr:
+    check_translatable(item.expr, "polars")
     e = to_polars(item.expr, text)
     if item.is_plain_column or is_text_input(item, text):
         return e

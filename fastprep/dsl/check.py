@@ -13,11 +13,17 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import (
     BINARY_OPS,
     COMPARISONS,
+    INTEGRAL_UNARY,
     LOGICAL,
+    TEXT_PREDICATES,
+    TEXT_UNARY,
     Binary,
+    Call,
     Col,
     Const,
+    DatePart,
     Expr,
+    IsIn,
     Unary,
     Where,
     to_source,
@@ -69,11 +75,20 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
     if _check_dict_feature(feature, types, where):
         return
     # an encoder of numbers (Bin's one-hot) needs a numeric input like a scaler does
-    numeric_steps = [
+    element_steps = [
         s for s in feature.steps if s.kind != "encoder" or getattr(s, "numeric_input", False)
     ]
+    text_fills = [s for s in element_steps if getattr(s, "fills_text", False)]
+    numeric_steps = [s for s in element_steps if s not in text_fills]
     for item in feature.inputs:
         input_type = infer_type(item.expr, types, f"{where}, input {item.name!r}")
+        _refuse_literal_text(item.expr, f"{where}, input {item.name!r}")
+        if text_fills and (input_type.is_numeric or numeric_steps):
+            raise PipelineDefinitionError(
+                f"{where}: {text_fills[0].describe()} fills text, but {item.name!r} is "
+                f"{input_type.value}{' with numeric steps' if input_type.is_text else ''}; "
+                "fill numbers with a number, 'mean' or 'median'"
+            )
         if numeric_steps and not input_type.is_numeric:
             raise PipelineDefinitionError(
                 f"{where}: {numeric_steps[0].describe()} needs a numeric input, but "
@@ -123,16 +138,36 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
     if isinstance(node, Unary):
         if node.op == "isnull":
             infer_type(node.arg, types, where)
+            _refuse_literal_text(node.arg, where)
             return LType.BOOL
+        if node.op in TEXT_UNARY or node.op == "length":
+            _require_text(node.arg, node.op, types, where)
+            return LType.STRING if node.op in TEXT_UNARY else LType.INT
         _require_numeric(node.arg, node.op, types, where)
+        if node.op in INTEGRAL_UNARY:
+            return LType.INT
         return LType.BOOL if node.op == "not" else LType.FLOAT
     if isinstance(node, Where):
         for operand in (node.cond, node.then, node.otherwise):
             _require_numeric(operand, "where", types, where)
         return LType.FLOAT
+    if isinstance(node, Call):
+        return _call_type(node, types, where)
+    if isinstance(node, IsIn):
+        if isinstance(node.values[0], str):
+            _require_text(node.arg, "in", types, where)
+        else:
+            _require_numeric(node.arg, "in", types, where)
+        return LType.BOOL
+    if isinstance(node, DatePart):
+        _require_numeric(node.arg, node.part, types, where)
+        return LType.INT
     assert isinstance(node, Binary)
     left = infer_type(node.left, types, where)
     right = infer_type(node.right, types, where)
+    if node.op == "add" and left.is_text and right.is_text:  # joining text
+        _refuse_literal_text(node, where)
+        return LType.STRING
     if node.op in ("eq", "ne") and (left.is_text or right.is_text):
         text_const = [
             isinstance(n, Const) and isinstance(n.value, str) for n in (node.left, node.right)
@@ -148,10 +183,55 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
         return LType.BOOL
     _require_numeric(node.left, BINARY_OPS[node.op][0], types, where)
     _require_numeric(node.right, BINARY_OPS[node.op][0], types, where)
+    if node.op == "floordiv":
+        return LType.INT
     return LType.BOOL if node.op in COMPARISONS or node.op in LOGICAL else LType.FLOAT
 
 
-def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> None:
+def _call_type(node: Call, types: Mapping[str, LType], where: str) -> LType:
+    if node.fn in TEXT_PREDICATES:
+        _require_text(node.args[0], node.fn, types, where)
+        return LType.BOOL
+    found = [_require_numeric(a, node.fn, types, where) for a in node.args]
+    if node.fn == "round":
+        return LType.FLOAT
+    integral = all(
+        t in (LType.INT, LType.BOOL) or _whole_number(a) for t, a in zip(found, node.args)
+    )
+    return LType.INT if integral else LType.FLOAT
+
+
+def _whole_number(node: Expr) -> bool:
+    """A literal like ``0`` or ``5`` (``clip(speed // 100, 0, 5)`` stays integral)."""
+    return isinstance(node, Const) and isinstance(node.value, float) and node.value.is_integer()
+
+
+def _refuse_literal_text(node: Expr, where: str) -> None:
+    """Text made of quoted literals alone has no rows: it is an argument, never a value."""
+    parts = [node]
+    while parts:
+        part = parts.pop()
+        if isinstance(part, Binary) and part.op == "add":
+            parts += [part.left, part.right]
+        elif not (isinstance(part, Const) and isinstance(part.value, str)):
+            return
+    raise PipelineDefinitionError(
+        f"{where}: {to_source(node)!r} is only quoted text; use it with a text column "
+        "(origin + '-' + dest, origin == 'JFK')"
+    )
+
+
+def _require_text(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:
+    found = infer_type(operand, types, where)
+    if not found.is_text or (isinstance(operand, Const)):
+        raise PipelineDefinitionError(
+            f"{where}: {op!r} needs a text column or text expression, but "
+            f"{to_source(operand)!r} is {'a literal' if isinstance(operand, Const) else found.value}"
+        )
+    return found
+
+
+def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:
     found = infer_type(operand, types, where)
     if not found.is_numeric:
         raise PipelineDefinitionError(
@@ -159,6 +239,7 @@ def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: 
             "a text column can only be compared with a quoted string (origin == 'JFK') "
             "or encoded with fp.OneHot()/fp.Hash()"
         )
+    return found
 
 
 def input_types(inputs: tuple[Input, ...], types: Mapping[str, LType]) -> dict[str, LType]:

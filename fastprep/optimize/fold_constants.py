@@ -16,7 +16,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.expr import (
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+    children,
+    with_children,
+)
 from fastprep.plan.facts import Facts, expr_facts
 from fastprep.plan.nodes import Input, LogicalPlan
 
@@ -52,7 +64,34 @@ def simplify(node: Expr, facts: dict[str, Facts]) -> Expr:
         if _number(cond) is not None and not math.isnan(_number(cond)):
             return then if _number(cond) != 0 else otherwise
         return Where(cond, then, otherwise)
+    if isinstance(node, (Call, IsIn, DatePart)):
+        node = with_children(node, tuple(simplify(c, facts) for c in children(node)))
+        return _function(node)
     return node
+
+
+def _function(node: Call | IsIn | DatePart) -> Expr:
+    """A numeric function of constants folds to its value (when finite)."""
+    if isinstance(node, DatePart):
+        return node
+    values = [_number(c) for c in children(node)]
+    if any(v is None or math.isnan(v) for v in values):
+        return node
+    with np.errstate(all="ignore"):
+        if isinstance(node, IsIn):
+            if not node.values or isinstance(node.values[0], str):
+                return node
+            found = values[0] in node.values
+            result = float(found != node.negate)
+        elif node.fn == "round":
+            result = float(np.round(np.float64(values[0]), int(values[1])))
+        elif node.fn in ("min", "max"):
+            result = float(min(values) if node.fn == "min" else max(values))
+        elif node.fn == "clip":
+            result = float(np.minimum(np.maximum(values[0], values[1]), values[2]))
+        else:
+            return node
+    return Const(result) if math.isfinite(result) else node
 
 
 def _number(node: Expr) -> float | None:
@@ -121,7 +160,9 @@ def _binary(node: Binary, facts: dict[str, Facts]) -> Expr:
 def _evaluate_unary(op: str, value: float) -> float | None:
     with np.errstate(all="ignore"):
         functions = {"neg": np.negative, "abs": np.abs, "log": np.log, "log1p": np.log1p,
-                     "exp": np.exp, "sqrt": np.sqrt}  # fmt: skip
+                     "exp": np.exp, "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil,
+                     "trunc": np.trunc, "round": np.rint, "sign": np.sign, "log2": np.log2,
+                     "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan}  # fmt: skip
         if op in functions:
             result = float(functions[op](np.float64(value)))
         elif op == "isnull":
@@ -141,6 +182,7 @@ def _evaluate_binary(op: str, a: float, b: float) -> float | None:
         table = {
             "add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y,
             "div": lambda: x / y, "mod": lambda: np.remainder(x, y), "pow": lambda: np.power(x, y),
+            "floordiv": lambda: np.floor_divide(x, y),
             "eq": lambda: float(x == y), "ne": lambda: float(x != y), "lt": lambda: float(x < y),
             "le": lambda: float(x <= y), "gt": lambda: float(x > y), "ge": lambda: float(x >= y),
             "and": lambda: float(x != 0 and y != 0), "or": lambda: float(x != 0 or y != 0),

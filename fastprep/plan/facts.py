@@ -11,7 +11,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where
+from fastprep.plan.expr import (
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+    children,
+)
 
 INF = math.inf
 
@@ -36,6 +47,12 @@ class Facts:
 
 UNKNOWN = Facts()
 BOOLEAN = Facts(0.0, 1.0, True, True)
+#: the range of each date part (missing where its column is)
+_DATE_PART_RANGES = {
+    "year": (1.0, 9999.0), "month": (1.0, 12.0), "day": (1.0, 31.0), "hour": (0.0, 23.0),
+    "minute": (0.0, 59.0), "second": (0.0, 59.0), "dayofweek": (0.0, 6.0),
+    "dayofyear": (1.0, 366.0), "quarter": (1.0, 4.0),
+}  # fmt: skip
 
 
 def const_facts(value: float) -> Facts:
@@ -57,6 +74,8 @@ def expr_facts(node: Expr, columns: dict[str, Facts]) -> Facts:
                      a.finite and b.finite)  # fmt: skip
     if isinstance(node, Unary):
         return _unary_facts(node.op, expr_facts(node.arg, columns))
+    if isinstance(node, (Call, IsIn, DatePart)):
+        return _function_facts(node, columns)
     assert isinstance(node, Binary)
     left, right = expr_facts(node.left, columns), expr_facts(node.right, columns)
     missing = left.missing or right.missing
@@ -89,6 +108,23 @@ def _interval(op: str, a: Facts, b: Facts) -> tuple[float, float]:
     return min(products), max(products)
 
 
+def _function_facts(node: Call | IsIn | DatePart, columns: dict[str, Facts]) -> Facts:
+    """Date parts and membership have fixed ranges; missing where an argument may be."""
+    args = [expr_facts(a, columns) for a in children(node)]
+    missing = any(a.missing for a in args)
+    if isinstance(node, IsIn):
+        return Facts(0.0, 1.0, missing, True)
+    if isinstance(node, DatePart):
+        lo, hi = _DATE_PART_RANGES[node.part]
+        return Facts(lo, hi, missing or not args[0].finite, True)
+    if node.fn in ("startswith", "endswith", "contains"):
+        return Facts(0.0, 1.0, args[0].missing, True)
+    if node.fn in ("min", "max") and all(a.finite for a in args):
+        pick = min if node.fn == "min" else max
+        return Facts(pick(a.lo for a in args), pick(a.hi for a in args), missing, True)
+    return UNKNOWN
+
+
 def _unary_facts(op: str, arg: Facts) -> Facts:
     if op == "isnull":
         return Facts(0.0, 1.0, False, True)
@@ -106,6 +142,14 @@ def _unary_facts(op: str, arg: Facts) -> Facts:
     if op == "log1p" and arg.lo > -1:
         return Facts(math.log1p(arg.lo), math.log1p(arg.hi) if arg.hi < INF else INF,
                      arg.missing, arg.finite)  # fmt: skip
+    if op in ("floor", "ceil", "trunc", "round") and arg.finite:
+        lo = math.floor(arg.lo) if arg.lo > -INF else -INF
+        hi = math.ceil(arg.hi) if arg.hi < INF else INF
+        return Facts(lo, hi, arg.missing, True)
+    if op == "sign":
+        return Facts(-1.0, 1.0, arg.missing, True)
+    if op in ("sin", "cos") and arg.finite:
+        return Facts(-1.0, 1.0, arg.missing, True)
     if op in ("log", "sqrt") and arg.lo > 0:
         fn = math.log if op == "log" else math.sqrt
         return Facts(fn(arg.lo), fn(arg.hi) if arg.hi < INF else INF, arg.missing, arg.finite)

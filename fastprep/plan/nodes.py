@@ -5,7 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastprep.plan.expr import Binary, Col, Const, Expr, Unary, Where, columns_of, to_source
+from fastprep.plan.expr import (
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    Expr,
+    IsIn,
+    Unary,
+    Where,
+    columns_of,
+    to_source,
+)
 from fastprep.plan.facts import Facts
 from fastprep.plan.steps import Step, step_from_dict
 
@@ -179,6 +191,13 @@ def expr_to_dict(node: Expr) -> dict[str, Any]:
         return {"op": node.op, "args": [expr_to_dict(node.arg)]}
     if isinstance(node, Binary):
         return {"op": node.op, "args": [expr_to_dict(node.left), expr_to_dict(node.right)]}
+    if isinstance(node, Call):
+        return {"call": node.fn, "args": [expr_to_dict(a) for a in node.args]}
+    if isinstance(node, IsIn):
+        values = [expr_to_dict(Const(v)) for v in node.values]
+        return {"isin": values, "negate": node.negate, "args": [expr_to_dict(node.arg)]}
+    if isinstance(node, DatePart):
+        return {"datepart": node.part, "tz": node.tz, "args": [expr_to_dict(node.arg)]}
     return {
         "op": "where",
         "args": [expr_to_dict(a) for a in (node.cond, node.then, node.otherwise)],
@@ -196,6 +215,16 @@ def expr_from_dict(data: dict[str, Any]) -> Expr:
             raise ValueError(f"bad constant {value!r} in saved expression")
         return Const(float(value) if isinstance(value, int) else value)
     args = [expr_from_dict(a) for a in data["args"]]
+    if "call" in data:
+        return Call(str(data["call"]), tuple(args))
+    if "isin" in data and len(args) == 1:
+        values = [expr_from_dict(v) for v in data["isin"]]
+        if not all(isinstance(v, Const) for v in values):
+            raise ValueError(f"bad 'in' list {data['isin']!r} in saved expression")
+        return IsIn(args[0], tuple(v.value for v in values), bool(data.get("negate")))  # type: ignore[union-attr]
+    if "datepart" in data and len(args) == 1:
+        tz = data.get("tz")
+        return DatePart(str(data["datepart"]), args[0], None if tz is None else str(tz))
     op = data["op"]
     if op == "where" and len(args) == 3:
         return Where(*args)

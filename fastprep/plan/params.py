@@ -44,7 +44,10 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
     """Raise ``ValueError`` naming ``where`` if ``params`` cannot belong to ``step``."""
     if not isinstance(params, dict):
         raise ValueError(f"{where}: parameters of {step.describe()} must be a mapping")
-    _check_numbers(step, params, _NUMBER_KEYS.get(type(step), ()), where)
+    text_fill = isinstance(step, FillMissing) and step.fills_text
+    if text_fill and params.get("fill") != step.value:
+        raise ValueError(f"{where}: {step.describe()} has a different fill {params.get('fill')!r}")
+    _check_numbers(step, params, () if text_fill else _NUMBER_KEYS.get(type(step), ()), where)
     if isinstance(step, (Standardize, MaxAbsScale, RobustScale)) and params["scale"] <= 0:
         raise ValueError(f"{where}: {step.describe()} has a non-positive scale")
     if isinstance(step, PowerTransform) and step.standardize:

@@ -71,15 +71,16 @@ def _finite_or_none(name: str, value: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class FillMissing(Step):
-    """Replace missing values by a constant, or by the fitted ``"mean"``/``"median"``."""
+    """Replace missing values by a constant, or by the fitted ``"mean"``/``"median"``; on a
+    text input (before an encoder), by a text constant (``FillMissing("UNK")``)."""
 
     value: float | str = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.value, str):
-            if self.value not in ("mean", "median"):
+            if not self.value:
                 raise PipelineDefinitionError(
-                    f"FillMissing({self.value!r}): use a number, 'mean' or 'median'"
+                    "FillMissing(''): use a number, 'mean', 'median' or a non-empty text value"
                 )
         elif isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
             raise PipelineDefinitionError(
@@ -92,7 +93,12 @@ class FillMissing(Step):
 
     @property
     def needs_fit(self) -> bool:  # type: ignore[override]
-        return isinstance(self.value, str)
+        return self.value in ("mean", "median")
+
+    @property
+    def fills_text(self) -> bool:
+        """A text constant (for text inputs), not a number or a fitted statistic."""
+        return isinstance(self.value, str) and not self.needs_fit
 
 
 @dataclass(frozen=True)

@@ -371,6 +371,8 @@ def _encode(values, out, give_up: bool):
     if not n:
         return codes, pa.array([], type=pa.large_string())
     if not _use_numba(n):
+        if give_up and _mostly_distinct(chunks, n):
+            return None
         return _encode_with_arrow(chunks, codes)
     pieces = _pieces(chunks, _parts(n))
     tables = _run(pieces, codes, PROBE_ROWS)
@@ -435,6 +437,18 @@ def kernels_ready() -> bool:
     """Whether the encoder's kernels run without compiling (compiled in this process, or
     in Numba's disk cache)."""
     return all(numba_cached(kernel) for kernel in _encoder_kernels())
+
+
+def _mostly_distinct(chunks: list[pa.Array], n: int) -> bool:
+    """The Arrow path's twin of the kernel's early give-up: many distinct values among the
+    first ``PROBE_ROWS`` rows (a hashing caller then hashes each row's bytes instead)."""
+    import pyarrow.compute as pc
+
+    probe = min(n, PROBE_ROWS)
+    if probe < MIN_PROBE_ROWS:
+        return False
+    head = pa.chunked_array(chunks, type=pa.large_string()).slice(0, probe)
+    return pc.count_distinct(head).as_py() > HIGH_CARDINALITY * probe
 
 
 def _encode_with_arrow(chunks: list[pa.Array], codes: np.ndarray) -> tuple[np.ndarray, pa.Array]:

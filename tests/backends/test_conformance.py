@@ -177,19 +177,39 @@ COLUMNS = {
 LEAVES = st.sampled_from(["a", "b", "n", "2", "0.5", "-3"])
 
 
+UNARY_FUNCTIONS = [
+    "log1p", "abs", "sqrt", "exp", "isnull", "~", "floor", "ceil", "trunc", "round", "sign",
+    "log2", "log10", "sin", "cos", "tan",
+]  # fmt: skip
+#: numbers computed from the text column: once per distinct value, gathered by code
+TEXT_NUMBERS = [
+    "(t == 'x')", "isnull(t)", "length(upper(t) + 'ab')", "startswith(t, 'x')",
+    "(t in ('x', 'z'))", "(t not in ('y',))", "(lower(upper(t)) == 'x')",
+    "contains(strip(' ' + t), 'y')", "isnull(lower(t))",
+]  # fmt: skip
+
+
 def exprs(depth: int = 3) -> st.SearchStrategy[str]:
     return st.recursive(
         LEAVES,
         lambda inner: st.one_of(
             st.tuples(
-                inner, st.sampled_from(["+", "-", "*", "/", "%", ">", "<=", "==", "&", "|"]), inner
+                inner,
+                st.sampled_from(["+", "-", "*", "/", "%", "//", ">", "<=", "==", "&", "|"]),
+                inner,
             ).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
-            st.tuples(st.sampled_from(["log1p", "abs", "sqrt", "exp", "isnull", "~"]), inner).map(
+            st.tuples(st.sampled_from(UNARY_FUNCTIONS), inner).map(
                 lambda t: f"{t[0]}({t[1]})" if t[0] != "~" else f"~({t[1]})"
             ),
             st.tuples(inner, inner, inner).map(lambda t: f"where({t[0]}, {t[1]}, {t[2]})"),
-            st.just("(t == 'x')"),
-            st.just("isnull(t)"),
+            st.tuples(st.sampled_from(["min", "max", "clip"]), inner, inner, inner).map(
+                lambda t: f"{t[0]}({t[1]}, {t[2]}, {t[3]})"
+            ),
+            st.tuples(inner, st.integers(-2, 3)).map(lambda t: f"round({t[0]}, {t[1]})"),
+            st.tuples(inner, st.sampled_from(["in", "not in"])).map(
+                lambda t: f"({t[0]} {t[1]} (1, 2, -3, 0.5))"
+            ),
+            st.sampled_from(TEXT_NUMBERS),
         ),
         max_leaves=depth * 2,
     )

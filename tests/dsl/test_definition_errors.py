@@ -171,7 +171,7 @@ def test_rshift_with_something_that_is_not_a_step():
 @pytest.mark.parametrize(
     ("call", "fragment"),
     [
-        (lambda: fp.FillMissing("mode"), "mode"),
+        (lambda: fp.FillMissing(""), "non-empty"),
         (lambda: fp.FillMissing(float("nan")), "finite"),
         (lambda: fp.FillMissing(True), "True"),
         (lambda: fp.Clip(5, 1), "lower is above upper"),
@@ -195,6 +195,13 @@ def test_bad_arguments(call, fragment):
     with pytest.raises(fp.PipelineDefinitionError) as info:
         call()
     assert fragment in str(info.value)
+
+
+def test_a_text_fill_on_a_number_names_the_fill():
+    # any text other than "mean"/"median" fills text inputs: a typo is caught at the check
+    with pytest.raises(fp.PipelineDefinitionError) as info:
+        make([fp.col("distance") >> fp.FillMissing("mode")])
+    assert "'mode'" in str(info.value) and "'mean' or 'median'" in str(info.value)
 
 
 def test_bad_pipeline_arguments():

@@ -7,11 +7,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastprep.expr_parser import parse_expr
-from fastprep.plan.expr import BINARY_OPS, Binary, Col, Const, Unary, Where, to_source
+from fastprep.plan.expr import (
+    BINARY_OPS,
+    DATE_PARTS,
+    Binary,
+    Call,
+    Col,
+    Const,
+    DatePart,
+    IsIn,
+    Unary,
+    Where,
+    to_source,
+)
 from fastprep.plan.nodes import expr_from_dict, expr_to_dict
 
-FUNCTIONS = ("log", "log1p", "exp", "sqrt", "abs", "isnull")
-PLAIN_NAMES = ("dep_delay", "air_time", "x", "Distance2", "_private")
+FUNCTIONS = (
+    "log", "log1p", "exp", "sqrt", "abs", "isnull", "floor", "ceil", "trunc", "round", "sign",
+    "log2", "log10", "sin", "cos", "tan", "length", "lower", "upper", "strip",
+)  # fmt: skip
+#: column names that are also (unreserved) function names: a column wherever not called
+PLAIN_NAMES = ("dep_delay", "air_time", "x", "Distance2", "_private", "hour", "min", "length")
 QUOTED_NAMES = ("air time", "dep-delay", "2nd", "a.b", "x+y")
 
 columns = st.sampled_from(PLAIN_NAMES + QUOTED_NAMES).map(Col)
@@ -29,11 +45,33 @@ def _unary(op: str, arg):
     return Unary(op, arg)
 
 
+literals = st.one_of(
+    st.lists(st.integers(-3, 3).map(float), min_size=1, max_size=3),
+    st.lists(st.floats(allow_nan=False, width=64), min_size=1, max_size=2),
+    st.lists(st.text(alphabet="AB x'\"", max_size=3), min_size=1, max_size=3),
+).map(tuple)
+
+
 def _extend(child):
     return st.one_of(
         st.builds(_unary, st.sampled_from(("neg", "not", *FUNCTIONS)), child),
         st.builds(Binary, st.sampled_from(sorted(BINARY_OPS)), child, child),
         st.builds(Where, child, child, child),
+        st.builds(
+            lambda f, a: Call(f, tuple(a)),
+            st.sampled_from(["min", "max"]),
+            st.lists(child, min_size=2, max_size=4),
+        ),
+        st.builds(lambda a, b, c: Call("clip", (a, b, c)), child, child, child),
+        st.builds(lambda a, n: Call("round", (a, Const(float(n)))), child, st.integers(-5, 5)),
+        st.builds(
+            lambda f, a, t: Call(f, (a, t)),
+            st.sampled_from(["startswith", "endswith", "contains"]),
+            child,
+            texts,
+        ),
+        st.builds(IsIn, child, literals, st.booleans()),
+        st.builds(DatePart, st.sampled_from(DATE_PARTS), columns),
     )
 
 
@@ -96,6 +134,21 @@ def test_json_tree_round_trip(tree):
         ("True + False", Binary("add", Const(1.0), Const(0.0))),
         ("-3.5", Const(-3.5)),
         ("+x", Col("x")),
+        ("x // 2 % 3", Binary("mod", Binary("floordiv", Col("x"), Const(2.0)), Const(3.0))),
+        ("pow(x, 2)", Binary("pow", Col("x"), Const(2.0))),
+        ("round(x)", Unary("round", Col("x"))),
+        ("round(x, -2)", Call("round", (Col("x"), Const(-2.0)))),
+        ("min(a, b, 1)", Call("min", (Col("a"), Col("b"), Const(1.0)))),
+        ("hour(t) + hour", Binary("add", DatePart("hour", Col("t")), Col("hour"))),
+        ("x in (1, -2)", IsIn(Col("x"), (1.0, -2.0))),
+        ("s not in ('a',)", IsIn(Col("s"), ("a",), negate=True)),
+        ("a + 1 in (2,)", IsIn(Binary("add", Col("a"), Const(1.0)), (2.0,))),
+        ("(a in (1,)) == 1", Binary("eq", IsIn(Col("a"), (1.0,)), Const(1.0))),
+        (
+            "lower(s) + '-' + t",
+            Binary("add", Binary("add", Unary("lower", Col("s")), Const("-")), Col("t")),
+        ),
+        ("startswith(s, 'N')", Call("startswith", (Col("s"), Const("N")))),
     ],
 )
 def test_parse_known_trees(text, expected):
