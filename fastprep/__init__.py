@@ -10,7 +10,7 @@
 
 import os as _os
 
-# OpenMP threads that sleep when idle (decision 61): GNU OpenMP's default spin-then-sleep
+# OpenMP threads that sleep when idle: GNU OpenMP's default spin-then-sleep
 # wait made a 2-thread Numba kernel 10x slower (2.5 -> 24 ms) whenever the other core was
 # busy, on this kind of shared 2-core machine. Read once, when Numba first loads libgomp;
 # a value the user set wins.
@@ -27,6 +27,7 @@ from fastprep.errors import (
     PipelineDefinitionError,
     SchemaError,
     SourceError,
+    SparseOutputError,
     StateFormatError,
 )
 from fastprep.execute import Output
@@ -87,6 +88,7 @@ __all__ = [
     "Schema",
     "SchemaError",
     "SourceError",
+    "SparseOutputError",
     "Standardize",
     "StateFormatError",
     "String",

@@ -35,11 +35,10 @@ import pandas as pd
 from fastprep import execute
 from fastprep.emit.precision import Precision, merge_info
 from fastprep.errors import PipelineDefinitionError
-from fastprep.io import Source, is_path
+from fastprep.io import Source, collect_once, is_path
 from fastprep.partitions import (
     ROWS_PER_PARTITION,
     PartitionSpec,
-    in_memory_rows,
     plan_partitions,
     read_partition,
 )
@@ -110,6 +109,7 @@ class BatchStream:
         return_row_ids: bool = False,
         shard: tuple[int, int] | None = None,
         on_alert: AlertCallback | None = None,
+        alerts_seen: set[tuple[str, str, str]] | None = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise PipelineDefinitionError(f"batch_size={batch_size!r}: a positive integer")
@@ -125,6 +125,9 @@ class BatchStream:
         #: ``(k, n)``: stream only every n-th partition from the k-th (a DataLoader worker)
         self.shard = shard
         self.on_alert = on_alert
+        #: alert keys already sent by this stream's passes (or the epochs sharing the set):
+        #: each pass re-reads the same source, so it alerts on what is new only
+        self.alerts_seen = set() if alerts_seen is None else alerts_seen
         self.stats = BatchStats()
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
@@ -146,8 +149,10 @@ class BatchStream:
         plan, schema = fitted.plan, fitted.schema
         columns = schema.read_columns(plan.columns)  # + key columns
         text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
-        frame = None if is_path(self.source) else self.source  # what "frame"/"dataset" specs read
-        specs = plan_partitions(self.source, self.rows_per_partition)
+        # a LazyFrame's query (a filtered Dataset's scan) runs once per pass, not per partition
+        source = collect_once(self.source, columns)
+        frame = None if is_path(source) else source  # what "frame"/"dataset" specs read
+        specs = plan_partitions(source, self.rows_per_partition)
         if rng is not None:
             specs = _with_offsets(specs, columns, text, frame)
             specs = [specs[i] for i in rng.permutation(len(specs))]
@@ -170,11 +175,9 @@ class BatchStream:
             _account(stats, output)
             yield output
             del output
-        # the whole pass is one run: its findings, totalled, alert once; later epochs
-        # re-read the same source, so the fitted pipeline's streams send a key once
-        report = Report(source=_describe(self.source), findings=stats.findings)
-        seen = fitted.__dict__.setdefault("_stream_alerts_seen", set())
-        send_alerts(fitted.pipeline, report, self.on_alert, "transform", seen)
+        # the whole pass is one run: its findings, totalled, alert once
+        report = Report(source=_describe(self.source, stats.rows_in), findings=stats.findings)
+        send_alerts(fitted.pipeline, report, self.on_alert, "transform", self.alerts_seen)
         stats.alerts = report.alerts
 
 
@@ -193,10 +196,12 @@ def _account(stats: BatchStats, output: execute.Output) -> None:
         stats.findings = merge_findings([*stats.findings, *report.findings])
 
 
-def _describe(source: Source) -> str:
+def _describe(source: Source, rows: int) -> str:
+    """The source, with the ``rows`` the pass read (counting them again would re-run a
+    LazyFrame's query)."""
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
-    return f"{type(source).__name__} ({in_memory_rows(source):,} rows)"
+    return f"{type(source).__name__} ({rows:,} rows)"
 
 
 def _with_offsets(

@@ -268,9 +268,10 @@ def _write(
     print(f"fastprep: {source}")
     print(output.report.summary())
     print(f"total {seconds:.3f}s")
-    size = sum(os.path.getsize(p) for p in written.values()) / 2**20
-    print(f"wrote {folder}: manifest.json + {len(written) - 1} files ({size:,.1f} MiB"
-          f"{', ' + compress if compress else ''}), {STATE_FILE}")  # fmt: skip
+    data = [p for name, p in written.items() if name not in ("manifest", "pipeline")]
+    size = sum(os.path.getsize(p) for p in data) / 2**20
+    print(f"wrote {folder}: manifest.json + {len(data)} files ({size:,.1f} MiB"
+          f"{', ' + compress if compress else ''}), fitted pipeline {STATE_FILE}")  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -81,3 +81,8 @@ class JobError(FastprepError, RuntimeError):
 class MemoryBudgetError(FastprepError, MemoryError):
     """The memory pre-flight predicts a run would not fit the memory budget (nothing was
     loaded); the message says what, by how much, and the options."""
+
+
+class SparseOutputError(FastprepError, ValueError):
+    """A dense-only hand-off (a DataFrame) was asked of a sparse X; the message names the
+    sparse blocks and the options."""

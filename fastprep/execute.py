@@ -18,12 +18,12 @@ from fastprep import planner, stage_backends
 from fastprep.backends import pandas_ as reference
 from fastprep.backends.registry import resolve
 from fastprep.columns import RowIds, RowRange, Table
-from fastprep.emit import OutputSink, make_layout
+from fastprep.emit import OutputSink, frames, make_layout
 from fastprep.emit.files import write_output
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
 from fastprep.errors import PipelineDefinitionError, Reason
-from fastprep.io import Raw, Source, is_path, raw_len, read_source, source_columns
+from fastprep.io import Raw, Source, is_path, raw_columns, raw_len, read_source, source_columns
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.report import Report
@@ -127,6 +127,33 @@ class Output:
         self.save(folder)
         return os.path.join(os.fspath(folder), "manifest.json")
 
+    def to_pandas(
+        self, target: str | None = None, *, sparse: bool = False, copy: bool = True
+    ) -> pd.DataFrame:
+        """Dense X as a pandas DataFrame: one column per feature name, X's dtype (float32
+        by default; bfloat16 widened to float32), ``row_ids`` as the index (named
+        ``row_id``). ``target="late"`` adds y as a last column of that name.
+
+        A CSR X raises :class:`fastprep.errors.SparseOutputError` naming the sparse blocks;
+        ``sparse=True`` gives a pandas sparse frame instead (``pd.DataFrame.sparse``, one
+        ``SparseArray`` per column: slow for very wide X). ``copy=False`` shares X's memory
+        with the frame (a change to one shows in the other).
+        """
+        return frames.to_pandas(
+            self.X, self.y, self.feature_names, self.row_ids, out_dtype=self.out_dtype,
+            target=target, sparse=sparse, copy=copy,
+        )  # fmt: skip
+
+    def to_polars(self, target: str | None = None, *, row_ids: bool = False) -> Any:
+        """Dense X as a Polars DataFrame: one column per feature name, X's dtype.
+        ``target="late"`` adds y as a last column, ``row_ids=True`` a first ``row_id``
+        column (Polars has no index). A CSR X raises
+        :class:`fastprep.errors.SparseOutputError` (Polars has no sparse columns)."""
+        return frames.to_polars(
+            self.X, self.y, self.feature_names, self.row_ids, out_dtype=self.out_dtype,
+            target=target, row_ids_column=row_ids,
+        )  # fmt: skip
+
 
 @dataclass
 class Prepared:
@@ -189,15 +216,24 @@ def prepare(
     is the row id of the source's first row, for one partition of a larger source.
     """
     info = resolve(backend)
+    # the helper paths a report names are those this run takes, not an earlier run's
+    planner.PATHS.clear()
     report = Report(backend="auto" if backend == "auto" else info.name)
-    if plan.target is not None and phase == "transform" and _target_absent(plan, source):
-        plan = replace(plan, target=None)
-        report.notes.append("the source has no target column(s): transformed without y")
+    # at transform the target's own columns are read if the source has them (the read
+    # tells, without a second look at the source)
+    target_only = _target_only(plan) if phase == "transform" else []
     columns = schema.read_columns(plan.columns)  # + key columns, for uniqueness
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
     with report.stage("read"):
-        raw, source_info = read_source(source, columns, text)
-        unexpected = unexpected_column_findings(schema, source_columns(source), phase)
+        raw, source_info = read_source(source, columns, text, optional=target_only)
+        if any(c not in raw_columns(raw) for c in target_only):
+            plan = replace(plan, target=None)
+            report.notes.append("the source has no target column(s): transformed without y")
+            columns = schema.read_columns(plan.columns)
+            raw = _only(raw, columns)
+        present = source_info.columns  # as the read saw them (no second footer read)
+        present = list(present) if present is not None else source_columns(source)
+        unexpected = unexpected_column_findings(schema, present, phase)
     report.source = source_info.description
     with report.stage("validate"):
         ids = RowRange(row_offset, raw_len(raw))
@@ -214,15 +250,20 @@ def prepare(
     return prepared
 
 
-def _target_absent(plan: LogicalPlan, source: Source) -> bool:
-    """Some column only the target reads is not in the source at all."""
-    assert plan.target is not None
+def _target_only(plan: LogicalPlan) -> list[str]:
+    """The columns only the target reads (a source without one of them has no target)."""
+    if plan.target is None:
+        return []
     feature_columns = {c for f in plan.features for c in f.columns}
-    target_only = [c for c in plan.target.columns if c not in feature_columns]
-    if not target_only:
-        return False
-    present = source_columns(source)
-    return present is not None and any(c not in present for c in target_only)
+    return [c for c in plan.target.columns if c not in feature_columns]
+
+
+def _only(raw: Raw, columns: list[str]) -> Raw:
+    """``raw`` without the columns not in ``columns`` (a target's, read but unused)."""
+    extra = [c for c in raw_columns(raw) if c not in columns]
+    if not extra:
+        return raw
+    return raw.drop_columns(extra) if isinstance(raw, pa.Table) else raw.drop(columns=extra)
 
 
 def _quarantine_missing_target(plan: LogicalPlan, prepared: Prepared, backend: str) -> None:

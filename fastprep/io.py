@@ -42,14 +42,32 @@ class SourceInfo:
 
     description: str
     files: tuple[str, ...] = ()
+    #: every column of the source (of its first file), as seen by the read; None: not kept
+    columns: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CollectedQuery:
+    """The columns a run reads of a source that recomputes a query on every read (a Polars
+    LazyFrame, a filtered pyarrow Dataset), computed once by :func:`collect_once`: the
+    pre-flight's row count, the read and each partition's slice then use this table."""
+
+    table: pa.Table
+    #: every column of the source (unexpected-column findings; a target absent at transform)
+    names: tuple[str, ...]
+    #: the source's own kind (``"polars_lazy"`` or ``"dataset"``), for descriptions
+    kind: str
 
 
 def source_kind(source: Source) -> str:
     """``"path"``, ``"pandas"``, ``"arrow"`` (a pyarrow Table), ``"dataset"`` (a
-    ``pyarrow.dataset.Dataset``), ``"polars"`` or ``"polars_lazy"``; else a SourceError.
+    ``pyarrow.dataset.Dataset``), ``"polars"``, ``"polars_lazy"`` or ``"collected"`` (a
+    :class:`CollectedQuery`); else a SourceError.
     (Polars is recognized by its module name: nothing here imports it.)"""
     if isinstance(source, (str, os.PathLike)):
         return "path"
+    if isinstance(source, CollectedQuery):
+        return "collected"
     if isinstance(source, pd.DataFrame):
         return "pandas"
     if isinstance(source, pa.Table):
@@ -78,13 +96,48 @@ def is_path(source: Source) -> bool:
     return isinstance(source, (str, os.PathLike))
 
 
+def collect_once(source: Source, columns: Iterable[str]) -> Source:
+    """A LazyFrame or a filtered Dataset as a :class:`CollectedQuery` of ``columns`` (those
+    it has: a missing one is the read's error to name); any other source as it is.
+
+    Each read of such a source re-runs its query (a row count, the read, every partition's
+    slice), so a run computes it once up front and works on the result; its columns are
+    then all in memory at once, as a table's would be. A filtered Dataset also cannot list
+    its fragments, so its partitions are slices of the result (row ids: positions in it)."""
+    kind = source_kind(source)
+    if isinstance(source, CollectedQuery) or kind not in ("polars_lazy", "dataset"):
+        return source
+    if kind == "dataset" and not _filtered(source):
+        return source  # its fragments are read one at a time; counting reads no data
+    names = source_columns(source) or []
+    wanted = [c for c in dict.fromkeys(columns) if c in names]
+    return CollectedQuery(_without_views(_read_in_memory(source, kind, wanted)), tuple(names), kind)
+
+
+def _filtered(dataset: Any) -> bool:
+    """A Dataset with a filter (pyarrow refuses to list its fragments)."""
+    try:
+        dataset.get_fragments()
+    except ValueError:
+        return True
+    return False
+
+
 def read_source(
-    source: Source, columns: Iterable[str], text_columns: Iterable[str] = ()
+    source: Source,
+    columns: Iterable[str],
+    text_columns: Iterable[str] = (),
+    optional: Iterable[str] = (),
 ) -> tuple[Raw, SourceInfo]:
     """Read ``columns`` of ``source``: a pyarrow Table, or (for a pandas source) a
-    DataFrame sharing the caller's columns, with a fresh RangeIndex."""
+    DataFrame sharing the caller's columns, with a fresh RangeIndex. Those of ``optional``
+    (e.g. a target at transform) are read only if the source (its first file) has them."""
     columns = list(columns)
+    optional = set(optional)
     kind = source_kind(source)
+    if optional and kind != "path":
+        present = source_columns(source) or []
+        columns = [c for c in columns if c in present or c not in optional]
     if kind == "pandas":
         missing = [c for c in columns if c not in source.columns]
         if missing:
@@ -94,15 +147,19 @@ def read_source(
         )
     if kind != "path":
         table = _without_views(_read_in_memory(source, kind, columns))
-        return table, SourceInfo(f"{_KIND_NAMES[kind]} ({table.num_rows:,} rows)")
+        return table, SourceInfo(f"{_kind_name(source)} ({table.num_rows:,} rows)")
     files = resolve_files(source)
-    tables = [_read_file(path, columns, set(text_columns)) for path in files]
+    text = set(text_columns)
+    first, names = _read_file_and_names(files[0], columns, text, optional)
+    columns = [c for c in columns if c in first.column_names]  # every later file needs them
+    tables = [first] + [_read_file_and_names(path, columns, text)[0] for path in files[1:]]
     table = (
         tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
     )
     return table, SourceInfo(
-        f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files)
-    )
+        f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
+        columns=tuple(names),
+    )  # fmt: skip
 
 
 _KIND_NAMES = {
@@ -113,12 +170,22 @@ _KIND_NAMES = {
 }
 
 
+def _kind_name(source: Any) -> str:
+    """What an in-memory source is, in words (a collected one: what it was collected from)."""
+    if isinstance(source, CollectedQuery):
+        return _KIND_NAMES[source.kind]
+    return _KIND_NAMES[source_kind(source)]
+
+
 def _read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
     """The columns of an Arrow-backed source as a pyarrow Table: a Table's own columns, a
     Polars frame's Arrow export (zero-copy), a LazyFrame with only ``columns`` selected
-    before it is collected, a Dataset scanned for ``columns`` in fragment order."""
+    before it is collected, a Dataset scanned for ``columns`` in fragment order, a
+    :class:`CollectedQuery`'s own columns."""
     present = source_columns(source) or []
-    _require(columns, present, f"the {_KIND_NAMES[kind]}")
+    _require(columns, present, f"the {_kind_name(source)}")
+    if kind == "collected":
+        return source.table.select(columns) if columns else _no_columns(source.table.num_rows)
     try:
         if kind == "arrow":
             return source.select(columns) if columns else _no_columns(source.num_rows)
@@ -137,10 +204,10 @@ def _read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
             return _no_columns(source.height)
         return frame.to_arrow()
     except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise SourceError(f"cannot read the {_KIND_NAMES[kind]}: {exc}") from exc
+        raise SourceError(f"cannot read the {_kind_name(source)}: {exc}") from exc
     except Exception as exc:  # Polars' own errors (a failing lazy query) name no builtin
         if type(exc).__module__.startswith("polars"):
-            raise SourceError(f"cannot read the {_KIND_NAMES[kind]}: {exc}") from exc
+            raise SourceError(f"cannot read the {_kind_name(source)}: {exc}") from exc
         raise
 
 
@@ -217,6 +284,8 @@ def source_columns(source: Source) -> list[str] | None:
         return list(source.columns)
     if kind == "polars_lazy":
         return list(source.collect_schema().names())
+    if kind == "collected":
+        return list(source.names)
     try:
         files = resolve_files(source)
     except SourceError:
@@ -263,14 +332,26 @@ def _format_of(path: str) -> str | None:
 
 
 def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Table:
+    return _read_file_and_names(path, columns, text_columns)[0]
+
+
+def _read_file_and_names(
+    path: str, columns: list[str], text_columns: set[str], optional: set[str] = frozenset()
+) -> tuple[pa.Table, list[str]]:
+    """``columns`` of one file (those of ``optional`` only if it has them), and the names
+    of all its columns."""
     try:
         if _format_of(path) == "parquet":
-            present = pq.read_schema(path).names
-            _require(columns, present, path)
-            # ParquetFile, not pq.read_table: the latter imports pyarrow.dataset (~0.25 s of
-            # a fresh process) for the same column-pruned read
-            return pq.ParquetFile(path).read(columns=columns)
+            # one footer read for the names and the data; ParquetFile, not pq.read_table:
+            # the latter imports pyarrow.dataset (~0.25 s of a fresh process) for the same
+            # column-pruned read
+            with pq.ParquetFile(path) as handle:
+                present = handle.schema_arrow.names
+                columns = [c for c in columns if c in present or c not in optional]
+                _require(columns, present, path)
+                return handle.read(columns=columns), present
         header = _csv_header(path)
+        columns = [c for c in columns if c in header or c not in optional]
         _require(columns, header, path)
         convert = pacsv.ConvertOptions(
             include_columns=columns,
@@ -279,11 +360,12 @@ def _read_file(path: str, columns: list[str], text_columns: set[str]) -> pa.Tabl
         )
         parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
         try:
-            return pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+            return pacsv.read_csv(path, parse_options=parse, convert_options=convert), header
         except pa.ArrowInvalid as exc:
             if "UTF8" not in str(exc) and "utf8" not in str(exc).lower():
                 raise
-            return _read_csv_keeping_bad_text(path, parse, convert, text_columns & set(columns))
+            text = text_columns & set(columns)
+            return _read_csv_keeping_bad_text(path, parse, convert, text), header
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r}: {exc}") from exc
 
@@ -304,12 +386,16 @@ def _read_csv_keeping_bad_text(
 
 def _csv_header(path: str) -> list[str]:
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
-    reader = pacsv.open_csv(
-        path,
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        read_options=pacsv.ReadOptions(block_size=1 << 16),
-    )
-    return list(reader.schema.names)
+    # the file closed on every exit (the reader's close leaves it open)
+    with (
+        pa.input_stream(path) as stream,
+        pacsv.open_csv(
+            stream,
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            read_options=pacsv.ReadOptions(block_size=1 << 16),
+        ) as reader,
+    ):
+        return list(reader.schema.names)
 
 
 def _require(columns: list[str], present: list[str], where: str) -> None:

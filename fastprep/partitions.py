@@ -12,6 +12,8 @@ reads one :class:`PartitionSpec` at a time (column-pruned, like :func:`fastprep.
   of ``rows_per_partition`` rows (a LazyFrame slices and selects before it collects).
 - A ``pyarrow.dataset.Dataset``: its fragments in order; a Parquet fragment's row groups
   grouped like a Parquet file's, any other fragment whole.
+- A :class:`fastprep.io.CollectedQuery` (a LazyFrame or filtered Dataset computed once):
+  slices of its table, like a table in memory.
 
 Row ids are the same as the in-memory path's: positions in the concatenation of the
 source's files in sorted order (``partition.row_offset + local position``).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -32,6 +34,7 @@ from fastprep.errors import SourceError
 from fastprep.io import (
     Raw,
     Source,
+    _filtered,
     _format_of,
     _read_file,
     _read_in_memory,
@@ -70,6 +73,9 @@ class PartitionSpec:
     row_offset: int | None = None
     #: a ``"dataset"`` partition's fragment, by position in ``Dataset.get_fragments()``
     fragment: int = -1
+    #: that fragment itself, kept from planning: listing every fragment again for each
+    #: partition made a pass quadratic in the number of fragments
+    fragment_object: Any = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         if self.kind == "parquet":
@@ -134,6 +140,11 @@ def plan_partitions(
 def _dataset_partitions(dataset: Any, rows_per_partition: int) -> list[PartitionSpec]:
     """A Dataset's fragments in order: a Parquet fragment's row groups packed like a
     Parquet file's, any other fragment as one partition."""
+    if _filtered(dataset):
+        raise SourceError(
+            "a filtered pyarrow Dataset has no fragments to split by: read it with "
+            "fastprep.io.collect_once(dataset, columns) first (batches do), or pass a table"
+        )
     specs: list[PartitionSpec] = []
     offset = 0
     for number, fragment in enumerate(dataset.get_fragments()):
@@ -147,7 +158,8 @@ def _dataset_partitions(dataset: Any, rows_per_partition: int) -> list[Partition
             pieces = [((), fragment.count_rows())]
         for groups, rows in pieces:
             specs.append(PartitionSpec(len(specs), "dataset", fragment.path, groups,
-                                       n_rows=rows, row_offset=offset, fragment=number))  # fmt: skip
+                                       n_rows=rows, row_offset=offset, fragment=number,
+                                       fragment_object=fragment))  # fmt: skip
             offset += rows
     if not specs:  # no fragment: one empty partition (the schema's columns, no rows)
         specs.append(PartitionSpec(0, "frame", start=0, stop=0, n_rows=0, row_offset=0))
@@ -218,14 +230,18 @@ def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw
     if kind == "dataset":  # the empty partition of a Dataset without fragments
         return source.schema.empty_table().select(columns)
     length = None if stop is None else stop - start
+    if kind == "collected":  # zero-copy slices of the one result
+        return _read_in_memory(source, kind, columns).slice(start, length)
     return _without_views(_read_in_memory(source.slice(start, length), kind, columns))
 
 
 def _read_fragment(dataset: Any, spec: PartitionSpec, columns: list[str]) -> pa.Table:
-    fragments = list(dataset.get_fragments())
-    if not 0 <= spec.fragment < len(fragments):
-        raise SourceError(f"{spec.describe()}: the Dataset has {len(fragments)} fragment(s)")
-    fragment = fragments[spec.fragment]
+    fragment = spec.fragment_object
+    if fragment is None:  # a spec built by hand: find its fragment by position
+        fragments = list(dataset.get_fragments())
+        if not 0 <= spec.fragment < len(fragments):
+            raise SourceError(f"{spec.describe()}: the Dataset has {len(fragments)} fragment(s)")
+        fragment = fragments[spec.fragment]
     _require(columns, list(dataset.schema.names), "the pyarrow Dataset")
     if spec.row_groups:
         fragment = fragment.subset(row_group_ids=list(spec.row_groups))
@@ -246,6 +262,8 @@ def in_memory_rows(source: Any) -> int:
         return int(source.count_rows())
     if kind == "polars":
         return int(source.height)
+    if kind == "collected":
+        return source.table.num_rows
     import polars as pl
 
     return int(source.select(pl.len()).collect().item())

@@ -17,10 +17,11 @@ from fastprep import auto_cluster, execute, preflight, stage_backends
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.dsl.check import check_plan
 from fastprep.dsl.resolve import resolve_plan
+from fastprep.emit.output_format import published_pipeline
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
-from fastprep.io import Source
+from fastprep.io import Source, collect_once
 from fastprep.optimize import optimize
 from fastprep.plan.expr import Col, to_source
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
@@ -106,6 +107,7 @@ class Pipeline:
         text = optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
         if source is None:
             return text
+        source = collect_once(source, self.schema.read_columns(optimized.columns))
         pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget)
         text += "\n" + "\n".join(pre.lines())
         if any(d.refuse for d in pre.decisions) or pre.execution == "dask":
@@ -180,7 +182,8 @@ class Pipeline:
     ) -> FittedPipeline:  # fmt: skip
         """:meth:`fit` without sending alerts (the caller sends them once per run)."""
         plan = self.optimized
-        if client is None:
+        if client is None:  # a LazyFrame's query runs once: pre-flight and read share it
+            source = collect_once(source, self.schema.read_columns(plan.columns))
             with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                     scheduler=scheduler, whole_output=False) as (pre, auto):  # fmt: skip
                 if auto is not None:
@@ -243,6 +246,7 @@ class Pipeline:
         precision = Precision(out_dtype, on_overflow)
         dtype = precision.compute_dtype
         plan = self.optimized
+        source = collect_once(source, self.schema.read_columns(plan.columns))
         with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                 scheduler=scheduler) as (pre, auto):  # fmt: skip
             if auto is not None:
@@ -252,7 +256,8 @@ class Pipeline:
                                            on_overflow=on_overflow, client=auto,
                                            rows_per_partition=rows)  # fmt: skip
                 output.report.notes.append(auto_cluster.note(pre))
-                _alert(self, output.report, on_alert, "fit")
+                # the cluster's transform report lacks what only the fit found (constant ...)
+                _alert(self, output.report, on_alert, "fit", fitted.fit_report)
                 return fitted, output
         with execute.cyclic_gc_paused():
             prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
@@ -360,6 +365,7 @@ class FittedPipeline:
         precision = Precision(out_dtype, on_overflow)
         plan = self.plan
         if client is None:  # the memory pre-flight: Dask partitions if it would not fit
+            source = collect_once(source, self.schema.read_columns(plan.columns))
             with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
                                     scheduler=scheduler, whole_output=output_dir is None,
                                     ) as (pre, auto):  # fmt: skip
@@ -493,9 +499,10 @@ def load(
     """Load a fitted pipeline saved by :meth:`FittedPipeline.save`.
 
     ``functions`` maps the names of ``fp.Map`` functions to the functions themselves (a
-    state file never carries code).
+    state file never carries code). For an output folder's ``pipeline.fastprep``, the
+    pipeline its ``manifest.json`` names is loaded (the alias can lag behind it).
     """
-    doc, arrays = read_state(path)
+    doc, arrays = read_state(published_pipeline(path))
     try:
         schema = Schema.from_dict(doc["schema"])
         plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
@@ -533,10 +540,14 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
 
 
 def _alert(
-    pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str
-) -> None:
-    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`)."""
-    alerting.send(pipeline, report, on_alert, phase)
+    pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str,
+    *more: Any,
+) -> None:  # fmt: skip
+    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`);
+    ``more``: other reports of the same run, a rule in several sent once."""
+    seen: set[tuple[str, str, str]] = set()
+    for each in (report, *more):
+        alerting.send(pipeline, each, on_alert, phase, seen)
 
 
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:

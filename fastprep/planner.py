@@ -19,6 +19,7 @@ import json
 import math
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -158,7 +159,7 @@ class StageChoice:
 def stage_work(plan: LogicalPlan, stage: Stage) -> tuple[str, int]:
     """What a stage does (``"elementwise"``, ``"hash"`` or ``"encode"``) and its work units."""
     features = [plan.features[i] for i in stage.features]
-    if any(isinstance(f.encoder, (Hash, Vectorize)) for f in features):  # (#8) dict kernels
+    if any(isinstance(f.encoder, (Hash, Vectorize)) for f in features):  # costed as hashing
         return "hash", sum(
             len(f.inputs) for f in features if isinstance(f.encoder, (Hash, Vectorize))
         )
@@ -182,19 +183,16 @@ def predict(
     numba_rate = (
         profile.numba_hash_row_unit_seconds if kind == "hash" else profile.numba_row_unit_seconds
     )
+    if kind == "hash":  # the hashing kernels: fixed, shared by every hash stage
+        load, compile_ = profile.numba_hash_load_seconds, profile.numba_hash_compile_seconds
+    else:
+        load, compile_ = profile.numba_cache_load_seconds, profile.numba_compile_seconds
     one_time = {
         READY: 0.0,
-        CACHED: profile.numba_cache_load_seconds,
-        COLD: profile.numba_import_seconds + profile.numba_cache_load_seconds,
-        COMPILE: profile.numba_compile_seconds,
+        CACHED: load,
+        COLD: profile.numba_import_seconds + load,
+        COMPILE: compile_,
     }[readiness]
-    if kind == "hash":  # the hashing kernels: fixed, shared by every hash stage
-        one_time = {
-            READY: 0.0,
-            CACHED: profile.numba_hash_load_seconds,
-            COLD: profile.numba_import_seconds + profile.numba_hash_load_seconds,
-            COMPILE: profile.numba_hash_compile_seconds,
-        }[readiness]
     predicted["numba"] = (
         profile.numba_stage_seconds + work * numba_rate + max(0.0, one_time - forgone)
     )
@@ -404,6 +402,8 @@ _DISK: dict[str, float] | None = None
 _UNSAVED = [0.0]
 #: helper savings are written once at least this many seconds have accumulated
 _SAVE_EVERY = 1e-3
+#: Dask worker threads choose kernel paths at once: one of them changes the ledger at a time
+_LEDGER_LOCK = threading.RLock()
 
 
 def _ledger_path() -> Path:
@@ -414,17 +414,18 @@ def _ledger_path() -> Path:
 
 def _disk_ledger() -> dict[str, float]:
     global _DISK
-    if _DISK is None:
-        try:
-            raw = json.loads(_ledger_path().read_text())
-            _DISK = {
-                str(k): float(v)
-                for k, v in raw.items()
-                if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
-            }
-        except (OSError, ValueError, TypeError, AttributeError):
-            _DISK = {}
-    return _DISK
+    with _LEDGER_LOCK:
+        if _DISK is None:
+            try:
+                raw = json.loads(_ledger_path().read_text())
+                _DISK = {
+                    str(k): float(v)
+                    for k, v in raw.items()
+                    if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+                }
+            except (OSError, ValueError, TypeError, AttributeError):
+                _DISK = {}
+        return _DISK
 
 
 def _disk_key(key: Any) -> str:
@@ -438,26 +439,30 @@ def _disk_forgone(name: str) -> float:
 
 def _add_forgone(name: str, seconds: float | None) -> None:
     """Add ``seconds`` to ``name``'s compile ledger (None: clear it)."""
-    ledger = _disk_ledger()
-    if seconds is None:
-        if ledger.pop(name, None) is not None:
-            _UNSAVED[0] += _SAVE_EVERY
-        return
-    ledger[name] = ledger.get(name, 0.0) + seconds
-    _UNSAVED[0] += seconds
+    with _LEDGER_LOCK:
+        ledger = _disk_ledger()
+        if seconds is None:
+            if ledger.pop(name, None) is not None:
+                _UNSAVED[0] += _SAVE_EVERY
+            return
+        ledger[name] = ledger.get(name, 0.0) + seconds
+        _UNSAVED[0] += seconds
 
 
 def _save_forgone(force: bool = True) -> None:
-    if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
-        return
-    _UNSAVED[0] = 0.0
-    try:
-        path = _ledger_path()
-        temporary = path.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(json.dumps(_DISK, sort_keys=True))
-        os.replace(temporary, path)
-    except OSError:  # a read-only cache: the ledger lives in this process only
-        pass
+    with _LEDGER_LOCK:
+        if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
+            return
+        _UNSAVED[0] = 0.0
+        text = json.dumps(_DISK, sort_keys=True)
+        try:
+            path = _ledger_path()
+            # one temporary per process and thread: another thread never truncates it
+            temporary = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+            temporary.write_text(text)
+            os.replace(temporary, path)
+        except OSError:  # a read-only cache: the ledger lives in this process only
+            pass
 
 
 def stage_pin(plan: LogicalPlan, stage: Stage) -> str | None:
@@ -566,7 +571,8 @@ HELPERS: dict[str, HelperCost] = {
 #: only when this, times its rows, repays the import (``numba_import_seconds``): from
 #: ~1.5M rows on the defaults
 NUMBA_JOB_ROW_SAVING = 4.0e-7
-#: per helper family: the last path taken in this process and why (``report``, ``explain``)
+#: per helper family: the path the current run took and why (``report``, ``explain``);
+#: emptied when a run prepares its source
 PATHS: dict[str, str] = {}
 
 

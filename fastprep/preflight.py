@@ -11,7 +11,7 @@ DataFrame (chunked ``unique``), or the head of a CSV file (a lower bound, marked
 From them: the predicted peak of an in-memory run (``memory_working_copies`` × the input
 bytes + the output matrix), the output's size dense vs CSR, and each exact vocabulary's size,
 against the budget (``memory_budget=`` > ``$FASTPREP_MEMORY_BUDGET`` > available memory
-less ``memory_headroom``). Decisions (see docs/decisions.md, #7):
+less ``memory_headroom``). What it decides:
 
 - a source whose in-memory run would not fit goes to Dask partitions (never loaded whole);
 - ``OneHot(sparse=None)`` with many categories is CSR (the dense size is shown);
@@ -276,26 +276,29 @@ def _csv_head(path: str, columns: list[str], text: set[str]) -> pa.Table:
     import pyarrow.csv as pacsv
 
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
-    reader = pacsv.open_csv(
-        path,
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        convert_options=pacsv.ConvertOptions(
-            # text as bytes: their size is what matters here, and text that is not UTF-8
-            # is validation's to flag, not a reason to fail the pre-flight
-            include_columns=columns, column_types={c: pa.binary() for c in text},
-            strings_can_be_null=True,
-        ),
-    )  # fmt: skip
     batches, rows = [], 0
     try:
-        for batch in reader:
-            batches.append(batch)
-            rows += batch.num_rows
-            if rows >= CSV_SAMPLE_ROWS:
-                break
+        # the file closed on every exit (the reader's close leaves it open): an error's
+        # traceback would otherwise keep it open
+        with pa.input_stream(path) as stream, pacsv.open_csv(
+            stream,
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(
+                # text as bytes: their size is what matters here, and text that is not UTF-8
+                # is validation's to flag, not a reason to fail the pre-flight
+                include_columns=columns, column_types={c: pa.binary() for c in text},
+                strings_can_be_null=True,
+            ),
+        ) as reader:  # fmt: skip
+            schema = reader.schema
+            for batch in reader:
+                batches.append(batch)
+                rows += batch.num_rows
+                if rows >= CSV_SAMPLE_ROWS:
+                    break
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r}: {exc}") from exc
-    return pa.Table.from_batches(batches, schema=reader.schema).slice(0, CSV_SAMPLE_ROWS)
+    return pa.Table.from_batches(batches, schema=schema).slice(0, CSV_SAMPLE_ROWS)
 
 
 def _arrow_column_bytes(source: Any, columns: list[str], text: set[str]) -> dict[str, float]:

@@ -55,7 +55,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from fastprep.dsl.builders import FeatureBuilder
 from fastprep.emit import make_layout
-from fastprep.errors import DataValidationError, PipelineDefinitionError
+from fastprep.errors import DataValidationError, PipelineDefinitionError, SparseOutputError
 from fastprep.pipeline import FittedPipeline, Pipeline
 from fastprep.report import Report
 
@@ -212,7 +212,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
         container = _get_output_config("transform", self)["dense"]
         if sp.issparse(X) and container != "default":
             blocks = "; ".join(self._sparse_blocks) or "a sparse block"
-            raise ValueError(
+            raise SparseOutputError(
                 f"set_output(transform={container!r}) needs a dense output, but this pipeline "
                 f"emits CSR from: {blocks}. Use OneHot(sparse=False) or drop the Hash/"
                 "Vectorize feature, or keep set_output(transform='default') for CSR"

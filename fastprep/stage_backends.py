@@ -108,7 +108,7 @@ def describe(choices: list[planner.StageChoice], asked: str) -> str:
     for choice in choices:
         picked.setdefault(choice.backend, []).append(str(choice.stage))
     helpers: dict[str, list[str]] = {}
-    for what, reason in planner.PATHS.items():
+    for what, reason in dict(planner.PATHS).items():  # a copy: worker threads add to it
         helpers.setdefault(reason.split(":")[0], []).append(what)
     parts = [f"{b}: stage {', '.join(s)}" for b, s in picked.items()]
     parts += [f"{path}: {', '.join(names)}" for path, names in helpers.items()]
@@ -118,7 +118,7 @@ def describe(choices: list[planner.StageChoice], asked: str) -> str:
 def describe_paths() -> list[str]:
     """Per helper kernel family run in this process (validation scan, text encoding, drift
     sums, CSR assembly ...): the path it took and why (``explain``)."""
-    return [f"{what}: {reason}" for what, reason in planner.PATHS.items()]
+    return [f"{what}: {reason}" for what, reason in dict(planner.PATHS).items()]
 
 
 @contextmanager

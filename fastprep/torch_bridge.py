@@ -109,6 +109,7 @@ def _make_dataset_class() -> type:
             self.epoch = int(options.pop("epoch", 0))
             self.options = options
             self.stats: Any = None
+            self.alerts_seen: set[tuple[str, str, str]] = set()  # its epochs alert once
 
         def set_epoch(self, epoch: int) -> None:
             self.epoch = epoch
@@ -116,7 +117,10 @@ def _make_dataset_class() -> type:
         def __iter__(self) -> Iterator[tuple[Any, Any]]:
             info = torch.utils.data.get_worker_info()
             shard = None if info is None else (info.id, info.num_workers)
-            stream = self.fitted.batches(self.source, epoch=self.epoch, shard=shard, **self.options)
+            stream = self.fitted.batches(
+                self.source, epoch=self.epoch, shard=shard, alerts_seen=self.alerts_seen,
+                **self.options,
+            )  # fmt: skip
             self.epoch += 1
             dtype = stream.precision.out_dtype
             for batch in stream:

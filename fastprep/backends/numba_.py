@@ -88,7 +88,7 @@ def fit_stage(
         vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
         rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
         fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
-        for i in vectorized:  # (#8) the vocabulary from the flattened entries
+        for i in vectorized:  # the vocabulary from the flattened entries
             name = plan.features[i].inputs[0].name
             fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
         return dict(sorted(fitted.items()))
@@ -321,7 +321,7 @@ def run_stage(
         chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
     )
     offsets = np.array([sink.column_offset(c.feature) + c.position for c in chains], dtype=np.int64)
-    reps = np.zeros((TRANSFORM_CHUNKS, max(2 * len(chains), 1)), dtype=np.int64)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(len(program.repairs), 1)), dtype=np.int64)
     bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
             _selection(table), sink.dense, offsets, TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
@@ -331,9 +331,8 @@ def run_stage(
     else:
         bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
     totals = reps.sum(axis=0)
-    for k, chain in enumerate(chains):
-        log.add(chain.name, "expr_not_finite", int(totals[2 * k]))
-        log.add(chain.name, "log1p_domain", int(totals[2 * k + 1]))
+    for slot, (k, rule) in enumerate(program.repairs):
+        log.add(chains[k].name, rule, int(totals[slot]))
     return set(stage.features) if bads.sum() == 0 else set()
 
 
@@ -351,7 +350,7 @@ def target_values(target: Input, table: Table) -> tuple[np.ndarray, bool]:
         [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
     )
     y = ARENA.empty(table.n_rows, np.float32)
-    reps = np.zeros((TRANSFORM_CHUNKS, 2), dtype=np.int64)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(len(program.repairs), 1)), dtype=np.int64)
     bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
     args = [*_arrays(program, table), np.empty(1), table.n_rows, _selection(table),
             y.reshape(-1, 1), np.zeros(1, dtype=np.int64), TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
@@ -382,7 +381,7 @@ def hash_feature(
     """
     encoder = feature.encoder
     name = feature.inputs[0].name
-    if isinstance(table.columns.get(name), DictColumn):  # (#8) fp.Dict >> Hash / Vectorize
+    if isinstance(table.columns.get(name), DictColumn):  # fp.Dict >> Hash / Vectorize
         if isinstance(encoder, Vectorize):
             vocabulary = fitted[name][-1]["vocabulary"]
             return SparseBlock(f"{name}:", dict_encode.vectorize_dicts(table[name], vocabulary))

@@ -105,6 +105,8 @@ class Program:
     #: numbers from text of several columns (``origin + dest == 'JFKLAX'``): computed by
     #: the reference over the table's rows before the kernel, read as ``ev[i]``
     evaluated: list[Expr] = field(default_factory=list)
+    #: (chain index, repair rule) counted in slot ``j`` of the kernel's ``rep`` array
+    repairs: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -126,7 +128,18 @@ class _Emitter:
         self.hoisted: list[tuple[str, str]] = []
         self.zones: list[tuple[str, str | None]] = []
         self.evaluated: list[Expr] = []
+        self.repairs: list[tuple[int, str]] = []
         self.counter = 0
+
+    def count(self, index: int, rule: str, counted: bool) -> str:
+        """The statement counting one repair ``rule`` of chain ``index``'s output: a slot
+        of ``rep`` per (chain, rule) that occurs, so any step can report its own rule."""
+        if not counted:  # a fit round: the transform counts the repairs
+            return "pass"
+        key = (index, rule)
+        if key not in self.repairs:
+            self.repairs.append(key)
+        return f"rep[{self.repairs.index(key)}] += 1"
 
     def hoist(self, func: str, column: str) -> str:
         """``func(column)`` precomputed by numpy (SIMD: ~9x faster than a scalar libm call
@@ -360,7 +373,7 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
     lines = [f"{v} = {emitter.expr(chain.expr)}"]
     if not chain.plain:
         missing = emitter.missing_inputs(chain.expr)
-        bump = f"rep[{2 * index}] += 1" if counted else "pass"
+        bump = emitter.count(index, "expr_not_finite", counted)
         lines += [
             f"if not np.isfinite({v}):",
             f"    if not ({missing}):",
@@ -384,7 +397,8 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
             and isinstance(steps[0], Log1p)
             and chain.name not in emitter.text_columns
         ):
-            lines += _log1p_code(emitter.hoist("log1p", chain.name), index, v, counted)
+            bump = emitter.count(index, "log1p_domain", counted)
+            lines += _log1p_code(emitter.hoist("log1p", chain.name), v, bump)
         else:
             lines += _step_code(emitter, index, s, steps[s], v, counted)
         s += run
@@ -438,7 +452,7 @@ def _step_code(
             lines += [f"if {v} > {p('upper')}:", f"    {v} = {p('upper')}"]
         return lines
     if isinstance(step, Log1p):
-        return _log1p_code(f"np.log1p({v})", index, v, counted)
+        return _log1p_code(f"np.log1p({v})", v, emitter.count(index, "log1p_domain", counted))
     if isinstance(step, Standardize):
         lines = [f"{v} = {v} - {p('mean')}"] if step.with_mean else []
         return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_std else [])
@@ -455,17 +469,25 @@ def _step_code(
         q, r, n = p("off:quantiles"), p("off:references"), p("len:quantiles")
         helper = f"quantile_{step.output_distribution}"  # quantile_uniform / quantile_normal
         return [f"{v} = {helper}(p, np.int64({q}), np.int64({r}), np.int64({n}), {v})"]
-    if isinstance(step, PowerTransform):  # Yeo-Johnson (Box-Cox is not fused)
-        lines = [f"{v} = yeo_johnson({v}, {p('lambda')})"]
+    if isinstance(step, PowerTransform):
+        if step.method == "box-cox":  # the reference's rule: a value <= 0 -> missing
+            lines = [
+                f"if {v} <= 0.0:",
+                f"    {emitter.count(index, 'boxcox_domain', counted)}",
+                f"    {v} = np.nan",
+                "else:",
+                f"    {v} = box_cox({v}, {p('lambda')})",
+            ]
+        else:
+            lines = [f"{v} = yeo_johnson({v}, {p('lambda')})"]
         if step.standardize:
             lines += [f"{v} = {v} - {p('mean')}", f"{v} = {v} / {p('scale')}"]
         return lines
     raise NotImplementedError(f"no fused code for {step.describe()}")
 
 
-def _log1p_code(value: str, index: int, v: str, counted: bool) -> list[str]:
+def _log1p_code(value: str, v: str, bump: str) -> list[str]:
     """log1p with the reference's rule: a non-finite result of a present value -> missing."""
-    bump = f"rep[{2 * index + 1}] += 1" if counted else "pass"
     return [
         f"lg = {value}",
         f"if not np.isfinite(lg) and {v} == {v}:",
@@ -523,7 +545,8 @@ import numpy as np
 from numba import njit, prange
 from fastprep.backends.numba_exprs import date_part, floordiv, sign
 from fastprep.backends.numba_kernels import (
-    bin_of, merge_block, merge_range, quantile_normal, quantile_uniform, top16, yeo_johnson,
+    bin_of, box_cox, merge_block, merge_range, quantile_normal, quantile_uniform, top16,
+    yeo_johnson,
 )
 
 """
@@ -563,7 +586,7 @@ def transform_program(
             "    bad_row = True",
         ]
     row = [*_row_loads(emitter, selected), *emitter.lines, *body]
-    n_rep = max(2 * len(chains), 1)
+    n_rep = max(len(emitter.repairs), 1)
     args = _header(emitter, "out, offs")
     lines = [
         _ROWS_DECORATOR,
@@ -599,7 +622,7 @@ def _program(source: str, emitter: _Emitter) -> Program:
         source, emitter.number_columns, emitter.code_columns, emitter.lookups, emitter.params,
         hoisted=emitter.hoisted,
         tabled=frozenset(c for _, c in emitter.hoisted if c in emitter.tabled),
-        zones=emitter.zones, evaluated=emitter.evaluated,
+        zones=emitter.zones, evaluated=emitter.evaluated, repairs=emitter.repairs,
     )  # fmt: skip
 
 

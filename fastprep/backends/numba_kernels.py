@@ -475,6 +475,20 @@ def yeo_johnson(x, lam):  # pragma: no cover - compiled
     return -np.log1p(-x)
 
 
+@njit(cache=True, error_model="numpy")
+def box_cox(x, lam):  # pragma: no cover - compiled
+    """``scipy.special.boxcox`` of one value, branch for branch (NaN stays NaN); the
+    caller has already set values <= 0 missing, as the reference does."""
+    if x != x:
+        return np.nan
+    if abs(lam) < 1e-19:
+        return np.log(x)
+    t = lam * np.log(x)
+    if t < 709.78:
+        return np.expm1(t) / lam
+    return np.copysign(1.0, lam) * np.exp(t - np.log(abs(lam))) - 1 / lam
+
+
 # Cephes' ndtri (the inverse of the standard normal CDF), as scipy.special.ndtri computes it:
 # the same rational approximations and coefficients, evaluated in the same order.
 _NDTRI_P0 = np.array([-5.99633501014107895267e1, 9.80010754185999661536e1,

@@ -6,6 +6,7 @@ in place (an input may be a column of the validated table, shared by other featu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ class Repairs:
 def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | TextColumn:
     """Evaluate a feature input; infinities/invalid results of an ``expr`` become missing."""
     if item.is_plain_column and isinstance(table.raw(item.name), DictColumn):
-        return table[item.name]  # type: ignore[return-value]  # (#8) a dict column as is
+        return table[item.name]  # type: ignore[return-value]  # a dict column as is
     value = evaluate(item.expr, table)
     if item.is_plain_column or isinstance(value, TextColumn):
         return value
@@ -337,9 +338,13 @@ def _cross_tokens(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[
     codes = [column.codes for _, column in members]
     present = np.logical_and.reduce([c >= 0 for c in codes])
     sizes = tuple(max(column.n_unique, 1) for _, column in members)
-    combined = np.ravel_multi_index([np.where(present, c, 0) for c in codes], sizes)
-    distinct, inverse = np.unique(combined[present], return_inverse=True)
-    parts = np.unravel_index(distinct, sizes)
+    if math.prod(sizes) < 2**62:  # one int64 per combination: the fast unique
+        combined = np.ravel_multi_index([np.where(present, c, 0) for c in codes], sizes)
+        distinct, inverse = np.unique(combined[present], return_inverse=True)
+        parts = np.unravel_index(distinct, sizes)
+    else:  # too many possible combinations to number: unique rows, in the same order
+        distinct, inverse = np.unique(np.stack(codes, axis=1)[present], axis=0, return_inverse=True)
+        parts = tuple(distinct.T)
     labels = [
         np.array([f"{name}={u}" for u in column.uniques], dtype=object)[part]
         for (name, column), part in zip(members, parts)

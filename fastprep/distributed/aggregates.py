@@ -37,7 +37,7 @@ import numpy as np
 
 from fastprep.backends import scalers
 from fastprep.backends.encoders import kept_positions
-from fastprep.backends.scalers import maxabs_from_range, needs_values  # noqa: F401
+from fastprep.backends.scalers import maxabs_from_range
 from fastprep.backends.stats import (
     minmax_from_range,
     require_values,
@@ -252,10 +252,28 @@ class Window:
 
 
 def window_of(values: np.ndarray, lo: float, hi: float) -> Window:
+    """The present values in ``(lo, hi]`` (distinct, counted) and how many are ``<= lo``."""
     present = values[~np.isnan(values)]
-    inside = present[(present > lo) & (present <= hi)]
+    return _window(np.count_nonzero(present <= lo), present[(present > lo) & (present <= hi)])
+
+
+def windows_of(values: np.ndarray, bounds: list[tuple[float, float]]) -> list[Window]:
+    """:func:`window_of` for each ``(lo, hi)``: the present values sorted once and each
+    window found by binary search (a quantile Bin asks two windows per edge: one filter
+    of the partition per window would be a pass each)."""
+    if len(bounds) == 1:  # one window: a filter is cheaper than a sort
+        return [window_of(values, *bounds[0])]
+    ordered = np.sort(values[~np.isnan(values)])
+    out = []
+    for lo, hi in bounds:
+        start, end = np.searchsorted(ordered, [lo, hi], side="right")
+        out.append(_window(start, ordered[start : max(start, end)]))
+    return out
+
+
+def _window(below: int, inside: np.ndarray) -> Window:
     uniques, counts = np.unique(inside, return_counts=True)
-    return Window(int(np.count_nonzero(present <= lo)), uniques, counts.astype(np.int64))
+    return Window(int(below), uniques, counts.astype(np.int64))
 
 
 def median_from_windows(parts: list[Window], total: int) -> float:

@@ -36,7 +36,7 @@ from fastprep.distributed.tasks import (
     transform_partition,
 )
 from fastprep.emit import make_layout
-from fastprep.emit.output_format import check_codec
+from fastprep.emit.output_format import Writing, check_codec
 from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, Reason, SourceError
 from fastprep.io import Source, is_path
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
@@ -104,7 +104,7 @@ def fit(
     :mod:`fastprep.distributed.progress`)."""
     from fastprep.plan.steps import Vectorize
 
-    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # (#8)
+    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # no partials
         raise PipelineDefinitionError(
             "fp.Vectorize() is not fitted on a cluster yet (no partial vocabulary of dict "
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
@@ -334,37 +334,44 @@ def transform(
                                          bars)  # fmt: skip
     fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
     names = make_layout(plan, params).names(plan, params)
-    done: dict[int, dict[str, Any]] = {}
-    if output_dir is not None:
-        done = shards.completed(Path(output_dir), specs, fingerprint)
-    frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
-    todo = [s for s in specs if s.index not in done]
-    started = client.run_on_scheduler(_scheduler_time)
-    where = _token([output_dir, codec])
-    futures = [
-        client.submit(
-            transform_partition,
-            job,
-            spec,
-            params,
-            fingerprint,
-            output_dir,
-            out_dtype,
-            frames[spec.index],
-            codec,
-            key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
-        )
-        for spec in todo
-    ]
-    results = _results(client, futures, todo, "transform", bars, total=len(specs))
-    reruns = _reruns(client, futures, started)
-    entries = {r["entry"]["index"]: r["entry"] for r in results} | done
-    notes = _job_notes(results, reruns, len(done))
-    if output_dir is not None:
-        return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
-                                     fingerprint, out_dtype=out_dtype, codec=codec,
-                                     pipeline=pipeline)  # fmt: skip
-    return _gather(results, names, notes, str(source))
+    # the client claims the folder for the whole job: its tasks' files are never taken
+    # for a killed writer's leftovers by another writer's publish
+    claim = Writing(Path(output_dir)) if output_dir is not None else None
+    try:
+        done: dict[int, dict[str, Any]] = {}
+        if output_dir is not None:
+            done = shards.completed(Path(output_dir), specs, fingerprint)
+        frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
+        todo = [s for s in specs if s.index not in done]
+        started = client.run_on_scheduler(_scheduler_time)
+        where = _token([output_dir, codec])
+        futures = [
+            client.submit(
+                transform_partition,
+                job,
+                spec,
+                params,
+                fingerprint,
+                output_dir,
+                out_dtype,
+                frames[spec.index],
+                codec,
+                key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
+            )
+            for spec in todo
+        ]
+        results = _results(client, futures, todo, "transform", bars, total=len(specs))
+        reruns = _reruns(client, futures, started)
+        entries = {r["entry"]["index"]: r["entry"] for r in results} | done
+        notes = _job_notes(results, reruns, len(done))
+        if output_dir is not None:
+            return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
+                                         fingerprint, out_dtype=out_dtype, codec=codec,
+                                         pipeline=pipeline, writing=claim)  # fmt: skip
+        return _gather(results, names, notes, str(source))
+    finally:
+        if claim is not None:
+            claim.release()
 
 
 def _gather(

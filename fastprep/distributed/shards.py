@@ -33,8 +33,6 @@ from fastprep.partitions import PartitionSpec
 from fastprep.report import Report
 from fastprep.validate.findings import Finding, merge_findings
 
-MANIFEST = fmt.MANIFEST
-
 
 @dataclass
 class Manifest:
@@ -105,8 +103,10 @@ def write_manifest(
     folder: Path, specs: list[PartitionSpec], entries: dict[int, dict[str, Any]],
     names: Sequence[str], notes: list[str], source: str, fingerprint: str, *,
     out_dtype: str = "float32", codec: str | None = None, pipeline: Any = None,
+    writing: fmt.Writing | None = None,
 ) -> Manifest:  # fmt: skip
-    """Check the row accounting over all partitions, then publish ``manifest.json`` (last)."""
+    """Check the row accounting over all partitions, then publish ``manifest.json`` (last;
+    ``writing``: the job's claim on the folder, see ``fmt.Writing``)."""
     missing = [s.describe() for s in specs if s.index not in entries]
     if missing:
         raise JobError(f"no shard for {len(missing)} partition(s): {missing[:3]}")
@@ -131,7 +131,7 @@ def write_manifest(
     partitions = [{k: v for k, v in e.items() if k != "report"} for e in ordered]
     doc = fmt.manifest_doc(partitions, names, out_dtype, codec, files,
                            fingerprint=fingerprint, source=source)  # fmt: skip
-    fmt.publish(folder, doc)
+    fmt.publish(folder, doc, writing)
     return Manifest(folder, partitions, names, report)
 
 
@@ -174,8 +174,8 @@ def load_shards(folder: str | Path) -> execute.Output:
     """Read a finished output back as one :class:`Output` (partition order), through
     ``fp.open_output``: the arrays are read (concatenated) into memory."""
     folder = Path(folder)
-    if not (folder / MANIFEST).exists():
-        raise JobError(f"{folder}: no {MANIFEST}; the job did not finish (re-run it to resume)")
+    if not (folder / fmt.MANIFEST).exists():
+        raise JobError(f"{folder}: no {fmt.MANIFEST}; the job did not finish (re-run it to resume)")
     opened = open_output(folder)
     whole = opened.whole()
     saved = opened.report
@@ -186,11 +186,13 @@ def load_shards(folder: str | Path) -> execute.Output:
         findings=[_finding(f) for f in saved.get("findings", ())],
     )  # fmt: skip
     # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
-    X = whole.X
+    # (several shards were concatenated into new arrays by whole(): used as they are)
+    X, y, row_ids = whole.X, whole.y, whole.row_ids
     if len(opened) == 1:
         X = (mapped_csr(*(np.array(getattr(X, p)) for p in ("data", "indices", "indptr")),
                         X.shape) if hasattr(X, "indptr") else np.array(X))  # fmt: skip
-    y = None if whole.y is None else np.array(whole.y)
+        y = None if y is None else np.array(y)
+        row_ids = np.array(row_ids)
     report.output = execute._describe(X)
-    return execute.Output(X, y, opened.feature_names, report, opened.quarantine,
-                          np.array(whole.row_ids), out_dtype=opened.out_dtype)  # fmt: skip
+    return execute.Output(X, y, opened.feature_names, report, opened.quarantine, row_ids,
+                          out_dtype=opened.out_dtype)  # fmt: skip

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from fastprep import execute
 from fastprep.backends import pandas_ as reference
+from fastprep.backends import scalers
 from fastprep.distributed import aggregates as agg
 from fastprep.distributed import shards
 from fastprep.emit.precision import Precision
@@ -162,7 +163,7 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
     if kind in ("summary", "order"):
         return agg.summary_of(values)
     if kind == "windows":
-        return [agg.window_of(values, lo, hi) for lo, hi in extra]
+        return agg.windows_of(values, extra)
     if kind == "window":
         return agg.window_of(values, *extra)
     if kind == "values":
@@ -175,7 +176,7 @@ def stat_kind(step: Step) -> str:
         return "order"
     if isinstance(step, Bin) and step.needs_fit:  # uniform edges: the extremes
         return "moments"
-    if agg.needs_values(step):
+    if scalers.needs_values(step):
         return "values"
     if step.kind == "encoder":
         return "vocabulary"

@@ -248,7 +248,7 @@ def input_types(inputs: tuple[Input, ...], types: Mapping[str, LType]) -> dict[s
 
 
 def _check_dict_feature(feature: Feature, types: Mapping[str, LType], where: str) -> bool:
-    """(#8) A dict column is hashed or vectorized whole; Vectorize needs a dict column.
+    """A dict column is hashed or vectorized whole (its keys are its features); Vectorize needs a dict column.
     True when the feature is a dict feature (and passed)."""
     from fastprep.plan.steps import Hash, Vectorize
 

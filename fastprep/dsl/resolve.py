@@ -5,7 +5,8 @@
   ``distance / air_time * 60 > 400``). Every backend then computes derived columns from
   source columns, and a distributed fit or a saved plan needs nothing more. A schema
   column of the same name wins (it is what the name meant before any expr existed).
-- A date part (``hour(time_hour)``) takes its column's declared zone from the schema.
+- A date part (``hour(time_hour)``, ``hour(time_hour + 3600)``) takes the declared zone of
+  the ``fp.Datetime`` column its argument reads from the schema.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from fastprep.errors import PipelineDefinitionError
-from fastprep.plan.expr import Col, DatePart, Expr, children, to_source, with_children
+from fastprep.plan.expr import Col, DatePart, Expr, children, to_source, walk, with_children
 from fastprep.plan.nodes import Input, LogicalPlan
 from fastprep.schema import Datetime
 
@@ -68,13 +69,23 @@ def _resolve(node: Expr, defined: dict[str, Expr], schema: Mapping[str, Any], wh
 
 
 def _zoned(node: DatePart, schema: Mapping[str, Any], where: str) -> DatePart:
+    """The part in the zone of the ``fp.Datetime`` column(s) its argument reads: a column,
+    or an expression of one (``hour(time_hour + 3600)``, an earlier expr's output)."""
     arg = node.arg
-    if isinstance(arg, Col) and arg.name not in schema:
+    names = sorted({n.name for n in walk(arg) if isinstance(n, Col)})
+    if any(name not in schema for name in names):
         return node  # the definition check names the unknown column
-    spec = schema.get(arg.name) if isinstance(arg, Col) else None
-    if not isinstance(spec, Datetime):
+    zones = {schema[n].tz for n in names if isinstance(schema[n], Datetime)}
+    if not zones:
         raise PipelineDefinitionError(
             f"{where!r}: {to_source(node)!r}: {node.part}() takes a column declared "
-            f"fp.Datetime(), but {to_source(arg)!r} is not one; declare it fp.Datetime(tz=...)"
+            f"fp.Datetime() or an expression of one, but {to_source(arg)!r} reads none; "
+            "declare it fp.Datetime(tz=...)"
         )
-    return DatePart(node.part, arg, spec.tz)
+    if len(zones) > 1:
+        raise PipelineDefinitionError(
+            f"{where!r}: {to_source(node)!r}: its fp.Datetime columns declare different "
+            f"zones ({', '.join(sorted(map(str, zones)))}); which zone's {node.part} is meant "
+            "is ambiguous"
+        )
+    return DatePart(node.part, arg, zones.pop())

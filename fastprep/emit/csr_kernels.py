@@ -24,6 +24,7 @@ blocks' entries — the same ``(data, indices, indptr)``, bit for bit.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -50,7 +51,7 @@ def assemble_csr(
     ``rows``: for each output row, its row in the blocks (int64), or None for all rows.
     Returns ``(data, indices, indptr)`` of X."""
     n_rows = dense.shape[0] if rows is None else len(rows)
-    layout, arrays = _flatten(blocks, dtype)
+    layout = _layout(blocks)
     source = _source(layout, rows is not None)
     suffix = "" if n_rows >= PARALLEL_MIN_ROWS else "_serial"
     if csr_path(source, suffix, n_rows, len(layout)) == "numpy":
@@ -59,20 +60,28 @@ def assemble_csr(
         note_helper("csr", n_rows * len(layout), time.perf_counter() - started)
         return assembled
     module = load_module(source, prefix="csr")
-    head = [n_rows, rows if rows is not None else _NO_ROWS, dense, *arrays]
+    head = [n_rows, rows if rows is not None else _NO_ROWS, dense, *_arguments(blocks, dtype)]
     counts = ARENA.empty(n_rows + 1, np.int64)
     counts[0] = 0
     getattr(module, "count" + suffix)(*head, counts[1:])
     np.cumsum(counts, out=counts)  # in place: counts become the row starts
-    nnz = int(counts[-1])
-    index_dtype = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
-    indptr = counts if index_dtype == np.int64 else ARENA.empty(n_rows + 1, index_dtype)
-    if indptr is not counts:
-        np.copyto(indptr, counts, casting="same_kind")
-    indices = ARENA.empty(nnz, index_dtype)
-    data = ARENA.empty(nnz, dtype)
+    indptr, indices, data = _allocate(counts, width, dtype)
     getattr(module, "fill" + suffix)(*head, counts, indices, data)
     return data, indices, indptr
+
+
+def _allocate(
+    starts: np.ndarray, width: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X's ``indptr`` (``starts`` itself when int64 is needed), ``indices`` and ``data``
+    for the int64 row ``starts``: int32 indices while they fit, as scipy makes them."""
+    nnz = int(starts[-1])
+    index_dtype = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
+    indptr = starts
+    if index_dtype != np.int64:
+        indptr = ARENA.empty(len(starts), index_dtype)
+        np.copyto(indptr, starts, casting="same_kind")
+    return indptr, ARENA.empty(nnz, index_dtype), ARENA.empty(nnz, dtype)
 
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -112,10 +121,7 @@ def assemble_numpy(
     for row_counts, _ in pieces:
         counts[1:] += row_counts
     starts = np.cumsum(counts, out=counts)  # in place: counts become the row starts
-    nnz = int(starts[-1])
-    index_dtype = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
-    indices = ARENA.empty(nnz, index_dtype)
-    data = ARENA.empty(nnz, dtype)
+    indptr, indices, data = _allocate(starts, width, dtype)
     cursor = starts[:-1].copy()  # where each row's next piece's entries go
     for number, (row_counts, entries) in enumerate(pieces):
         columns, values = entries()
@@ -129,8 +135,6 @@ def assemble_numpy(
         cursor += row_counts
         pieces[number] = (row_counts, _DONE)  # its entries' arrays are freed now
         del columns, values, at
-    indptr = ARENA.empty(n_rows + 1, index_dtype)
-    np.copyto(indptr, starts, casting="same_kind")
     return data, indices, indptr
 
 
@@ -187,37 +191,48 @@ def _pieces(
     return [(row_counts, entries)]
 
 
-def _flatten(blocks: list[tuple], dtype: np.dtype) -> tuple[tuple[str, ...], list[Any]]:
-    """The blocks' layout (``"d"``: dense range, ``"c"``: one code column, ``"s"``: a CSR
-    block) and their arrays and offsets in kernel-argument order (no copies for the
-    common types)."""
+def _layout(blocks: list[tuple]) -> tuple[str, ...]:
+    """The blocks' layout: ``"d"`` a dense range, ``"c"`` one code column, ``"s"`` a CSR
+    block (what the generated kernels are specialised for)."""
     layout: list[str] = []
+    for block in blocks:
+        if block[0] == "dense":
+            layout.append("d")
+        elif block[0] == "codes":
+            layout += ["c"] * len(block[2])
+        else:
+            layout.append("s")
+    return tuple(layout)
+
+
+def _arguments(blocks: list[tuple], dtype: np.dtype) -> list[Any]:
+    """The blocks' arrays and offsets in kernel-argument order (no copies for the common
+    types; made only once the kernels are chosen)."""
     arrays: list[Any] = []
     for block in blocks:
         kind, offset = block[0], int(block[1])
         if kind == "dense":
-            layout.append("d")
             arrays += [int(block[2]), int(block[3]), offset]
         elif kind == "codes":
             local = 0
             for codes, block_width in zip(block[2], block[3], strict=True):
-                layout.append("c")
                 arrays += [np.ascontiguousarray(codes), offset + local]
                 local += block_width
         else:
             matrix = block[2]
-            layout.append("s")
             arrays += [
                 np.asarray(matrix.indptr, dtype=np.int64),
                 np.asarray(matrix.indices, dtype=np.int32),
                 np.asarray(matrix.data, dtype=dtype),
                 offset,
             ]
-    return tuple(layout), arrays
+    return arrays
 
 
+@functools.lru_cache(maxsize=64)
 def _source(layout: tuple[str, ...], selected: bool) -> str:
-    """The count and fill kernels (parallel and serial) for ``layout``."""
+    """The count and fill kernels (parallel and serial) for ``layout`` (kept: the numpy
+    path also asks for it, to name the kernel it would have loaded)."""
     params, count, fill = [], [], []
     for b, kind in enumerate(layout):
         if kind == "d":

@@ -47,7 +47,7 @@ class Layout:
             elif slot.kind == "onehot":
                 for item in feature.inputs:
                     parts.append(category_names(item.name, fitted[item.name][-1]))
-            elif slot.kind == "vocab":  # (#8) "col:" + DictVectorizer's feature name
+            elif slot.kind == "vocab":  # "col:" + DictVectorizer's feature name
                 name = feature.inputs[0].name
                 parts.append([f"{name}:{v}" for v in fitted[name][-1]["vocabulary"]])
             else:

@@ -9,12 +9,16 @@ Layout of an output folder (every producer writes it; ``fp.open_output`` reads i
     part-00000.<token>.json                     a cluster partition's own record (resuming)
     report.<token>.json  pipeline.<token>.fastprep
     pipeline.fastprep                           a hard link to the published fitted pipeline
+    .fastprep.lock  .fastprep.writing           empty lock files (see :class:`Writing`)
 
 Every data file is written once under a name no manifest names yet (``<token>`` is fresh
 per writer), flushed and fsynced; then ``manifest.json`` is replaced in one
 ``os.replace`` (its folder fsynced) and only then are the previous output's files removed.
 So whatever instant a writer dies, ``manifest.json`` names either the complete earlier
-output or the complete new one. The manifest records each file's size: a file that is
+output or the complete new one. Several writers may share a folder: each holds a shared
+flock on ``.fastprep.writing`` while it writes (:class:`Writing`), publishes under an
+exclusive one on ``.fastprep.lock``, and removes files no manifest names (a killed writer's)
+only when it is the one writer there; otherwise only the files the replaced manifest named. The manifest records each file's size: a file that is
 missing or truncated is reported as such, never read half.
 
 Arrays are plain ``.npy`` (memory-mapped when opened), or with ``compress="zstd"|"lz4"``
@@ -30,8 +34,9 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +44,12 @@ import numpy as np
 
 from fastprep.emit.direct_io import write_npy
 from fastprep.emit.names import FeatureNames, HashedNames
-from fastprep.errors import PipelineDefinitionError
+from fastprep.errors import PipelineDefinitionError, StateFormatError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT = "fastprep-output"
 VERSION = 2
@@ -47,17 +57,26 @@ MANIFEST = "manifest.json"
 PIPELINE_ALIAS = "pipeline.fastprep"
 CODECS = ("zstd", "lz4")
 CHUNK_BYTES = 8 << 20  # compressed independently: threads can share one array
-#: files this format writes (``<stem>.<12 hex>.<rest>``) and its temp files; a publish
-#: removes those the new manifest does not name (a crashed writer's leftovers included)
+#: held (shared) by every writer while it writes; held exclusively by a publisher that
+#: removes unnamed files as a killed writer's (no other writer is writing then)
+WRITING_LOCK = ".fastprep.writing"
+#: held exclusively around each publish (check, replace, alias, removal): one at a time
+PUBLISH_LOCK = ".fastprep.lock"
+LOCK_FILES = (WRITING_LOCK, PUBLISH_LOCK)  # never removed: a lock file must outlive its users
+#: temp files written only while the publish lock is held: the lock's holder knows any it
+#: finds are a killed publisher's
+PUBLISH_TEMP = re.compile(r"^\.(?:manifest\.json|pipeline\.fastprep)\.[0-9a-f]+\.tmp$")
+#: files this format writes (``<stem>.<12 hex>.<rest>``) and its temp files; a publish by
+#: the one writer in the folder removes those the new manifest does not name (a killed
+#: writer's leftovers)
 OURS = re.compile(
     r"^(?:part-\d{5}|report|pipeline)\.[0-9a-f]{12}\.|^\.(?:manifest\.json|pipeline\.fastprep"
     r"|part-\d{5}\.[0-9a-f]{12}\.json)\.[0-9a-f]+\.tmp$"
 )
-#: what earlier fastprep versions wrote into an output folder (replaced by a publish)
-LEGACY_FILES = (
-    "X.npz", "X.npy", "y.npy", "row_ids.npy", "feature_names.json", "report.json",
-    "quarantine.parquet", "output.json",
-)  # fmt: skip
+#: what earlier fastprep versions wrote into an output folder: removed by a publish that
+#: replaces such a layout (``Previous.legacy`` says which), never on a name alone
+LEGACY_FILES = ("X.npz", "X.npy", "y.npy", "row_ids.npy", "feature_names.json", "report.json",
+                "quarantine.parquet")  # fmt: skip
 LEGACY_PARTS = re.compile(
     r"^\.?part-\d{5}\.(?:npz|npy|y\.npy|row_ids\.npy|quarantine\.parquet|json)(?:\..*\.tmp)?$"
 )
@@ -240,11 +259,135 @@ def manifest_doc(
     }  # fmt: skip
 
 
-def publish(folder: Path, doc: dict[str, Any]) -> Path:
-    """Make ``doc`` the folder's output (:func:`replace_manifest`), then :func:`tidy`."""
-    path = replace_manifest(folder, doc)
-    tidy(folder, doc)
-    return path
+@dataclass
+class Previous:
+    """What a folder held before a publish: the files its manifest named, or which earlier
+    fastprep version's layout it is (``"save"``, ``"shards"``, ``"cluster"``; None)."""
+
+    names: set[str] = field(default_factory=set)
+    legacy: str | None = None
+
+
+def previous_output(folder: Path) -> Previous:
+    """Read before the manifest is replaced: what the publish may remove afterwards."""
+    try:
+        doc = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        doc = None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return Previous()  # not ours to judge: nothing of it is removed
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        try:
+            return Previous(named_files(doc))
+        except (AttributeError, KeyError, TypeError):
+            return Previous()
+    if isinstance(doc, dict) and "partitions" in doc and "fingerprint" in doc:
+        return Previous(legacy="cluster")
+    if doc is not None:
+        return Previous()
+    if (folder / "output.json").is_file() and any(
+        p.is_dir() and re.fullmatch(r"shard-\d{5}", p.name) for p in folder.iterdir()
+    ):
+        return Previous(legacy="shards")
+    if (folder / "feature_names.json").is_file() and any(
+        (folder / n).is_file() for n in ("X.npz", "X.npy")
+    ):
+        return Previous(legacy="save")
+    return Previous()
+
+
+def publish(
+    folder: Path, doc: dict[str, Any], writing: Writing | None = None,
+    on_replaced: Callable[[], Any] | None = None,
+) -> Path:  # fmt: skip
+    """Make ``doc`` the folder's output, under the publish lock: check that every file it
+    names is there, replace the manifest (then ``on_replaced()``), :func:`tidy`.
+    ``writing`` is the claim its writer held while writing those files (taken here if
+    None); it is released afterwards."""
+    writing = writing or Writing(folder)
+    try:
+        with _locked(folder / PUBLISH_LOCK):
+            _check_named(folder, doc)
+            previous = previous_output(folder)
+            path = replace_manifest(folder, doc)
+            if on_replaced is not None:
+                on_replaced()
+            tidy(folder, doc, previous, writing.alone())
+        return path
+    finally:
+        writing.release()
+
+
+def _check_named(folder: Path, doc: dict[str, Any]) -> None:
+    """Every file ``doc`` names is there with its size (never publish a manifest naming a
+    file that another writer's publish removed, e.g. a re-used partition of its output)."""
+    from fastprep.emit.shards import check_files, check_size
+
+    try:
+        for entry in doc["shards"]:
+            check_files(folder, entry)
+        for info in doc["files"].values():
+            check_size(folder, info)
+    except StateFormatError as exc:
+        raise StateFormatError(f"not published: {exc}") from None
+
+
+class Writing:
+    """A writer's claim on a folder, from before its first file until its publish is done:
+    a shared flock on ``.fastprep.writing`` (released by :meth:`release`, or by the OS when
+    the process dies). While another writer holds one, no publish can tell that writer's
+    unnamed files from a killed one's, so it leaves them. Without flock (Windows, a file
+    system refusing locks) every publish counts as the only writer's."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = _lock(folder / WRITING_LOCK, shared=True)
+        self._locking = fcntl is not None and self._fd is not None
+
+    def alone(self) -> bool:
+        """Whether no other writer holds a claim; if so, writers starting now wait until
+        :meth:`release` (the caller is about to remove leftovers)."""
+        if not self._locking or self._fd is None:
+            return not self._locking
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _lock(path: Path, *, shared: bool = False) -> int | None:
+    """An open descriptor of ``path`` holding a flock (waits for it); None without flock."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # another user's lock file: reading is enough to lock it
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    except OSError:  # a file system without locks: one writer per folder, as documented
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = _lock(path)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def replace_manifest(folder: Path, doc: dict[str, Any]) -> Path:
@@ -258,11 +401,11 @@ def replace_manifest(folder: Path, doc: dict[str, Any]) -> Path:
     return folder / MANIFEST
 
 
-def tidy(folder: Path, doc: dict[str, Any]) -> None:
+def tidy(folder: Path, doc: dict[str, Any], previous: Previous, alone: bool) -> None:
     """After a publish: point the pipeline alias at ``doc``'s, and remove what no longer
-    belongs (the previous output's files, leftovers of crashed writers)."""
+    belongs (the previous output's files; leftovers of killed writers when ``alone``)."""
     _update_alias(folder, doc.get("files", {}).get("pipeline"))
-    remove_unnamed(folder, doc)
+    remove_unnamed(folder, doc, previous, alone)
 
 
 def _sync_folder(folder: Path) -> None:
@@ -294,6 +437,25 @@ def _update_alias(folder: Path, pipeline: dict[str, Any] | None) -> None:
     os.replace(temp, alias)
 
 
+def published_pipeline(path: str | os.PathLike[str]) -> Path:
+    """The fitted pipeline to load for ``path``: for an output folder's ``pipeline.fastprep``,
+    the one its manifest names. The alias is re-pointed just after the manifest is
+    replaced, so a writer killed between the two leaves it on the previous run's pipeline;
+    it is only the fallback (no manifest, or one naming no pipeline)."""
+    path = Path(path)
+    if path.name != PIPELINE_ALIAS:
+        return path
+    try:
+        doc = json.loads((path.parent / MANIFEST).read_text())
+        name = doc["files"]["pipeline"]["file"] if doc.get("format") == FORMAT else None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return path
+    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        return path
+    named = path.parent / name
+    return named if named.is_file() else path
+
+
 def named_files(doc: dict[str, Any]) -> set[str]:
     names = {f["file"] for f in doc.get("files", {}).values()}
     for shard in doc.get("shards", []):
@@ -304,18 +466,32 @@ def named_files(doc: dict[str, Any]) -> set[str]:
     return names
 
 
-def remove_unnamed(folder: Path, doc: dict[str, Any]) -> None:
-    """Delete our files the manifest does not name, and an earlier version's layout."""
+def remove_unnamed(folder: Path, doc: dict[str, Any], previous: Previous, alone: bool) -> None:
+    """Delete what the replaced manifest named and ``doc`` does not, a killed publisher's
+    temp files, the earlier version's layout it replaced (only that: a user's own
+    ``report.json`` or ``X.npy`` stays) and, ``alone`` (no other writer writing), every
+    other file of ours ``doc`` does not name."""
     keep = named_files(doc)
     for entry in os.scandir(folder):
         name = entry.name
         if entry.is_dir(follow_symlinks=False):
-            if re.fullmatch(r"shard-\d{5}", name):
+            if previous.legacy == "shards" and re.fullmatch(r"shard-\d{5}", name):
                 _remove_legacy_shard(Path(entry.path))
             continue
-        ours = OURS.match(name) and name not in keep
-        if ours or name in LEGACY_FILES or LEGACY_PARTS.match(name):
+        if name in keep:
+            continue
+        ours = alone and OURS.match(name) is not None
+        if ours or name in previous.names or PUBLISH_TEMP.match(name) or _legacy(name,
+                                                                            previous.legacy):  # fmt: skip
             Path(entry.path).unlink(missing_ok=True)
+
+
+def _legacy(name: str, layout: str | None) -> bool:
+    if layout == "save":
+        return name in LEGACY_FILES
+    if layout == "shards":
+        return name == "output.json"
+    return layout == "cluster" and LEGACY_PARTS.match(name) is not None
 
 
 def _remove_legacy_shard(where: Path) -> None:

@@ -23,10 +23,6 @@ from fastprep.emit import output_format as fmt
 from fastprep.emit.names import FeatureNames
 from fastprep.errors import SourceError, StateFormatError
 
-MANIFEST = fmt.MANIFEST
-FORMAT = fmt.FORMAT
-VERSION = fmt.VERSION
-
 
 class Shard:
     """One shard's arrays: ``X`` (ndarray, or scipy CSR over mapped arrays), ``y``,
@@ -186,6 +182,22 @@ class OpenedOutput:
         y = None if any(v is None for v in ys) else np.concatenate(ys)
         return Shard.of(X, y, np.concatenate([s.row_ids for s in self.shards]))
 
+    def to_pandas(self, target: str | None = None, *, sparse: bool = False) -> Any:
+        """All rows (:meth:`whole`) as a pandas DataFrame, as ``Output.to_pandas`` gives."""
+        from fastprep.emit import frames
+
+        s = self.whole()
+        return frames.to_pandas(s.X, s.y, self.feature_names, s.row_ids,
+                                out_dtype=self.out_dtype, target=target, sparse=sparse)  # fmt: skip
+
+    def to_polars(self, target: str | None = None, *, row_ids: bool = False) -> Any:
+        """All rows (:meth:`whole`) as a Polars DataFrame, as ``Output.to_polars`` gives."""
+        from fastprep.emit import frames
+
+        s = self.whole()
+        return frames.to_polars(s.X, s.y, self.feature_names, s.row_ids,
+                                out_dtype=self.out_dtype, target=target, row_ids_column=row_ids)  # fmt: skip
+
 
 class ShardWriter:
     """Writes an output shard by shard (e.g. one per partition) under fresh names, then
@@ -203,6 +215,7 @@ class ShardWriter:
         self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
+        self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
         self._writer = fmt.FileWriter(self.folder, self.codec)
         self._published = False
 
@@ -225,24 +238,26 @@ class ShardWriter:
             self._writer.finish()
             doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
                                    self.files)  # fmt: skip
-            path = fmt.replace_manifest(self.folder, doc)
-            self._published = True
-            fmt.tidy(self.folder, doc)
-            return path
+            return fmt.publish(self.folder, doc, self._writing, self._mark_published)
         finally:
             self._writer.close()
+
+    def _mark_published(self) -> None:
+        self._published = True  # from here on a failure keeps the files: they are the output
 
     def discard(self) -> None:
         """Remove what this writer wrote, unless it was published."""
         self._writer.close()
-        if self._published:
-            return
-        for path in self.folder.glob(f"*.{self.token}.*"):
-            path.unlink(missing_ok=True)
+        try:
+            if not self._published:
+                for path in self.folder.glob(f"*.{self.token}.*"):
+                    path.unlink(missing_ok=True)
+        finally:
+            self._writing.release()
 
     def written(self) -> dict[str, str]:
         """Name -> path of every file of the published output (``X.data``, ``y``, ...)."""
-        out = {"manifest": str(self.folder / MANIFEST)}
+        out = {"manifest": str(self.folder / fmt.MANIFEST)}
         many = len(self.entries) > 1
         for entry in self.entries:
             for name, info in entry["arrays"].items():
@@ -284,7 +299,7 @@ def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
             check_files(root, entry)
             shards.append(Shard(root, entry, width))
         for info in manifest["files"].values():
-            _check_size(root, info)
+            check_size(root, info)
         names = sum(1 if isinstance(n, str) else int(n["n"]) for n in manifest["feature_names"])
         if names != width:
             raise StateFormatError(f"{root}: the manifest lists {names:,} feature names for "
@@ -300,7 +315,7 @@ def open_output(folder: str | os.PathLike[str]) -> OpenedOutput:
 
 def read_manifest(root: Path) -> dict[str, Any]:
     """The folder's manifest, checked; any other layout is a StateFormatError saying what."""
-    path = root / MANIFEST
+    path = root / fmt.MANIFEST
     if not path.exists():
         raise StateFormatError(f"{root}: {_what_instead(root)}")
     try:
@@ -308,7 +323,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise StateFormatError(f"{path}: not a readable fastprep manifest ({exc}); write the "
                                "output again") from None  # fmt: skip
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") != fmt.FORMAT:
         if isinstance(doc, dict) and "partitions" in doc and "fingerprint" in doc:
             raise StateFormatError(
                 f"{root}: a cluster output written by an earlier fastprep (part-NNNNN.npz + "
@@ -317,12 +332,12 @@ def read_manifest(root: Path) -> dict[str, Any]:
         raise StateFormatError(f"{path}: not a fastprep output manifest (format "
                                f"{doc.get('format') if isinstance(doc, dict) else None!r})")  # fmt: skip
     version = doc.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if not isinstance(version, int) or version > fmt.VERSION:
         raise StateFormatError(
             f"{root}: output format version {version!r} is newer than this fastprep reads "
-            f"(<= {VERSION}); upgrade fastprep to open it"
+            f"(<= {fmt.VERSION}); upgrade fastprep to open it"
         )
-    if version < VERSION:
+    if version < fmt.VERSION:
         raise StateFormatError(f"{root}: output format version {version} is no longer read; "
                                "write the output again")  # fmt: skip
     return doc
@@ -345,12 +360,12 @@ def _what_instead(root: Path) -> str:
 def check_files(root: Path, entry: dict[str, Any]) -> None:
     """Every file a shard entry names is there with the size written."""
     for info in entry["arrays"].values():
-        _check_size(root, info)
+        check_size(root, info)
     if entry.get("quarantine"):
-        _check_size(root, entry["quarantine"])
+        check_size(root, entry["quarantine"])
 
 
-def _check_size(root: Path, info: dict[str, Any]) -> None:
+def check_size(root: Path, info: dict[str, Any]) -> None:
     name = info["file"]
     if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
         raise StateFormatError(f"{root}: the manifest names {name!r}, not a file of this folder")

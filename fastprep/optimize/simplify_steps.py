@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from fastprep.plan.facts import Facts, input_facts
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, Clip, FillMissing, Log1p, MaxAbsScale, QuantileTransform, Step
+from fastprep.plan.steps import Bin, Clip, FillMissing, Log1p, QuantileTransform, Step
 
 
 def simplify_steps(plan: LogicalPlan) -> LogicalPlan:
@@ -98,13 +98,12 @@ def _after(step: Step, facts: Facts) -> Facts:
 
 
 def _bounded_output(step: Step) -> tuple[float, float] | None:
-    """The range of steps whose output is bounded whatever they learn: a bin number,
-    a uniform quantile, a value scaled by its largest magnitude."""
+    """The range of steps whose output is bounded whatever they see at transform: a bin
+    number, a uniform quantile. A value scaled by its fitted largest magnitude is not: new
+    data may be larger."""
     if isinstance(step, Bin) and step.encode == "ordinal":
         bins = len(step.edges) - 1 if step.edges is not None else step.n_bins
         return 0.0, float(bins - 1)
     if isinstance(step, QuantileTransform) and step.output_distribution == "uniform":
         return 0.0, 1.0
-    if isinstance(step, MaxAbsScale):
-        return -1.0, 1.0
     return None

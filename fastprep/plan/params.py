@@ -57,7 +57,7 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
     if isinstance(step, (OneHot, Categorify)):
         _check_categories(step, params, where)
         _check_vocabulary(step, params, where)
-    elif isinstance(step, Vectorize):  # (#8) sorted distinct feature names
+    elif isinstance(step, Vectorize):  # its vocabulary: the sorted distinct feature names
         names = params.get("vocabulary")
         if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
             raise ValueError(f"{where}: {step.describe()} needs a list of feature names")

@@ -277,11 +277,6 @@ class PowerTransform(Step):
     method: str = "yeo-johnson"
     standardize: bool = True
 
-    @property
-    def fusable(self) -> bool:
-        """Box-Cox's domain repairs are counted by the reference path only."""
-        return self.method == "yeo-johnson"
-
     def __post_init__(self) -> None:
         if self.method not in ("yeo-johnson", "box-cox"):
             raise PipelineDefinitionError(

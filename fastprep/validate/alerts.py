@@ -6,8 +6,8 @@ streamed run whose partitions break the same rule sends ONE alert with the summe
 It is keyed by ``(job, source, rule)`` — the pipeline's name and phase, the source the
 run read, and the broken rule (``"column:rule"``, or ``"drift:column:measure"``). Every
 ``fit``/``transform`` call is a run of its own and sends its alerts (the same path or an
-equally long DataFrame may hold new data); the epochs of a streamed pass re-read the same
-source by construction, so a fitted pipeline's streams send a key once.
+equally long DataFrame may hold new data); the passes of one stream (a ``BatchDataset``'s
+epochs) re-read the same source by construction, so that stream sends a key once.
 
 The ``fastprep.alerts`` logger has a ``NullHandler``: the report already lists every
 finding (the CLI prints it), so alerts are not printed a second time on stderr unless the
@@ -101,6 +101,8 @@ def send(
     per key within the run and, given ``seen``, once across the runs sharing that set;
     record them in ``report.alerts``. ``owner``: the ``fp.Pipeline`` (its name)."""
     job = f"{getattr(owner, 'name', None) or 'pipeline'}:{phase}"
+    # totalled here once more: an in-memory run's report may name a rule twice (two
+    # features over one column); a streamed or cluster run's is already totalled, unchanged
     found = alerts_from(job, report.source, merge_findings(report.findings), report.drift)
     sent = dispatch(found, set() if seen is None else seen, on_alert)
     report.alerts = [a.to_dict() for a in sent]

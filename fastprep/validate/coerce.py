@@ -64,7 +64,11 @@ def arrow_numbers(
         if extremes["max"] is not None and (
             extremes["max"] > EXACT_INT or extremes["min"] < -EXACT_INT
         ):
-            big = pc.or_(pc.greater(column, EXACT_INT), pc.less(column, -EXACT_INT))
+            # bounds of the column's own type: a plain int would cast uint64 to int64, which
+            # fails for values past 2**63
+            big = pc.greater(column, pa.scalar(EXACT_INT, kind))
+            if pa.types.is_signed_integer(kind):
+                big = pc.or_(big, pc.less(column, pa.scalar(-EXACT_INT, kind)))
             inexact = big.fill_null(False).to_numpy()
     return values, inexact
 

@@ -103,7 +103,7 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
     """Per column of ``table`` (its selected rows): what drift is measured against."""
     out: dict[str, dict[str, Any]] = {}
     for name, column in table.columns.items():
-        if isinstance(column, DictColumn):  # (#8) no drift measure for dict columns yet
+        if isinstance(column, DictColumn):  # no drift measure for dict columns yet
             continue
         if isinstance(column, TextColumn):
             text = table[name]

@@ -63,7 +63,7 @@ def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
     if pd.api.types.is_datetime64_any_dtype(dtype):
         tz = getattr(dtype, "tz", None)
         return Datetime(tz=None if tz is None else "UTC", nullable=nullable)
-    if pd.api.types.is_object_dtype(dtype):  # (#8) a column of dicts
+    if pd.api.types.is_object_dtype(dtype):  # a column of dicts is a DictOf
         head = series.dropna().head(1000).tolist()
         if head and all(isinstance(v, dict) for v in head):
             return DictOf(nullable=nullable)

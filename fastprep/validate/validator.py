@@ -243,7 +243,7 @@ def _check_column(
         # an int64 array is checked exactly for |v| > 2**53 in the scan itself
         inexact = None if values.dtype == np.int64 else inexact_ints(series, values)
         return _checked_numbers(values, bad_type, inexact, spec, scans)
-    if isinstance(spec, DictOf):  # (#8) flattened once; rules are masks over entries
+    if isinstance(spec, DictOf):  # flattened once; rules are masks over entries
         column, dict_rules, dict_checks = check_dicts(name, series, spec)
         _refuse_wrong_type(name, series, dict_rules[1 - spec.nullable][1], spec)
         return column, dict_rules, dict_checks, None

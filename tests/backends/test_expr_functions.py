@@ -295,6 +295,45 @@ def _weather() -> pd.DataFrame:
 def test_a_date_part_of_a_non_datetime_column_is_refused() -> None:
     with pytest.raises(fp.PipelineDefinitionError, match=r"fp\.Datetime"):
         fp.Pipeline(SCHEMA, [fp.expr("h = hour(distance)")])
+    with pytest.raises(fp.PipelineDefinitionError, match=r"fp\.Datetime"):
+        fp.Pipeline(SCHEMA, [fp.expr("h = hour(distance * 60 + 1)")])
+
+
+def test_a_date_part_of_an_expression_of_a_datetime_column() -> None:
+    """``hour(time_hour + 3600)``, a part of an earlier expr's output and of a sum with a
+    number column (missing where it is): the parts of the shifted instants in the column's
+    zone, equal to pandas on every backend (the shift crosses DST transitions)."""
+    weather = _weather()
+    schema = fp.Schema({"time_hour": fp.Datetime(tz=ZONE), "wind_speed": fp.Float(nullable=True),
+                        "temp": fp.Float(nullable=True)})  # fmt: skip
+    features = [
+        fp.expr("next_hour = hour(time_hour + 3600)"),
+        fp.expr("later = time_hour + 86400 * 3 + 1800") >> fp.FillMissing(0),
+        fp.expr("later_day = dayofweek(later)"),
+        fp.expr("gusty = minute(time_hour + wind_speed * 60)") >> fp.FillMissing(-1),
+    ]
+    pipeline = fp.Pipeline(schema, features)
+    utc = pd.to_datetime(weather["time_hour"], utc=True)
+    wind = pd.to_timedelta(weather["wind_speed"] * 60, unit="s")
+    want = np.column_stack([
+        (utc + pd.Timedelta(hours=1)).dt.tz_convert(ZONE).dt.hour,
+        (utc + pd.Timedelta(seconds=86400 * 3 + 1800) - pd.Timestamp(0, tz="UTC"))
+        // pd.Timedelta(seconds=1),
+        (utc + pd.Timedelta(seconds=86400 * 3 + 1800)).dt.tz_convert(ZONE).dt.day_of_week,
+        (utc + wind).dt.tz_convert(ZONE).dt.minute.fillna(-1),
+    ]).astype(np.float32)  # fmt: skip
+    assert weather["wind_speed"].isna().any()
+    for backend in BACKENDS:
+        out = pipeline.fit_transform(weather, backend=backend)
+        np.testing.assert_array_equal(dense(out.X), want, err_msg=backend)
+
+
+def test_a_date_part_of_datetimes_in_two_zones_is_refused() -> None:
+    schema = fp.Schema({"a": fp.Datetime(tz=ZONE), "b": fp.Datetime(tz="UTC")})
+    with pytest.raises(fp.PipelineDefinitionError, match="different zones"):
+        fp.Pipeline(schema, [fp.expr("h = hour(a + (b - a) / 2)")])
+    same = fp.Schema({"a": fp.Datetime(tz=ZONE), "b": fp.Datetime(tz=ZONE)})
+    fp.Pipeline(same, [fp.expr("h = hour(a + (b - a) / 2)")])
 
 
 # ---------------------------------------------------------------------------- text and chaining

@@ -221,6 +221,83 @@ def test_box_cox_outside_its_domain_is_a_finding_not_a_crash(flights_sample) -> 
     assert_close(out.X[:, 0], expected, 1e-4, "box-cox")
 
 
+def _box_cox_pipeline(columns: list[str]) -> fp.Pipeline:
+    """Box-Cox on values <= 0 (dep_delay), after a Log1p with its own domain repairs, with
+    and without its standardization, and an expression's repairs in the same chain."""
+    schema = fp.Schema({c: fp.Float(nullable=True) for c in columns})
+    a, b = columns[0], columns[1]
+    return fp.Pipeline(
+        schema=schema,
+        features=[
+            fp.col(a) >> fp.PowerTransform(method="box-cox"),
+            fp.expr(f"l = {a} / 10")
+            >> fp.Log1p()
+            >> fp.PowerTransform(method="box-cox", standardize=False),
+            fp.expr(f"q = {b} / ({a} + 5)")
+            >> fp.PowerTransform(method="box-cox")
+            >> fp.FillMissing(0),
+            fp.col(b) >> fp.PowerTransform(),
+        ],
+    )
+
+
+def _repairs(out) -> list[tuple]:
+    return sorted(tuple(sorted(r.items())) for r in out.report.repairs)
+
+
+def test_box_cox_is_fused_with_the_references_output_and_repairs(flights_sample) -> None:
+    """Fused into the Numba kernel: the same X bit for bit, the same rows quarantined and
+    the same repairs (boxcox_domain next to log1p_domain and expr_not_finite)."""
+    from fastprep.backends.numba_ import chains_of
+    from fastprep.backends.numba_codegen import transform_program
+
+    pipeline = _box_cox_pipeline(["dep_delay", "arr_delay"])
+    plan = pipeline.optimized
+    assert [s.kind for s in plan.execution_stages()] == ["fused"]
+    source = transform_program(chains_of(plan, plan.execution_stages()[0]), set(), False).source
+    assert source.count("box_cox(") == 3
+    fitted = pipeline.fit(flights_sample, backend="pandas")
+    expected = fitted.transform(flights_sample, backend="pandas")
+    fused = fitted.transform(flights_sample, backend="numba")
+    np.testing.assert_array_equal(fused.X, expected.X)
+    np.testing.assert_array_equal(fused.row_ids, expected.row_ids)
+    rules = {(r["output"], r["rule"]): r["count"] for r in expected.report.repairs}
+    assert rules[("dep_delay", "boxcox_domain")] > 0
+    assert rules[("l", "log1p_domain")] > 0 and rules[("l", "boxcox_domain")] > 0
+    assert rules[("q", "expr_not_finite")] > 0 and rules[("q", "boxcox_domain")] > 0
+    assert _repairs(fused) == _repairs(expected)
+    assert fused.report.rows_quarantined == expected.report.rows_quarantined > 0
+    refit = pipeline.fit(flights_sample, backend="numba").transform(flights_sample, backend="numba")
+    assert _repairs(refit) == _repairs(expected)
+    np.testing.assert_allclose(refit.X, expected.X, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("parallel", ["0", "1"])
+def test_box_cox_kernel_on_edge_values(monkeypatch, parallel) -> None:
+    """Zero, negatives, tiny and huge values (an overflow to inf quarantines the row on both
+    backends) and missing ones, serial and in parallel chunks (the counters are summed)."""
+    from fastprep.backends import numba_
+
+    monkeypatch.setattr(numba_, "PARALLEL_MIN_ROWS", 0 if parallel == "1" else 10**9)
+    rng = np.random.default_rng(5)
+    x = rng.lognormal(1.0, 1.5, 5_000)
+    x[rng.random(len(x)) < 0.1] = np.nan
+    x[:12] = [0.0, -0.0, -1.0, -1e-300, 5e-324, 1e-300, 1e300, 1.7e308, np.nan, 1.0, 2.0, -5.0]
+    y = np.where(rng.random(len(x)) < 0.2, -x, x)
+    frame = pd.DataFrame({"x": x, "y": y})
+    pipeline = _box_cox_pipeline(["x", "y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = pipeline.fit(frame.iloc[12:], backend="pandas")  # lambda from usual values
+        expected = fitted.transform(frame, backend="pandas")
+        fused = fitted.transform(frame, backend="numba")
+    np.testing.assert_array_equal(fused.X, expected.X)
+    np.testing.assert_array_equal(fused.row_ids, expected.row_ids)
+    assert _repairs(fused) == _repairs(expected)
+    rules = {(r["output"], r["rule"]) for r in expected.report.repairs}
+    assert {("x", "boxcox_domain"), ("l", "boxcox_domain"), ("q", "boxcox_domain")} <= rules
+
+
 def test_infinities_are_findings_before_the_step() -> None:
     frame = pd.DataFrame({"a": [1.0, np.inf, 3.0, -np.inf, 5.0, np.nan, 7.0, 2.0]})
     schema = fp.Schema({"a": fp.Float(nullable=True)})
@@ -374,7 +451,8 @@ def test_the_readme_example_runs(repo_root, monkeypatch, capsys) -> None:
 
 FUSED = [fp.Bin(), fp.Bin(7, strategy="uniform"), fp.Bin(edges=[0, 10, 20, 30.5]),
          fp.QuantileTransform(200, output_distribution="normal"),
-         fp.QuantileTransform(), fp.PowerTransform(), fp.RobustScale(), fp.MaxAbsScale()]  # fmt: skip
+         fp.QuantileTransform(), fp.PowerTransform(), fp.PowerTransform(method="box-cox"),
+         fp.RobustScale(), fp.MaxAbsScale()]  # fmt: skip
 
 
 @pytest.mark.parametrize("step", FUSED, ids=lambda s: s.describe())
@@ -480,8 +558,10 @@ def test_bounded_outputs_let_the_optimizer_drop_needless_steps(flights_sample) -
         ],
     )
     steps = [f.steps for f in pipeline.optimized.features]
+    # MaxAbsScale is bounded by 1 only on the rows it was fitted on (new rows can exceed
+    # the fitted maximum, as in sklearn's MaxAbsScaler): its Clip stays
     assert steps == [(fp.Bin(4),), (fp.QuantileTransform(50), fp.Clip(None, 0.5)),
-                     (fp.MaxAbsScale(),)]  # fmt: skip
+                     (fp.MaxAbsScale(), fp.Clip(-2, 2))]  # fmt: skip
     unoptimized = fp.Pipeline(schema=schema, features=pipeline.plan.features, optimize=False)
     np.testing.assert_array_equal(
         pipeline.fit_transform(flights_sample).X, unoptimized.fit_transform(flights_sample).X

@@ -124,7 +124,7 @@ def test_csr_assembly_numpy_equals_kernels(n_rows, select) -> None:
     rng = np.random.default_rng(n_rows)
     dense, blocks = _blocks(n_rows, rng)
     rows = np.flatnonzero(rng.random(n_rows) < 0.7).astype(np.int64) if select else None
-    layout, arrays = csr_kernels._flatten(blocks, np.dtype(np.float32))
+    layout, arrays = csr_kernels._layout(blocks), csr_kernels._arguments(blocks, np.float32)
     module = kernel_files.load_module(csr_kernels._source(layout, rows is not None), prefix="csr")
     n_out = n_rows if rows is None else len(rows)
     head = [n_out, rows if rows is not None else csr_kernels._NO_ROWS, dense, *arrays]
@@ -198,6 +198,24 @@ def test_reference_hash_equals_feature_hasher_on_flights(flights, n_features, al
     _assert_identical(crossed, _sklearn(cross_rows, n_features, alternate_sign))
 
 
+def test_reference_hash_cross_of_many_distinct_values_per_input() -> None:
+    """Four inputs of 60,000 distinct values each: the product of their distinct counts
+    passes int64, so combinations cannot be numbered by their position in that product."""
+    n_unique = 60_000
+    members = {}
+    rows = [[0, 1, 59_999, 3], [5, 5, 5, 5], [0, 1, 59_999, 3], [7, -1, 7, 7], [1, 2, 3, 59_998]]
+    for i, name in enumerate("abcd"):
+        codes = np.array([row[i] for row in rows], dtype=np.int32)
+        members[name] = TextColumn(codes, np.array([f"v{j}" for j in range(n_unique)], object))
+    step = Hash(n_features=2**10)
+    got = reference.hash_features(step, members, len(rows), cross=True)
+    expected = [
+        [] if -1 in row else [("^".join(f"{n}=v{c}" for n, c in zip("abcd", row)), 1)]
+        for row in rows
+    ]
+    _assert_identical(got, _sklearn(expected, 2**10, True))
+
+
 def test_reference_hash_edge_tokens() -> None:
     """Empty and long tokens, non-ASCII text, embedded NULs, a token hashing to -2**31,
     zeros (skipped), infinities, and values beyond float32."""
@@ -252,6 +270,7 @@ def test_numba_cached_follows_numbas_disk_cache(tmp_path) -> None:
 
 def test_small_cold_job_takes_numpy_large_warm_takes_numba(monkeypatch) -> None:
     monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
+    monkeypatch.setattr(planner, "numba_imported", lambda: True)  # a process with Numba loaded
     assert planner.kernel_path("scan", 20_000, cached=False) == "numpy"
     assert "compile" in planner.PATHS["scan"]
     assert planner.kernel_path("scan", 50_000_000, cached=True, loaded=True) == "numba"

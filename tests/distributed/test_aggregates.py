@@ -94,3 +94,21 @@ def test_fill_folded_into_moments_matches_filled_values(seed: int) -> None:
     assert (total.low, total.high) == (filled.min(), filled.max())
     assert np.isclose(total.mean, filled.mean(), rtol=1e-12)
     assert np.isclose(total.m2 / total.count, filled.var(), rtol=1e-12)
+
+
+def test_windows_from_one_sort_equal_one_filter_per_window(flights_parquet) -> None:
+    """A quantile Bin asks ~2 windows per edge: one sort answers them all, bit for bit."""
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(flights_parquet, columns=["dep_delay"]).column("dep_delay")
+    values = column.to_numpy(zero_copy_only=False).astype(np.float64)
+    summaries = [agg.summary_of(values, points=17)]
+    ranks = range(0, int(summaries[0].count), 997)
+    bounds = [agg.rank_window(summaries, r) for r in ranks] + [(5.0, 1.0), (-np.inf, np.inf)]
+    for got, (lo, hi) in zip(agg.windows_of(values, bounds), bounds, strict=True):
+        present = values[~np.isnan(values)]
+        inside = present[(present > lo) & (present <= hi)]
+        uniques, counts = np.unique(inside, return_counts=True)
+        assert got.below == np.count_nonzero(present <= lo)
+        assert got.values.tobytes() == uniques.tobytes()
+        assert got.counts.tobytes() == counts.astype(np.int64).tobytes()

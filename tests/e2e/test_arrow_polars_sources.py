@@ -150,6 +150,20 @@ def test_integers_beyond_2_53_with_nulls_are_caught_on_arrow(tmp_path):
     assert out.quarantine["n"].dtype == np.float64  # as the whole column converts (nulls)
 
 
+def test_unsigned_integers_beyond_2_63_are_an_inexact_int_finding(flights_parquet):
+    """uint64 values past int64's range (real distances, two made huge) are flagged as
+    from pandas, not a pyarrow error: an unsigned column has no lower bound to check."""
+    distance = pq.read_table(flights_parquet, columns=["distance"]).column(0).to_pylist()
+    distance[3], distance[8] = 2**63 + 5, None
+    table = pa.table({"distance": pa.array(distance, pa.uint64())})
+    pipe = fp.Pipeline(fp.Schema({"distance": fp.Int(nullable=True)}),
+                       [fp.col("distance") >> fp.FillMissing(0)])  # fmt: skip
+    out, reference = pipe.fit_transform(table), pipe.fit_transform(table.to_pandas())
+    assert out.quarantine["row_id"].tolist() == [3]
+    assert out.quarantine["reason"].tolist() == ["distance: inexact_int"]
+    assert_same(out, reference)
+
+
 def test_arrow_types_validate_as_their_pandas_conversion():
     """Every Arrow type gives what the same table converted to pandas gives: dictionary and
     view strings, bools, timestamps, narrow and unsigned integers, float32, decimals, an
@@ -192,3 +206,62 @@ def test_arrow_types_validate_as_their_pandas_conversion():
         [fp.cols("c", "e") >> fp.OneHot()], target="y",
     )  # fmt: skip
     assert_same(pipe.fit_transform(polars_frame), pipe.fit_transform(polars_frame.to_pandas()))
+
+
+def test_filtered_dataset_streams_its_filtered_rows(flights_pipeline, broken_parquet, tmp_path):
+    """A filtered Dataset (whose fragments pyarrow will not list) gives in batches and
+    write_shards what fit and transform give: the filtered rows, with row ids their
+    positions in the filtered result."""
+    import pyarrow.compute as pc
+
+    keep = pc.field("month") >= 7
+    filtered = pads.dataset(broken_parquet).filter(keep)
+    table = pq.read_table(broken_parquet).filter(keep)
+    fitted = flights_pipeline.fit(filtered)
+    assert fitted.params == flights_pipeline.fit(table).params
+    full = fitted.transform(table)
+    assert_same(fitted.transform(filtered), full)
+    stream = fitted.batches(filtered, batch_size=2048, rows_per_partition=3_000,
+                            return_row_ids=True)  # fmt: skip
+    batches = list(stream)
+    assert stream.stats.rows_in == table.num_rows == full.report.rows_in
+    np.testing.assert_array_equal(np.concatenate([b[2] for b in batches]), full.row_ids)
+    assert_same_matrix(sp.vstack([b[0] for b in batches]).tocsr(), full.X)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), full.y)
+    stats = fitted.write_shards(filtered, tmp_path / "shards", rows_per_partition=3_000)
+    assert stats.rows_out == len(full.row_ids)
+    opened = fp.open_output(tmp_path / "shards")
+    shard_ids = np.concatenate([np.asarray(shard.row_ids) for shard in opened])
+    np.testing.assert_array_equal(shard_ids, full.row_ids)
+
+
+def test_a_lazy_frame_query_runs_once_per_run(flights_pipeline, broken_parquet, monkeypatch):
+    """fit, transform, fit_transform and each batches pass collect the LazyFrame once (the
+    pre-flight's row count, the read and every partition's slice share that result)."""
+    collects = []
+    original = pl.LazyFrame.collect
+
+    def counting(self, *args, **kwargs):
+        collects.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pl.LazyFrame, "collect", counting)
+    lazy = pl.scan_parquet(broken_parquet)
+
+    def runs(action) -> int:
+        collects.clear()
+        action()
+        return len(collects)
+
+    assert runs(lambda: flights_pipeline.fit_transform(lazy)) == 1
+    fitted = flights_pipeline.fit(broken_parquet)
+    assert runs(lambda: flights_pipeline.fit(lazy)) == 1
+    assert runs(lambda: fitted.transform(lazy)) == 1
+    stream = fitted.batches(lazy, batch_size=4096, rows_per_partition=5_000)
+    assert runs(lambda: list(stream)) == 1
+    assert stream.stats.partitions == 4
+    assert runs(lambda: list(stream)) == 1  # a second epoch: one more
+    reference = fitted.transform(broken_parquet)
+    out = fitted.transform(lazy)
+    assert_same(out, reference)
+    assert out.report.source.startswith("Polars LazyFrame (20,000 rows")

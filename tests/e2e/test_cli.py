@@ -156,10 +156,10 @@ def load_folder(folder: Path):
 
 def assert_one_output(folder: Path) -> None:
     """The folder holds one published output: its manifest's files and the pipeline alias."""
-    from fastprep.emit.output_format import named_files
+    from fastprep.emit.output_format import LOCK_FILES, named_files
 
     doc = json.loads((folder / "manifest.json").read_text())
-    expected = named_files(doc) | {"manifest.json", "pipeline.fastprep"}
+    expected = named_files(doc) | {"manifest.json", "pipeline.fastprep", *LOCK_FILES}
     # transform-<input>-<n>/: what `transform` without --output wrote beside the state
     assert {p.name for p in folder.iterdir() if not p.name.startswith("transform-")} == expected
     assert (folder / "pipeline.fastprep").samefile(fp.open_output(folder).pipeline_path)
@@ -339,10 +339,11 @@ def test_dense_pipeline_writes_x_npy(capsys, monkeypatch, tmp_path):
     (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
     out = tmp_path / "dense"
     out.mkdir()
-    (out / "X.npz").write_bytes(b"stale")  # an earlier version's file: removed on publish
+    (out / "X.npz").write_bytes(b"stale")  # an earlier version's output: replaced on publish
+    (out / "feature_names.json").write_bytes(b"[]")
     code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "dense.py", "--output", out)
     assert code == 0, err
-    assert not (out / "X.npz").exists()
+    assert not (out / "X.npz").exists() and not (out / "feature_names.json").exists()
     X = fp.open_output(out).X
     assert X.dtype == np.float32 and X.flags.c_contiguous and X.shape[1] == 4
     assert isinstance(X, np.memmap)

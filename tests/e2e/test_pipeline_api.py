@@ -14,6 +14,7 @@ from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
 from support import assert_same_matrix
 
 import fastprep as fp
+from fastprep.emit.output_format import LOCK_FILES
 
 DENSE_SCHEMA = fp.Schema(
     {
@@ -240,7 +241,8 @@ def test_output_save(flights_pipeline, flights_sample, tmp_path):
     out = flights_pipeline.fit_transform(flights_sample)
     written = out.save(tmp_path / "out")
     folder = tmp_path / "out"
-    assert {p.name for p in folder.iterdir()} == {os.path.basename(p) for p in written.values()}
+    files = {os.path.basename(p) for p in written.values()}
+    assert {p.name for p in folder.iterdir()} - set(LOCK_FILES) == files
     assert set(written) == {"manifest", "X.data", "X.indices", "X.indptr", "y", "row_ids",
                             "report", "quarantine"}  # fmt: skip
     opened = fp.open_output(folder)

@@ -99,3 +99,24 @@ def test_transforming_partitions_gives_the_whole_sources_rows(flights_pipeline, 
     pd.testing.assert_frame_equal(
         pd.concat(quarantined, ignore_index=True), whole.quarantine[["row_id", "reason"]]
     )
+
+
+def test_dataset_partitions_carry_their_fragment(row_grouped, tmp_path):
+    """A Dataset's fragments are listed once, when the partitions are planned: each
+    partition keeps its own (reading one must not list them all again, which made a pass
+    quadratic in the number of fragments)."""
+    import pyarrow.dataset as pads
+
+    table = pq.read_table(row_grouped)
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    for i in range(4):
+        pq.write_table(table.slice(i * 5000, 5000), folder / f"part-{i}.parquet",
+                       row_group_size=2500)  # fmt: skip
+    dataset = pads.dataset(folder)
+    specs = plan_partitions(dataset, rows_per_partition=2500)
+    assert len(specs) == 8
+    for spec in specs:
+        assert spec.fragment_object is not None and spec.fragment_object.path == spec.path
+    read = [read_partition(spec, COLUMNS, ["origin", "tailnum"], dataset) for spec in specs]
+    assert pa.concat_tables(read).equals(table.select(COLUMNS))

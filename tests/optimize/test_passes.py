@@ -20,7 +20,7 @@ from fastprep.optimize.prune_columns import prune_columns
 from fastprep.optimize.simplify_steps import simplify_chain
 from fastprep.plan.facts import Facts
 from fastprep.plan.nodes import Stage
-from fastprep.plan.steps import Clip, FillMissing, Log1p, Standardize
+from fastprep.plan.steps import Clip, FillMissing, Log1p, MaxAbsScale, Standardize
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FACTS = {
@@ -127,6 +127,8 @@ def test_folding_away_a_column_stops_reading_it(flights_sample: pd.DataFrame) ->
             [Facts()],
             (FillMissing(0), Log1p(), FillMissing(1)),
         ),
+        # a scaler fitted on other data may output beyond [-1, 1]: the clip stays
+        ((MaxAbsScale(), Clip(-1, 1)), [Facts()], (MaxAbsScale(), Clip(-1, 1))),
         # a group: a rewrite must hold for every input
         ((Clip(0, 100),), [Facts(0, 10, False, True), Facts()], (Clip(0, 100),)),
     ],
@@ -252,3 +254,19 @@ def test_facts_respect_the_warn_policy() -> None:
     out = pipeline.fit_transform(pd.DataFrame({"x": [-5.0, 0.5, 7.0]}))
     np.testing.assert_array_equal(out.X[:, 0], [0.0, 0.5, 1.0])
     assert math.isclose(float(out.X[1, 0]), 0.5)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [fp.MaxAbsScale(), fp.QuantileTransform(n_quantiles=3), fp.Bin(n_bins=2, encode="ordinal")],
+)
+def test_a_clip_after_a_fitted_scaler_holds_on_values_outside_the_fit(step) -> None:
+    """Only steps bounded whatever they see may drop a later clip: a value beyond the
+    fitted data must come out clipped the same with and without the optimizer."""
+    schema = fp.Schema({"x": fp.Float()})
+    features = [fp.col("x") >> step >> fp.Clip(-1, 1)]
+    fit_on = pd.DataFrame({"x": [1.0, 2.0, -4.0]})
+    new = pd.DataFrame({"x": [8.0, -2.0, -9.0]})
+    optimized = fp.Pipeline(schema=schema, features=features).fit(fit_on)
+    plain = fp.Pipeline(schema=schema, features=features, optimize=False).fit(fit_on)
+    np.testing.assert_array_equal(optimized.transform(new).X, plain.transform(new).X)

@@ -26,6 +26,7 @@ import pytest
 
 import fastprep as fp
 from fastprep.emit import output_format as fmt
+from fastprep.emit.shards import ShardWriter
 
 REPO = Path(__file__).resolve().parents[2]
 KILLS = 5
@@ -117,7 +118,7 @@ def test_sigkill_of_fresh_writer_processes_leaves_old_or_new(tmp_path):
         assert state in expected, f"writer {attempt}: the folder is neither output"
         seen.append(expected[state])
         doc = json.loads((folder / "manifest.json").read_text())
-        named = fmt.named_files(doc) | {"manifest.json", "pipeline.fastprep"}
+        named = fmt.named_files(doc) | {"manifest.json", "pipeline.fastprep", *fmt.LOCK_FILES}
         interrupted += bool({p.name for p in folder.iterdir()} - named)  # files of a write
     assert interrupted >= 1, "no kill landed inside a write: the test tested nothing"
     print(f"after each kill the folder held: {seen}; {interrupted} kills interrupted a write")
@@ -158,7 +159,7 @@ def test_sigkill_while_overwriting_leaves_old_or_new(tmp_path, flights_pipeline,
         assert state in expected, f"writer {attempt}: the folder is neither output"
         seen.append(expected[state])
         doc = json.loads((folder / "manifest.json").read_text())
-        named = fmt.named_files(doc) | {"manifest.json", "pipeline.fastprep"}
+        named = fmt.named_files(doc) | {"manifest.json", "pipeline.fastprep", *fmt.LOCK_FILES}
         interrupted += bool({p.name for p in folder.iterdir()} - named)
     assert interrupted >= 1, "no kill landed inside a write: the test tested nothing"
     print(f"after each kill the folder held: {seen}; {interrupted} kills interrupted a write")
@@ -177,3 +178,106 @@ def test_a_later_save_cleans_up_after_a_killed_writer(tmp_path, layout, flights_
     assert fp.open_output(tmp_path).n_rows == out.X.shape[0]  # ignored when opening
     out.save(tmp_path)
     assert not [n for n in leftovers if (tmp_path / n).exists()]
+
+
+def small_output(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    X = np.random.default_rng(seed).standard_normal((rows, 3)).astype(np.float32)
+    return X, np.arange(rows, dtype=np.int64)
+
+
+def test_interleaved_writers_never_remove_each_others_files(tmp_path):
+    """Writer A adds a shard; B writes and publishes; A publishes: A's files are still
+    there (B's publish left them: A was writing), so the folder opens as A's output."""
+    Xa, ids_a = small_output(100, 1)
+    Xb, ids_b = small_output(70, 2)
+    a = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    a.add(Xa, None, ids_a)
+    b = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    b.add(Xb, None, ids_b)
+    b.close({"writer": "b"})
+    assert np.array_equal(fp.open_output(tmp_path).X, Xb)
+    a.close({"writer": "a"})
+    opened = fp.open_output(tmp_path)  # was: "incomplete output", A's array removed by B
+    assert np.array_equal(opened.X, Xa) and opened.report == {"writer": "a"}
+    # alone again, the next publish removes B's files (the previous manifest's) and A's
+    ShardWriter(tmp_path, ["p", "q", "r"], "float32").close({"writer": "c"})
+    doc = json.loads((tmp_path / "manifest.json").read_text())
+    named = fmt.named_files(doc) | {"manifest.json", *fmt.LOCK_FILES}
+    assert {p.name for p in tmp_path.iterdir()} == named
+
+
+def test_a_live_writers_files_are_not_a_dead_writers_leftovers(tmp_path):
+    """Unnamed files of ours are removed as a killed writer's only when no writer is
+    writing into the folder."""
+    Xa, ids_a = small_output(50, 3)
+    fp_save = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    fp_save.add(Xa, None, ids_a)
+    fp_save.close({})
+    dead = tmp_path / "part-00000.00000000dead.X.npy"
+    dead.write_bytes(b"a killed writer's")
+    live = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    live.add(Xa, None, ids_a)
+    ShardWriter(tmp_path, ["p", "q", "r"], "float32").close({})
+    assert dead.exists()  # another writer is writing: not provably a dead one's
+    live.close({})
+    assert not dead.exists() and np.array_equal(fp.open_output(tmp_path).X, Xa)
+
+
+OTHER_PROCESS = textwrap.dedent(
+    """
+    import sys
+
+    import numpy as np
+
+    from fastprep.emit.shards import ShardWriter
+
+    writer = ShardWriter(sys.argv[1], ["p", "q", "r"], "float32")
+    writer.add(np.full((40, 3), 7, np.float32), None, np.arange(40))
+    print("added", flush=True)
+    sys.stdin.readline()
+    writer.close({"writer": "other process"})
+    print("published", flush=True)
+    """
+)
+
+
+def test_a_writer_in_another_process_keeps_its_files(tmp_path):
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    other = subprocess.Popen([sys.executable, "-c", OTHER_PROCESS, str(tmp_path)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        assert other.stdout.readline().strip() == "added", other.stderr.read()
+        X, ids = small_output(30, 4)
+        here = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+        here.add(X, None, ids)
+        here.close({"writer": "here"})
+        assert np.array_equal(fp.open_output(tmp_path).X, X)
+        out, err = other.communicate("go\n", timeout=60)
+    finally:
+        other.kill()
+        other.wait()
+    assert out.strip() == "published", err
+    opened = fp.open_output(tmp_path)
+    assert opened.report == {"writer": "other process"} and (opened.X == 7).all()
+
+
+def test_a_manifest_naming_a_removed_file_is_never_published(tmp_path):
+    """A file of the new output gone before its publish (another writer's publish removed
+    a re-used file): the publish stops, the folder keeps its earlier output."""
+    X, ids = small_output(20, 5)
+    first = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    first.add(X, None, ids)
+    first.close({"writer": "first"})
+    second = ShardWriter(tmp_path, ["p", "q", "r"], "float32")
+    second.add(X[:5], None, ids[:5])
+    (tmp_path / second.entries[0]["arrays"]["row_ids"]["file"]).unlink()
+    with pytest.raises(
+        fp.StateFormatError, match=r"not published: .*row_ids\.npy, which is missing"
+    ):
+        second.close({"writer": "second"})
+    second.discard()
+    assert fp.open_output(tmp_path).report == {"writer": "first"}
+    assert not list(tmp_path.glob(f"*.{second.token}.*"))

@@ -45,7 +45,7 @@ def only_published_files(folder: Path) -> set[str]:
     """What is in the folder besides the manifest's files and the pipeline alias."""
     doc = json.loads((folder / "manifest.json").read_text())
     present = {p.name for p in folder.iterdir()}
-    return present - fmt.named_files(doc) - {"manifest.json", "pipeline.fastprep"}
+    return present - fmt.named_files(doc) - {"manifest.json", "pipeline.fastprep", *fmt.LOCK_FILES}
 
 
 @pytest.mark.parametrize("compress", [None, "zstd", "lz4"])
@@ -96,6 +96,11 @@ def test_hashed_names_are_stored_as_a_range(flights_pipeline, flights_sample, tm
 def test_cli_run_and_transform_folders_open(tmp_path, flights_pipeline, flights_sample, capsys):
     assert main(["run", str(PIPELINE), "--output", str(tmp_path / "r")]) == 0
     opened = fp.open_output(tmp_path / "r")
+    # the summary counts each file once: arrays, quarantine, report; the pipeline apart
+    data = fmt.named_files(opened.manifest) - {opened.pipeline_path.name}
+    wrote = capsys.readouterr().out.splitlines()[-1]
+    assert wrote.startswith(f"wrote {tmp_path / 'r'}: manifest.json + {len(data)} files (")
+    assert wrote.endswith(", fitted pipeline pipeline.fastprep"), wrote
     fitted = fp.load(tmp_path / "r" / "pipeline.fastprep")
     assert (tmp_path / "r" / "pipeline.fastprep").samefile(opened.pipeline_path)
     assert_same_output(opened, fitted.transform(SAMPLE))
@@ -252,3 +257,79 @@ def test_transform_with_output_dir_in_memory_writes_the_folder(dense_pipeline, f
     opened = fp.open_output(tmp_path)
     assert opened.codec == "zstd"
     assert_same_output(opened, out)
+
+
+def test_publishing_leaves_the_users_own_files(dense_pipeline, flights_sample, tmp_path):
+    """Files named like an earlier version's (report.json, X.npy, part-00001.json, a
+    shard-00000/ folder) but not its layout are never removed by a publish."""
+    mine = {"report.json": b"{}", "X.npy": b"mine", "y.npy": b"mine", "row_ids.npy": b"",
+            "part-00001.json": b"{}", "part-00002.npy": b"mine", "quarantine.parquet": b"x"}  # fmt: skip
+    for name, data in mine.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "shard-00000").mkdir()
+    (tmp_path / "shard-00000" / "X.npy").write_bytes(b"mine")
+    out = dense_pipeline.fit_transform(flights_sample.head(300))
+    for _ in range(2):  # onto the folder without a manifest, then over our own output
+        out.save(tmp_path)
+        assert_same_output(fp.open_output(tmp_path), out)
+        assert {n: (tmp_path / n).read_bytes() for n in mine} == mine
+        assert (tmp_path / "shard-00000" / "X.npy").read_bytes() == b"mine"
+
+
+def test_an_earlier_versions_output_is_replaced(dense_pipeline, flights_sample, tmp_path):
+    """What an earlier fastprep wrote (X.npz + feature_names.json ...; output.json +
+    shard-NNNNN/; a part-NNNNN.npz cluster manifest) goes when a publish replaces it."""
+    out = dense_pipeline.fit_transform(flights_sample.head(300))
+    layouts = {
+        "save": {"X.npz": b"PK", "feature_names.json": b"[]", "y.npy": b"", "report.json": b"{}"},
+        "shards": {"output.json": b"{}", "shard-00000/X.npy": b"", "shard-00000/y.npy": b""},
+        "cluster": {"manifest.json": b'{"fingerprint": "x", "partitions": []}',
+                    "part-00000.npz": b"", "part-00000.json": b"{}"},
+    }  # fmt: skip
+    for name, files in layouts.items():
+        folder = tmp_path / name
+        for file, data in files.items():
+            (folder / file).parent.mkdir(parents=True, exist_ok=True)
+            (folder / file).write_bytes(data)
+        out.save(folder)
+        assert_same_output(fp.open_output(folder), out)
+        assert only_published_files(folder) == set(), name
+
+
+def test_the_alias_is_a_fallback_for_the_manifests_pipeline(dense_pipeline, flights_sample,
+                                                           tmp_path, monkeypatch, capsys):  # fmt: skip
+    """A writer killed between replacing the manifest and re-pointing pipeline.fastprep
+    leaves the alias on the previous run's pipeline: fp.load and `fastprep transform` of
+    the alias use the pipeline the manifest names."""
+    small = fp.Pipeline(fp.Schema({"distance": fp.Float(), "origin": fp.Category()}),
+                        [fp.col("distance") >> fp.Standardize()])  # fmt: skip
+    fitted_a, a = small.fit_and_transform(flights_sample.head(300))
+    a.save(tmp_path / "out", pipeline=fitted_a)
+    fitted_b, b = dense_pipeline.fit_and_transform(flights_sample.head(300))
+    monkeypatch.setattr(fmt, "_update_alias", lambda *_: None)  # killed right there
+    b.save(tmp_path / "out", pipeline=fitted_b)  # the alias was not re-pointed
+    monkeypatch.undo()
+    alias = tmp_path / "out" / "pipeline.fastprep"
+    assert fp.open_output(tmp_path / "out").pipeline_path != alias.resolve()
+    assert fp.load(alias).transform(flights_sample.head(50)).feature_names == b.feature_names
+    code = main(["transform", str(alias), "--input", str(SAMPLE), "--output",
+                 str(tmp_path / "t")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert fp.open_output(tmp_path / "t").feature_names == b.feature_names
+
+
+def test_loading_several_shards_copies_once(flights_pipeline, flights_sample, tmp_path,
+                                            monkeypatch):  # fmt: skip
+    """load_shards of a multi-shard folder returns the concatenation itself (no second
+    copy of y and row_ids)."""
+    from fastprep.distributed.shards import load_shards
+
+    flights_pipeline.fit(flights_sample).write_shards(flights_sample, tmp_path,
+                                                      rows_per_partition=5000)  # fmt: skip
+    made = []
+    whole = OpenedOutput.whole
+    monkeypatch.setattr(OpenedOutput, "whole", lambda self: made.append(whole(self)) or made[-1])
+    loaded = load_shards(tmp_path)
+    assert len(made) == 1 and len(fp.open_output(tmp_path)) == 4
+    assert np.shares_memory(loaded.y, made[0].y)
+    assert np.shares_memory(loaded.row_ids, made[0].row_ids)

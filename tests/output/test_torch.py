@@ -81,6 +81,19 @@ def test_dataset_workers_split_the_partitions(dense_pipeline, flights_sample):
     assert sorted(ids.tolist()) == full.row_ids.tolist()
 
 
+def test_dataset_epochs_alert_once_a_new_dataset_again(flights_pipeline, flights_sample):
+    fitted = flights_pipeline.fit(flights_sample)
+    alerts: list = []
+    dataset = fitted.torch_dataset(flights_sample, batch_size=5000, on_alert=alerts.append)
+    for _epoch in range(2):
+        for _ in dataset:
+            pass
+    assert [a.rule for a in alerts] == ["arr_delay:null"]  # the epochs re-read one source
+    for _ in fitted.torch_dataset(flights_sample, batch_size=5000, on_alert=alerts.append):
+        pass
+    assert len(alerts) == 2
+
+
 def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
     from sklearn.metrics import roc_auc_score
 

@@ -185,3 +185,49 @@ def test_auto_runs_in_one_process_move_to_the_kernel(flights_pipeline, flights_s
         if backends[-1] == "numba":
             break
     assert backends[-1] == "numba"
+
+
+def test_report_names_only_the_helper_paths_of_its_own_run(flights_sample) -> None:
+    import fastprep as fp
+
+    schema = fp.Schema.infer(flights_sample)
+    hashed = [fp.col("dest") >> fp.Hash(n_features=16), fp.col("distance") >> fp.Standardize()]
+    first = fp.Pipeline(schema=schema, features=hashed).fit_transform(flights_sample)
+    assert "csr" in first.report.backend
+    numeric = [fp.col("distance") >> fp.Standardize()]
+    second = fp.Pipeline(schema=schema, features=numeric).fit_transform(flights_sample)
+    assert "csr" not in second.report.backend and "text" not in second.report.backend
+
+
+def test_compile_ledger_survives_concurrent_threads(tmp_path, monkeypatch) -> None:
+    """Dask worker threads record kernel choices at once: the ledger on disk must stay
+    whole, with every thread's entry, and no thread may fail mid-save."""
+    import sys
+    import threading
+
+    monkeypatch.setenv("FASTPREP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(planner, "_DISK", {f"old{i}": 1.0 for i in range(2_000)})
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as busy workers do
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def work(number: int) -> None:
+        start.wait()
+        try:
+            for i in range(40):
+                planner._add_forgone(f"t{number}-{i}", 1.0)
+                planner._save_forgone()
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sys.setswitchinterval(switch)
+    assert errors == []
+    saved = json.loads((tmp_path / "kernels" / "forgone.json").read_text())
+    assert all(f"t{n}-39" in saved for n in range(6))
+    assert list(tmp_path.joinpath("kernels").glob("*.tmp*")) == []

@@ -143,12 +143,22 @@ def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
     flights_pipeline, grouped_parquet
 ):
     distributed = pytest.importorskip("distributed")
+    # + a column constant in the sample: a finding the fit alone makes (its alert must come)
+    flights_pipeline = fp.Pipeline(
+        fp.Schema({**dict(flights_pipeline.schema.items()), "year": fp.Int()}),
+        [*flights_pipeline.plan.features, fp.col("year") >> fp.Standardize()],
+        target=fp.expr("late = arr_delay > 15"), name="flights",
+    )  # fmt: skip
     reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
+    alerts: list = []
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=":0") as cluster:  # fmt: skip
         out = flights_pipeline.fit_transform(
-            grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address
-        )
+            grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address,
+            on_alert=alerts.append,
+        )  # fmt: skip
+        rules = [a.rule for a in alerts]
+        assert "year:constant" in rules and len(rules) == len(set(rules))
         fitted = flights_pipeline.fit(
             grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address
         )
