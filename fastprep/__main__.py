@@ -1,5 +1,5 @@
 """``python -m fastprep`` is the ``fastprep`` command."""
 
-from fastprep.cli import main
+from fastprep.cli import entry
 
-raise SystemExit(main())
+entry()

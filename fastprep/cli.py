@@ -21,13 +21,17 @@ A closed stdout (``fastprep explain ... | head``) ends the command quietly.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import os
 import re
 import runpy
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from fastprep.backends.registry import available as available_backends
 from fastprep.emit.shards import OpenedOutput
@@ -114,6 +118,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"fastprep: error: {exc}", file=sys.stderr)
         return 2
+
+
+def entry(argv: Sequence[str] | None = None) -> NoReturn:
+    """The command as a process (``python -m fastprep``, the ``fastprep`` script): :func:`main`,
+    then leave without tearing the interpreter down.
+
+    A normal exit deallocates every module (~1,750 after numpy, pyarrow, pandas and numba)
+    and every large array one by one: 0.5-1.5 s measured after a 3.4M-row run, for nothing,
+    since the operating system frees the process anyway. Everything a normal exit would
+    still do for other code is done first, in the same order: non-daemon threads are joined
+    (and thread pools stopped), ``atexit`` handlers run (logging's flush, temporary folders,
+    a user's own handlers), stdout and stderr are flushed; only then ``os._exit``. Output
+    files are already complete (fsynced) when :func:`main` returns. An exception leaves the
+    normal way (its traceback)."""
+    code = main(argv)
+    shutdown_threads = getattr(threading, "_shutdown", None)
+    # under a profiler or a tracer (``python -m cProfile -m fastprep``, coverage), their
+    # results are saved after this returns: the ordinary exit; so also for an interpreter
+    # without threading's shutdown hook
+    if shutdown_threads is None or sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)
+    shutdown_threads()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        # a reader gone (``| head``) or a closed stream: nothing left to say
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -447,4 +479,4 @@ def _common(parser: argparse.ArgumentParser, out_dtypes: tuple[str, ...]) -> Non
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

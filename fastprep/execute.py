@@ -356,6 +356,7 @@ def transform_prepared(
             y = (y if keep is None else y[keep]).astype(np.float32, copy=False)
     _move_compile_time(report, "transform", repairs)
     _record_choices(prepared, choices)
+    planner.note_measured(choices, table.n_rows)  # a fit + transform teaches pandas' rates
     report.repairs = [
         {"output": output, "rule": rule, "count": count, "action": "set_missing"}
         for (output, rule), count in repairs.counts.items()

@@ -229,6 +229,7 @@ def choose(
     stages = plan.execution_stages()
     rows = []
     compiles: list[bool] = []
+    measured_notes: list[str] = []
     cold = False
     for number, stage in enumerate(stages):
         kind, units = stage_work(plan, stage)
@@ -242,6 +243,10 @@ def choose(
             for b, t in predict(profile, kind, units, n_rows, warm_state, forgone).items()
             if b in available
         }
+        learned = _learned(_rate_key(key)) if key is not None else None
+        if learned is not None and "pandas" in predicted:
+            predicted["pandas"] = n_rows * units * learned
+        measured_notes.append("; pandas figure measured by earlier runs" if learned else "")
         if _has_map(plan, stage):  # fp.Map compiles per function: no reliable prediction
             predicted = {"pandas": predicted["pandas"]}
         one_time = one_time_seconds(profile, kind, warm_state, forgone)
@@ -278,10 +283,10 @@ def choose(
     return [
         _pinned(n, k, u, pin, p, plan, stages[n]) if pin else
         StageChoice(n, k, u, b, p,
-                    _reason(b, p, n_rows, u, k, state, forgone, one_time) + import_note,
+                    _reason(b, p, n_rows, u, k, state, forgone, one_time) + note + import_note,
                     one_time=one_time, key=key, compiles=c)
-        for (n, k, u, state, p, key, one_time, forgone), b, pin, c
-        in zip(rows, best, pins, compiles)
+        for (n, k, u, state, p, key, one_time, forgone), b, pin, c, note
+        in zip(rows, best, pins, compiles, measured_notes)
     ]  # fmt: skip
 
 
@@ -327,6 +332,61 @@ def note_run(choices: Sequence[StageChoice]) -> None:
         elif saving > 0.0:
             _FORGONE[choice.key] = _FORGONE.get(choice.key, 0.0) + saving
     _save_forgone()
+
+
+#: runs and calls below this many rows (values) teach no rates: their fixed costs would
+#: dominate a per-row figure and inflate it at scale
+LEARN_MIN_ROWS = 100_000
+
+
+def note_measured(choices: Sequence[StageChoice], n_rows: int) -> None:
+    """Learn from a run whose stages were measured: a stage run on pandas through both its
+    fit and its transform leaves its measured seconds per row × unit, which later choices
+    use instead of the profile's generic pandas rate (kept on disk with the compile ledger,
+    averaged with the previous figure). A stage's real pandas cost varies far more than
+    the generic rate says (a median's sort, an expression's temporaries: 3× the prediction
+    at 3.4M rows on the flights pipeline), so a job that keeps paying it compiles its kernel
+    after one or two runs instead of after many."""
+    if n_rows < LEARN_MIN_ROWS:
+        return
+    for choice in choices:
+        measured = choice.measured or {}
+        if (
+            choice.backend != "pandas" or choice.key is None or choice.units <= 0
+            or "numba" not in choice.predicted or not {"fit", "transform"} <= set(measured)
+        ):  # fmt: skip
+            continue
+        _learn(
+            _rate_key(choice.key),
+            (measured["fit"] + measured["transform"]) / (n_rows * choice.units),
+        )
+    _save_forgone()
+
+
+def note_helper(what: str, n_values: int, seconds: float) -> None:
+    """Learn helper family ``what``'s numpy seconds per value from one measured call (see
+    :func:`note_measured`); :func:`kernel_path` predicts with it."""
+    if n_values >= LEARN_MIN_ROWS and seconds > 0.0:
+        _learn("rate:helper:" + what, seconds / n_values)
+        _save_forgone(force=False)
+
+
+def _rate_key(key: Any) -> str:
+    return "rate:" + _disk_key(key)
+
+
+def _learned(name: str) -> float | None:
+    rate = _disk_ledger().get(name)
+    return rate if rate is not None and rate > 0.0 else None
+
+
+def _learn(name: str, rate: float) -> None:
+    if not (math.isfinite(rate) and rate > 0.0):
+        return
+    ledger = _disk_ledger()
+    previous = ledger.get(name)
+    ledger[name] = rate if previous is None else (previous + rate) / 2
+    _UNSAVED[0] += _SAVE_EVERY
 
 
 def reset_amortization() -> None:
@@ -541,7 +601,8 @@ def kernel_path(
     forces one path (tests compare the two)."""
     cost = HELPERS[what]
     profile = load_profile()
-    numpy_s = n_values * cost.numpy_value_seconds
+    # numpy's rate as measured by earlier calls on this install (``note_helper``), if any
+    numpy_s = n_values * (_learned("rate:helper:" + what) or cost.numpy_value_seconds)
     forced = os.environ.get("FASTPREP_KERNEL_PATH")
     if forced in ("numba", "numpy"):
         PATHS[what] = f"{forced}: forced (FASTPREP_KERNEL_PATH)"

@@ -66,6 +66,15 @@ class JobConfig:
     startup_probes: bool = True
     timeout: float = 1800.0
     progress: bool = True
+    #: before each size's gate, one untimed ``--backend numba`` run with every helper on
+    #: Numba (``FASTPREP_KERNEL_PATH=numba``): every kernel the job can use is compiled, the
+    #: state a repeated job reaches by itself after some runs (the planner compiles once the
+    #: time lost on numpy has paid for the compile); the timed runs are ``auto`` as always
+    warm_kernels: bool = True
+    #: compile fastprep's modules to bytecode first, as ``pip install`` does: a checkout run
+    #: with PYTHONDONTWRITEBYTECODE=1 would otherwise compile ~100 modules from source in
+    #: every process (0.1-0.2 s), which no installed copy does
+    compile_bytecode: bool = True
 
 
 def fastprep_command(via: str) -> list[str]:
@@ -79,11 +88,12 @@ def fastprep_command(via: str) -> list[str]:
     return [found]
 
 
-def command(name: str, config: JobConfig, source: str, output: str) -> list[str]:
+def command(name: str, config: JobConfig, source: str, output: str,
+            extra_args: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
     """The command line of one competitor's job."""
     if name == FASTPREP:
         return [*fastprep_command(config.via), "run", config.pipeline,
-                "--input", source, "--output", output]  # fmt: skip
+                "--input", source, "--output", output, *extra_args]  # fmt: skip
     script = SCRIPTS / SCRIPT_FILES[name]
     if not script.exists():
         raise FileNotFoundError(f"{script}: the job scripts live in the repository's benchmarks/")
@@ -145,7 +155,8 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run_job(name: str, config: JobConfig, source: str, output: Path,
-            extra_env: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+            extra_env: dict[str, str] | None = None,
+            extra_args: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """One job in a fresh process (output folder removed first, untimed); fastprep's
     sample carries its breakdown."""
     shutil.rmtree(output, ignore_errors=True)
@@ -154,7 +165,7 @@ def run_job(name: str, config: JobConfig, source: str, output: Path,
     record.unlink(missing_ok=True)
     if name == FASTPREP:
         env["FASTPREP_JOB_TIMINGS"] = str(record)
-    sample = launch(command(name, config, source, str(output)), env, config.timeout)
+    sample = launch(command(name, config, source, str(output), extra_args), env, config.timeout)
     if sample["returncode"] != 0:
         why = "timed out" if sample["timed_out"] else f"exit code {sample['returncode']}"
         raise RuntimeError(f"{LABELS[name]} failed ({why}): {' | '.join(sample['stderr_tail'])}")
@@ -249,6 +260,8 @@ def gate(config: JobConfig, source: str, work: Path) -> dict[str, Any]:
         entries[name] = entry
         folder = work / name
         try:
+            if name == FASTPREP and config.warm_kernels:
+                entry["kernel_warmup"] = warm_kernels(config, source, folder)
             entry["first_run"] = run_job(name, config, source, folder)
             X, y, row_ids = read_output(name, folder)
         except Exception as exc:  # reported, never timed
@@ -272,6 +285,24 @@ def gate(config: JobConfig, source: str, work: Path) -> dict[str, Any]:
         del X, y
         shutil.rmtree(folder, ignore_errors=True)
     return entries
+
+
+def warm_kernels(config: JobConfig, source: str, folder: Path) -> dict[str, Any]:
+    """One untimed run with every stage and helper on Numba: compiles (or loads) every
+    kernel the job can use into the kernel cache (see ``JobConfig.warm_kernels``)."""
+    sample = run_job(FASTPREP, config, source, folder, {"FASTPREP_KERNEL_PATH": "numba"},
+                     ("--backend", "numba"))  # fmt: skip
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"seconds": sample["seconds"], "peak_rss_mib": sample["peak_rss_mib"]}
+
+
+def compile_bytecode() -> dict[str, Any]:
+    """fastprep's modules compiled to ``__pycache__`` (see ``JobConfig.compile_bytecode``)."""
+    import compileall
+
+    started = time.perf_counter()
+    ok = compileall.compile_dir(str(ROOT / "fastprep"), quiet=1)
+    return {"ok": bool(ok), "seconds": round(time.perf_counter() - started, 3)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -393,6 +424,8 @@ def run(config: JobConfig, command_line: str = "") -> dict[str, Any]:
     if SAMPLE in config.rows and FASTPREP in config.competitors:
         total += config.cold_repeat
     total += config.repeat if config.startup_probes else 0
+    if config.compile_bytecode:
+        results["bytecode"] = compile_bytecode()
     work = Path(tempfile.mkdtemp(prefix="fastprep-jobbench-"))
     try:
         with tqdm(total=total, file=sys.stderr, disable=not config.progress, unit="job") as bar:

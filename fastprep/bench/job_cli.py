@@ -75,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--note", default="", help="a line printed above the tables")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per job")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-warm-kernels", action="store_true",
+                   help="no untimed forced-Numba run before each size's gate: the timed runs "
+                   "find the kernel cache as the earlier runs left it")  # fmt: skip
     return p
 
 
@@ -89,7 +92,7 @@ def config_from(args: argparse.Namespace) -> JobConfig:
         pipeline=args.pipeline, rows=rows, repeat=max(args.repeat, 1),
         cold_repeat=max(args.cold_repeat, 0), competitors=competitors, data_dir=args.data_dir,
         via=args.via, timeout=args.timeout, progress=not args.no_progress,
-        startup_probes=not args.no_sample,
+        startup_probes=not args.no_sample, warm_kernels=not args.no_warm_kernels,
     )  # fmt: skip
 
 

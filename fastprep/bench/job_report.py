@@ -173,7 +173,21 @@ def markdown(results: dict[str, Any], note: str = "") -> str:
         f"each cell: median wall time from launch to exit over {config['repeat']} rounds "
         "(min–max) · median peak RSS of that process. Ratio: the competitor's median / "
         "fastprep's (> 1: fastprep is faster). Warm: OS file cache and fastprep's kernel "
-        "cache warm (an untimed first run of each competitor precedes the rounds).",
+        "cache warm (an untimed first run of each competitor precedes the rounds"
+        + (
+            "; before it, fastprep ran once untimed with every stage and helper forced "
+            "onto Numba, so every kernel it can use is compiled: the state a repeated job "
+            "reaches by itself once its planner has paid for the compiles; the timed runs "
+            "choose their backends as always (`auto`)"
+            if config.get("warm_kernels")
+            else ""
+        )
+        + (
+            ", and fastprep's modules were compiled to bytecode first, as `pip install` does"
+            if config.get("compile_bytecode")
+            else ""
+        )
+        + ").",
         "",
         *speed_table(results),
         "",

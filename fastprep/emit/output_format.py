@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.emit.direct_io import write_npy
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 
@@ -124,6 +125,12 @@ class FileWriter:
             entry.update(file=f"{name}.{self.codec}", codec=self.codec, chunk_bytes=CHUNK_BYTES)
         else:
             entry["file"] = f"{name}.npy"
+        if self.codec is None:  # a large array past the page cache, where possible
+            descriptor = write_npy(self.folder / entry["file"], array)
+            if descriptor is not None:
+                entry["bytes"] = os.fstat(descriptor).st_size
+                self.later(_sync_descriptor, descriptor)
+                return entry
         handle = open(self.folder / entry["file"], "wb")  # noqa: SIM115 (closed by _sync)
         try:
             if self.codec is None:
@@ -182,6 +189,13 @@ def _sync(handle: Any) -> None:
         os.fsync(handle.fileno())
     finally:
         handle.close()
+
+
+def _sync_descriptor(descriptor: int) -> None:
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def write_bytes(folder: Path, name: str, data: bytes) -> dict[str, Any]:

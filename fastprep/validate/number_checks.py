@@ -8,13 +8,14 @@ so the drift profile of a column that lost no rows costs nothing more (``drift.p
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from fastprep.backends.kernel_files import jit as njit
 from fastprep.backends.kernel_files import numba_cached, numba_loaded, prange
-from fastprep.planner import kernel_path
+from fastprep.planner import kernel_path, note_helper
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
 EXACT_INT = 2.0**53
@@ -157,10 +158,12 @@ def scan_column(
             values, float(lo), float(hi), integral, range_on_inf, int_source, shift, N_CHUNKS
         )
     else:
+        started = time.perf_counter()
         shift = first_finite(values)
         counts, stats = scan_numpy(
             values, float(lo), float(hi), integral, range_on_inf, int_source, shift, N_CHUNKS
         )
+        note_helper("scan", len(values), time.perf_counter() - started)
     return ColumnScan(
         counts.sum(axis=0), float(stats[:, LOW].min()), float(stats[:, HIGH].max()),
         len(values), int(stats[:, FINITE].sum()), shift,

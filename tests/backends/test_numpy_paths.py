@@ -303,3 +303,36 @@ def test_explain_names_each_helper_path(repo_root) -> None:
     text = pipeline.explain(str(repo_root / "data_samples" / "flights.parquet"))
     line = next(x for x in text.splitlines() if "scan: " in x)
     assert line.split("scan: ")[1].split(":")[0] in ("numpy", "numba")
+
+
+def test_measured_rates_replace_the_generic_ones(tmp_path, monkeypatch, flights_pipeline) -> None:
+    """A stage or helper measured slower than the profile's generic rate is predicted by
+    its measurement in later processes (large runs only), so a job that keeps paying for
+    it reaches its compile in fewer runs."""
+    monkeypatch.setenv("FASTPREP_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
+    monkeypatch.setattr(planner, "numba_imported", lambda: True)
+    monkeypatch.setattr(planner, "_DISK", None)
+    plan = flights_pipeline.optimized
+    n = 1_000_000
+    compile_all = lambda _number, _stage: planner.COMPILE  # noqa: E731
+    before = planner.choose(plan, n, readiness=compile_all)
+    fused = next(c for c in before if c.kind == "elementwise")
+    slow = fused.predicted["pandas"] * 4
+    ran = [planner.with_measured(c, "fit", slow / 2) for c in before]
+    ran = [planner.with_measured(c, "transform", slow / 2) for c in ran]
+    planner.note_measured(ran, planner.LEARN_MIN_ROWS - 1)  # a small run teaches nothing
+    monkeypatch.setattr(planner, "_DISK", None)
+    assert planner.choose(plan, n, readiness=compile_all)[fused.stage].predicted == fused.predicted
+    planner.note_measured(ran, n)
+    monkeypatch.setattr(planner, "_DISK", None)  # as a new process: read from disk
+    after = planner.choose(plan, n, readiness=compile_all)[fused.stage]
+    assert after.predicted["pandas"] == pytest.approx(slow)
+    assert "measured by earlier runs" in after.reason
+    # helpers: numpy's measured rate per value
+    generic = planner.HELPERS["scan"].numpy_value_seconds
+    planner.note_helper("scan", 2_000_000, 2_000_000 * generic * 3)
+    monkeypatch.setattr(planner, "_DISK", None)
+    assert planner._learned("rate:helper:scan") == pytest.approx(generic * 3)
+    planner.kernel_path("scan", 2_000_000, cached=False)  # numpy: the compile costs more
+    assert "run 0.06 s" in planner.PATHS["scan"]  # 2M values at the measured rate

@@ -55,6 +55,9 @@ def test_smoke_job_bench_gates_and_reports(tmp_path: Path) -> None:
         assert entry["summary"]["n"] == 1 and entry["summary"]["median_s"] > 0
         assert entry["summary"]["peak_rss_mib"] > 10
     assert size["competitors"][job.POLARS]["gate"]["max_abs_diff"] <= 1e-6
+    # every kernel compiled by an untimed forced-Numba run; fastprep's bytecode compiled
+    assert size["competitors"][job.FASTPREP]["kernel_warmup"]["seconds"] > 0
+    assert results["bytecode"]["ok"]
     parts = size["competitors"][job.FASTPREP]["summary"]["breakdown_s"]
     for part in ("start-up", "read", "validate", "fit", "transform", "write", "exit"):
         assert part in parts

@@ -43,6 +43,22 @@ pipeline = fp.Pipeline(
     sample={str(SAMPLE)!r},
 )
 """
+#: a pipeline file that leaves work for the interpreter's exit: an atexit handler and a
+#: non-daemon thread still running when the command returns (the CLI's quick exit must
+#: wait for both, as a normal exit does)
+EXIT_WORK = """
+import atexit, threading, time
+from pathlib import Path
+
+here = Path(__file__).parent
+atexit.register(lambda: (here / "atexit.done").write_text("ok"))
+
+def _late():
+    time.sleep(1.0)
+    (here / "thread.done").write_text("ok")
+
+threading.Thread(target=_late).start()
+"""
 TYPO_PIPELINE = """
 import fastprep as fp
 pipeline = fp.Pipeline(schema=fp.Schema({'distance': fp.Float()}), features=[fp.col('distnce')])
@@ -97,6 +113,13 @@ def cli(tmp_path_factory, _flights_sample_cached):
     script = console_script()
     if script is not None:
         jobs["console"] = ([script, "run", str(PIPELINE), "--output", str(root / "console")], root)
+    exit_dir = root / "exit_work"
+    exit_dir.mkdir()
+    (exit_dir / "pipeline.py").write_text(textwrap.dedent(DENSE_PIPELINE) + EXIT_WORK)
+    jobs["exit_work"] = (
+        [sys.executable, "-m", "fastprep", "run", "pipeline.py", "--output", "out"],
+        exit_dir,
+    )
     later = {"transform_default_folder": jobs.pop("transform_default_folder")}
     results: dict[str, subprocess.CompletedProcess] = {}
     for batch in (jobs, later):  # the second needs the first's run output
@@ -223,6 +246,18 @@ def test_console_script(cli):
     X_module, y_module, _, names_module = load_folder(root / "default")
     assert_same_matrix(X, X_module)
     assert np.array_equal(y, y_module) and names == names_module
+
+
+def test_quick_exit_still_runs_exit_work(cli):
+    """``python -m fastprep`` leaves by ``os._exit`` (no interpreter teardown), after joining
+    the user's threads and running atexit handlers, with its output complete."""
+    results, root = cli
+    assert_ok(results["exit_work"])
+    folder = root / "exit_work"
+    assert (folder / "atexit.done").read_text() == "ok"
+    assert (folder / "thread.done").read_text() == "ok"
+    assert "wrote out" in results["exit_work"].stdout
+    assert_one_output(folder / "out")
 
 
 # the remaining error paths run ``main`` in-process (the same code, without an interpreter start)
