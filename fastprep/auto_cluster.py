@@ -1,11 +1,12 @@
 """Where a run executes: in this process, or on Dask partitions the planner set up.
 
 Before a fit / transform without ``client=``, :func:`route` runs the memory pre-flight
-(:mod:`fastprep.preflight`). When it says the in-memory run would not fit the budget (or
-that partitions are predicted faster), the run goes to a Dask cluster: the one at
-``scheduler=`` / ``$DASK_SCHEDULER_ADDRESS``, else a ``LocalCluster`` sized to the machine
-(one single-threaded worker per core; partitions sized so that a worker's share of the
-budget holds one), closed afterwards.
+(:mod:`fastprep.preflight`). The budget covers every process of the job; when the in-memory
+run would not fit it, the run is streamed partition by partition in this process
+(:mod:`fastprep.streamed`) or goes to a Dask cluster, whichever is predicted faster within
+the budget: the one at ``scheduler=`` / ``$DASK_SCHEDULER_ADDRESS``, else a
+``LocalCluster`` sized to the machine (one single-threaded worker per core; its scheduler,
+nannies and workers counted against the budget), closed afterwards.
 
 Opt out with ``scheduler="off"`` (or ``$FASTPREP_SCHEDULER=off``): a run that would not fit
 is then refused with a :class:`~fastprep.errors.MemoryBudgetError` before anything is
@@ -54,12 +55,18 @@ def check(
     budget: int | float | str | None = None,
     scheduler: str | None = None,
     whole_output: bool = True,
+    fit_only: bool = False,
 ) -> Preflight | None:
     """The pre-flight for this run (refusals raised); sketches only when memory is tight.
     None when the source's facts cannot be read (the run itself then says why)."""
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
-    options = dict(budget=budget, whole_output=whole_output, distributable=distributable)
+    from fastprep.distributed.levels import count_order_targets, count_passes  # (on use)
+
+    cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"
+    options = dict(budget=budget, whole_output=whole_output, distributable=distributable,
+                   fit_only=fit_only, cluster=cluster, passes=count_passes(plan),
+                   order_statistics=count_order_targets(plan))  # fmt: skip
     try:
         result = run_preflight(plan, schema, source, sketch="needed", **options)
         if result.peak_bytes > SKETCH_FRACTION * result.budget:
@@ -84,10 +91,12 @@ def route(
     budget: int | float | str | None = None,
     scheduler: str | None = None,
     whole_output: bool = True,
+    fit_only: bool = False,
 ) -> Iterator[tuple[Preflight | None, Any]]:
-    """``(preflight, client)``: ``client`` is None for an in-memory run."""
+    """``(preflight, client)``: ``client`` is None for a run in this process (in memory, or
+    streamed partition by partition: ``preflight.execution`` says which)."""
     result = check(plan, schema, source, budget=budget, scheduler=scheduler,
-                   whole_output=whole_output)  # fmt: skip
+                   whole_output=whole_output, fit_only=fit_only)  # fmt: skip
     if result is None or result.execution != "dask":
         yield result, None
         return
@@ -125,6 +134,6 @@ def note(result: Preflight | None) -> str:
     """One line for ``report.notes``."""
     if result is None:
         return "pre-flight: skipped"
-    last = result.decisions[-1] if result.decisions else None
+    last = next((d for d in reversed(result.decisions) if d.subject == "execution"), None)
     where = last.describe() if last is not None else result.execution
     return f"pre-flight ({format_bytes(result.budget)} budget): {where}"

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from fastprep.backends.registry import available as available_backends
+from fastprep.emit.shards import OpenedOutput
 from fastprep.errors import FastprepError, PipelineDefinitionError
 from fastprep.execute import Output
 from fastprep.pipeline import FittedPipeline, Pipeline, load
@@ -159,8 +160,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
     fitted, output = pipeline.fit_and_transform(
-        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
-    )
+        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow,
+        memory_budget=args.memory_budget, output_dir=args.output, compress=args.compress,
+        save=False,
+    )  # fmt: skip
+    if not isinstance(output, Output):  # over the budget: streamed into --output already
+        _print_published(output, source, time.perf_counter() - started)
+        return 0
     marks["computed"], stages = time.time(), dict(output.report.stages)
     _write(output, fitted, args.output, source, time.perf_counter() - started, args.compress)
     if os.environ.get("FASTPREP_JOB_TIMINGS"):  # for benchmarks/bench_job.py's breakdown
@@ -214,10 +220,19 @@ def _transform(args: argparse.Namespace) -> int:
     _check_quantization(fitted, args.state, args.out_dtype)
     source = args.input
     started = time.perf_counter()
+    # written to the folder by transform itself: streamed shard by shard when over the
+    # memory budget, else saved whole (the fitted pipeline published with the arrays)
     output = fitted.transform(
-        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow
-    )
-    _write(output, fitted, folder, source, time.perf_counter() - started, args.compress)
+        source, backend=args.backend, out_dtype=args.out_dtype, on_overflow=args.on_overflow,
+        memory_budget=args.memory_budget, output_dir=folder, compress=args.compress,
+        pipeline=fitted,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    if not isinstance(output, Output):
+        _print_published(output, source, seconds)
+        return 0
+    written = {p.name: str(p) for p in Path(folder).iterdir() if p.is_file()}
+    _write(output, fitted, folder, source, seconds, args.compress, written)
     return 0
 
 
@@ -255,6 +270,19 @@ def _check_quantization(fitted: FittedPipeline, state: str, out_dtype: str) -> N
         )
 
 
+def _print_published(output: OpenedOutput, source: object, seconds: float) -> None:
+    report = output.report
+    print(f"fastprep: {source}")
+    print(f"rows: {report.get('rows_in', 0):,} in, {report.get('rows_out', 0):,} out, "
+          f"{report.get('rows_quarantined', 0):,} quarantined")  # fmt: skip
+    for note in output.notes:
+        print(f"note: {note}")
+    print(f"total {seconds:.3f}s")
+    print(f"wrote {output.folder}: manifest.json + {len(output)} shard(s) "
+          f"({output.manifest['rows']:,} x {output.manifest['width']:,} "
+          f"{output.manifest['layout']}), {STATE_FILE}")  # fmt: skip
+
+
 def _write(
     output: Output,
     fitted: FittedPipeline,
@@ -262,9 +290,11 @@ def _write(
     source: object,
     seconds: float,
     compress: str | None = None,
+    written: dict[str, str] | None = None,
 ) -> None:
     # the fitted pipeline is published with the arrays: the folder never mixes two runs
-    written = output.save(folder, compress=compress, pipeline=fitted)
+    if written is None:
+        written = output.save(folder, compress=compress, pipeline=fitted)
     print(f"fastprep: {source}")
     print(output.report.summary())
     print(f"total {seconds:.3f}s")
@@ -291,6 +321,13 @@ def _parser() -> argparse.ArgumentParser:
         "writes shards + manifest.json",
     )
     run.add_argument(
+        "--memory-budget",
+        help="the whole job's memory (every process), e.g. 1.5GB (default: "
+        "$FASTPREP_MEMORY_BUDGET, else the available memory less headroom); a source over "
+        "it is streamed partition by partition into --output, or refused with the "
+        "smallest budget that would work",
+    )  # fmt: skip
+    run.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="with --scheduler: a progress bar per stage on stderr (default: when stderr "
         "is a terminal)",
@@ -306,6 +343,11 @@ def _parser() -> argparse.ArgumentParser:
         "never the state's own folder)",
     )  # fmt: skip
     _common(transform, FLOAT_DTYPES + QUANTIZED_DTYPES)
+    transform.add_argument(
+        "--memory-budget",
+        help="as for run: a source over it is streamed partition by partition into the "
+        "output folder, or refused with the smallest budget that would work",
+    )  # fmt: skip
     transform.set_defaults(handler=_transform)
     for p in (run, transform):
         p.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -108,9 +108,14 @@ class Pipeline:
         if source is None:
             return text
         source = collect_once(source, self.schema.read_columns(optimized.columns))
-        pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget)
+        # as ``fastprep run`` would run it: the output written to a folder, not gathered
+        from fastprep.distributed.levels import count_order_targets, count_passes
+
+        pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget,
+                                      whole_output=False, passes=count_passes(optimized),
+                                      order_statistics=count_order_targets(optimized))  # fmt: skip
         text += "\n" + "\n".join(pre.lines())
-        if any(d.refuse for d in pre.decisions) or pre.execution == "dask":
+        if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
             return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
         return text + "\n" + self._explain_backends(source, analyze, backend)
 
@@ -185,12 +190,15 @@ class Pipeline:
         if client is None:  # a LazyFrame's query runs once: pre-flight and read share it
             source = collect_once(source, self.schema.read_columns(plan.columns))
             with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
-                                    scheduler=scheduler, whole_output=False) as (pre, auto):  # fmt: skip
+                                    scheduler=scheduler, whole_output=False, fit_only=True,
+                                    ) as (pre, auto):  # fmt: skip
                 if auto is not None:
                     rows = rows_per_partition or pre.rows_per_partition
                     fitted = self._fit(source, backend, auto, rows, None, None, progress)
                     fitted.fit_report.notes.append(auto_cluster.note(pre))
                     return fitted
+                if pre is not None and pre.execution == "streamed":
+                    return self._fit_streamed(source, backend, pre, rows_per_partition)
         if client is not None:
             from fastprep import distributed
 
@@ -206,6 +214,22 @@ class Pipeline:
             fit_report = execute.snapshot_fit_report(prepared)
         return FittedPipeline(self, params, backend=backend, fit_report=fit_report, profile=profile)
 
+    def _fit_streamed(
+        self, source: Source, backend: str, pre: Any, rows_per_partition: int | None,
+        partitions: Any = None,
+    ) -> FittedPipeline:  # fmt: skip
+        """The fit streamed partition by partition in this process (the pre-flight's
+        choice); no drift profile (it would need the whole validated table)."""
+        from fastprep import streamed
+
+        rows = rows_per_partition or pre.rows_per_partition
+        spare = pre.chosen.kept_bytes if pre.chosen is not None else 0
+        params, report = streamed.fit(self.optimized, self.schema, source, backend=backend,
+                                      rows_per_partition=rows, partitions=partitions,
+                                      spare_bytes=spare)  # fmt: skip
+        report.notes.append(auto_cluster.note(pre))
+        return FittedPipeline(self, params, backend=backend, fit_report=report)
+
     def fit_transform(
         self,
         source: Source,
@@ -216,8 +240,16 @@ class Pipeline:
         on_alert: alerting.AlertCallback | None = None,
         memory_budget: int | str | None = None,
         scheduler: str | None = None,
-    ) -> execute.Output:
-        """Fit and transform the same source, reading and validating it once."""
+        output_dir: str | os.PathLike[str] | None = None,
+        compress: str | bool | None = None,
+    ) -> Any:
+        """Fit and transform the same source, reading and validating it once (in memory).
+
+        ``output_dir``: also write the output there (with the fitted pipeline). A source
+        whose run would not fit ``memory_budget`` (the sum over every process of the job)
+        is streamed or run on Dask partitions, its output written to ``output_dir`` shard by
+        shard and returned mapped (``fp.open_output``); without ``output_dir`` such a run
+        is refused before anything is read (X is never gathered over the budget)."""
         return self.fit_and_transform(
             source,
             backend=backend,
@@ -226,6 +258,8 @@ class Pipeline:
             on_alert=on_alert,
             memory_budget=memory_budget,
             scheduler=scheduler,
+            output_dir=output_dir,
+            compress=compress,
         )[1]
 
     def fit_and_transform(
@@ -238,27 +272,27 @@ class Pipeline:
         on_alert: alerting.AlertCallback | None = None,
         memory_budget: int | str | None = None,
         scheduler: str | None = None,
-    ) -> tuple[FittedPipeline, execute.Output]:
+        output_dir: str | os.PathLike[str] | None = None,
+        compress: str | bool | None = None,
+        save: bool = True,
+    ) -> tuple[FittedPipeline, Any]:
         """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI).
 
-        ``memory_budget`` / ``scheduler``: as :meth:`fit` (a source too large for memory
-        is fitted and transformed on Dask partitions, X gathered)."""
+        ``memory_budget`` / ``scheduler``: as :meth:`fit`; ``output_dir`` / ``compress``:
+        as :meth:`fit_transform` (an output over the budget is written, never gathered).
+        ``save=False``: an in-memory result is returned unsaved (the caller writes it)."""
         precision = Precision(out_dtype, on_overflow)
         dtype = precision.compute_dtype
         plan = self.optimized
         source = collect_once(source, self.schema.read_columns(plan.columns))
         with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
-                                scheduler=scheduler) as (pre, auto):  # fmt: skip
-            if auto is not None:
-                rows = pre.rows_per_partition
-                fitted = self._fit(source, backend, auto, rows, None, None, False)
-                output = fitted._transform(source, backend=backend, out_dtype=out_dtype,
-                                           on_overflow=on_overflow, client=auto,
-                                           rows_per_partition=rows)  # fmt: skip
-                output.report.notes.append(auto_cluster.note(pre))
-                # the cluster's transform report lacks what only the fit found (constant ...)
-                _alert(self, output.report, on_alert, "fit", fitted.fit_report)
-                return fitted, output
+                                scheduler=scheduler, whole_output=output_dir is None,
+                                ) as (pre, auto):  # fmt: skip
+            if auto is not None or (pre is not None and pre.execution == "streamed"):
+                return self._partitioned_fit_transform(
+                    source, pre, auto, backend, out_dtype, on_overflow, on_alert, output_dir,
+                    compress,
+                )  # fmt: skip
         with execute.cyclic_gc_paused():
             prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
             profile = _profile(prepared)
@@ -271,7 +305,45 @@ class Pipeline:
         fitted = FittedPipeline(
             self, params, backend=backend, fit_report=fit_report, profile=profile
         )
+        if output_dir is not None and save:
+            output.save(output_dir, compress=compress, pipeline=fitted)
         return fitted, output
+
+    def _partitioned_fit_transform(
+        self, source: Source, pre: Any, client: Any, backend: str, out_dtype: str,
+        on_overflow: str, on_alert: alerting.AlertCallback | None,
+        output_dir: str | os.PathLike[str] | None, compress: str | bool | None,
+    ) -> tuple[FittedPipeline, Any]:  # fmt: skip
+        """Fit, then transform into ``output_dir`` shard by shard, partition by partition
+        (streamed here, or on the Dask ``client``); the output comes back mapped."""
+        from fastprep.emit.shards import open_output
+
+        if output_dir is None:  # the pre-flight refuses this before routing here
+            raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
+        rows = pre.rows_per_partition
+        if client is None:
+            from fastprep import streamed
+
+            parts = streamed.Partitions(source, rows, streamed.job_for(self.optimized,
+                                                                      self.schema, backend))  # fmt: skip
+            fitted = self._fit_streamed(source, backend, pre, rows, parts)
+            fitted._check_streamable(out_dtype, on_overflow)
+            opened = streamed.transform(
+                self.optimized, self.schema, fitted.params, source, output_dir,
+                backend=backend, out_dtype=out_dtype, compress=compress, pipeline=fitted,
+                partitions=parts, notes=(auto_cluster.note(pre),),
+            )  # fmt: skip
+        else:
+            fitted = self._fit(source, backend, client, rows, None, None, False)
+            fitted._transform(source, backend=backend, out_dtype=out_dtype,
+                              on_overflow=on_overflow, client=client, output_dir=output_dir,
+                              rows_per_partition=rows, compress=compress, pipeline=fitted)  # fmt: skip
+            opened = open_output(output_dir)
+            opened.notes.append(auto_cluster.note(pre))
+        # the fit's report holds what only the fit finds (a constant column...), the
+        # published output's the transform's: a rule in both is sent once
+        _alert(self, fitted.fit_report, on_alert, "fit", _run_report(opened))
+        return fitted, opened
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(
@@ -350,7 +422,7 @@ class FittedPipeline:
                               rows_per_partition=rows_per_partition,
                               memory_budget=memory_budget, scheduler=scheduler,
                               **distributed_options)  # fmt: skip
-        _alert(self.pipeline, out.report, on_alert, "transform")
+        _alert(self.pipeline, _run_report(out), on_alert, "transform")
         return out
 
     def _transform(
@@ -379,6 +451,17 @@ class FittedPipeline:
                     if hasattr(out, "report"):
                         out.report.notes.append(auto_cluster.note(pre))
                     return out
+                if pre is not None and pre.execution == "streamed" and output_dir is not None:
+                    from fastprep import streamed
+
+                    self._check_streamable(out_dtype, on_overflow)
+                    return streamed.transform(
+                        plan, self.schema, self.params, source, output_dir, backend=backend,
+                        out_dtype=out_dtype, compress=distributed_options.get("compress"),
+                        pipeline=distributed_options.get("pipeline"),
+                        rows_per_partition=rows_per_partition or pre.rows_per_partition,
+                        notes=(auto_cluster.note(pre),),
+                    )  # fmt: skip
         if client is not None:
             from fastprep import distributed
 
@@ -411,6 +494,14 @@ class FittedPipeline:
             output.save(output_dir, compress=distributed_options.get("compress"),
                         pipeline=distributed_options.get("pipeline"))  # fmt: skip
         return output
+
+    def _check_streamable(self, out_dtype: str, on_overflow: str) -> None:
+        if Precision(out_dtype, on_overflow).quantized or on_overflow != "raise":
+            raise PipelineDefinitionError(
+                f"out_dtype={out_dtype!r} with on_overflow={on_overflow!r} is not supported "
+                "when the run is partitioned (over the memory budget) yet: use "
+                "float32/float64/float16/bfloat16 with 'raise', or raise memory_budget="
+            )
 
     def calibrate_quantization(
         self, source: Source, dtype: str = "uint8", *, backend: str | None = None
@@ -537,6 +628,15 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
     no quarantine frame built, when no row was quarantined)."""
     if output.report.rows_quarantined:
         output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
+
+
+def _run_report(out: Any) -> Any:
+    """The run's report object: a published output keeps it as a dict (``to_dict()``)."""
+    if not isinstance(out.report, dict):
+        return out.report
+    from fastprep.distributed.shards import combine_reports
+
+    return combine_reports([out.report], [], str(out.report.get("source", "")))
 
 
 def _alert(

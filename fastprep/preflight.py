@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from fastprep.errors import MemoryBudgetError, PipelineDefinitionError, SourceError
 from fastprep.io import Source, _format_of, _read_in_memory, is_path, resolve_files, source_kind
-from fastprep.partitions import ROWS_PER_PARTITION, source_size
+from fastprep.partitions import ROWS_PER_PARTITION, in_memory_rows, source_size
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
@@ -153,6 +153,13 @@ class Preflight:
     rows_per_partition: int = ROWS_PER_PARTITION
     cardinalities: dict[str, Cardinality] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
+    #: the ways to run it that were weighed (peak of all the job's processes, time)
+    options: list[Option] = field(default_factory=list)
+    chosen: Option | None = None
+    #: full passes over the source the fit needs (the transform is one more)
+    passes: int = 1
+    #: when nothing fits: the smallest budget that would
+    minimum_budget: int | None = None
 
     @property
     def fits(self) -> bool:
@@ -160,11 +167,13 @@ class Preflight:
 
     def lines(self) -> list[str]:
         rows = f"{self.n_rows:,}" if self.rows_exact else f"~{self.n_rows:,} (estimated)"
+        # the whole process's peak when the options were weighed (the data's otherwise)
+        peak = self.options[0].peak_bytes if self.options else self.peak_bytes
         out = [
             f"pre-flight: {rows} rows ({self.source_kind}); used columns "
             f"{format_bytes(self.input_bytes)} in memory; in-memory peak "
-            f"~{format_bytes(self.peak_bytes)} vs budget {format_bytes(self.budget)} "
-            f"({self.budget_source})"
+            f"~{format_bytes(peak)} vs budget {format_bytes(self.budget)} "
+            f"({self.budget_source}, the sum over the job's processes)"
         ]
         out += [f"  {c.column}: {c.describe()}" for c in self.cardinalities.values()]
         out += [f"  {d.describe()}" for d in self.decisions]
@@ -181,6 +190,10 @@ class Preflight:
             "budget": self.budget,
             "budget_source": self.budget_source,
             "execution": self.execution,
+            "rows_per_partition": self.rows_per_partition,
+            "passes": self.passes,
+            "minimum_budget": self.minimum_budget,
+            "options": [vars(o) for o in self.options],
             "cardinalities": {k: vars(v) for k, v in self.cardinalities.items()},
             "decisions": [vars(d) for d in self.decisions],
         }
@@ -203,6 +216,10 @@ def run_preflight(
     whole_output: bool = True,
     distributable: bool = True,
     profile: CostProfile | None = None,
+    fit_only: bool = False,
+    cluster: str | None = None,
+    passes: int | None = None,
+    order_statistics: int = 0,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
@@ -224,7 +241,8 @@ def run_preflight(
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
-    _execution_decision(result, source, profile, distributable)
+    _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
+                        whole_output, fit_only, cluster, 8.0 * order_statistics)  # fmt: skip
     return result
 
 
@@ -456,12 +474,17 @@ def _output_decisions(
         out_bytes, layout = n_rows * (nnz_per_row * 8 + 8), "csr"
     else:
         out_bytes, layout = n_rows * dense_width * 4, "dense"
-    if whole and out_bytes > budget:
+    process = PROCESS_BASE_BYTES + RUN_FIXED_BYTES  # (when the process alone does not fit,
+    # the execution decision says so, with the smallest budget that would)
+    if whole and out_bytes + process > budget and process <= budget * (1 - BUDGET_MARGIN):
         decisions.append(Decision(
             "output", "refused",
-            f"X ({layout}) ~{format_bytes(out_bytes)} > budget {format_bytes(budget)}; write "
-            "it in pieces: fitted.write_shards(source, folder), fitted.batches(source), or "
-            "transform(..., client=, output_dir=)"
+            f"X ({layout}) ~{format_bytes(out_bytes)} + ~"
+            f"{format_bytes(PROCESS_BASE_BYTES + RUN_FIXED_BYTES)} for the process > budget "
+            f"{format_bytes(budget)}; write "
+            "it in pieces: fit_transform(..., output_dir=) or transform(..., output_dir=) "
+            "(written shard by shard, returned mapped), fitted.write_shards(source, folder), "
+            "fitted.batches(source)"
             + ("; OneHot(sparse=False) was declared: sparse=None would give CSR"
                if declared_dense and not sparse else ""), refuse=True,
         ))  # fmt: skip
@@ -494,41 +517,199 @@ def _vocabulary_decisions(
     return out
 
 
-def _execution_decision(
-    result: Preflight, source: Source, profile: CostProfile, distributable: bool
-) -> None:
-    """In memory, or Dask partitions: memory first, then predicted time (task overhead)."""
-    n = result.n_rows
-    workers = max(1, os.cpu_count() or 1)
-    per_row = result.input_bytes / max(n, 1) * profile.memory_working_copies
-    result.rows_per_partition = int(
-        min(ROWS_PER_PARTITION, max(1_000, result.budget / workers / max(per_row, 1)))
-    )
-    partitions = max(1, math.ceil(n / result.rows_per_partition))
-    local = n * profile.run_row_seconds
-    dask = (profile.dask_cluster_start_seconds + partitions * profile.dask_task_seconds
-            + n * profile.dask_row_seconds / min(workers, partitions))  # fmt: skip
-    timing = f"predicted {local:.3g} s in one process vs {dask:.3g} s on {workers} Dask worker(s)"
-    if not result.fits:
-        reason = (f"in-memory peak ~{format_bytes(result.peak_bytes)} > budget "
-                  f"{format_bytes(result.budget)}")  # fmt: skip
-        if not is_path(source):
-            result.decisions.append(Decision("execution", "in-memory", reason + "; the "
-                                    f"{type(source).__name__} is already in memory (pass a "
-                                    "Parquet path to partition it)"))  # fmt: skip
-        elif distributable:
-            result.execution = "dask"
-            result.decisions.append(Decision(
-                "execution", f"Dask partitions (~{partitions} of ≤{result.rows_per_partition:,} rows)",
-                reason + "; never loaded whole"))  # fmt: skip
+#: resident memory of a fastprep process before any data: the interpreter, numpy, pandas,
+#: pyarrow and the compiled kernels loaded (measured 355-360 MB after a warm-up run of the
+#: flights job on the 2-core VM, 2026-12-04; ~200 MB after imports alone once kernels
+#: load lazily, ~400 MB at the peak of a 50k-row-partition run)
+PROCESS_BASE_BYTES = 360 * 10**6
+#: working memory of a run beyond its rows: Arrow/NumPy pools, kernel scratch (measured
+#: ~53 MB as the intercept of peak over partition rows, 50k..1M-row partitions)
+RUN_FIXED_BYTES = 64 * 10**6
+#: a streamed partition's peak per row, in multiples of its used columns' in-memory bytes
+#: plus its X bytes (read frame, validated table, step temporaries, X, its shard write;
+#: measured 389 B per flights row = 2.8 x (68 + 72))
+STREAM_WORKING_COPIES = 3.0
+#: the next partition's columns, read ahead while the current one is computed
+STREAM_PREFETCH_COPIES = 1.0
+#: plans keep this fraction of the budget free (allocator fragmentation, sampling noise)
+BUDGET_MARGIN = 0.1
+#: a Dask job's processes besides its workers: the scheduler, and per worker a nanny
+DASK_SCHEDULER_BYTES = 150 * 10**6
+DASK_NANNY_BYTES = 100 * 10**6
+#: a streamed run's time per row and pass, as a fraction of ``run_row_seconds``: each
+#: extra fit pass re-reads and re-validates its partitions
+STREAM_PASS_FRACTION = 0.35
+#: a partitioned fit's passes when the caller does not say (a level of moments + a median)
+DEFAULT_PASSES = 2
+#: partitions smaller than this cost more in per-partition overhead than they save
+MIN_PARTITION_ROWS = 1_000
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run the job, with its predicted peak (all its processes) and time."""
+
+    name: str
+    peak_bytes: int
+    seconds: float
+    rows_per_partition: int = 0
+    partitions: int = 1
+    #: None when possible; else why not
+    impossible: str | None = None
+    #: bytes reserved for the values behind order statistics (a streamed fit keeps them)
+    kept_bytes: int = 0
+
+    def describe(self, budget: int) -> str:
+        size = (f"{self.partitions} partition(s) of ≤{self.rows_per_partition:,} rows, "
+                if self.partitions > 1 or self.name != "in-memory" else "")  # fmt: skip
+        over = " > budget" if self.peak_bytes > budget * (1 - BUDGET_MARGIN) else ""
+        why = f" ({self.impossible})" if self.impossible else ""
+        if self.kept_bytes:
+            why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
+        return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
+                f"~{self.seconds:.3g} s{why}")  # fmt: skip
+
+
+def smallest_partition_rows(source: Source) -> int:
+    """The fewest rows a partition of ``source`` can have: its largest Parquet row group,
+    a CSV file's (estimated) rows (one file is one partition), a DataFrame's minimum."""
+    if not is_path(source):  # a table in memory is sliced; a Dataset's fragments vary
+        kind = source_kind(source)
+        return MIN_PARTITION_ROWS if kind == "dataset" else min(
+            in_memory_rows(source), MIN_PARTITION_ROWS)  # fmt: skip
+    largest = 0
+    for path in resolve_files(source):
+        if _format_of(path) == "parquet":
+            meta = pq.ParquetFile(path).metadata
+            groups = (meta.row_group(g).num_rows for g in range(meta.num_row_groups))
+            largest = max(largest, *groups, 0)
         else:
-            result.decisions.append(Decision(
-                "execution", "refused", reason + "; Dask partitions are off or not installed "
-                "(pip install 'fastprep[distributed]', scheduler='local'), or raise "
-                "memory_budget=", refuse=True))  # fmt: skip
+            largest = max(largest, source_size(path).n_rows)
+    return largest
+
+
+def _options(
+    result: Preflight, source: Source, profile: CostProfile, distributable: bool, passes: int,
+    fit_only: bool = False, cluster: str | None = None, kept_per_row: float = 0.0,
+) -> list[Option]:  # fmt: skip
+    """In memory, streamed in this process, on a local Dask cluster: each one's predicted
+    peak summed over every process of the job, and time."""
+    n = max(result.n_rows, 1)
+    usable = result.budget * (1 - BUDGET_MARGIN)
+    resident = not is_path(source) and source_kind(source) in ("pandas", "polars", "arrow")
+    frame = result.input_bytes if resident else 0  # a table in memory: already resident
+    per_row = (STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes)
+               + STREAM_PREFETCH_COPIES * result.input_bytes) / n  # fmt: skip
+    smallest = max(1, smallest_partition_rows(source))
+    working = int(result.input_bytes * profile.memory_working_copies)
+    x_bytes = 0 if fit_only else result.output_bytes  # an in-memory run builds all of X
+    out = [Option("in-memory", PROCESS_BASE_BYTES + RUN_FIXED_BYTES + working + x_bytes,
+                  n * profile.run_row_seconds)]  # fmt: skip
+
+    def partitioned(name: str, fixed: int, workers: int, start: float, task: float,
+                    row: float, impossible: str | None = None) -> Option:  # fmt: skip
+        room = (usable - fixed - frame) / workers - RUN_FIXED_BYTES
+        rows = int(min(ROWS_PER_PARTITION, max(room / max(per_row, 1), MIN_PARTITION_ROWS)))
+        rows = max(rows, smallest)
+        parts = max(1, math.ceil(n / rows))
+        peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(rows, n) * per_row))
+        seconds = start + parts * task + n * row / min(workers, parts)
+        return Option(name, int(peak), seconds, rows, parts, impossible)
+
+    stream_row = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * passes)
+    streamed = partitioned("streamed in this process", PROCESS_BASE_BYTES, 1, 0.0, 0.02,
+                           stream_row)  # fmt: skip
+    if kept_per_row and passes > 1:
+        # the values behind the order statistics kept from the first pass (one read
+        # fewer), when that leaves the partitions at least half their size
+        kept = int(kept_per_row * n)
+        faster = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * (passes - 1))
+        keeping = partitioned("streamed in this process", PROCESS_BASE_BYTES + kept, 1, 0.0,
+                              0.02, faster)  # fmt: skip
+        if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
+            streamed = replace(keeping, kept_bytes=kept)
+    out.append(streamed)
+    workers = max(1, os.cpu_count() or 1)
+    why = None if distributable else "Dask partitions are off or not installed"
+    if why is None and not is_path(source):
+        why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"
+    if cluster == "external":  # its processes are the cluster's machines', not this one's
+        out.append(partitioned("Dask partitions on the scheduler named", PROCESS_BASE_BYTES, 1, 0.0,
+                               profile.dask_task_seconds, profile.dask_row_seconds, why))  # fmt: skip
+        return out
+    dask_fixed = PROCESS_BASE_BYTES * (1 + workers) + DASK_SCHEDULER_BYTES + (
+        DASK_NANNY_BYTES * workers)  # fmt: skip
+    out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
+                           profile.dask_cluster_start_seconds, profile.dask_task_seconds,
+                           profile.dask_row_seconds, why))  # fmt: skip
+    return out
+
+
+def _execution_decision(
+    result: Preflight, source: Source, profile: CostProfile, distributable: bool,
+    passes: int = 2, whole_output: bool = False, fit_only: bool = False,
+    cluster: str | None = None, kept_per_row: float = 0.0,
+) -> None:  # fmt: skip
+    """Memory first — every process of the job counted, against the budget — then
+    predicted time: in memory, streamed partition by partition in this process, or Dask.
+    ``cluster``: "local" or "external" when the caller named a scheduler: over the budget,
+    the cluster is then preferred to streaming (if its peak fits)."""
+    options = _options(result, source, profile, distributable, passes, fit_only, cluster,
+                       kept_per_row)  # fmt: skip
+    result.options = options
+    usable = result.budget * (1 - BUDGET_MARGIN)
+    feasible = [o for o in options if o.impossible is None and o.peak_bytes <= usable]
+    table = "; ".join(o.describe(result.budget) for o in options)
+    if not feasible:
+        possible = [o for o in options if o.impossible is None]
+        least = min(o.peak_bytes for o in possible)
+        result.minimum_budget = _round_up(least / (1 - BUDGET_MARGIN))
+        hint = ""
+        if isinstance(source, (str, os.PathLike)) and smallest_partition_rows(source) > \
+                MIN_PARTITION_ROWS:  # fmt: skip
+            hint = (
+                f"; a partition is at least {smallest_partition_rows(source):,} rows "
+                "(a Parquet row group, a CSV file): smaller row groups or files lower it"
+            )
+        result.decisions.append(Decision(
+            "execution", "refused",
+            f"{table}: none fits the {format_bytes(result.budget)} budget (less "
+            f"{BUDGET_MARGIN:.0%} margin); the smallest budget that would work is "
+            f"memory_budget='{format_bytes(result.minimum_budget).replace(' ', '')}'"
+            + hint, refuse=True))  # fmt: skip
         return
-    if dask < local and distributable and is_path(source):
-        result.execution = "dask"
-        result.decisions.append(Decision("execution", "Dask partitions", timing))
+    memory = options[0]
+    best = min(feasible, key=lambda o: o.seconds)
+    if cluster and best is not memory and options[2] in feasible:
+        best = options[2]
+    result.chosen = best
+    result.rows_per_partition = best.rows_per_partition or ROWS_PER_PARTITION
+    result.passes = passes
+    if best is memory:
+        result.decisions.append(Decision("execution", "in-memory", table))
         return
-    result.decisions.append(Decision("execution", "in-memory", timing))
+    result.execution = "streamed" if best.name.startswith("streamed") else "dask"
+    reason = (
+        f"in-memory peak ~{format_bytes(memory.peak_bytes)} > {format_bytes(usable)} "
+        f"({format_bytes(result.budget)} budget less {BUDGET_MARGIN:.0%}); "
+        if memory not in feasible
+        else ""
+    ) + table
+    if whole_output:
+        result.decisions.append(Decision(
+            "execution", "refused",
+            f"{reason}; X is never gathered into memory over the budget: pass output_dir= "
+            "(a folder: the result is written there shard by shard and returned mapped, "
+            "fp.open_output), or use fitted.write_shards / fitted.batches", refuse=True))  # fmt: skip
+        return
+    choice = (f"{best.name.replace('local Dask cluster', 'Dask partitions')} "
+              f"(~{best.partitions} of ≤{best.rows_per_partition:,} rows, {passes} fit "
+              f"pass(es) + transform, predicted peak ~{format_bytes(best.peak_bytes)}, "
+              f"~{best.seconds:.3g} s)")  # fmt: skip
+    result.decisions.append(Decision("execution", choice, reason + "; never loaded whole"))
+
+
+def _round_up(n: float) -> int:
+    """Up to two significant digits (10 MB steps for a budget of hundreds of MB)."""
+    step = 10 ** max(0, int(math.log10(max(n, 1))) - 1)
+    return int(math.ceil(n / step) * step)

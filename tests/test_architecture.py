@@ -39,6 +39,7 @@ LAYERS = {
     "fastprep.distributed": 4,
     "fastprep.pipeline": 4,
     "fastprep.batches": 4,
+    "fastprep.streamed": 4,
     "fastprep.torch_bridge": 4,
     "fastprep.explain": 4,
     "fastprep.bench": 4,

@@ -22,9 +22,8 @@ import scipy.sparse as sp
 from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep import execute
-from fastprep.backends import scalers
-from fastprep.distributed import aggregates as agg
 from fastprep.distributed import shards
+from fastprep.distributed.levels import Learned, fit_levels, learned_list
 from fastprep.distributed.progress import Progress, ProgressArg
 from fastprep.distributed.tasks import (
     Job,
@@ -32,22 +31,17 @@ from fastprep.distributed.tasks import (
     Target,
     count_rows,
     fit_partials,
-    stat_kind,
     transform_partition,
 )
 from fastprep.emit import make_layout
 from fastprep.emit.output_format import Writing, check_codec
-from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, Reason, SourceError
+from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, SourceError
 from fastprep.io import Source, is_path
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
 from fastprep.report import Report
 from fastprep.schema import Schema
 from fastprep.state import encode_floats
-from fastprep.validate.findings import Finding, merge_findings
-
-Learned = dict[tuple[int, str], list[dict[str, Any]]]
 
 
 def partitions_for(
@@ -98,137 +92,32 @@ def fit(
     backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
     retry: RetryPolicy | None = None, progress: ProgressArg = False,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
-    """Fitted parameters equal to the single-machine fit's, and the fit's report.
+    """Fitted parameters equal to the single-machine fit's, and the fit's report
+    (the passes: :func:`fastprep.distributed.levels.fit_levels`).
 
     ``progress``: a bar per pass over completed partitions (see
     :mod:`fastprep.distributed.progress`)."""
+    check_fittable(plan)
+    job = Job(plan, schema, backend, retry or RetryPolicy())
+    bars = Progress(progress)
+    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
+    frames = _parts(client, source, specs)
+
+    def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
+        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars)
+
+    return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs))
+
+
+def check_fittable(plan: LogicalPlan) -> None:
+    """A plan whose fit cannot be merged from partitions is refused up front."""
     from fastprep.plan.steps import Vectorize
 
     if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # no partials
         raise PipelineDefinitionError(
-            "fp.Vectorize() is not fitted on a cluster yet (no partial vocabulary of dict "
+            "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
         )
-    job = Job(plan, schema, backend, retry or RetryPolicy())
-    bars = Progress(progress)
-    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
-    learned: Learned = {
-        (f, item.name): [_static(step) for step in feature.steps]
-        for f, feature in enumerate(plan.features)
-        for item in feature.inputs
-    }
-    levels = {
-        key: [s for s, step in enumerate(plan.features[key[0]].steps) if step.needs_fit]
-        for key in learned
-    }
-    rows = sum(s.n_rows or 0 for s in specs)
-    for (f, name), positions in levels.items():
-        for q in positions:
-            if stat_kind(plan.features[f].steps[q]) == "values":
-                agg.check_gather_size(plan.features[f].steps[q], name, rows)
-    folds = _folds(plan, levels)
-    levels = {k: [q for q in v if q not in folds.get(k, ())] for k, v in levels.items()}
-    report: Report | None = None
-    retries = 0
-    frames = _parts(client, source, specs)
-    for level in range(max((len(p) for p in levels.values()), default=0)):
-        targets: list[Target] = []
-        for (f, name), positions in levels.items():
-            if level < len(positions):
-                step = plan.features[f].steps[positions[level]]
-                kind = stat_kind(step)
-                targets.append((f, name, positions[level], "summary" if kind == "median"
-                                else kind, None))  # fmt: skip
-                if positions[level] + 1 in folds.get((f, name), ()):
-                    targets.append((f, name, positions[level] + 1, "unfilled", None))
-        results = _fit_pass(client, job, specs, learned, targets, f"fit level {level}", frames,
-                            bars)  # fmt: skip
-        retries += sum(r["retries"] for r in results)
-        if report is None:
-            report = _fit_report(results, source)
-        medians = [t for t in targets if t[3] in ("summary", "order")]
-        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
-               learned, report)  # fmt: skip
-        if medians:
-            windows, ranks = [], {}
-            for f, name, position, kind, _ in medians:
-                parts = [r["partials"][(f, name, position)] for r in results]
-                step = plan.features[f].steps[position]
-                what = f"{step.describe()} on {name!r}"
-                if kind == "summary":
-                    window = agg.median_window(parts, report.rows_out, what)
-                    windows.append((f, name, position, "window", window))
-                    continue
-                total = sum(p.count for p in parts)
-                agg.require_values(total, report.rows_out, what)
-                ranks[(f, name, position)] = sorted(scalers.order_ranks(step, total))
-                around = tuple(agg.rank_window(parts, r) for r in ranks[(f, name, position)])
-                windows.append((f, name, position, "windows", around))
-            second = _fit_pass(
-                client, job, specs, learned, windows, f"fit level {level} median", frames, bars
-            )
-            retries += sum(r["retries"] for r in second)
-            for f, name, position, kind, _ in windows:
-                parts = [r["partials"][(f, name, position)] for r in second]
-                summaries = [r["partials"][(f, name, position)] for r in results]
-                if kind == "window":
-                    total = sum(p.count for p in summaries)
-                    learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
-                else:
-                    step = plan.features[f].steps[position]
-                    learned[(f, name)][position] = agg.params_from_order(
-                        step, summaries, parts, ranks[(f, name, position)],
-                        f"{step.describe()} on {name!r}",
-                    )  # fmt: skip
-        _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
-    if report is None:
-        report = _fit_report(
-            _fit_pass(client, job, specs, learned, [], "validate", frames, bars), source
-        )
-    if retries:
-        report.notes.append(f"{retries} transient read error(s) retried")
-    params = [
-        {item.name: learned[(f, item.name)] for item in feature.inputs}
-        for f, feature in enumerate(plan.features)
-    ]
-    return params, report
-
-
-def _folds(plan: LogicalPlan, levels: dict[tuple[int, str], list[int]]) -> dict[Any, set[int]]:
-    """Per chain, the fitted ``Standardize``/``MinMax`` positions right after a fitted
-    ``FillMissing``: their moments are the fill's input moments with the fill value folded
-    in (:func:`aggregates.with_fill`), learned in the fill's pass — one pass fewer per such
-    level (the flights pipeline's ``FillMissing("median") >> Standardize()``: 3 -> 2)."""
-    out: dict[Any, set[int]] = {}
-    for (f, name), positions in levels.items():
-        steps = plan.features[f].steps
-        for before, q in zip(positions, positions[1:]):
-            fill = steps[before]
-            if (before == q - 1 and isinstance(fill, FillMissing) and fill.needs_fit
-                    and isinstance(steps[q], (Standardize, MinMax))):  # fmt: skip
-                out.setdefault((f, name), set()).add(q)
-    return out
-
-
-def _merge_folded(
-    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
-    report: Report,
-) -> None:  # fmt: skip
-    for f, name, position, _, _ in targets:
-        step = plan.features[f].steps[position]
-        present = agg.merge_moments([r["partials"][(f, name, position)] for r in results])
-        fill = learned[(f, name)][position - 1]["fill"]
-        total = agg.with_fill(present, fill, report.rows_out)
-        what = f"{step.describe()} on {name!r}"
-        learned[(f, name)][position] = agg.params_from_moments(step, total, report.rows_out, what)
-
-
-def _static(step: Any) -> dict[str, Any]:
-    if isinstance(step, FillMissing) and not step.needs_fit:
-        return {"fill": step.value}
-    if isinstance(step, Bin) and not step.needs_fit:  # fixed edges
-        return {"edges": np.asarray(step.edges, dtype=np.float64)}
-    return {}
 
 
 def _fit_pass(
@@ -249,67 +138,6 @@ def _fit_pass(
         for spec, part in zip(specs, frames)
     ]
     return _results(client, futures, specs, stage, progress)
-
-
-def learned_list(learned: Learned) -> list[Any]:
-    return [[list(k), v] for k, v in sorted(learned.items())]
-
-
-def _merge(
-    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
-    report: Report,
-) -> None:  # fmt: skip
-    for f, name, position, kind, _ in targets:
-        step = plan.features[f].steps[position]
-        parts = [r["partials"][(f, name, position)] for r in results]
-        what = f"{step.describe()} on {name!r}"
-        if kind == "vocabulary":
-            learned[(f, name)][position] = agg.params_from_vocabularies(
-                parts, step.min_frequency, step.max_categories
-            )
-        elif kind == "values":
-            learned[(f, name)][position] = agg.params_from_values(step, parts, what)
-        else:
-            total = agg.merge_moments(parts)
-            learned[(f, name)][position] = agg.params_from_moments(
-                step, total, report.rows_out, what
-            )
-
-
-def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
-    report = Report(source=str(source), backend="distributed")
-    report.rows_in = sum(r["rows_in"] for r in results)
-    report.rows_out = sum(r["rows_fit"] for r in results)
-    report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
-    report.findings = _source_findings(results)
-    report.check_accounting()
-    return report
-
-
-#: fit warnings about a whole column (or the whole input): a partition knows only itself
-WHOLE_SOURCE_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY.value)
-
-
-def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
-    """The partitions' findings totalled (one per rule), keeping a whole-column fit warning
-    only where every partition with rows gave it: a column missing in one partition is not
-    all missing, and one empty partition does not make the input empty."""
-    findings = [f for r in results for f in r["findings"] if f.rule not in WHOLE_SOURCE_RULES]
-    with_rows = [r for r in results if r["rows_in"]] or results[:1]
-    keys = [
-        {(f.column, f.rule) for f in r["findings"] if f.rule in WHOLE_SOURCE_RULES}
-        for r in with_rows
-    ]
-    everywhere = set.intersection(*keys) if keys else set()
-    whole = [f for r in with_rows for f in r["findings"] if (f.column, f.rule) in everywhere]
-    if len(with_rows) > 1:  # each partition's single value may differ from the others'
-        whole = [
-            replace(f, detail="(one distinct value within every partition at fit time)")
-            if f.rule == Reason.CONSTANT.value
-            else f
-            for f in whole
-        ]
-    return merge_findings([*findings, *whole])
 
 
 def transform(

@@ -63,7 +63,11 @@ def read_with_retries(
     task's dependency (recomputed, not lost, when a worker dies).
     """
     if frame is not None:
-        return frame.loc[:, [c for c in columns if c in frame.columns]].reset_index(drop=True), 0
+        if isinstance(frame, pd.DataFrame):
+            present = [c for c in columns if c in frame.columns]
+            return frame.loc[:, present].reset_index(drop=True), 0
+        # an Arrow table read ahead by the caller (a streamed run in one process)
+        return frame.select([c for c in columns if c in frame.column_names]), 0
     for attempt in range(retry.tries):
         try:
             return read_partition(spec, _present_columns(spec, columns), text), attempt
@@ -92,8 +96,7 @@ def load_prepared(
 ) -> tuple[execute.Prepared, int]:
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
-    columns = schema.read_columns(plan.columns)  # + key columns
-    text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
         prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
@@ -102,6 +105,13 @@ def load_prepared(
         raise type(exc)(f"{spec.describe()}: {exc}") from None
     prepared.report.source = spec.describe()
     return prepared, retries
+
+
+def read_columns(job: Job) -> tuple[list[str], list[str]]:
+    """The columns a partition's task reads (+ key columns), and which of them are text."""
+    columns = job.schema.read_columns(job.plan.columns)
+    text = [c for c in columns if job.schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    return columns, text
 
 
 def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
@@ -124,13 +134,16 @@ Target = tuple[int, str, int, str, Any]
 
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
-    targets: list[Target], part: pd.DataFrame | None = None,
+    targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
-    """One fit pass over one partition: a partial aggregate per target, plus row counts."""
+    """One fit pass over one partition: a partial aggregate per target, plus row counts.
+    ``keep``: also return the values behind each order-statistic target (``"values"``), so
+    that a caller holding them can compute the next pass's windows without a re-read."""
     prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
     repairs = reference.Repairs()
     partials: dict[tuple[int, str, int], Any] = {}
+    kept: dict[tuple[int, str, int], np.ndarray] = {}
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
         item = next(i for i in feature.inputs if i.name == name)
@@ -143,8 +156,10 @@ def fit_partials(
             if step.kind != "encoder":
                 values = reference.apply_step(step, step_params, values, name, repairs)
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
+        if keep and kind in ("summary", "order"):
+            kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
     report = prepared.report
-    return {
+    out = {
         "index": spec.index,
         "partials": partials,
         "rows_in": report.rows_in,
@@ -153,6 +168,15 @@ def fit_partials(
         "findings": list(report.findings),
         "retries": retries,
     }
+    if keep:
+        out["values"] = kept
+    return out
+
+
+def partials_of(values: dict[tuple[int, str, int], Any], targets: list[Target]) -> dict:
+    """A pass's partials from values kept by an earlier pass (``fit_partials(keep=True)``)."""
+    return {(f, name, position): _partial(kind, values[(f, name, position)], extra)
+            for f, name, position, kind, extra in targets}  # fmt: skip
 
 
 def _partial(kind: str, values: Any, extra: Any) -> Any:

@@ -89,7 +89,8 @@ class Shard:
 
 class OpenedOutput:
     """An output folder mapped back: iterate (or index ``.shards``) for each shard;
-    ``X``/``y``/``row_ids`` when there is one shard; :meth:`whole` for all of them."""
+    ``X``/``y``/``row_ids`` when there is one shard; ``stacked_X`` for every shard's X as
+    one lazily stacked matrix; :meth:`whole` for all of them in memory."""
 
     def __init__(self, folder: Path, manifest: dict[str, Any], shards: list[Shard]) -> None:
         self.folder, self.manifest, self.shards = folder, manifest, shards
@@ -167,6 +168,37 @@ class OpenedOutput:
     def row_ids(self) -> np.ndarray:
         return self._single().row_ids
 
+    @property
+    def stacked_X(self) -> StackedX:
+        """Every shard's X as one matrix of ``n_rows`` rows, stacked lazily: indexing it
+        reads only the shards holding the rows asked for (no copy of the rest)."""
+        return StackedX([s.X for s in self.shards], self.manifest["width"])
+
+    def batches(
+        self, batch_size: int = 1024, *, shuffle: bool = False, seed: int = 0, epoch: int = 0,
+        drop_last: bool = False,
+    ) -> Iterator[tuple[Any, np.ndarray | None]]:  # fmt: skip
+        """``(X_batch, y_batch)`` read from the mapped shards, never all of X in memory:
+        rows in order, or with ``shuffle`` in the order of
+        ``numpy.random.default_rng([seed, epoch]).permutation`` (the same seed and epoch,
+        the same batches), each batch gathered from the shards that hold its rows.
+        ``drop_last`` drops a last batch shorter than ``batch_size``. For training on an
+        output written because it did not fit in memory; a torch ``IterableDataset`` is
+        a loop over this."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size}: must be at least 1")
+        X = self.stacked_X
+        ys = [s.y for s in self.shards]
+        y = None if any(v is None for v in ys) or not ys else StackedX(
+            [v.reshape(-1, 1) for v in ys], 1)  # fmt: skip
+        n = X.shape[0]
+        order = (np.random.default_rng([seed, epoch]).permutation(n) if shuffle
+                 else np.arange(n))  # fmt: skip
+        stop = n - n % batch_size if drop_last else n
+        for start in range(0, stop, batch_size):
+            rows = order[start : start + batch_size]
+            yield X[rows], None if y is None else y[rows].reshape(-1)
+
     def whole(self) -> Shard:
         """All rows as one shard: the mapped arrays for one shard; for several, their
         concatenation in memory (one copy)."""
@@ -197,6 +229,81 @@ class OpenedOutput:
         s = self.whole()
         return frames.to_polars(s.X, s.y, self.feature_names, s.row_ids,
                                 out_dtype=self.out_dtype, target=target, row_ids_column=row_ids)  # fmt: skip
+
+
+class StackedX:
+    """Several shards' X (mapped CSR or dense arrays) seen as one ``(rows, width)`` matrix.
+
+    ``X[i]``, ``X[a:b]`` and ``X[row_array]`` gather just those rows from the shards that
+    hold them (a CSR X gives CSR rows, a dense one an ndarray, in the order asked);
+    :meth:`blocks` yields each shard's ``(first_row, X)``; :meth:`materialize` stacks all
+    of it in memory (one copy) when that is really wanted."""
+
+    ndim = 2
+
+    def __init__(self, blocks: Sequence[Any], width: int) -> None:
+        self._blocks = list(blocks)
+        sizes = [int(b.shape[0]) for b in self._blocks]
+        self._starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.shape = (int(self._starts[-1]), int(width))
+        self.dtype = self._blocks[0].dtype if self._blocks else np.dtype(np.float32)
+        self.sparse = bool(self._blocks) and hasattr(self._blocks[0], "indptr")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        kind = "CSR" if self.sparse else "dense"
+        return (f"StackedX({self.shape[0]:,} x {self.shape[1]:,} {kind} {self.dtype}, "
+                f"{len(self._blocks)} shard(s))")  # fmt: skip
+
+    @property
+    def nnz(self) -> int:
+        if self.sparse:
+            return int(sum(b.nnz for b in self._blocks))
+        return int(sum(np.count_nonzero(b) for b in self._blocks))
+
+    def blocks(self) -> Iterator[tuple[int, Any]]:
+        for start, block in zip(self._starts[:-1], self._blocks):
+            yield int(start), block
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, tuple):
+            raise TypeError("index rows only (X[rows]); select columns on the result")
+        if isinstance(key, (int, np.integer)):
+            return self._rows(np.array([int(key)]))
+        if isinstance(key, slice):
+            return self._rows(np.arange(*key.indices(self.shape[0])))
+        return self._rows(np.asarray(key))
+
+    def _rows(self, rows: np.ndarray) -> Any:
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64, copy=False)
+        rows = np.where(rows < 0, rows + self.shape[0], rows)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.shape[0]):
+            raise IndexError(f"row index out of range for {self.shape[0]:,} rows")
+        which = np.searchsorted(self._starts, rows, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        parts = []
+        for b in np.unique(which):
+            picked = order[which[order] == b]
+            parts.append(self._blocks[b][rows[picked] - self._starts[b]])
+        if self.sparse:
+            import scipy.sparse as sp
+
+            stacked = sp.vstack(parts, format="csr") if parts else sp.csr_matrix(
+                (0, self.shape[1]), dtype=self.dtype)  # fmt: skip
+        else:
+            stacked = np.concatenate(parts) if parts else np.empty((0, self.shape[1]),
+                                                                   self.dtype)  # fmt: skip
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return stacked[inverse] if not np.array_equal(order, np.arange(order.size)) else stacked
+
+    def materialize(self) -> Any:
+        """All rows in memory, one matrix (one copy)."""
+        return self[0 : self.shape[0]]
 
 
 class ShardWriter:

@@ -91,16 +91,35 @@ def test_small_source_stays_in_memory(flights_pipeline, flights_sample):
     assert X.data.nbytes + X.indices.nbytes <= pre.output_bytes <= 4 * (X.data.nbytes + 8e5)
 
 
-def test_large_source_goes_to_dask_when_predicted_faster(flights_pipeline):
+def test_large_source_goes_to_dask_when_predicted_faster(flights_pipeline, grouped_parquet):
     # with many workers' worth of cheap Dask rows, 3.4M rows are predicted faster on Dask
     profile = replace(planner.CostProfile(), run_row_seconds=3e-6, dask_row_seconds=1e-7)
     big = preflight.Preflight(3_367_760, True, "parquet", 0, 0, 0, "csr", 10**12, "test")
-    preflight._execution_decision(big, "x.parquet", profile, distributable=True)
+    preflight._execution_decision(big, grouped_parquet, profile, distributable=True)
     assert big.execution == "dask"
-    assert "3.23 s" not in big.decisions[-1].reason and "predicted" in big.decisions[-1].reason
+    assert "3.23 s" not in big.decisions[-1].reason and "~" in big.decisions[-1].reason
     small = preflight.Preflight(20_000, True, "parquet", 0, 0, 0, "csr", 10**12, "test")
-    preflight._execution_decision(small, "x.parquet", profile, distributable=True)
+    preflight._execution_decision(small, grouped_parquet, profile, distributable=True)
     assert small.execution == "in-memory"  # the cluster's start-up does not pay
+
+
+def test_the_budget_counts_every_process_of_the_job(flights_pipeline, grouped_parquet):
+    """The interpreter's own memory and a local cluster's scheduler, nannies and workers are
+    part of the peak the budget bounds; explain shows every option with its numbers."""
+    plan, schema = flights_pipeline.optimized, flights_pipeline.schema
+    pre = preflight.run_preflight(plan, schema, grouped_parquet, budget="2GB")
+    memory, streamed, cluster = pre.options
+    assert streamed.name == "streamed in this process"
+    assert memory.peak_bytes > preflight.PROCESS_BASE_BYTES
+    assert cluster.peak_bytes > 3 * preflight.PROCESS_BASE_BYTES  # client + 2 workers
+    assert pre.passes == 2  # FillMissing("median") >> Standardize: 2 fit passes
+    low = preflight.run_preflight(plan, schema, grouped_parquet, budget="100MB")
+    refused = [d for d in low.decisions if d.refuse]
+    assert refused and "smallest budget that would work" in refused[0].reason
+    assert low.minimum_budget > preflight.PROCESS_BASE_BYTES
+    text = flights_pipeline.explain(grouped_parquet, memory_budget="2GB")
+    assert "streamed in this process:" in text and "local Dask cluster of" in text
+    assert "peak ~" in text and "rows" in text
 
 
 def test_high_cardinality_onehot_is_csr_and_says_why(flights_pipeline, flights_sample):
@@ -121,11 +140,12 @@ def test_declared_dense_onehot_over_budget_is_refused_before_loading(
     flights_pipeline, grouped_parquet
 ):
     pipeline = tailnum_pipeline(flights_pipeline, sparse=False)
-    with pytest.raises(MemoryBudgetError, match=r"X \(dense\) ~2\d\d MB > budget 50 MB") as exc:
-        pipeline.fit_transform(grouped_parquet, memory_budget="50MB")
+    with pytest.raises(MemoryBudgetError, match=r"X \(dense\) ~2\d\d MB \+ ~4\d\d MB for the "
+                       r"process > budget 600 MB") as exc:  # fmt: skip
+        pipeline.fit_transform(grouped_parquet, memory_budget="600MB")
     assert "sparse=None would give CSR" in str(exc.value) and "write_shards" in str(exc.value)
     # the fit alone needs no X: it runs, and the layout stays the declared dense one
-    fitted = pipeline.fit(grouped_parquet, memory_budget="50MB")
+    fitted = pipeline.fit(grouped_parquet, memory_budget="600MB")
     assert fitted.fit_report.rows_out == 19_430
 
 
@@ -139,8 +159,22 @@ def test_vocabulary_over_budget_recommends_hashing(flights_pipeline, flights_sam
     assert "not automatic" in refused[0].reason
 
 
+def _over_memory_budget(pipeline, source) -> str:
+    """A budget the in-memory run does not fit and a partitioned one does (by the model)."""
+    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
+    per_row = (
+        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
+        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
+    ) / pre.n_rows
+    rows = preflight.smallest_partition_rows(source)
+    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
+    memory = pre.options[0].peak_bytes
+    assert streamed < memory
+    return str(int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN)))
+
+
 def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
-    flights_pipeline, grouped_parquet
+    flights_pipeline, grouped_parquet, tmp_path
 ):
     distributed = pytest.importorskip("distributed")
     # + a column constant in the sample: a finding the fit alone makes (its alert must come)
@@ -149,44 +183,52 @@ def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
         [*flights_pipeline.plan.features, fp.col("year") >> fp.Standardize()],
         target=fp.expr("late = arr_delay > 15"), name="flights",
     )  # fmt: skip
+    budget = _over_memory_budget(flights_pipeline, grouped_parquet)
     reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
     alerts: list = []
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=":0") as cluster:  # fmt: skip
-        out = flights_pipeline.fit_transform(
-            grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address,
-            on_alert=alerts.append,
-        )  # fmt: skip
+        address = cluster.scheduler_address
+        # X over the budget is never gathered: refused, naming output_dir=
+        with pytest.raises(MemoryBudgetError, match="output_dir="):
+            flights_pipeline.fit_transform(grouped_parquet, memory_budget=budget,
+                                           scheduler=address)  # fmt: skip
+        out = flights_pipeline.fit_transform(grouped_parquet, memory_budget=budget,
+                                             scheduler=address, output_dir=tmp_path / "a",
+                                             on_alert=alerts.append)  # fmt: skip
         rules = [a.rule for a in alerts]
         assert "year:constant" in rules and len(rules) == len(set(rules))
-        fitted = flights_pipeline.fit(
-            grouped_parquet, memory_budget="3MB", scheduler=cluster.scheduler_address
-        )
-        again = fitted.transform(grouped_parquet, memory_budget="3MB",
-                                 scheduler=cluster.scheduler_address)  # fmt: skip
-    note = out.report.notes[-1]
-    assert "budget 3 MB" in note and "Dask partitions" in note and "never loaded whole" in note
+        fitted = flights_pipeline.fit(grouped_parquet, memory_budget=budget, scheduler=address)
+        fitted.transform(grouped_parquet, memory_budget=budget, scheduler=address,
+                         output_dir=tmp_path / "b")  # fmt: skip
+    note = out.notes[-1]
+    assert "Dask partitions" in note and "never loaded whole" in note
     assert "fit level" not in note and "Dask partitions" in fitted.fit_report.notes[-1]
-    for result in (out, again):
-        assert_same_matrix(result.X, reference.X)
-        assert np.array_equal(result.y, reference.y)
-        assert np.array_equal(result.row_ids, reference.row_ids)
-    # opted out: refused before anything is loaded, with the options named
-    with pytest.raises(MemoryBudgetError, match="Dask partitions are off"):
-        flights_pipeline.fit_transform(grouped_parquet, memory_budget="3MB", scheduler="off")
-    # a DataFrame is already in memory: it runs there, and says so in explain
-    text = flights_pipeline.explain(pd.read_parquet(grouped_parquet), memory_budget="3MB")
-    assert "the DataFrame is already in memory" in text
+    for result in (out, fp.open_output(tmp_path / "b")):
+        whole = result.whole()
+        assert_same_matrix(whole.X, reference.X)
+        assert np.array_equal(whole.y, reference.y)
+        assert np.array_equal(whole.row_ids, reference.row_ids)
+    # opted out of Dask: streamed in this process instead, same output
+    off = flights_pipeline.fit_transform(grouped_parquet, memory_budget=budget,
+                                         scheduler="off", output_dir=tmp_path / "c")  # fmt: skip
+    assert "streamed in this process" in off.notes[-1]
+    assert_same_matrix(off.whole().X, reference.X)
 
 
 @pytest.mark.slow
-def test_auto_started_local_cluster(flights_pipeline, grouped_parquet):
-    """No scheduler configured: the planner starts a LocalCluster of worker processes."""
+def test_auto_started_local_cluster(flights_pipeline, grouped_parquet, tmp_path, monkeypatch):
+    """scheduler="local" and an in-memory run over the budget: the planner starts a
+    LocalCluster of worker processes (its four processes fit 3 GB; the 20,000 rows are
+    made to look too big for memory through the cost model's working copies)."""
     pytest.importorskip("distributed")
     reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
-    out = flights_pipeline.fit_transform(grouped_parquet, memory_budget="3MB")
-    assert "LocalCluster of" in out.report.notes[-1]
-    assert_same_matrix(out.X, reference.X)
+    heavy = replace(planner.CostProfile(), memory_working_copies=1e4)
+    monkeypatch.setattr(preflight, "load_profile", lambda: heavy)
+    out = flights_pipeline.fit_transform(grouped_parquet, memory_budget="3GB",
+                                         scheduler="local", output_dir=tmp_path)  # fmt: skip
+    assert "LocalCluster of" in out.notes[-1]
+    assert_same_matrix(out.whole().X, reference.X)
 
 
 def test_scheduler_setting_precedence(monkeypatch):
