@@ -65,7 +65,7 @@ def write_npy(path: Path, array: np.ndarray) -> int | None:
         return None
     try:
         _write(fd, header, memoryview(array.reshape(-1).view(np.uint8)))
-    except OSError:  # refused mid-way (EINVAL on some file systems): start over, buffered
+    except (OSError, BufferError):  # refused mid-way (EINVAL on some file systems): buffered
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -89,7 +89,10 @@ def _write(fd: int, header: bytes, raw: memoryview) -> None:
             _write_all(fd, view[: stop - start])
         view.release()
     finally:
-        bounce.close()
+        # after a failed write the traceback still holds slices of the bounce buffer: the
+        # map is then freed with them, and the OSError (not a BufferError) reaches the caller
+        with contextlib.suppress(BufferError):
+            bounce.close()
     if whole < len(raw):  # the last partial block: buffered, on the same descriptor
         import fcntl  # POSIX only, like O_DIRECT itself
 

@@ -50,3 +50,25 @@ def test_file_writer_entry_and_bytes(tmp_path, monkeypatch) -> None:
 def test_non_contiguous_or_object_arrays_are_left_to_the_buffered_path(tmp_path) -> None:
     assert direct_io.write_npy(tmp_path / "a.npy", np.zeros((4, 4))[:, 1]) is None
     assert not (tmp_path / "a.npy").exists()
+
+
+def test_a_write_refused_midway_leaves_nothing_and_falls_back(tmp_path, monkeypatch) -> None:
+    """A file system that takes the O_DIRECT open but refuses a later write: no partial
+    file is left and the caller is told to write the ordinary way (None), not a BufferError
+    from the bounce buffer still referenced by the failed write."""
+    array = np.arange(direct_io.MIN_BYTES // 8 + 4096, dtype=np.float64)
+    calls = {"n": 0}
+    real = os.write
+
+    def refuse_third(fd, data):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(22, "Invalid argument")
+        return real(fd, data)
+
+    monkeypatch.setattr(direct_io.os, "write", refuse_third)
+    path = tmp_path / "x.npy"
+    if not getattr(os, "O_DIRECT", 0):
+        pytest.skip("no O_DIRECT here")
+    assert direct_io.write_npy(path, array) is None
+    assert not path.exists()
