@@ -383,10 +383,11 @@ def _learned(name: str) -> float | None:
 def _learn(name: str, rate: float) -> None:
     if not (math.isfinite(rate) and rate > 0.0):
         return
-    ledger = _disk_ledger()
-    previous = ledger.get(name)
-    ledger[name] = rate if previous is None else (previous + rate) / 2
-    _UNSAVED[0] += _SAVE_EVERY
+    with _LEDGER_LOCK:  # worker threads learn while another thread may be saving the ledger
+        ledger = _disk_ledger()
+        previous = ledger.get(name)
+        ledger[name] = rate if previous is None else (previous + rate) / 2
+        _UNSAVED[0] += _SAVE_EVERY
 
 
 def reset_amortization() -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from fastprep import execute
-from fastprep.distributed.levels import Learned, count_order_targets, fit_levels
+from fastprep.distributed.levels import Learned, check_fittable, count_order_targets, fit_levels
 from fastprep.distributed.tasks import (
     Job,
     RetryPolicy,
@@ -109,8 +109,6 @@ def fit(
     the order statistics (a median fill: 8 bytes a row per column) fit in it, the first
     pass keeps them and the windows around the ranks are taken from them: one read of the
     source fewer (the same partials, so the same fitted state)."""
-    from fastprep.distributed.job import check_fittable
-
     check_fittable(plan)
     unexpected = unexpected_column_findings(schema, source_columns(source), "fit")
     job = Job(plan, schema, backend, RetryPolicy())

@@ -31,3 +31,14 @@ def test_pipeline_definition_loads_no_heavy_dependency(repo_root) -> None:
     )
     loaded = set(json.loads(result.stdout))
     assert [m for m in HEAVY if m in loaded] == []
+
+
+def test_streamed_execution_needs_no_dask() -> None:
+    """A run over its memory budget streams in this process: that path imports no Dask,
+    so it works without the ``[distributed]`` extra."""
+    code = "import json, sys; import fastprep.streamed; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded = set(json.loads(result.stdout))
+    assert [m for m in ("dask", "distributed") if m in loaded] == []

@@ -23,7 +23,7 @@ from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep import execute
 from fastprep.distributed import shards
-from fastprep.distributed.levels import Learned, fit_levels, learned_list
+from fastprep.distributed.levels import Learned, check_fittable, fit_levels, learned_list
 from fastprep.distributed.progress import Progress, ProgressArg
 from fastprep.distributed.tasks import (
     Job,
@@ -35,7 +35,7 @@ from fastprep.distributed.tasks import (
 )
 from fastprep.emit import make_layout
 from fastprep.emit.output_format import Writing, check_codec
-from fastprep.errors import FastprepError, JobError, PipelineDefinitionError, SourceError
+from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.io import Source, is_path
 from fastprep.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
@@ -107,17 +107,6 @@ def fit(
         return _fit_pass(client, job, specs, learned, targets, stage, frames, bars)
 
     return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs))
-
-
-def check_fittable(plan: LogicalPlan) -> None:
-    """A plan whose fit cannot be merged from partitions is refused up front."""
-    from fastprep.plan.steps import Vectorize
-
-    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # no partials
-        raise PipelineDefinitionError(
-            "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
-            "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
-        )
 
 
 def _fit_pass(

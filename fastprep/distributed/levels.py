@@ -18,7 +18,7 @@ import numpy as np
 
 from fastprep.distributed import aggregates as agg
 from fastprep.distributed.tasks import Target, stat_kind
-from fastprep.errors import Reason
+from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.io import Source
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
@@ -237,3 +237,14 @@ def count_order_targets(plan: LogicalPlan) -> int:
     levels, _ = fitted_levels(plan)
     return sum(stat_kind(plan.features[f].steps[q]) in ("median", "order")
                for (f, _), positions in levels.items() for q in positions)  # fmt: skip
+
+
+def check_fittable(plan: LogicalPlan) -> None:
+    """A plan whose fit cannot be merged from partitions is refused up front."""
+    from fastprep.plan.steps import Vectorize
+
+    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # no partials
+        raise PipelineDefinitionError(
+            "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
+            "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
+        )
