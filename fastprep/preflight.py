@@ -322,8 +322,12 @@ def _csv_head(path: str, columns: list[str], text: set[str]) -> pa.Table:
 def _arrow_column_bytes(source: Any, columns: list[str], text: set[str]) -> dict[str, float]:
     """Bytes per row of an Arrow-backed source's columns: a table's own buffers; for a
     LazyFrame or Dataset (not read here) the types' widths, text guessed at 16 bytes."""
-    if isinstance(source, pa.Table) or source_kind(source) == "polars":
-        table = source if isinstance(source, pa.Table) else source.select(columns).to_arrow()
+    kind = source_kind(source)
+    if isinstance(source, pa.Table) or kind in ("polars", "collected"):
+        if kind == "collected":  # measured on the table it was collected into
+            table = source.table
+        else:
+            table = source if isinstance(source, pa.Table) else source.select(columns).to_arrow()
         n = max(table.num_rows, 1)
         return {c: max(table.column(c).nbytes / n, 8.0) + (4 if c in text else 0)
                 for c in columns}  # fmt: skip
@@ -596,7 +600,10 @@ def _options(
     peak summed over every process of the job, and time."""
     n = max(result.n_rows, 1)
     usable = result.budget * (1 - BUDGET_MARGIN)
-    resident = not is_path(source) and source_kind(source) in ("pandas", "polars", "arrow")
+    # a collected query (LazyFrame, filtered Dataset) is a table in memory by now, too
+    resident = not is_path(source) and source_kind(source) in (
+        "pandas", "polars", "arrow", "collected"
+    )  # fmt: skip
     frame = result.input_bytes if resident else 0  # a table in memory: already resident
     per_row = (STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes)
                + STREAM_PREFETCH_COPIES * result.input_bytes) / n  # fmt: skip

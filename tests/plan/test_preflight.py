@@ -287,3 +287,23 @@ def test_pinning_to_an_unknown_backend_fails_clearly(flights_pipeline, flights_s
                            [(fp.col("distance") >> fp.Log1p()).backend("cuda")])  # fmt: skip
     with pytest.raises(BackendError, match="unknown backend 'cuda'"):
         pipeline.fit(flights_sample)
+
+
+def test_a_collected_query_counts_as_resident_like_its_table(flights_pipeline) -> None:
+    """A LazyFrame or filtered Dataset is collected before routing: the budget must count
+    that table as memory already in use, exactly as for the same pyarrow Table."""
+    import pyarrow.parquet as pq
+
+    from fastprep.io import collect_once
+
+    plan, schema = flights_pipeline.optimized, flights_pipeline.schema
+    table = pq.read_table("data_samples/flights.parquet")
+    columns = schema.read_columns(plan.columns)
+    collected = collect_once(table.to_pandas().pipe(__import__("polars").from_pandas).lazy(),
+                             columns)  # fmt: skip
+    direct = preflight.run_preflight(plan, schema, table.select(columns), budget="2GB")
+    lazy = preflight.run_preflight(plan, schema, collected, budget="2GB")
+    assert lazy.input_bytes == pytest.approx(direct.input_bytes, rel=0.05)
+    assert [o.peak_bytes for o in lazy.options] == pytest.approx(
+        [o.peak_bytes for o in direct.options], rel=0.05
+    )
