@@ -326,8 +326,8 @@ class Pipeline:
 
             parts = streamed.Partitions(source, rows, streamed.job_for(self.optimized,
                                                                       self.schema, backend))  # fmt: skip
+            _check_streamable(out_dtype, on_overflow)  # before the fit's passes, not after
             fitted = self._fit_streamed(source, backend, pre, rows, parts)
-            fitted._check_streamable(out_dtype, on_overflow)
             opened = streamed.transform(
                 self.optimized, self.schema, fitted.params, source, output_dir,
                 backend=backend, out_dtype=out_dtype, compress=compress, pipeline=fitted,
@@ -454,7 +454,7 @@ class FittedPipeline:
                 if pre is not None and pre.execution == "streamed" and output_dir is not None:
                     from fastprep import streamed
 
-                    self._check_streamable(out_dtype, on_overflow)
+                    _check_streamable(out_dtype, on_overflow)
                     return streamed.transform(
                         plan, self.schema, self.params, source, output_dir, backend=backend,
                         out_dtype=out_dtype, compress=distributed_options.get("compress"),
@@ -494,14 +494,6 @@ class FittedPipeline:
             output.save(output_dir, compress=distributed_options.get("compress"),
                         pipeline=distributed_options.get("pipeline"))  # fmt: skip
         return output
-
-    def _check_streamable(self, out_dtype: str, on_overflow: str) -> None:
-        if Precision(out_dtype, on_overflow).quantized or on_overflow != "raise":
-            raise PipelineDefinitionError(
-                f"out_dtype={out_dtype!r} with on_overflow={on_overflow!r} is not supported "
-                "when the run is partitioned (over the memory budget) yet: use "
-                "float32/float64/float16/bfloat16 with 'raise', or raise memory_budget="
-            )
 
     def calibrate_quantization(
         self, source: Source, dtype: str = "uint8", *, backend: str | None = None
@@ -721,3 +713,13 @@ def _as_target(target: FeatureBuilder | str | None) -> Input | None:
 
 def _partition_size(rows: int | None) -> dict[str, int]:
     return {} if rows is None else {"rows_per_partition": rows}
+
+
+def _check_streamable(out_dtype: str, on_overflow: str) -> None:
+    """Partitioned runs do not quantize or clip on overflow yet: refused before any pass."""
+    if Precision(out_dtype, on_overflow).quantized or on_overflow != "raise":
+        raise PipelineDefinitionError(
+            f"out_dtype={out_dtype!r} with on_overflow={on_overflow!r} is not supported "
+            "when the run is partitioned (over the memory budget) yet: use "
+            "float32/float64/float16/bfloat16 with 'raise', or raise memory_budget="
+        )
