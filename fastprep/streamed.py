@@ -111,7 +111,7 @@ def fit(
     source fewer (the same partials, so the same fitted state)."""
     check_fittable(plan)
     unexpected = unexpected_column_findings(schema, source_columns(source), "fit")
-    job = Job(plan, schema, backend, RetryPolicy())
+    job = job_for(plan, schema, backend)
     parts = partitions or Partitions(source, rows_per_partition, job)
     rows = sum(s.n_rows or 0 for s in parts.specs)
     kept: list[dict[Any, Any]] = []
@@ -156,7 +156,7 @@ def transform(
 
     Precision(out_dtype)  # an unknown type is refused before anything is read
     unexpected = unexpected_column_findings(schema, source_columns(source), "transform")
-    job = Job(plan, schema, backend, RetryPolicy())
+    job = job_for(plan, schema, backend)
     parts = partitions or Partitions(source, rows_per_partition, job)
     names = make_layout(plan, params).names(plan, params)
     writer = ShardWriter(output_dir, names, out_dtype, compress=compress)
