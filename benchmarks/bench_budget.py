@@ -49,7 +49,7 @@ from fastprep.bench.job import (  # noqa: E402
     read_output,
     same_output,
 )
-from fastprep.preflight import format_bytes, parse_bytes  # noqa: E402
+from fastprep.runtime.preflight import format_bytes, parse_bytes  # noqa: E402
 
 SAMPLE_SECONDS = 0.1
 

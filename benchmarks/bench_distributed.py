@@ -56,7 +56,7 @@ def source_file(rows: int, partition: int, cache: Path) -> Path:
 def single_process(path: Path) -> dict[str, Any]:
     """Fit + transform in this (fresh) process; returns seconds and peak RSS."""
     from fastprep.cli import load_pipeline_file
-    from fastprep.distributed.tasks import worker_peak_mib
+    from fastprep.runtime.partition_tasks import worker_peak_mib
 
     pipeline = load_pipeline_file(PIPELINE)
     pipeline.fit_and_transform(SAMPLE, backend="numba")
@@ -95,7 +95,7 @@ def cluster_run(impl: str, path: Path, partition: int, workers: int, out: Path) 
     """One run on a fresh LocalCluster; shards stay in ``out/shards``."""
     from distributed import Client, LocalCluster
 
-    from fastprep.distributed.tasks import worker_peak_mib
+    from fastprep.runtime.partition_tasks import worker_peak_mib
 
     run = _fastprep if impl == "fastprep" else _dask_ml
     with (

@@ -26,10 +26,10 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils import murmurhash3_32
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fastprep.backends.dict_encode import hash_dicts
-from fastprep.backends.hashing import hash_columns
+from fastprep.api.schema import DictOf
+from fastprep.backends.numba.dict_encode import hash_dicts
+from fastprep.backends.numba.hashing import hash_columns
 from fastprep.bench import data as bench_data
-from fastprep.schema import DictOf
 from fastprep.validate.dict_checks import check_dicts
 
 
@@ -46,10 +46,10 @@ _COLD = """
 import sys, time
 import pandas as pd
 t0 = time.perf_counter()
-from fastprep.backends.dict_encode import hash_dicts
-from fastprep.backends.hashing import hash_columns
+from fastprep.backends.numba.dict_encode import hash_dicts
+from fastprep.backends.numba.hashing import hash_columns
 from fastprep.bench import data as bench_data
-from fastprep.schema import DictOf
+from fastprep.api.schema import DictOf
 from fastprep.validate.dict_checks import check_dicts
 df = pd.read_parquet(sys.argv[1])
 t1 = time.perf_counter()

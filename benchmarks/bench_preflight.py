@@ -25,10 +25,10 @@ CACHE = Path(tempfile.gettempdir()) / "fastprep-bench"
 def measure(n_rows: int) -> dict:
     import psutil
 
-    from fastprep.auto_cluster import check
     from fastprep.bench.data import dataset
     from fastprep.cli import load_pipeline_file
-    from fastprep.preflight import run_preflight
+    from fastprep.runtime.preflight import run_preflight
+    from fastprep.runtime.route import check
 
     path = str(dataset(n_rows, CACHE))
     pipeline = load_pipeline_file(Path(__file__).resolve().parents[1] / "pipelines/flights.py")

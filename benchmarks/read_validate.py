@@ -18,7 +18,7 @@ import statistics
 import time
 from pathlib import Path
 
-from fastprep import execute
+from fastprep.runtime import execute
 
 REPO = Path(__file__).resolve().parent.parent
 

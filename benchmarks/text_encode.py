@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fastprep.validate import text_encode as te
+from fastprep.data import text_encode as te
 
 
 def ways(codes: np.ndarray) -> dict:

@@ -16,8 +16,8 @@ import os as _os
 # a value the user set wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from fastprep.dsl import Dict, col, cols, cross, expr
-from fastprep.emit.shards import open_output
+from fastprep.api import Dict, col, cols, cross, expr
+from fastprep.api.schema import Bool, Category, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.errors import (
     BackendError,
     DataValidationError,
@@ -30,8 +30,6 @@ from fastprep.errors import (
     SparseOutputError,
     StateFormatError,
 )
-from fastprep.execute import Output
-from fastprep.memory import release_memory
 from fastprep.pipeline import FittedPipeline, Pipeline, load
 from fastprep.plan.steps import (
     Bin,
@@ -50,7 +48,9 @@ from fastprep.plan.steps import (
     Standardize,
     Vectorize,
 )
-from fastprep.schema import Bool, Category, Datetime, DictOf, Float, Int, Schema, String
+from fastprep.runtime.execute import Output
+from fastprep.runtime.memory import release_memory
+from fastprep.storage.shards import open_output
 from fastprep.validate import infer as _infer  # noqa: F401  (registers fp.Schema.infer)
 
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
 """``fp.Pipeline``: the declared pipeline, and ``FittedPipeline``: it plus fitted state.
 
-This module sits at the orchestration layer (it calls :mod:`fastprep.execute`), so the
+This module sits at the orchestration layer (it calls :mod:`fastprep.runtime.execute`), so the
 DSL builders below it never import a backend.
 """
 
@@ -13,22 +13,25 @@ from typing import Any
 
 import numpy as np
 
-from fastprep import auto_cluster, execute, preflight, stage_backends
-from fastprep.dsl.builders import FeatureBuilder
-from fastprep.dsl.check import check_plan
-from fastprep.dsl.resolve import resolve_plan
-from fastprep.emit.output_format import published_pipeline
+from fastprep.api import pipeline_file
+from fastprep.api.builders import FeatureBuilder
+from fastprep.api.check import check_plan
+from fastprep.api.resolve import resolve_plan
+from fastprep.api.schema import Schema, column_facts
+from fastprep.backends import stages as stage_backends
+from fastprep.data.sources import Source, collect_once
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
-from fastprep.io import Source, collect_once
 from fastprep.optimize import optimize
 from fastprep.plan.expr import Col, to_source
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
-from fastprep.planner import load_profile
-from fastprep.schema import Schema, column_facts
-from fastprep.state import (
+from fastprep.planning.planner import load_profile
+from fastprep.runtime import execute, preflight
+from fastprep.runtime import route as auto_cluster
+from fastprep.storage.output_format import published_pipeline
+from fastprep.storage.state import (
     decode_floats,
     encode_floats,
     join_arrays,
@@ -109,7 +112,7 @@ class Pipeline:
             return text
         source = collect_once(source, self.schema.read_columns(optimized.columns))
         # as ``fastprep run`` would run it: the output written to a folder, not gathered
-        from fastprep.distributed.levels import count_order_targets, count_passes
+        from fastprep.runtime.levels import count_order_targets, count_passes
 
         pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget,
                                       whole_output=False, passes=count_passes(optimized),
@@ -171,7 +174,7 @@ class Pipeline:
         only): True / "auto" (if stderr is a terminal) / a callable ``(stage, done, total)``
         shows a bar per pass over completed partitions; off by default.
 
-        Without ``client``, the memory pre-flight (:mod:`fastprep.preflight`) decides: a
+        Without ``client``, the memory pre-flight (:mod:`fastprep.runtime.preflight`) decides: a
         source whose in-memory fit would exceed ``memory_budget`` (bytes or "2GB"; default
         ``$FASTPREP_MEMORY_BUDGET`` or the available memory less headroom) is fitted on Dask
         partitions (``scheduler``: an address, "local", or "off" to refuse instead).
@@ -200,7 +203,7 @@ class Pipeline:
                 if pre is not None and pre.execution == "streamed":
                     return self._fit_streamed(source, backend, pre, rows_per_partition)
         if client is not None:
-            from fastprep import distributed
+            from fastprep.runtime import cluster as distributed
 
             params, report = distributed.fit(
                 client, plan, self.schema, source, backend=backend, progress=progress,
@@ -220,7 +223,7 @@ class Pipeline:
     ) -> FittedPipeline:  # fmt: skip
         """The fit streamed partition by partition in this process (the pre-flight's
         choice); no drift profile (it would need the whole validated table)."""
-        from fastprep import streamed
+        from fastprep.runtime import streamed
 
         rows = rows_per_partition or pre.rows_per_partition
         spare = pre.chosen.kept_bytes if pre.chosen is not None else 0
@@ -316,13 +319,13 @@ class Pipeline:
     ) -> tuple[FittedPipeline, Any]:  # fmt: skip
         """Fit, then transform into ``output_dir`` shard by shard, partition by partition
         (streamed here, or on the Dask ``client``); the output comes back mapped."""
-        from fastprep.emit.shards import open_output
+        from fastprep.storage.shards import open_output
 
         if output_dir is None:  # the pre-flight refuses this before routing here
             raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
         rows = pre.rows_per_partition
         if client is None:
-            from fastprep import streamed
+            from fastprep.runtime import streamed
 
             parts = streamed.Partitions(source, rows, streamed.job_for(self.optimized,
                                                                       self.schema, backend))  # fmt: skip
@@ -409,10 +412,10 @@ class FittedPipeline:
 
         With ``client``, each partition is transformed by a task on that Dask cluster:
         the result is gathered into one :class:`Output`, or, with ``output_dir``, written
-        as shards plus a manifest (a :class:`fastprep.distributed.Manifest`; a re-run
+        as shards plus a manifest (a :class:`fastprep.runtime.cluster.Manifest`; a re-run
         resumes from the partitions already written); a run without ``client`` that fits
         in memory writes ``output_dir`` with :meth:`Output.save` and returns the Output.
-        ``distributed_options`` go to :func:`fastprep.distributed.transform` (``retry=``,
+        ``distributed_options`` go to :func:`fastprep.runtime.cluster.transform` (``retry=``,
         ``partitions=``, ``progress=`` as in :meth:`Pipeline.fit`; ``compress=``,
         ``pipeline=`` for the folder).
         """
@@ -452,7 +455,7 @@ class FittedPipeline:
                         out.report.notes.append(auto_cluster.note(pre))
                     return out
                 if pre is not None and pre.execution == "streamed" and output_dir is not None:
-                    from fastprep import streamed
+                    from fastprep.runtime import streamed
 
                     _check_streamable(out_dtype, on_overflow)
                     return streamed.transform(
@@ -463,7 +466,7 @@ class FittedPipeline:
                         notes=(auto_cluster.note(pre),),
                     )  # fmt: skip
         if client is not None:
-            from fastprep import distributed
+            from fastprep.runtime import cluster as distributed
 
             if precision.quantized or on_overflow != "raise":
                 raise PipelineDefinitionError(
@@ -510,9 +513,9 @@ class FittedPipeline:
 
         Options: ``batch_size=1024, shuffle=False, seed=0, drop_last=False, epoch=0,
         rows_per_partition, out_dtype, on_overflow, backend, pool_size, return_row_ids,
-        on_alert``; the returned :class:`fastprep.batches.BatchStream` has ``.stats`` after
+        on_alert``; the returned :class:`fastprep.runtime.batches.BatchStream` has ``.stats`` after
         a pass (its findings totalled over the partitions; alerts sent once at its end)."""
-        from fastprep.batches import BatchStream
+        from fastprep.runtime.batches import BatchStream
 
         return BatchStream(self, source, **options)
 
@@ -524,9 +527,9 @@ class FittedPipeline:
         (one per partition; never the whole matrix in memory), published atomically like
         :meth:`Output.save`; open with ``fp.open_output``. Options as :meth:`batches`
         (``rows_per_partition``, ``out_dtype``, ...); returns the
-        :class:`~fastprep.batches.BatchStats` of the pass."""
-        from fastprep.batches import BatchStream
-        from fastprep.emit.shards import ShardWriter
+        :class:`~fastprep.runtime.batches.BatchStats` of the pass."""
+        from fastprep.runtime.batches import BatchStream
+        from fastprep.storage.shards import ShardWriter
 
         stream = BatchStream(self, source, **options)
         writer: ShardWriter | None = None
@@ -552,7 +555,7 @@ class FittedPipeline:
     def torch_dataset(self, source: Source, **options: Any) -> Any:
         """A ``torch.utils.data.IterableDataset`` over :meth:`batches` (``fastprep[torch]``);
         each pass is a new epoch (reshuffled when ``shuffle=True``)."""
-        from fastprep.torch_bridge import BatchDataset
+        from fastprep.integrations.torch import BatchDataset
 
         return BatchDataset(self, source, **options)
 
@@ -626,7 +629,7 @@ def _run_report(out: Any) -> Any:
     """The run's report object: a published output keeps it as a dict (``to_dict()``)."""
     if not isinstance(out.report, dict):
         return out.report
-    from fastprep.distributed.shards import combine_reports
+    from fastprep.runtime.shards import combine_reports
 
     return combine_reports([out.report], [], str(out.report.get("source", "")))
 
@@ -723,3 +726,12 @@ def _check_streamable(out_dtype: str, on_overflow: str) -> None:
             "when the run is partitioned (over the memory budget) yet: use "
             "float32/float64/float16/bfloat16 with 'raise', or raise memory_budget="
         )
+
+
+def load_pipeline_file(path: str | os.PathLike[str]) -> Pipeline:
+    """Run a pipeline file (the user's own Python) and return its ``fp.Pipeline``.
+
+    The file's variable ``pipeline`` is used; otherwise its only ``Pipeline`` instance.
+    A relative ``sample=`` path is resolved against the file's folder.
+    """
+    return pipeline_file.load_pipeline_file(path, Pipeline)

@@ -16,7 +16,7 @@ SAMPLES = REPO / "data_samples"
 def _fresh_planner_ledger():
     """Each test starts with no amortized kernel costs (``planner.note_run``), so the
     planner's choices do not depend on which tests ran before in this process."""
-    from fastprep import planner
+    from fastprep.planning import planner
 
     planner.reset_amortization()
     yield

@@ -36,7 +36,9 @@ def test_pipeline_definition_loads_no_heavy_dependency(repo_root) -> None:
 def test_streamed_execution_needs_no_dask() -> None:
     """A run over its memory budget streams in this process: that path imports no Dask,
     so it works without the ``[distributed]`` extra."""
-    code = "import json, sys; import fastprep.streamed; print(json.dumps(sorted(sys.modules)))"
+    code = (
+        "import json, sys; import fastprep.runtime.streamed; print(json.dumps(sorted(sys.modules)))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )

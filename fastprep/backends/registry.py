@@ -35,7 +35,7 @@ def register(info: BackendInfo) -> None:
 register(
     BackendInfo(
         "pandas",
-        "fastprep.backends.pandas_",
+        "fastprep.backends.reference.backend",
         ("numpy", "pandas"),
         "numpy-vectorized reference path; numpy MurmurHash3 of distinct tokens for Hash",
     )
@@ -50,7 +50,7 @@ def load_backend(name: str) -> Any:
 register(
     BackendInfo(
         "numba",
-        "fastprep.backends.numba_",
+        "fastprep.backends.numba.backend",
         ("numba",),
         "element-wise chains fused into parallel Numba JIT kernels (cached on disk)",
     )
@@ -58,7 +58,7 @@ register(
 register(
     BackendInfo(
         "numexpr",
-        "fastprep.backends.numexpr_",
+        "fastprep.backends.numexpr",
         ("numexpr",),
         "element-wise chains evaluated as one numexpr expression per output column",
     )

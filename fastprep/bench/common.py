@@ -23,7 +23,7 @@ Result = tuple[Any, Any]
 #: a competitor, ready to run: fit + transform on one DataFrame, returns ``(X, y)``
 RunFn = Callable[[pd.DataFrame], Result]
 
-#: mirrors ``fastprep.backends.pandas_.SPARSE_ONEHOT_MIN_CATEGORIES``
+#: mirrors ``fastprep.backends.reference.backend.SPARSE_ONEHOT_MIN_CATEGORIES``
 SPARSE_ONEHOT_MIN_CATEGORIES = 64
 MISSING_LABEL = "<missing>"
 EPS = float(np.finfo(np.float64).eps)

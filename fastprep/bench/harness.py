@@ -285,7 +285,7 @@ def run(config: Config, command: str = "") -> dict[str, Any]:
     """The whole benchmark: machine, bandwidth, then per size prepare → gate → time."""
     from tqdm import tqdm
 
-    from fastprep.cli import load_pipeline_file
+    from fastprep.pipeline import load_pipeline_file
 
     pipeline = load_pipeline_file(config.pipeline)
     chosen = selected(config)

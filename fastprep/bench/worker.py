@@ -97,7 +97,7 @@ def sample(spec: dict[str, Any]) -> dict[str, Any]:
     import pandas as pd
 
     from fastprep.bench.impls import get
-    from fastprep.cli import load_pipeline_file
+    from fastprep.pipeline import load_pipeline_file
 
     pipeline = load_pipeline_file(spec["pipeline"])
     run = get(spec["impl"]).factory(pipeline)

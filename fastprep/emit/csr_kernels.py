@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends import kernel_files
-from fastprep.backends.kernel_files import indent, load_module
-from fastprep.emit.arena import ARENA
-from fastprep.planner import kernel_path, note_helper
+from fastprep.native import kernel_files
+from fastprep.native.arena import ARENA
+from fastprep.native.kernel_files import indent, load_module
+from fastprep.planning.planner import kernel_path, note_helper
 
 #: below this many rows the serial twins of the kernels run (thread wake-up costs more)
 PARALLEL_MIN_ROWS = 200_000

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fastprep.backends.kernel_files import jit, numba_cached, numba_loaded
-from fastprep.emit.arena import ARENA
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
-from fastprep.planner import kernel_path
+from fastprep.native.arena import ARENA
+from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
+from fastprep.planning.planner import kernel_path
 
 if TYPE_CHECKING:
     import scipy.sparse as sp

@@ -222,7 +222,7 @@ def columns_of(node: Expr) -> tuple[str, ...]:
 
 
 def to_source(node: Expr, parent_precedence: int = 0) -> str:
-    """Print ``node`` back as expression text that :mod:`fastprep.expr_parser` accepts."""
+    """Print ``node`` back as expression text that :mod:`fastprep.api.expr_parser` accepts."""
     if isinstance(node, Col):
         return node.name if _plain_name(node.name) else f"`{node.name}`"
     if isinstance(node, Const):

@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fastprep.columns import TextColumn
-from fastprep.validate import text_encode
+from fastprep.data import text_encode
+from fastprep.data.columns import TextColumn
 
 #: text spellings of "missing" accepted in number columns read as text
 NULL_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"})

@@ -14,8 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from fastprep.api.schema import Datetime
 from fastprep.errors import SchemaError
-from fastprep.schema import Datetime
 
 #: a text timestamp that names its offset: "...Z", "...+01:00", "...-0500"
 OFFSET = r"(?:[zZ]|[+-]\d\d:?\d\d)$"

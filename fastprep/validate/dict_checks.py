@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from fastprep.dict_column import DictColumn
-from fastprep.emit.arena import ARENA
+from fastprep.api.schema import DictOf
+from fastprep.data import text_encode
+from fastprep.data.dict_column import DictColumn
 from fastprep.errors import Reason
-from fastprep.schema import DictOf
-from fastprep.validate import text_encode
+from fastprep.native.arena import ARENA
 
 Violation = tuple[str, np.ndarray, str]
 

@@ -16,13 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fastprep.backends.kernel_files import jit as njit
-from fastprep.backends.kernel_files import numba_cached, numba_loaded
-from fastprep.columns import Table, TextColumn
-from fastprep.dict_column import DictColumn
-from fastprep.planner import kernel_path
+from fastprep.data.columns import Table, TextColumn
+from fastprep.data.dict_column import DictColumn
+from fastprep.data.text_encode import arrow_uniques, count_codes
+from fastprep.native.kernel_files import jit as njit
+from fastprep.native.kernel_files import numba_cached, numba_loaded
+from fastprep.planning.planner import kernel_path
 from fastprep.validate import number_checks as nc
-from fastprep.validate.text_encode import arrow_uniques, count_codes
 
 #: above this many distinct values a text column's vocabulary is not kept (no unseen share)
 MAX_VOCABULARY = 100_000

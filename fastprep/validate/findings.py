@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fastprep.io import Raw, rows_as_read
+from fastprep.data.sources import Raw, rows_as_read
 
 FIRST_ROWS = 5
 EXAMPLES = 3

@@ -1,4 +1,4 @@
-"""Infer a starting-point :class:`~fastprep.schema.Schema` from a sample of the data.
+"""Infer a starting-point :class:`~fastprep.api.schema.Schema` from a sample of the data.
 
 The result is a draft to read, edit and save (``schema.save("schema.json")``), not a
 contract: ranges are left open unless ``ranges=True`` (a sample's min/max is tighter than
@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fastprep.io import Source, as_pandas, read_source, source_columns
-from fastprep.schema import (
+from fastprep.api.schema import (
     Bool,
     Category,
     ColumnType,
@@ -27,6 +26,7 @@ from fastprep.schema import (
     String,
     set_inferrer,
 )
+from fastprep.data.sources import Source, as_pandas, read_source, source_columns
 from fastprep.validate.coerce import NULL_TOKENS
 from fastprep.validate.datetimes import OFFSET as _OFFSET
 
@@ -37,7 +37,7 @@ MAX_CATEGORIES = 50
 def infer_schema(
     source: Source, *, ranges: bool = False, max_categories: int = MAX_CATEGORIES
 ) -> Schema:
-    """One column type per column of ``source`` (any source :func:`fastprep.io.read_source`
+    """One column type per column of ``source`` (any source :func:`fastprep.data.sources.read_source`
     takes: a CSV/Parquet path, a pandas or Polars frame, a pyarrow Table or Dataset)."""
     columns = source_columns(source)
     if columns is None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastprep.backends.kernel_files import jit as njit
-from fastprep.backends.kernel_files import numba_cached, numba_loaded, prange
-from fastprep.planner import kernel_path, note_helper
+from fastprep.native.kernel_files import jit as njit
+from fastprep.native.kernel_files import numba_cached, numba_loaded, prange
+from fastprep.planning.planner import kernel_path, note_helper
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
 EXACT_INT = 2.0**53

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastprep.api.schema import ColumnType, Float, Int
 from fastprep.errors import Reason
-from fastprep.schema import ColumnType, Float, Int
 
 REPAIRABLE = frozenset(
     {Reason.BELOW_MIN.value, Reason.ABOVE_MAX.value, Reason.NOT_FINITE.value,

@@ -13,9 +13,9 @@ import logging
 import numpy as np
 import pandas as pd
 
-from fastprep.columns import Column, TextColumn
+from fastprep.api.schema import Schema
+from fastprep.data.columns import Column, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
-from fastprep.schema import Schema
 from fastprep.validate.findings import Finding, make_finding
 
 log = logging.getLogger("fastprep.validate")

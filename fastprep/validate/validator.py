@@ -18,10 +18,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fastprep.columns import Column, RowIds, RowRange, Table, TextColumn
+from fastprep.api.schema import (
+    Bool,
+    Category,
+    ColumnType,
+    Datetime,
+    DictOf,
+    Float,
+    Int,
+    Schema,
+    String,
+)
+from fastprep.data.columns import Column, RowIds, RowRange, Table, TextColumn
+from fastprep.data.sources import raw_columns, raw_len
 from fastprep.errors import DataValidationError, Reason, SchemaError
-from fastprep.io import raw_columns, raw_len
-from fastprep.schema import Bool, Category, ColumnType, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import (
     arrow_numbers,
@@ -33,8 +43,8 @@ from fastprep.validate.coerce import (
 )
 from fastprep.validate.datetimes import to_epoch_seconds
 from fastprep.validate.dict_checks import check_dicts
+from fastprep.validate.encoding_savings import text_encoding_bytes
 from fastprep.validate.findings import Finding, Quarantine, make_finding
-from fastprep.validate.memory import text_encoding_bytes
 from fastprep.validate.repair import impute_missing, overflow_mask, repair_values
 from fastprep.validate.table_checks import duplicate_key_finding
 
@@ -62,7 +72,7 @@ def validate_frame(
     row_ids: RowIds | None = None,
 ) -> ValidationResult:
     """Check ``columns`` of ``frame`` (a pandas DataFrame or a pyarrow Table, see
-    :func:`fastprep.io.read_source`; and the schema's key columns) against ``schema``."""
+    :func:`fastprep.data.sources.read_source`; and the schema's key columns) against ``schema``."""
     columns = schema.read_columns(list(columns))
     names = raw_columns(frame)
     missing = [c for c in columns if c not in names]

@@ -108,7 +108,7 @@ def test_numba_statistics_are_stable_far_from_zero() -> None:
 
 
 def test_numba_median_is_numpys_nanmedian() -> None:
-    from fastprep.backends.numba_kernels import nanmedian
+    from fastprep.backends.numba.kernels import nanmedian
 
     rng = np.random.default_rng(5)
     cases = []

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fastprep as fp
-from fastprep.backends.datetime_parts import PART_CODES, date_part, zone_table
+from fastprep.backends.reference.datetime_parts import PART_CODES, date_part, zone_table
 
 BACKENDS = ("pandas", "numba", "numexpr")
 ZONE = "America/New_York"
@@ -231,7 +231,7 @@ def test_date_parts_across_dst_transitions_equal_pandas(offsets, fraction, zone)
 
 
 def test_kernel_calendar_equals_pandas_over_centuries() -> None:
-    from fastprep.backends.numba_exprs import date_part as kernel_part
+    from fastprep.backends.numba.exprs import date_part as kernel_part
 
     rng = np.random.default_rng(7)
     seconds = np.concatenate([rng.uniform(-5e9, 5e9, 3000), [np.nan, np.inf, 0.0, -0.5]])
@@ -404,8 +404,8 @@ def test_an_output_defined_later_is_named_in_the_error() -> None:
 
 
 def test_integral_results_are_typed_int() -> None:
-    from fastprep.dsl.check import infer_type
-    from fastprep.expr_parser import parse_expr
+    from fastprep.api.check import infer_type
+    from fastprep.api.expr_parser import parse_expr
 
     types = {name: spec.ltype for name, spec in SCHEMA.items()}
     for text in ("floor(dep_delay)", "ceil(distance)", "round(air_time)", "trunc(dep_delay)",

@@ -31,7 +31,7 @@ from sklearn.preprocessing import (
 )
 
 import fastprep as fp
-from fastprep.backends import pandas_ as reference
+from fastprep.backends.reference import backend as reference
 
 WEATHER_COLUMNS = ["temp", "humid", "wind_dir", "wind_speed", "wind_gust", "precip",
                    "pressure", "visib"]  # fmt: skip
@@ -248,8 +248,8 @@ def _repairs(out) -> list[tuple]:
 def test_box_cox_is_fused_with_the_references_output_and_repairs(flights_sample) -> None:
     """Fused into the Numba kernel: the same X bit for bit, the same rows quarantined and
     the same repairs (boxcox_domain next to log1p_domain and expr_not_finite)."""
-    from fastprep.backends.numba_ import chains_of
-    from fastprep.backends.numba_codegen import transform_program
+    from fastprep.backends.numba.backend import chains_of
+    from fastprep.backends.numba.codegen import transform_program
 
     pipeline = _box_cox_pipeline(["dep_delay", "arr_delay"])
     plan = pipeline.optimized
@@ -276,7 +276,7 @@ def test_box_cox_is_fused_with_the_references_output_and_repairs(flights_sample)
 def test_box_cox_kernel_on_edge_values(monkeypatch, parallel) -> None:
     """Zero, negatives, tiny and huge values (an overflow to inf quarantines the row on both
     backends) and missing ones, serial and in parallel chunks (the counters are summed)."""
-    from fastprep.backends import numba_
+    from fastprep.backends.numba import backend as numba_
 
     monkeypatch.setattr(numba_, "PARALLEL_MIN_ROWS", 0 if parallel == "1" else 10**9)
     rng = np.random.default_rng(5)
@@ -479,8 +479,8 @@ def test_element_wise_parts_are_fused_into_the_numba_kernel(weather, step) -> No
 )  # fmt: skip
 def test_kernel_helpers_equal_numpy_with_ties(quantiles, xs) -> None:
     """The kernels' searchsorted/interp with tied quantiles and values on the edges."""
-    from fastprep.backends import numba_kernels as nk
-    from fastprep.backends.scalers import quantile_apply
+    from fastprep.backends.numba import kernels as nk
+    from fastprep.backends.reference.scalers import quantile_apply
 
     q = np.sort(np.array(quantiles))
     x = np.array(xs + [np.nan])
@@ -587,7 +587,7 @@ def test_an_int_column_with_many_ties(flights_sample, backend) -> None:
 def test_the_kernels_ndtri_is_scipys() -> None:
     from scipy.special import ndtri
 
-    from fastprep.backends import numba_kernels as nk
+    from fastprep.backends.numba import kernels as nk
 
     rng = np.random.default_rng(3)
     u = np.concatenate([rng.random(20_000), rng.random(200) * 1e-9, 1 - rng.random(200) * 1e-9,

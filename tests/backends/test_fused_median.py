@@ -13,7 +13,7 @@ import fastprep as fp
 
 pytest.importorskip("numba")
 
-from fastprep.backends import numba_
+from fastprep.backends.numba import backend as numba_
 
 
 def fitted_fill(frame: pd.DataFrame, expr: str) -> float:
@@ -57,7 +57,7 @@ def test_fused_median_is_numpys_nanmedian(monkeypatch, case, n, parallel):
 def test_radix_selection_matches_a_sort_at_every_level(spread):
     """8-bit selection levels down to the last key bit: values that differ only in their
     lowest mantissa bits need every level; more than 4,096 candidates per level."""
-    from fastprep.backends.numba_kernels import _select_pair
+    from fastprep.backends.numba.kernels import _select_pair
 
     rng = np.random.default_rng(5)
     n = 20_001

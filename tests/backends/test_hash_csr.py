@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from test_hashing import _flights, check  # the sklearn reference of the hashing tests
 
-from fastprep.backends import hash_csr, hashing
-from fastprep.validate import text_encode
+from fastprep.backends.numba import hash_csr, hashing
+from fastprep.data import text_encode
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 
@@ -57,7 +57,7 @@ def test_features_are_gathered_or_hashed_per_row() -> None:
         (["id"], [hashing._to_arrow("id", ids)[1]]),
         (["origin", "dest"], [hashing._to_arrow(c, flights[c])[1] for c in ("origin", "dest")]),
     ]
-    from fastprep.backends import _murmur as mm
+    from fastprep.backends.numba import murmur as mm
 
     fm = np.array([0, 8, 0, 1])
     m, imin = mm.fastmod_params(8)
@@ -80,7 +80,7 @@ def test_first_rows_with_many_distinct_values_fall_back_to_per_row(monkeypatch) 
     col = pd.Series(values, dtype="str")
     assert text_encode.try_encode(pa.chunked_array([pa.array(values, pa.large_string())])) is None
     feats = [(["c"], [hashing._to_arrow("c", col)[1]])]
-    from fastprep.backends import _murmur as mm
+    from fastprep.backends.numba import murmur as mm
 
     m, imin = mm.fastmod_params(2**10)
     fm = np.array([np.int64(m.view(np.int64)), 2**10, imin, 1])
@@ -167,8 +167,8 @@ def test_text_columns_as_validation_encoded_them(monkeypatch, by_row) -> None:
     """A ``TextColumn`` (codes + distinct values from validation) hashes exactly like the
     strings it stands for, alone and in crosses — also when a cross is too large for a
     table and each row's bytes are hashed (the column goes back to Arrow then)."""
-    from fastprep.backends import hash_codes
-    from fastprep.columns import TextColumn
+    from fastprep.backends.numba import hash_codes
+    from fastprep.data.columns import TextColumn
 
     if by_row:
         monkeypatch.setattr(hash_codes, "MAX_COMBINATIONS", 0)

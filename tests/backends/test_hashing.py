@@ -17,8 +17,8 @@ from numba import njit
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils import murmurhash3_32
 
-from fastprep.backends import _murmur as mm
-from fastprep.backends.hashing import hash_columns
+from fastprep.backends.numba import murmur as mm
+from fastprep.backends.numba.hashing import hash_columns
 
 # sklearn itself warns when casting e.g. 1e300 to float32
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
@@ -458,7 +458,7 @@ def test_property_vs_sklearn(data, n_rows, n_text, n_num, n_features, alternate_
 def test_cross_by_combination_codes_and_per_row_agree_with_sklearn(flights, path, monkeypatch):
     """A cross is hashed once per combination present (gathered by combined code) unless the
     combinations would not fit a table; both give sklearn's matrix, dictionary input too."""
-    from fastprep.backends import hash_codes
+    from fastprep.backends.numba import hash_codes
 
     if path == "per-row":
         monkeypatch.setattr(hash_codes, "MAX_COMBINATIONS", 1)

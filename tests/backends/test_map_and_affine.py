@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import fastprep as fp
-from fastprep.backends.map_ import compiled_map
+from fastprep.backends.reference.map_step import compiled_map
 
 SCHEMA = fp.Schema({"a": fp.Float(nullable=True)})
 FRAME = pd.DataFrame({"a": [1.0, 4.0, np.nan, -3.0, 0.0, 9.0]})
@@ -176,8 +176,8 @@ def test_consecutive_affine_steps_collapse_within_one_ulp() -> None:
     fitted = pipeline.fit(frame, backend="pandas")
     reference = fitted.transform(frame).X
     fused = fitted.transform(frame, backend="numba").X
-    from fastprep.backends.numba_ import chains_of
-    from fastprep.backends.numba_codegen import transform_program
+    from fastprep.backends.numba.backend import chains_of
+    from fastprep.backends.numba.codegen import transform_program
 
     plan = fitted.plan
     source = transform_program(chains_of(plan, plan.execution_stages()[0]), set(), False).source
@@ -188,7 +188,7 @@ def test_consecutive_affine_steps_collapse_within_one_ulp() -> None:
 
 @pytest.mark.parametrize("func", ["log1p", "log", "exp", "sqrt"])
 def test_threaded_hoisted_ufunc_is_bit_identical_to_one_numpy_call(func):
-    from fastprep.backends import numba_
+    from fastprep.backends.numba import backend as numba_
 
     rng = np.random.default_rng(11)
     for n in (numba_.UFUNC_THREADS_MIN + 1, numba_.UFUNC_THREADS_MIN * 3 + 12_345):

@@ -14,12 +14,13 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
-from fastprep import planner
-from fastprep.backends import hash_reference, kernel_files
-from fastprep.backends import pandas_ as reference
-from fastprep.columns import TextColumn
+from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference import hashing as hash_reference
+from fastprep.data.columns import TextColumn
 from fastprep.emit import csr_kernels, sink
+from fastprep.native import kernel_files
 from fastprep.plan.steps import Hash
+from fastprep.planning import planner
 from fastprep.validate import drift
 from fastprep.validate import number_checks as nc
 
@@ -247,7 +248,7 @@ def test_hash_int_min_column_rule() -> None:
 
 CACHED_AFTER_CALL = """
 import sys
-from fastprep.backends.kernel_files import numba_cached
+from fastprep.native.kernel_files import numba_cached
 from fastprep.validate import number_checks as nc
 import numpy as np
 before = numba_cached(nc._first_finite)

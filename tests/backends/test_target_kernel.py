@@ -10,7 +10,7 @@ import fastprep as fp
 
 pytest.importorskip("numba")
 
-from fastprep.backends import numba_
+from fastprep.backends.numba import backend as numba_
 
 SCHEMA = {
     "dep_delay": fp.Float(nullable=True),

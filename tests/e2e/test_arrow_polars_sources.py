@@ -15,8 +15,8 @@ import scipy.sparse as sp
 from support import assert_same_matrix
 
 import fastprep as fp
-from fastprep import execute
-from fastprep.partitions import plan_partitions
+from fastprep.data.partitions import plan_partitions
+from fastprep.runtime import execute
 
 pl = pytest.importorskip("polars")
 

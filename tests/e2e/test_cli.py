@@ -156,7 +156,7 @@ def load_folder(folder: Path):
 
 def assert_one_output(folder: Path) -> None:
     """The folder holds one published output: its manifest's files and the pipeline alias."""
-    from fastprep.emit.output_format import LOCK_FILES, named_files
+    from fastprep.storage.output_format import LOCK_FILES, named_files
 
     doc = json.loads((folder / "manifest.json").read_text())
     expected = named_files(doc) | {"manifest.json", "pipeline.fastprep", *LOCK_FILES}

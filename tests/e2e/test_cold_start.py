@@ -28,7 +28,7 @@ def _dense_or_csr(X):
 
 
 def test_cold_cache_run_compiles_nothing_and_equals_numba(tmp_path, repo_root, monkeypatch) -> None:
-    from fastprep.validate import text_encode
+    from fastprep.data import text_encode
 
     if not hasattr(text_encode, "kernels_ready"):  # (its no-compile path lands separately)
         pytest.skip("text encoding has no path without a compiled kernel yet")

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from fastprep import execute
+from fastprep.runtime import execute
 
 
 def test_the_collector_is_paused_inside_and_restored_after(

@@ -14,7 +14,7 @@ from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
 from support import assert_same_matrix
 
 import fastprep as fp
-from fastprep.emit.output_format import LOCK_FILES
+from fastprep.storage.output_format import LOCK_FILES
 
 DENSE_SCHEMA = fp.Schema(
     {

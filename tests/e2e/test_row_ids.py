@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastprep.columns import RowRange
+from fastprep.data.columns import RowRange
 
 
 @settings(deadline=None)

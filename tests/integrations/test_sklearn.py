@@ -20,7 +20,7 @@ from support import REPO, assert_same_matrix
 
 import fastprep as fp
 from fastprep.cli import load_pipeline_file
-from fastprep.sklearn import EXPECTED_FAILED_CHECKS, FastprepTransformer
+from fastprep.integrations.sklearn import EXPECTED_FAILED_CHECKS, FastprepTransformer
 
 FLIGHTS = load_pipeline_file(REPO / "pipelines" / "flights.py")
 NUMERIC = load_pipeline_file(REPO / "pipelines" / "flights_numeric.py")
@@ -39,7 +39,9 @@ def test_import_fastprep_does_not_import_the_integration():
     code = (
         "import sys, fastprep\n"
         "assert 'fastprep.sklearn' not in sys.modules\n"
-        "import fastprep.sklearn as m\n"
+        "assert 'fastprep.integrations.sklearn' not in sys.modules\n"
+        "import fastprep.sklearn\n"
+        "import fastprep.integrations.sklearn as m\n"
         "assert m.BaseEstimator.__module__ == 'sklearn.base', m.BaseEstimator.__module__\n"
         "assert sys.modules['sklearn'].__file__.endswith('sklearn/__init__.py')\n"
     )

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import fastprep as fp
-from fastprep.expr_parser import parse_expr
+from fastprep.api.expr_parser import parse_expr
 from fastprep.optimize import PASSES, optimize
 from fastprep.optimize.driver import OptimizerDidNotConverge
 from fastprep.optimize.fold_constants import fold_constants, simplify
@@ -50,8 +50,8 @@ def test_fold_constants_golden(before: str, after: str) -> None:
 
 def test_fold_constants_keeps_semantics_on_edge_values() -> None:
     """Every golden rewrite gives the same values as the original on values its facts allow."""
-    from fastprep.backends.expressions import evaluate
-    from fastprep.columns import Table
+    from fastprep.backends.reference.expressions import evaluate
+    from fastprep.data.columns import Table
 
     rng = np.random.default_rng(0)
     n = 200

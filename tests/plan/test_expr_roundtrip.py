@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastprep.expr_parser import parse_expr
+from fastprep.api.expr_parser import parse_expr
 from fastprep.plan.expr import (
     BINARY_OPS,
     DATE_PARTS,

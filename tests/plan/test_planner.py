@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from fastprep import calibrate, planner
+from fastprep.cli import calibrate
+from fastprep.planning import planner
 
 
 def choices(pipeline, n_rows, state, **kwargs):
@@ -123,7 +124,7 @@ def test_calibrate_measures_every_constant(tmp_path):
 
 def test_hash_kernels_count_as_loaded_only_after_their_first_call(flights_pipeline, flights_sample):
     pytest.importorskip("numba")
-    from fastprep import stage_backends
+    from fastprep.backends import stages as stage_backends
 
     flights_pipeline.fit_transform(flights_sample, backend="numba")  # runs the murmur kernels
     assert stage_backends._hash_readiness() == planner.READY

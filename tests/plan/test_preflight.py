@@ -12,8 +12,10 @@ import pytest
 import scipy.sparse as sp
 
 import fastprep as fp
-from fastprep import auto_cluster, planner, preflight
 from fastprep.errors import BackendError, MemoryBudgetError, PipelineDefinitionError
+from fastprep.planning import planner
+from fastprep.runtime import preflight
+from fastprep.runtime import route as auto_cluster
 
 
 def assert_same_matrix(a, b) -> None:
@@ -294,7 +296,7 @@ def test_a_collected_query_counts_as_resident_like_its_table(flights_pipeline) -
     that table as memory already in use, exactly as for the same pyarrow Table."""
     import pyarrow.parquet as pq
 
-    from fastprep.io import collect_once
+    from fastprep.data.sources import collect_once
 
     plan, schema = flights_pipeline.optimized, flights_pipeline.schema
     table = pq.read_table("data_samples/flights.parquet")

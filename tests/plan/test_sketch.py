@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastprep.sketch import HyperLogLog, hash_values
+from fastprep.planning.sketch import HyperLogLog, hash_values
 
 
 def _strings(n: int, seed: int = 0) -> list[str]:
@@ -15,7 +15,7 @@ def _strings(n: int, seed: int = 0) -> list[str]:
 
 
 def test_hash_is_the_kernels_murmur3_and_sklearns():
-    numba_murmur = pytest.importorskip("fastprep.backends._murmur")
+    numba_murmur = pytest.importorskip("fastprep.backends.numba.murmur")
     sklearn_utils = pytest.importorskip("sklearn.utils")
     keys = _strings(300) + ["", "a", "abcd", "x" * 1000]
     ours = hash_values(keys)

@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 
 import fastprep as fp
-from fastprep.backends import numba_, numba_kernels
-from fastprep.columns import Table, row_range
+from fastprep.backends.numba import backend as numba_
+from fastprep.backends.numba import kernels as numba_kernels
+from fastprep.data.columns import Table, row_range
 from fastprep.validate import drift
 from fastprep.validate import number_checks as nc
 
@@ -91,7 +92,7 @@ def test_tabled_columns_are_small_range_exact_int_columns() -> None:
         "huge": 2**60 + rng.integers(0, 5, n),  # float64 cannot tell these apart
         "real": rng.normal(size=n),
     }
-    from fastprep.backends.numba_codegen import Chain
+    from fastprep.backends.numba.codegen import Chain
     from fastprep.plan.expr import Col
 
     table = Table(row_range(0, n), dict(columns))

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 import fastprep as fp
-from fastprep import execute
-from fastprep.io import raw_columns
+from fastprep.data.sources import raw_columns
+from fastprep.runtime import execute
 
 BACKENDS = ["pandas", "numba"]
 

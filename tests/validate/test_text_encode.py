@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastprep.validate import text_encode
+from fastprep.data import text_encode
 
 
 @pytest.fixture(autouse=True)
@@ -206,7 +206,7 @@ def test_which_encoder(monkeypatch):
     loaded, cached = [True], [True]
     monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: loaded[0])
     monkeypatch.setattr(text_encode, "numba_cached", lambda kernel: cached[0])
-    monkeypatch.setattr("fastprep.planner.numba_imported", lambda: True)
+    monkeypatch.setattr("fastprep.planning.planner.numba_imported", lambda: True)
     assert text_encode._use_numba(1000)
     loaded[0] = False
     assert not text_encode._use_numba(1000) and text_encode._use_numba(10_000_000)

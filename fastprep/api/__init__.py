@@ -1,0 +1,6 @@
+"""The user-facing builders: ``cols``, ``col``, ``expr`` and ``>>``; they produce plan nodes."""
+
+from fastprep.api.builders import Dict, FeatureBuilder, col, cols, cross, expr
+from fastprep.api.check import check_plan
+
+__all__ = ["Dict", "FeatureBuilder", "check_plan", "col", "cols", "cross", "expr"]

@@ -1,0 +1,91 @@
+"""``fp.cols("a", "b") >> fp.FillMissing(0) >> fp.Standardize()`` builds a :class:`Feature`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastprep.api.expr_parser import parse_expr
+from fastprep.errors import PipelineDefinitionError
+from fastprep.plan.expr import Col
+from fastprep.plan.nodes import Feature, Input
+from fastprep.plan.steps import Step, StepChain
+
+
+@dataclass(frozen=True)
+class FeatureBuilder:
+    """An input group plus the steps chained onto it so far (immutable; ``>>`` returns new)."""
+
+    inputs: tuple[Input, ...]
+    steps: tuple[Step, ...] = ()
+    cross: bool = False
+    pinned: str | None = None
+
+    def backend(self, name: str) -> FeatureBuilder:
+        """Run this feature's stage on backend ``name`` (e.g. ``"pandas"``) whatever the
+        pipeline's ``backend=`` or the planner would pick; shown in ``explain``."""
+        if not isinstance(name, str) or not name or name == "auto":
+            raise PipelineDefinitionError(
+                f".backend({name!r}): name a backend such as 'pandas' or 'numba'"
+            )
+        return FeatureBuilder(self.inputs, self.steps, self.cross, name)
+
+    def __rshift__(self, other: Step | StepChain) -> FeatureBuilder:
+        if isinstance(other, Step):
+            added: tuple[Step, ...] = (other,)
+        elif isinstance(other, StepChain):
+            added = other.steps
+        elif isinstance(other, type) and issubclass(other, Step):
+            raise PipelineDefinitionError(
+                f"'>> fp.{other.__name__}' needs parentheses: '>> fp.{other.__name__}()'"
+            )
+        else:
+            raise PipelineDefinitionError(
+                f"cannot apply {other!r} with '>>'; expected an op such as fp.Standardize()"
+            )
+        return FeatureBuilder(self.inputs, self.steps + added, self.cross, self.pinned)
+
+    def build(self) -> Feature:
+        return Feature(self.inputs, self.steps, self.cross, self.pinned)
+
+
+def cols(*names: str) -> FeatureBuilder:
+    """Select one or more source columns; steps apply to each column independently."""
+    if len(names) == 1 and isinstance(names[0], (list, tuple)):
+        names = tuple(names[0])
+    if not names:
+        raise PipelineDefinitionError("fp.cols() needs at least one column name")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise PipelineDefinitionError(f"fp.cols(...) takes column names, got {name!r}")
+    if len(set(names)) != len(names):
+        raise PipelineDefinitionError(f"fp.cols{names} names a column twice")
+    return FeatureBuilder(tuple(Input(n, Col(n)) for n in names))
+
+
+def col(name: str) -> FeatureBuilder:
+    """Select a single source column."""
+    return cols(name)
+
+
+def cross(*names: str) -> FeatureBuilder:
+    """A cross of 2-3 text columns: ``fp.cross("origin", "dest") >> fp.Hash(2**16)`` hashes
+    one joint token per row, ``origin=JFK^dest=LAX`` (nothing when a member is missing)."""
+    group = cols(*names)
+    if not 2 <= len(group.inputs) <= 3:
+        raise PipelineDefinitionError(f"fp.cross{names}: a cross joins 2 or 3 columns")
+    return FeatureBuilder(group.inputs, (), cross=True)
+
+
+def expr(text: str) -> FeatureBuilder:
+    """A derived column from a restricted expression: ``fp.expr("speed = distance / air_time")``."""
+    name, tree = parse_expr(text)
+    return FeatureBuilder((Input(name, tree),))
+
+
+def Dict(name: str) -> FeatureBuilder:
+    """A column of dicts (declared ``fp.DictOf()``), hashed or vectorized as a whole:
+    ``fp.Dict("extras") >> fp.Hash(2**18)`` or ``fp.Dict("extras") >> fp.Vectorize()``.
+    Each key plays the part of a column name: tokens are ``key=value`` and ``key``."""
+    if not isinstance(name, str) or not name:
+        raise PipelineDefinitionError(f"fp.Dict(...) takes one column name, got {name!r}")
+    return cols(name)

@@ -1,0 +1,1 @@
+"""The Numba backend: fused JIT kernels per stage, parallel hashing and CSR assembly."""

@@ -1,0 +1,598 @@
+"""The Numba backend: element-wise chains fused into one JIT kernel per stage.
+
+Fit runs one parallel pass per level of fitted steps (block statistics merged with Chan's
+update; medians by selection); transform runs one parallel pass that reads each input
+column once and writes each output column of X once. Encoders and ``Map`` stages use the
+reference implementations (hashing gets its own kernel in the sparse-kernels work).
+Kernels are generated from plan nodes, written to a cache folder and compiled with
+``cache=True``: a second process loads them from disk instead of compiling.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from fastprep.backends.numba import dict_encode
+from fastprep.backends.numba import kernels as nk
+from fastprep.backends.numba.codegen import (
+    Chain,
+    Program,
+    compose_affine,
+    fit_program,
+    median_gather_program,
+    transform_program,
+)
+from fastprep.backends.numba.hashing import hash_columns
+from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference.datetime_parts import zone_table
+from fastprep.backends.reference.expressions import evaluate as evaluate_expr
+from fastprep.backends.reference.expressions import per_code_table
+from fastprep.backends.reference.scalers import maxabs_from_range, needs_values
+from fastprep.backends.reference.stats import (
+    minmax_from_range,
+    require_values,
+    standardize_from_moments,
+)
+from fastprep.data.columns import Table, TextColumn
+from fastprep.data.dict_column import DictColumn
+from fastprep.emit.blocks import SparseBlock
+from fastprep.emit.layout import hash_prefix
+from fastprep.emit.sink import OutputSink
+from fastprep.native import kernel_files
+from fastprep.native.arena import ARENA
+from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
+from fastprep.plan.steps import (
+    Bin,
+    Clip,
+    FillMissing,
+    Hash,
+    MaxAbsScale,
+    MinMax,
+    Standardize,
+    Step,
+    Vectorize,
+)
+from fastprep.validate.number_checks import moments_only
+
+#: fixed chunk count for statistics: results do not depend on the number of threads
+N_CHUNKS = 64
+#: transform chunks: only balance matters (results are per row)
+TRANSFORM_CHUNKS = 16
+#: below this many rows the chunks run on the calling thread: waking the thread pool was
+#: measured to cost more than it saves for a memory-bound pass (see docs/compiler.md)
+PARALLEL_MIN_ROWS = int(os.environ.get("FASTPREP_PARALLEL_MIN_ROWS", 1_000_000))
+
+
+def chains_of(plan: LogicalPlan, stage: Stage) -> list[Chain]:
+    return [
+        Chain(
+            index, position, item.name, item.expr, item.is_plain_column, plan.features[index].steps
+        )
+        for index in stage.features
+        for position, item in enumerate(plan.features[index].inputs)
+    ]
+
+
+def _text_columns(table: Table) -> set[str]:
+    return {name for name, column in table.columns.items() if isinstance(column, TextColumn)}
+
+
+# ---------------------------------------------------------------------------- fit
+
+
+def fit_stage(
+    plan: LogicalPlan, stage: Stage, table: Table, log: reference.Repairs | None = None
+) -> dict[int, reference.FeatureParams]:
+    """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
+    if stage.kind != "fused":
+        vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
+        rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
+        fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
+        for i in vectorized:  # the vocabulary from the flattened entries
+            name = plan.features[i].inputs[0].name
+            fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
+        return dict(sorted(fitted.items()))
+    chains = chains_of(plan, stage)
+    learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
+    _static_params(chains, learned)
+    pending = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
+    while any(pending):
+        targets, folded, direct = [], [], []
+        for k, positions in enumerate(pending):
+            if not positions:
+                continue
+            s = positions.pop(0)
+            if needs_values(chains[k].steps[s]):
+                direct.append((k, s))
+                continue
+            targets.append((k, s, _stat_kind(chains[k].steps[s])))
+            if _folds_into_fill(chains[k].steps, s, positions):
+                positions.pop(0)  # learned in this pass from the values before the fill
+                if targets[-1][2] != "moments":  # a mean fill has its moments already
+                    targets.append((k, s, "moments"))
+                folded.append((k, s))
+        extremes = frozenset(  # a fill folded into a MinMax learns its range too
+            (k, s) for k, s in folded if isinstance(chains[k].steps[s + 1], MinMax)
+        )
+        for k, s in direct:  # quantiles or a likelihood search: numpy on the values
+            learned[k][s] = _fit_on_values(plan, chains[k], s, learned[k], table)
+        if not targets:
+            continue
+        program = fit_program(
+            chains, targets, _text_columns(table), table.selection is not None,
+            _tabled(table, chains), extremes,
+        )  # fmt: skip
+        moments, medians = _run_fit(program, chains, learned, table, log)
+        results = dict(zip(program.stats, [*moments, *medians], strict=True))
+        for (k, s, kind), result in results.items():
+            if kind == "moments" and (k, s) in folded and _stat_kind(chains[k].steps[s]) != kind:
+                continue  # the extra pass statistics of a folded median fill
+            step = chains[k].steps[s]
+            learned[k][s] = _params_from(
+                step, kind, result, f"{step.describe()} on {chains[k].name!r}"
+            )
+        for k, s in folded:
+            step = chains[k].steps[s + 1]
+            present = results[(k, s, "moments")]
+            learned[k][s + 1] = _params_after_fill(
+                step, present, learned[k][s]["fill"], table.n_rows,
+                f"{step.describe()} on {chains[k].name!r}",
+            )  # fmt: skip
+    out: dict[int, reference.FeatureParams] = {i: {} for i in stage.features}
+    for chain, params in zip(chains, learned):
+        out[chain.feature][chain.name] = params
+    return out
+
+
+def _fit_on_values(
+    plan: LogicalPlan, chain: Chain, s: int, learned: list[dict[str, Any]], table: Table
+) -> dict[str, Any]:
+    """A step fitted on all its input values (quantiles, a likelihood search): the values
+    by the reference code, the fit by the reference fit (the same parameters)."""
+    item = plan.features[chain.feature].inputs[chain.position]
+    repairs = reference.Repairs()
+    values = reference.input_values(item, table, repairs)
+    values = reference.apply_chain(chain.steps[:s], learned[:s], values, chain.name, repairs)
+    step = chain.steps[s]
+    return reference.fit_step(step, values, f"{step.describe()} on {chain.name!r}")
+
+
+def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> bool:
+    """A fitted ``Standardize``/``MinMax`` right after a fitted ``FillMissing`` is learned in
+    the fill's pass: its statistics are those of the present values plus the copies of the
+    fill value (one pass over the data instead of two)."""
+    return (
+        isinstance(steps[s], FillMissing)
+        and bool(pending)
+        and pending[0] == s + 1
+        and isinstance(steps[s + 1], (Standardize, MinMax))
+    )
+
+
+def _params_after_fill(
+    step: Step, present: Any, fill: float, n_rows: int, what: str
+) -> dict[str, Any]:
+    """``step``'s parameters over the filled values: Chan's merge of the present values'
+    (count, mean, M2) with ``n_rows - count`` copies of ``fill`` (M2 of copies is 0)."""
+    count, mean, m2, lo, hi = (float(v) for v in present[:5])
+    filled = n_rows - int(count)
+    total = int(count) + filled
+    require_values(total, -1, what)
+    if filled:
+        delta = fill - mean if count else 0.0
+        mean = mean + delta * filled / total if count else fill
+        m2 = m2 + delta * delta * count * filled / total
+        lo, hi = (min(lo, fill), max(hi, fill)) if count else (fill, fill)
+    if isinstance(step, Standardize):
+        return standardize_from_moments(total, mean, m2 / total, what)
+    return minmax_from_range(lo, hi, *step.feature_range)
+
+
+def _stat_kind(step: Step) -> str:
+    if isinstance(step, FillMissing) and step.value == "median":
+        return "median"
+    return "range" if isinstance(step, (MinMax, MaxAbsScale)) else "moments"
+
+
+def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
+    """Parameters known without data (fill constants, fixed bin edges); clip bounds come
+    from the step."""
+    for chain, params in zip(chains, learned):
+        for s, step in enumerate(chain.steps):
+            if isinstance(step, FillMissing) and not step.needs_fit:
+                params[s] = {"fill": step.value}
+            elif isinstance(step, Bin) and not step.needs_fit:
+                params[s] = reference.fit_step(step, np.empty(0), step.describe())
+
+
+def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any]:
+    if kind == "median":
+        value, count = result
+        require_values(count, -1, what)
+        return {"fill": value}
+    count, mean, m2, lo, hi = (float(v) for v in result[:5])
+    require_values(int(count), -1, what)
+    if isinstance(step, Standardize):
+        return standardize_from_moments(int(count), mean, m2 / count, what)
+    if isinstance(step, MinMax):
+        return minmax_from_range(lo, hi, *step.feature_range)
+    if isinstance(step, MaxAbsScale):
+        return maxabs_from_range(lo, hi)
+    return {"fill": mean}
+
+
+def _run_fit(
+    program: Program,
+    chains: list[Chain],
+    learned: list[list[dict[str, Any]]],
+    table: Table,
+    log: reference.Repairs | None,
+) -> tuple[list[np.ndarray], list[tuple[float, int]]]:
+    import numba
+
+    n_moments = sum(1 for t in program.stats if t[2] != "median")
+    n_medians = len(program.stats) - n_moments
+    acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
+    parallel = table.n_rows >= PARALLEL_MIN_ROWS
+    lanes = max(1, min(numba.get_num_threads(), N_CHUNKS)) if parallel else 1
+    hists = [np.zeros((lanes, nk.BUCKETS), np.int64) for _ in range(n_medians)]  # per lane
+    args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
+            _selection(table), acc, *hists, N_CHUNKS, lanes]  # fmt: skip
+    module = _load(program, args, log)
+    if parallel:
+        module.kernel(*args)
+    else:  # same chunks, same merge order, same results: only without threads
+        size = (table.n_rows + N_CHUNKS - 1) // N_CHUNKS
+        head = args[:-2]
+        for c in range(N_CHUNKS):
+            module.rows(*head, c, c * size, min(table.n_rows, c * size + size), 0)
+    merged = nk.merge_chunks(acc)
+    moments = [merged[i] for i in range(n_moments)]
+    medians = [
+        nk.median_by_buckets(
+            hist.sum(axis=0), _bucket_gatherer(chains, k, s, learned, table, hist, log)
+        )
+        for hist, (k, s, _) in zip(hists, program.stats[n_moments:])
+    ]
+    return moments, medians
+
+
+def _bucket_gatherer(
+    chains: list[Chain],
+    k: int,
+    s: int,
+    learned: list[list[dict[str, Any]]],
+    table: Table,
+    hist: np.ndarray,
+    log: reference.Repairs | None,
+) -> Any:
+    """``gather(bucket)`` for :func:`numba_kernels.median_by_buckets`: the median target's
+    values in ``bucket``, computed again from the inputs in one pass whose lanes are the
+    fit round's (lane ``t`` writes its ``hist[t, bucket]`` values from its offset), and
+    the largest value in an earlier bucket."""
+    program = median_gather_program(
+        chains, k, s, _text_columns(table), table.selection is not None, _tabled(table, chains)
+    )
+    lanes = hist.shape[0]
+
+    def gather(bucket: int) -> tuple[np.ndarray, float]:
+        per_lane = hist[:, bucket]
+        out = np.empty(int(per_lane.sum()))
+        offsets = np.cumsum(per_lane) - per_lane
+        belows = np.full(lanes, -np.inf)
+        args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
+                _selection(table), out, np.uint64(bucket), N_CHUNKS, lanes, offsets, belows]  # fmt: skip
+        module = _load(program, args, log)
+        if lanes > 1:
+            module.kernel(*args)
+        else:  # the fit ran serially: one lane, all rows (the values' order does not matter)
+            _, belows[0] = module.rows(*args[:-4], 0, table.n_rows, 0, -np.inf)
+        return out, float(belows.max())
+
+    return gather
+
+
+# ---------------------------------------------------------------------------- transform
+
+
+def run_stage(
+    plan: LogicalPlan,
+    stage: Stage,
+    params: list[reference.FeatureParams],
+    table: Table,
+    sink: OutputSink,
+    log: reference.Repairs,
+) -> set[int]:
+    """Run a stage into ``sink``; a fused stage reports its features checked finite."""
+    if stage.kind != "fused":
+        rest = [
+            i for i in stage.features
+            if not isinstance(plan.features[i].encoder, (Hash, Vectorize))
+        ]  # fmt: skip
+        for index in stage.features:
+            if index not in rest:
+                sink.put(index, hash_feature(plan.features[index], params[index], table, log))
+        if rest:
+            reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink, log)
+        return set()
+    chains = chains_of(plan, stage)
+    learned = [params[c.feature][c.name] for c in chains]
+    program = transform_program(
+        chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
+    )
+    offsets = np.array([sink.column_offset(c.feature) + c.position for c in chains], dtype=np.int64)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(len(program.repairs), 1)), dtype=np.int64)
+    bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
+    args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
+            _selection(table), sink.dense, offsets, TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
+    module = _load(program, args, log)
+    if table.n_rows >= PARALLEL_MIN_ROWS:
+        module.kernel(*args)
+    else:
+        bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
+    totals = reps.sum(axis=0)
+    for slot, (k, rule) in enumerate(program.repairs):
+        log.add(chains[k].name, rule, int(totals[slot]))
+    return set(stage.features) if bads.sum() == 0 else set()
+
+
+def target_values(target: Input, table: Table) -> tuple[np.ndarray, bool]:
+    """The target over the table's rows as float32, by one generated kernel writing the
+    output array directly: non-finite (NaN) where the reference's value is missing,
+    undefined or beyond float32's range (the caller quarantines those rows); and whether
+    there is any such row (counted by the kernel: clean data needs no second pass).
+
+    Why: the reference path evaluated ``arr_delay > 15`` in float64 temporaries (the
+    comparison, its missing mask, ``where``) and cast at the end — ~11 ms and ~75 MiB
+    of temporaries at 3.3M rows, against ~2 ms and the 13 MiB output here."""
+    chain = Chain(-1, 0, target.name, target.expr, target.is_plain_column, ())
+    program = transform_program(
+        [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
+    )
+    y = ARENA.empty(table.n_rows, np.float32)
+    reps = np.zeros((TRANSFORM_CHUNKS, max(len(program.repairs), 1)), dtype=np.int64)
+    bads = np.zeros(TRANSFORM_CHUNKS, dtype=np.int64)
+    args = [*_arrays(program, table), np.empty(1), table.n_rows, _selection(table),
+            y.reshape(-1, 1), np.zeros(1, dtype=np.int64), TRANSFORM_CHUNKS, reps, bads]  # fmt: skip
+    module = _load(program, args, None)
+    if table.n_rows >= PARALLEL_MIN_ROWS:
+        module.kernel(*args)
+    else:
+        bads[0] = module.rows(*args[:-3], 0, table.n_rows, reps[0])
+    return y, bool(bads.sum())
+
+
+def target_readiness(target: Input, table: Table) -> str:
+    """:func:`kernel_readiness` of the target's kernel."""
+    chain = Chain(-1, 0, target.name, target.expr, target.is_plain_column, ())
+    program = transform_program(
+        [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
+    )
+    return _readiness_of(program.key)
+
+
+def hash_feature(
+    feature: Feature, fitted: reference.FeatureParams, table: Table, log: reference.Repairs
+) -> SparseBlock:
+    """The Numba MurmurHash3 kernel straight to CSR (bit-identical to FeatureHasher).
+
+    Text columns are already dictionary-encoded: each distinct value is hashed once and
+    gathered by code; quarantined rows are skipped by gathering the selected codes.
+    """
+    encoder = feature.encoder
+    name = feature.inputs[0].name
+    if isinstance(table.columns.get(name), DictColumn):  # fp.Dict >> Hash / Vectorize
+        if isinstance(encoder, Vectorize):
+            vocabulary = fitted[name][-1]["vocabulary"]
+            return SparseBlock(f"{name}:", dict_encode.vectorize_dicts(table[name], vocabulary))
+        assert isinstance(encoder, Hash)
+        hashed = dict_encode.hash_dicts(
+            table[name], encoder.n_features, alternate_sign=encoder.alternate_sign
+        )
+        return SparseBlock(hash_prefix(feature), hashed)
+    assert isinstance(encoder, Hash)
+    if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
+        values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
+        values = reference.before_encoder(feature, fitted, values, log)
+        columns = list(values.items())
+    else:
+        columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
+    kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}
+    if feature.cross:
+        matrix = hash_columns([], encoder.n_features, crosses=[columns], **kwargs)
+    else:
+        matrix = hash_columns(columns, encoder.n_features, **kwargs)
+    return SparseBlock(hash_prefix(feature), matrix)
+
+
+def _hash_input(item: Input, table: Table) -> Any:
+    """A hashed input as the hashing kernels take it: numbers as an array, text as its
+    ``TextColumn`` (dictionary codes of the selected rows: no Arrow round trip)."""
+    if not item.is_plain_column:  # a derived text column stays dictionary-encoded
+        value = reference.input_values(item, table, reference.Repairs())
+        return value if isinstance(value, TextColumn) else np.asarray(value)
+    return table[item.name]
+
+
+# ---------------------------------------------------------------------------- plumbing
+
+
+_NO_SELECTION = np.empty(0, dtype=np.int64)
+
+
+def _selection(table: Table) -> np.ndarray:
+    return _NO_SELECTION if table.selection is None else table.selection
+
+
+def _arrays(program: Program, table: Table) -> list[np.ndarray]:
+    """Source arrays as stored (no float64 copies, no row selection copies)."""
+    arrays: list[np.ndarray] = []
+    for name in program.number_columns:
+        arrays.append(np.ascontiguousarray(table.raw(name)))
+    for name in program.code_columns:
+        arrays.append(table.raw(name).codes)
+    for lookup in program.lookups:  # code -1 (missing) reads the last entry
+        arrays.append(per_code_table(lookup.node, lookup.column, table.raw(lookup.column)))
+    for func, name in program.hoisted:
+        source = table.raw(name)
+        if name in program.tabled:
+            lowest, values = table.derive(("table", func, name), source,
+                                          lambda f=func, v=source, n=name: _value_table(
+                                              f, _int_range(table, n, v)))  # fmt: skip
+            arrays += [values, np.int64(lowest)]
+        else:
+            arrays.append(table.derive(("numpy", func, name), source,
+                                       lambda f=func, v=source: _ufunc(f, v)))  # fmt: skip
+    for name, tz in program.zones:  # the zone's offset changes over the column's range
+        source = table.raw(name)
+        arrays += table.derive(("zone", tz, name), source,
+                               lambda t=tz, v=source: zone_table(t, v))  # fmt: skip
+    for node in program.evaluated:  # over the selected rows: read as ``ev[i]``
+        arrays.append(np.ascontiguousarray(evaluate_expr(node, table), dtype=np.float64))
+    return arrays
+
+
+#: an integer column gets its hoisted functions as a table of values over its range when
+#: the range is at most 1/RANGE_SHARE of its length and at most TABLE_MAX values
+RANGE_SHARE = 8
+TABLE_MAX = 1 << 16
+
+
+def _tabled(table: Table, chains: list[Chain]) -> frozenset[str]:
+    """The chains' int64 columns with a small range: a function of such a column (log1p of
+    ``distance``, ``hour``) is computed once per value in the range and looked up by value
+    inside the kernels — the same float64 results, no full-length array of them (26 MB at
+    3.3M rows, written once and read by every fit round and the transform)."""
+    from fastprep.plan.expr import Col, walk
+
+    names = {n.name for c in chains for n in walk(c.expr) if isinstance(n, Col)}
+    out = set()
+    for name in names:
+        source = table.columns.get(name)
+        if isinstance(source, np.ndarray) and source.dtype == np.int64 and len(source):
+            lowest, highest = _int_range(table, name, source)
+            exact = max(abs(lowest), abs(highest)) < 2**53  # the range's values are floats
+            if exact and highest - lowest < min(len(source) // RANGE_SHARE, TABLE_MAX):
+                out.add(name)
+    return frozenset(out)
+
+
+def _int_range(table: Table, name: str, source: np.ndarray) -> tuple[int, int]:
+    """An int64 column's range, from validation's remembered scan (else one scan)."""
+    scanned = table.derive(("scan", name), source, lambda: moments_only(source))
+    return int(scanned.smallest), int(scanned.largest)
+
+
+def _value_table(func: str, bounds: tuple[int, int]) -> tuple[int, np.ndarray]:
+    """(lowest, ``np.<func>`` of every integer in ``bounds`` as float64): bit-identical to
+    the function of the column converted to float64, value by value."""
+    lowest, highest = bounds
+    domain = np.arange(lowest, highest + 1, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        return lowest, getattr(np, func)(domain, dtype=np.float64)
+
+
+#: below this many values a hoisted ufunc runs on one thread
+UFUNC_THREADS_MIN = 1 << 20
+#: thread chunks start at multiples of this many elements (whole SIMD blocks)
+UFUNC_ALIGN = 4096
+
+
+def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
+    """``np.<func>(values)`` as float64 into retained memory, split across threads for
+    large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical)."""
+    out = ARENA.empty(len(values), np.float64)
+    threads = min(os.cpu_count() or 1, 8)
+    if len(values) < UFUNC_THREADS_MIN or threads == 1:
+        _ufunc_into(func, values, out, 0, len(values))
+        return out
+    step = -(-len(values) // threads // UFUNC_ALIGN) * UFUNC_ALIGN
+    starts = range(0, len(values), step)
+    list(_POOL.map(lambda lo: _ufunc_into(func, values, out, lo, lo + step), starts))
+    return out
+
+
+def _ufunc_into(func: str, values: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
+    with np.errstate(all="ignore"):  # per thread: the missing/invalid are counted later
+        getattr(np, func)(values[lo:hi], out=out[lo:hi], dtype=np.float64)
+
+
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fastprep-ufunc")
+
+
+def _param_array(
+    program: Program, chains: list[Chain], learned: list[list[dict[str, Any]]]
+) -> np.ndarray:
+    values = np.empty(max(len(program.params), 1), dtype=np.float64)
+    arrays: list[np.ndarray] = []  # fitted arrays, after the scalar slots
+    at = len(values)
+    for slot, (k, s, key) in enumerate(program.params):
+        step = chains[k].steps[s]
+        if key[:4] in ("off:", "len:"):
+            data = _array_param(learned[k][s], key[4:])
+            if key.startswith("len:"):
+                values[slot] = len(data)
+            else:
+                values[slot] = at
+                arrays.append(data)
+                at += len(data)
+        elif key.startswith("affine_"):
+            a, b = compose_affine(chains[k].steps, learned[k], s, int(key.split(":")[1]))
+            values[slot] = a if key.startswith("affine_a") else b
+        elif isinstance(step, Clip):
+            values[slot] = step.lower if key == "lower" else step.upper
+        else:
+            values[slot] = learned[k][s][key]
+    return np.concatenate([values, *arrays]) if arrays else values
+
+
+def _array_param(fitted: dict[str, Any], name: str) -> np.ndarray:
+    """A fitted array read by a kernel: bin edges, quantiles, or the quantiles' levels."""
+    if name == "references":  # QuantileTransformer's levels: linspace(0, 1, n)
+        return np.linspace(0, 1, len(fitted["quantiles"]), endpoint=True)
+    return np.asarray(fitted[name], dtype=np.float64)
+
+
+def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> Any:
+    """Import the generated module (writing it once) and compile its kernel and row loop
+    for these argument types; returns the module."""
+    import numba
+
+    key = program.key
+    module = kernel_files.load_module(program.source)
+    kernel = module.kernel
+    signature = tuple(numba.typeof(a) for a in args)
+    if signature not in kernel.overloads:
+        hits = sum(kernel.stats.cache_hits.values())
+        started = time.perf_counter()
+        kernel.compile(signature)  # compiles (or loads) ``rows`` too: the kernel calls it
+        seconds = time.perf_counter() - started
+        cached = sum(kernel.stats.cache_hits.values()) > hits
+        if log is not None:
+            log.compiled.append({"kernel": key, "seconds": round(seconds, 4), "cache_hit": cached})
+    return module
+
+
+def kernel_readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
+    """Whether the fused transform kernel of ``stage`` is loaded, cached on disk or to be
+    compiled (for the planner: the fit rounds' kernels are compiled alongside)."""
+    chains = chains_of(plan, stage)
+    program = transform_program(
+        chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
+    )
+    return _readiness_of(program.key)
+
+
+def _readiness_of(key: str) -> str:
+    """Loaded in this process, in Numba's disk cache (the generated module is on disk and
+    its ``kernel`` in Numba's index for the current source), or to be compiled."""
+    if kernel_files.is_loaded(key):
+        return "loaded"
+    path = kernel_files.cache_dir() / f"fp_{key}.py"
+    on_disk = kernel_files.is_on_disk(key) and kernel_files.numba_cached(path, "kernel")
+    return "cached" if on_disk else "compile"

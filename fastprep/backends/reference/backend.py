@@ -1,0 +1,355 @@
+"""The reference backend: numpy-vectorized fit and transform, step by step.
+
+Every other backend must produce the same X as this one. Steps never modify their input
+in place (an input may be a column of the validated table, shared by other features).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fastprep.backends.reference import dict_columns as dict_reference
+from fastprep.backends.reference import hashing as hashref
+from fastprep.backends.reference import scalers
+from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
+    categorify_codes,
+    category_codes,
+    fit_categories,
+    onehot_block,
+)
+from fastprep.backends.reference.expressions import evaluate
+from fastprep.backends.reference.map_step import apply_map
+from fastprep.backends.reference.stats import fill_value, minmax_params, standardize_params
+from fastprep.data.columns import Table, TextColumn
+from fastprep.data.dict_column import DictColumn
+from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.layout import bin_names, hash_prefix
+from fastprep.emit.sink import OutputSink
+from fastprep.errors import BackendError
+from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
+from fastprep.plan.steps import (
+    Bin,
+    Categorify,
+    Clip,
+    FillMissing,
+    Hash,
+    Log1p,
+    Map,
+    MaxAbsScale,
+    MinMax,
+    OneHot,
+    PowerTransform,
+    QuantileTransform,
+    RobustScale,
+    Standardize,
+    Step,
+    Vectorize,
+)
+
+FeatureParams = dict[str, list[dict[str, Any]]]
+
+
+@dataclass
+class Repairs:
+    """What a run did besides computing: values turned missing, kernels compiled."""
+
+    #: (output, rule) -> count of values a step turned into missing (e.g. log1p of x < -1)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: one entry per kernel compiled or loaded: name, seconds, whether the disk cache served it
+    compiled: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, output: str, rule: str, count: int) -> None:
+        if count:
+            self.counts[(output, rule)] = self.counts.get((output, rule), 0) + count
+
+
+def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | TextColumn:
+    """Evaluate a feature input; infinities/invalid results of an ``expr`` become missing."""
+    if item.is_plain_column and isinstance(table.raw(item.name), DictColumn):
+        return table[item.name]  # type: ignore[return-value]  # a dict column as is
+    value = evaluate(item.expr, table)
+    if item.is_plain_column or isinstance(value, TextColumn):
+        return value
+    return finish_input(item, value, table, repairs)
+
+
+def evaluate_expr(node: Any, table: Table) -> np.ndarray | TextColumn:
+    """Reference evaluation of an expression tree (no missing-value repair)."""
+    return evaluate(node, table)
+
+
+def finish_input(item: Input, value: np.ndarray, table: Table, repairs: Repairs) -> np.ndarray:
+    """Turn a derived input's ±inf/undefined values into missing, counting the new ones."""
+    bad = ~np.isfinite(value)
+    inputs_missing = np.zeros(len(value), dtype=bool)
+    for name in item.columns:
+        column = table[name]
+        inputs_missing |= column.codes < 0 if isinstance(column, TextColumn) else np.isnan(column)
+    new_missing = bad & ~inputs_missing
+    repairs.add(item.name, "expr_not_finite", int(np.count_nonzero(new_missing)))
+    if bad.any():
+        value = np.where(bad, np.nan, value)
+    return value
+
+
+def fit_feature(feature: Feature, table: Table) -> FeatureParams:
+    """Learn each step's parameters, input by input, applying earlier steps as it goes."""
+    params: dict[str, list[dict[str, Any]]] = {}
+    repairs = Repairs()
+    for item in feature.inputs:
+        values = input_values(item, table, repairs)
+        learned: list[dict[str, Any]] = []
+        for step in feature.steps:
+            what = f"{step.describe()} on {item.name!r}"
+            learned.append(fit_step(step, values, what))
+            if step.kind != "encoder":
+                values = apply_step(step, learned[-1], values, item.name, repairs)
+        params[item.name] = learned
+    return params
+
+
+def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str, Any]:
+    if isinstance(step, FillMissing):
+        if step.needs_fit:
+            return {"fill": fill_value(values, step.value, what)}
+        return {"fill": step.value}
+    if isinstance(step, Standardize):
+        return standardize_params(values, what)
+    if isinstance(step, MinMax):
+        return minmax_params(values, *step.feature_range, what)
+    if isinstance(step, (OneHot, Categorify)):
+        return fit_categories(values, step.min_frequency, step.max_categories)
+    if isinstance(step, MaxAbsScale):
+        return scalers.maxabs_params(values, what)  # type: ignore[arg-type]
+    if isinstance(step, RobustScale):
+        return scalers.robust_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, Bin):
+        return scalers.bin_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, QuantileTransform):
+        return scalers.quantile_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, PowerTransform):
+        return scalers.power_params(step, values, what)  # type: ignore[arg-type]
+    if isinstance(step, (Clip, Log1p, Hash, Map)):
+        return {}
+    if isinstance(step, Vectorize):
+        return {"vocabulary": dict_reference.fit_vocabulary(values)}  # type: ignore[arg-type]
+    raise BackendError(f"pandas backend has no fit for {step.describe()}")
+
+
+def apply_step(
+    step: Step, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    """One element-wise step; returns a new array."""
+    if isinstance(values, TextColumn):  # the check allows only a text fill here
+        assert isinstance(step, FillMissing) and step.fills_text
+        return fill_text(values, str(params["fill"]))
+    if isinstance(step, FillMissing):
+        return np.where(np.isnan(values), params["fill"], values)
+    if isinstance(step, Clip):
+        out = values if step.lower is None else np.maximum(values, step.lower)
+        return out if step.upper is None else np.minimum(out, step.upper)
+    if isinstance(step, Log1p):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.log1p(values)
+        bad = ~np.isfinite(out) & ~np.isnan(values)
+        repairs.add(output, "log1p_domain", int(np.count_nonzero(bad)))
+        out[bad] = np.nan
+        return out
+    if isinstance(step, Standardize):
+        out = values - params["mean"] if step.with_mean else values.copy()
+        if step.with_std:
+            out /= params["scale"]
+        return out
+    if isinstance(step, MinMax):
+        out = values * params["scale"]
+        out += params["min"]
+        return out
+    if isinstance(step, MaxAbsScale):
+        return values / params["scale"]
+    if isinstance(step, RobustScale):
+        return scalers.robust_apply(step, params, values)
+    if isinstance(step, Bin):
+        return scalers.bin_codes(params, values)
+    if isinstance(step, QuantileTransform):
+        return scalers.quantile_apply(step, params, values)
+    if isinstance(step, PowerTransform):
+        out, outside = scalers.power_apply(step, params, values)
+        repairs.add(output, "boxcox_domain", outside)
+        return out
+    if isinstance(step, Map):
+        out, bad = apply_map(step.func, values)
+        repairs.add(output, "map_not_finite", bad)
+        return out
+    raise BackendError(f"pandas backend has no element-wise apply for {step.describe()}")
+
+
+def fit_stage(
+    plan: LogicalPlan, stage: Stage, table: Table, log: Repairs | None = None
+) -> dict[int, FeatureParams]:
+    """Fit the features of one stage (the reference fits feature by feature)."""
+    return {i: fit_feature(plan.features[i], table) for i in stage.features}
+
+
+def run_stage(
+    plan: LogicalPlan,
+    stage: Stage,
+    params: list[FeatureParams],
+    table: Table,
+    sink: OutputSink,
+    repairs: Repairs,
+) -> set[int]:
+    """Compute the stage's features into ``sink``; returns features already checked finite."""
+    for index in stage.features:
+        feature = plan.features[index]
+        fitted = params[index]
+        values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
+        encoder = feature.encoder
+        if encoder is not None and len(feature.steps) > 1:
+            values = before_encoder(feature, fitted, values, repairs)
+        if encoder is None:
+            view = sink.numeric_view(index)
+            for j, item in enumerate(feature.inputs):
+                with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
+                    view[:, j] = apply_chain(feature.steps, fitted[item.name], values[item.name],
+                                             item.name, repairs)  # fmt: skip
+        elif isinstance(encoder, OneHot):
+            sink.put(index, onehot_block(feature, fitted, values))
+        elif isinstance(encoder, Categorify):
+            view = sink.numeric_view(index)
+            for j, item in enumerate(feature.inputs):
+                view[:, j] = categorify_codes(values[item.name], fitted[item.name][-1])
+        elif isinstance(encoder, Hash) and isinstance(values[feature.inputs[0].name], DictColumn):
+            hashed = dict_reference.hash_dicts(
+                values[feature.inputs[0].name], encoder.n_features, encoder.alternate_sign
+            )
+            sink.put(index, SparseBlock(hash_prefix(feature), hashed))
+        elif isinstance(encoder, Bin):
+            sink.put(index, bin_block(feature, fitted, values))
+        elif isinstance(encoder, Vectorize):
+            name = feature.inputs[0].name
+            vocabulary = fitted[name][-1]["vocabulary"]
+            matrix = dict_reference.vectorize_dicts(values[name], vocabulary)
+            sink.put(index, SparseBlock(f"{name}:", matrix))
+        elif isinstance(encoder, Hash):
+            hashed = hash_features(encoder, values, table.n_rows, cross=feature.cross)
+            sink.put(index, SparseBlock(hash_prefix(feature), hashed))
+        else:
+            raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
+    return set()
+
+
+def bin_block(feature: Feature, fitted: FeatureParams, values: dict[str, Any]) -> CodesBlock:
+    """``Bin(encode="onehot")``: per input, one column per fitted bin (``col=bin<i>``), a
+    one in the value's bin; a missing value is a row of zeros. Always CSR."""
+    names: list[str] = []
+    codes: list[np.ndarray] = []
+    widths: list[int] = []
+    for item in feature.inputs:
+        params = fitted[item.name][-1]
+        names.extend(bin_names(item.name, params))
+        widths.append(scalers.bin_count(params))
+        binned = scalers.bin_codes(params, values[item.name])
+        codes.append(np.where(np.isnan(binned), -1, binned).astype(np.int64))
+    return CodesBlock(names, codes, widths, sparse=True)
+
+
+def before_encoder(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], repairs: Repairs
+) -> dict[str, Any]:
+    """Numeric inputs through the steps before the encoder (fit saw them that way too)."""
+    return {
+        name: apply_chain(feature.steps, fitted[name], value, name, repairs)
+        for name, value in values.items()
+    }
+
+
+def fill_text(column: TextColumn, value: str) -> TextColumn:
+    """``column`` with its missing values replaced by ``value`` (a new distinct value, or
+    the code of the equal one)."""
+    missing = column.codes < 0
+    if not missing.any():
+        return column
+    uniques = column.uniques
+    found = np.flatnonzero(uniques == value)
+    if len(found):
+        code = int(found[0])
+    else:
+        code, uniques = len(uniques), np.append(uniques, np.array([value], dtype=object))
+    return TextColumn(np.where(missing, np.int32(code), column.codes), uniques)
+
+
+def apply_chain(
+    steps: tuple[Step, ...], fitted: list[dict[str, Any]], values: np.ndarray, output: str,
+    repairs: Repairs,
+) -> np.ndarray:  # fmt: skip
+    """Every element-wise/fitted step of a chain, in order."""
+    for step, step_params in zip(steps, fitted):
+        if step.kind != "encoder":
+            values = apply_step(step, step_params, values, output, repairs)
+    return values
+
+
+def hash_features(step: Hash, values: dict[str, Any], n_rows: int, cross: bool = False):
+    """sklearn ``FeatureHasher``'s matrix for each row's ``{name: value}`` pairs (the
+    reference), each distinct token hashed once (:mod:`fastprep.backends.reference.hashing`).
+
+    A cross hashes one token per row, ``a=x^b=y``, with value 1 (none if a member is missing).
+    """
+    if cross:
+        present, codes, tokens = _cross_tokens(values)
+        inputs = [_by_code(present, codes, tokens, step)]
+    else:
+        inputs = [_hash_input(name, value, step) for name, value in values.items()]
+    return hashref.hash_entries(inputs, n_rows, step.n_features, np.float32)
+
+
+def _by_code(
+    present: np.ndarray, codes: np.ndarray, tokens: list[str], step: Hash
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, column, signed 1.0) per row of text given as codes into ``tokens`` (-1:
+    missing): the column and sign are worked out once per distinct token, then gathered."""
+    columns, signs = hashref.columns_and_signs(hashref.signed_hashes(tokens), step.n_features)
+    if not step.alternate_sign:
+        signs = np.ones(len(tokens))
+    # a trailing slot for code -1, so the gathers need no masking
+    columns, signs = np.append(columns, np.int32(0)), np.append(signs, 0.0)
+    return present, columns[codes], signs[codes]
+
+
+def _hash_input(name: str, value: Any, step: Hash) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(present, column, signed value) per row of one hashed input."""
+    if isinstance(value, TextColumn):
+        tokens = [f"{name}={u}" for u in value.uniques]
+        return _by_code(value.codes >= 0, value.codes, tokens, step)
+    numbers = np.asarray(value, dtype=np.float64)
+    present = ~np.isnan(numbers)
+    column, sign = hashref.columns_and_signs(hashref.signed_hashes([name]), step.n_features)
+    signed = numbers * sign[0] if step.alternate_sign else numbers
+    return present, np.full(len(numbers), column[0]), signed
+
+
+def _cross_tokens(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per row of a cross: whether every member is present, the code of its combination
+    among the distinct ones present, and those combinations' tokens ``a=x^b=y``."""
+    members = list(values.items())
+    codes = [column.codes for _, column in members]
+    present = np.logical_and.reduce([c >= 0 for c in codes])
+    sizes = tuple(max(column.n_unique, 1) for _, column in members)
+    if math.prod(sizes) < 2**62:  # one int64 per combination: the fast unique
+        combined = np.ravel_multi_index([np.where(present, c, 0) for c in codes], sizes)
+        distinct, inverse = np.unique(combined[present], return_inverse=True)
+        parts = np.unravel_index(distinct, sizes)
+    else:  # too many possible combinations to number: unique rows, in the same order
+        distinct, inverse = np.unique(np.stack(codes, axis=1)[present], axis=0, return_inverse=True)
+        parts = tuple(distinct.T)
+    labels = [
+        np.array([f"{name}={u}" for u in column.uniques], dtype=object)[part]
+        for (name, column), part in zip(members, parts)
+    ]
+    combination = np.full(len(present), -1, np.int64)
+    combination[present] = inverse
+    return present, combination, ["^".join(row) for row in zip(*labels)]

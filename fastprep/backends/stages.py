@@ -1,0 +1,135 @@
+"""Which backend module runs each execution stage: the one asked for, or the planner's.
+
+``backend="auto"`` asks :mod:`fastprep.planning.planner` per stage (predictions from the cost model
+and the kernels' readiness); any other name runs every stage on that backend. The choices
+and the measured stage times go into the run report (``report.plan``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from fastprep.backends.reference import backend as reference
+from fastprep.backends.registry import load_backend, resolve
+from fastprep.data.columns import Table
+from fastprep.native.kernel_files import numba_cached, numba_loaded
+from fastprep.plan.nodes import LogicalPlan, Stage
+from fastprep.planning import planner
+
+
+def choose_stage_backends(
+    plan: LogicalPlan, table: Table, backend: str
+) -> list[planner.StageChoice]:
+    """One choice per stage of ``plan`` for ``table``'s rows (forced unless ``auto``)."""
+    forced = None if backend == "auto" else resolve(backend).name  # unknown names: an error
+    for feature in plan.features:  # a pinned feature names a real backend (or fails here)
+        if feature.backend is not None:
+            resolve(feature.backend)
+    usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
+    if planner.numba_imported() or planner.job_imports_numba(table.n_rows):
+        readiness = lambda _number, stage: _readiness(plan, stage, table)  # noqa: E731
+    else:  # a job too small to repay importing numba need not look at its kernels
+        readiness = lambda _number, _stage: planner.COLD  # noqa: E731
+    return planner.choose(
+        plan,
+        table.n_rows,
+        readiness=readiness,
+        forced=forced,
+        available=usable,
+        numba_imported=planner.numba_imported(),
+    )
+
+
+def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
+    """Loaded, in Numba's disk cache, or to be compiled — found without importing Numba
+    (whether Numba is imported is the planner's separate question)."""
+    if planner.stage_work(plan, stage)[0] == "hash":
+        return _hash_readiness()
+    if stage.kind != "fused":
+        return planner.READY  # the numba backend runs encoders by the reference code
+    return load_backend("numba").kernel_readiness(plan, stage, table)
+
+
+def target_values(
+    plan: LogicalPlan, table: Table, backend: str
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The target over ``table``'s rows as float32, and the mask of rows where it is
+    missing, undefined or beyond float32's range (None when there is none) — the rows the
+    caller quarantines. Numba's kernel where the planner's cost model (an element-wise
+    stage of one unit) prefers it, else the reference: the same values either way (the
+    cast to float32 is one rounding)."""
+    assert plan.target is not None
+    if _target_backend(plan, table, backend) == "numba":
+        y, any_bad = load_backend("numba").target_values(plan.target, table)
+        return y, (~np.isfinite(y) if any_bad else None)
+    values = reference.input_values(plan.target, table, reference.Repairs())
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = np.asarray(values, dtype=np.float64).astype(np.float32)
+    bad = ~np.isfinite(y)
+    return y, (bad if bad.any() else None)
+
+
+def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:
+    assert plan.target is not None
+    forced = None if backend == "auto" else resolve(backend).name
+    if forced is not None or importlib.util.find_spec("numba") is None:
+        return "numba" if forced == "numba" else "pandas"
+    if not planner.job_imports_numba(table.n_rows):
+        return "pandas"  # importing numba for the target alone never pays
+    readiness = load_backend("numba").target_readiness(plan.target, table)
+    predicted = planner.predict(planner.load_profile(), "elementwise", 1, table.n_rows, readiness)
+    return min(predicted, key=lambda b: (predicted[b], b != "pandas"))
+
+
+def _hash_readiness() -> str:
+    """The hashing kernels (MurmurHash3 over row bytes, then CSR by sorting or by
+    counting): loaded by an earlier call in this process, in Numba's disk cache, or not."""
+    from fastprep.backends.numba import hash_csr
+    from fastprep.backends.numba import murmur as _murmur
+
+    pairs = ((hash_csr.sort_rows, hash_csr.fill_sorted), (hash_csr.count_rows, hash_csr.fill_rows))
+    if numba_loaded(_murmur.hash_rows) and any(all(map(numba_loaded, p)) for p in pairs):
+        return planner.READY
+    if numba_cached(_murmur.hash_rows) and any(all(map(numba_cached, p)) for p in pairs):
+        return planner.CACHED
+    return planner.COMPILE
+
+
+def describe(choices: list[planner.StageChoice], asked: str) -> str:
+    """``report.backend``: the name asked for, or ``auto`` with what it picked."""
+    if asked != "auto":
+        return asked
+    picked: dict[str, list[str]] = {}
+    for choice in choices:
+        picked.setdefault(choice.backend, []).append(str(choice.stage))
+    helpers: dict[str, list[str]] = {}
+    for what, reason in dict(planner.PATHS).items():  # a copy: worker threads add to it
+        helpers.setdefault(reason.split(":")[0], []).append(what)
+    parts = [f"{b}: stage {', '.join(s)}" for b, s in picked.items()]
+    parts += [f"{path}: {', '.join(names)}" for path, names in helpers.items()]
+    return "auto (" + "; ".join(parts) + ")"
+
+
+def describe_paths() -> list[str]:
+    """Per helper kernel family run in this process (validation scan, text encoding, drift
+    sums, CSR assembly ...): the path it took and why (``explain``)."""
+    return [f"{what}: {reason}" for what, reason in dict(planner.PATHS).items()]
+
+
+@contextmanager
+def timed(choices: list[planner.StageChoice], number: int, phase: str) -> Iterator[Any]:
+    """Run stage ``number`` on its chosen backend module; record the measured seconds."""
+    module = load_backend(choices[number].backend)
+    started = time.perf_counter()
+    try:
+        yield module
+    finally:
+        choices[number] = planner.with_measured(
+            choices[number], phase, time.perf_counter() - started
+        )

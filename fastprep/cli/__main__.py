@@ -1,0 +1,5 @@
+"""``python -m fastprep.cli`` is the ``fastprep`` command, as ``python -m fastprep`` is."""
+
+from fastprep.cli import entry
+
+entry()

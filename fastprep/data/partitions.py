@@ -1,0 +1,319 @@
+"""A source as independently readable partitions, and cheap facts about its size.
+
+Streaming (``batches``), out-of-core runs and Dask tasks never hold a whole source: each
+reads one :class:`PartitionSpec` at a time (column-pruned, like :func:`fastprep.data.sources.read_source`).
+
+- Parquet: consecutive row groups of one file, grouped up to ``rows_per_partition``; row
+  counts and offsets come from the footer, so every partition knows its row ids up front.
+- CSV: one partition per file (files of a glob in sorted order). The row count of a CSV file
+  is only known once read, so ``n_rows`` / ``row_offset`` are None until then;
+  :func:`iter_partitions` fills the offsets in as it streams.
+- A table in memory (pandas or Polars DataFrame, Polars LazyFrame, pyarrow Table): slices
+  of ``rows_per_partition`` rows (a LazyFrame slices and selects before it collects).
+- A ``pyarrow.dataset.Dataset``: its fragments in order; a Parquet fragment's row groups
+  grouped like a Parquet file's, any other fragment whole.
+- A :class:`fastprep.data.sources.CollectedQuery` (a LazyFrame or filtered Dataset computed once):
+  slices of its table, like a table in memory.
+
+Row ids are the same as the in-memory path's: positions in the concatenation of the
+source's files in sorted order (``partition.row_offset + local position``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fastprep.data.sources import (
+    Raw,
+    Source,
+    _filtered,
+    _format_of,
+    _read_file,
+    _read_in_memory,
+    _require,
+    _without_views,
+    resolve_files,
+    source_kind,
+)
+from fastprep.errors import SourceError
+
+#: default partition size: large enough to amortize per-partition overhead, small enough
+#: that a partition's columns stay well inside a worker's memory
+ROWS_PER_PARTITION = 1_000_000
+#: bytes read from the head of a CSV file to estimate its bytes per row
+_CSV_PROBE_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One piece of a source that can be read on its own (e.g. inside a Dask task).
+
+    ``kind`` is ``"parquet"`` (``row_groups`` of ``path``), ``"csv"`` (the whole file at
+    ``path``), ``"frame"`` (rows ``start:stop`` of a table in memory) or ``"dataset"``
+    (``row_groups`` of fragment number ``fragment`` of a pyarrow Dataset; all of it when
+    empty).
+    """
+
+    index: int
+    kind: str
+    path: str | None = None
+    row_groups: tuple[int, ...] = ()
+    start: int = 0
+    stop: int | None = None
+    #: rows in this partition, when known without reading it (Parquet footer, DataFrame)
+    n_rows: int | None = None
+    #: row id of this partition's first row, when every earlier partition's size is known
+    row_offset: int | None = None
+    #: a ``"dataset"`` partition's fragment, by position in ``Dataset.get_fragments()``
+    fragment: int = -1
+    #: that fragment itself, kept from planning: listing every fragment again for each
+    #: partition made a pass quadratic in the number of fragments
+    fragment_object: Any = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        if self.kind == "parquet":
+            groups = self.row_groups
+            span = (
+                f"row group {groups[0]}"
+                if len(groups) == 1
+                else (f"row groups {groups[0]}-{groups[-1]}")
+            )
+            return f"partition {self.index} ({self.path}, {span})"
+        if self.kind == "csv":
+            return f"partition {self.index} ({self.path})"
+        if self.kind == "dataset":
+            groups = f", row groups {list(self.row_groups)}" if self.row_groups else ""
+            return f"partition {self.index} (Dataset fragment {self.fragment}{groups})"
+        return f"partition {self.index} (in-memory rows {self.start}:{self.stop})"
+
+
+@dataclass(frozen=True)
+class SourceSize:
+    """What the planner knows about a source before reading its data."""
+
+    n_rows: int
+    #: True when ``n_rows`` is exact (Parquet metadata, a table); False for a CSV estimate
+    exact: bool
+    n_files: int
+    #: bytes on disk (0 for a DataFrame)
+    bytes_on_disk: int
+
+
+def plan_partitions(
+    source: Source, rows_per_partition: int = ROWS_PER_PARTITION
+) -> list[PartitionSpec]:
+    """Split ``source`` into partitions of about ``rows_per_partition`` rows (see module doc)."""
+    if rows_per_partition < 1:
+        raise SourceError(f"rows_per_partition={rows_per_partition}: must be at least 1")
+    kind = source_kind(source)
+    if kind == "dataset":
+        return _dataset_partitions(source, rows_per_partition)
+    if kind != "path":
+        n = in_memory_rows(source)
+        starts = range(0, max(n, 1), rows_per_partition)
+        return [
+            PartitionSpec(i, "frame", start=s, stop=min(n, s + rows_per_partition),
+                          n_rows=min(n, s + rows_per_partition) - s, row_offset=s)
+            for i, s in enumerate(starts)
+        ]  # fmt: skip
+    specs: list[PartitionSpec] = []
+    offset: int | None = 0
+    for path in resolve_files(source):
+        if _format_of(path) == "parquet":
+            for groups, rows in _group_row_groups(path, rows_per_partition):
+                specs.append(PartitionSpec(len(specs), "parquet", path, groups, n_rows=rows,
+                                           row_offset=offset))  # fmt: skip
+                offset = None if offset is None else offset + rows
+        else:
+            specs.append(PartitionSpec(len(specs), "csv", path, row_offset=offset))
+            offset = None  # unknown until this file has been read
+    return specs
+
+
+def _dataset_partitions(dataset: Any, rows_per_partition: int) -> list[PartitionSpec]:
+    """A Dataset's fragments in order: a Parquet fragment's row groups packed like a
+    Parquet file's, any other fragment as one partition."""
+    if _filtered(dataset):
+        raise SourceError(
+            "a filtered pyarrow Dataset has no fragments to split by: read it with "
+            "fastprep.data.sources.collect_once(dataset, columns) first (batches do), or pass a table"
+        )
+    specs: list[PartitionSpec] = []
+    offset = 0
+    for number, fragment in enumerate(dataset.get_fragments()):
+        if hasattr(fragment, "row_groups"):  # a Parquet fragment: sizes from its footer
+            fragment.ensure_complete_metadata()
+            ids = [g.id for g in fragment.row_groups]
+            sizes = [g.num_rows for g in fragment.row_groups]
+            packs = _pack(sizes, rows_per_partition)
+            pieces = [(tuple(ids[i] for i in pack), rows) for pack, rows in packs]
+        else:
+            pieces = [((), fragment.count_rows())]
+        for groups, rows in pieces:
+            specs.append(PartitionSpec(len(specs), "dataset", fragment.path, groups,
+                                       n_rows=rows, row_offset=offset, fragment=number,
+                                       fragment_object=fragment))  # fmt: skip
+            offset += rows
+    if not specs:  # no fragment: one empty partition (the schema's columns, no rows)
+        specs.append(PartitionSpec(0, "frame", start=0, stop=0, n_rows=0, row_offset=0))
+    return specs
+
+
+def _group_row_groups(path: str, rows_per_partition: int) -> list[tuple[tuple[int, ...], int]]:
+    """Consecutive row groups of ``path`` packed into partitions of at most the target size
+    (a single row group larger than the target is a partition on its own)."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {path!r}: {exc}") from exc
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    return [(tuple(pack), rows) for pack, rows in _pack(sizes, rows_per_partition)]
+
+
+def _pack(sizes: list[int], rows_per_partition: int) -> list[tuple[list[int], int]]:
+    """Positions of consecutive ``sizes`` packed up to ``rows_per_partition`` rows each."""
+    out: list[tuple[list[int], int]] = []
+    groups: list[int] = []
+    rows = 0
+    for g, size in enumerate(sizes):
+        if groups and rows + size > rows_per_partition:
+            out.append((groups, rows))
+            groups, rows = [], 0
+        groups.append(g)
+        rows += size
+    if groups or not out:
+        out.append((groups, rows))
+    return out
+
+
+def read_partition(
+    spec: PartitionSpec,
+    columns: Iterable[str],
+    text_columns: Iterable[str] = (),
+    frame: Any = None,
+) -> Raw:
+    """Read one partition's ``columns``: a pyarrow Table (a pandas DataFrame for a slice of
+    one). ``frame``: the table in memory a ``"frame"`` spec slices, or the Dataset of a
+    ``"dataset"`` spec."""
+    columns = list(columns)
+    if spec.kind in ("frame", "dataset") and frame is None:
+        raise SourceError(f"{spec.describe()} needs the source it reads from")
+    if spec.kind == "frame":
+        return _slice(frame, spec.start, spec.stop, columns)
+    if spec.kind == "dataset":
+        return _read_fragment(frame, spec, columns)
+    assert spec.path is not None
+    if spec.kind == "csv":
+        return _read_file(spec.path, columns, set(text_columns))
+    try:
+        handle = pq.ParquetFile(spec.path)
+        _require(columns, handle.schema_arrow.names, spec.path)
+        if not spec.row_groups:  # a file without row groups: its (empty) schema
+            return handle.schema_arrow.empty_table().select(columns)
+        return handle.read_row_groups(list(spec.row_groups), columns=columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {spec.describe()}: {exc}") from exc
+
+
+def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw:
+    """Rows ``start:stop`` of a table in memory (a LazyFrame: sliced before collecting)."""
+    kind = source_kind(source)
+    if kind == "pandas":
+        return source.iloc[start:stop].loc[:, columns].reset_index(drop=True)
+    if kind == "dataset":  # the empty partition of a Dataset without fragments
+        return source.schema.empty_table().select(columns)
+    length = None if stop is None else stop - start
+    if kind == "collected":  # zero-copy slices of the one result
+        return _read_in_memory(source, kind, columns).slice(start, length)
+    return _without_views(_read_in_memory(source.slice(start, length), kind, columns))
+
+
+def _read_fragment(dataset: Any, spec: PartitionSpec, columns: list[str]) -> pa.Table:
+    fragment = spec.fragment_object
+    if fragment is None:  # a spec built by hand: find its fragment by position
+        fragments = list(dataset.get_fragments())
+        if not 0 <= spec.fragment < len(fragments):
+            raise SourceError(f"{spec.describe()}: the Dataset has {len(fragments)} fragment(s)")
+        fragment = fragments[spec.fragment]
+    _require(columns, list(dataset.schema.names), "the pyarrow Dataset")
+    if spec.row_groups:
+        fragment = fragment.subset(row_group_ids=list(spec.row_groups))
+    try:
+        return fragment.to_table(schema=dataset.schema, columns=columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {spec.describe()}: {exc}") from exc
+
+
+def in_memory_rows(source: Any) -> int:
+    """Rows of a table in memory or a Dataset (a LazyFrame counts them without its columns)."""
+    kind = source_kind(source)
+    if kind == "pandas":
+        return len(source)
+    if kind == "arrow":
+        return source.num_rows
+    if kind == "dataset":
+        return int(source.count_rows())
+    if kind == "polars":
+        return int(source.height)
+    if kind == "collected":
+        return source.table.num_rows
+    import polars as pl
+
+    return int(source.select(pl.len()).collect().item())
+
+
+def iter_partitions(
+    source: Source,
+    columns: Iterable[str],
+    text_columns: Iterable[str] = (),
+    rows_per_partition: int = ROWS_PER_PARTITION,
+) -> Iterator[tuple[PartitionSpec, pd.DataFrame]]:
+    """Read the partitions one after the other; each spec comes back with its exact
+    ``n_rows`` and ``row_offset`` (known for CSV once the earlier files are read)."""
+    columns, text = list(columns), list(text_columns)
+    frame = None if source_kind(source) == "path" else source
+    offset = 0
+    for spec in plan_partitions(source, rows_per_partition):
+        data = read_partition(spec, columns, text, frame)
+        yield replace(spec, n_rows=len(data), row_offset=offset), data
+        offset += len(data)
+
+
+def source_size(source: Source) -> SourceSize:
+    """Row count (exact for Parquet and tables, estimated for CSV) and bytes on disk."""
+    if source_kind(source) != "path":
+        return SourceSize(in_memory_rows(source), True, 0, 0)
+    files = resolve_files(source)
+    rows, exact, size = 0, True, 0
+    for path in files:
+        size += os.path.getsize(path)
+        if _format_of(path) == "parquet":
+            try:
+                rows += pq.ParquetFile(path).metadata.num_rows
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise SourceError(f"cannot read {path!r}: {exc}") from exc
+        else:
+            rows += _estimate_csv_rows(path)
+            exact = False
+    return SourceSize(rows, exact, len(files), size)
+
+
+def _estimate_csv_rows(path: str) -> int:
+    """File size over the mean bytes per line of its head (compressed files: x4 guess)."""
+    size = os.path.getsize(path)
+    if path.lower().endswith((".gz", ".bz2")):
+        size *= 4  # typical text compression ratio; only an estimate for the planner
+        return max(size // 100, 0)
+    with open(path, "rb") as handle:
+        head = handle.read(_CSV_PROBE_BYTES)
+    lines = head.count(b"\n") + (0 if head.endswith(b"\n") or not head else 1)
+    if len(head) == size:  # the whole file was read: count its lines (minus the header)
+        return max(lines - 1, 0)
+    return max(int(size / (len(head) / max(lines, 1))) - 1, 0)

@@ -1,6 +1,0 @@
-"""The user-facing builders: ``cols``, ``col``, ``expr`` and ``>>``; they produce plan nodes."""
-
-from fastprep.dsl.builders import Dict, FeatureBuilder, col, cols, cross, expr
-from fastprep.dsl.check import check_plan
-
-__all__ = ["Dict", "FeatureBuilder", "check_plan", "col", "cols", "cross", "expr"]

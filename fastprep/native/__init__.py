@@ -1,0 +1,1 @@
+"""Below every engine: generated Numba modules on disk, loaded lazily, and retained memory for large arrays."""

@@ -1,0 +1,339 @@
+"""Partial aggregates computed per partition and merged into fitted parameters.
+
+Each fitted statistic has a small, mergeable partial:
+
+- moments (``Standardize``, ``MinMax``, ``FillMissing("mean")``): count, mean, M2, min,
+  max per partition, merged in partition order with Chan's parallel update
+  (``delta = mean_b - mean_a``; ``M2 = M2_a + M2_b + delta² · n_a n_b / n``). Counts,
+  min and max are exact; mean and variance agree with the single-machine two-pass sums to
+  ~1e-15 relative (float64 rounding of a different summation order).
+- vocabularies (``OneHot``, ``Categorify``): each distinct value with its count; merged
+  exactly, then ``min_frequency`` / ``max_categories`` are applied to the global counts.
+- medians (``FillMissing("median")``): **exact**, in two passes with bounded memory, not a
+  t-digest/KLL sketch (whose rank error would make the fitted fill differ from the
+  single-machine fit). Pass 1 returns per partition ``SUMMARY_POINTS`` exact order
+  statistics at known ranks; from them the job derives bounds ``lo < median <= hi`` that
+  hold for certain. Pass 2 returns per partition the count of values ``<= lo`` and the
+  distinct values in ``(lo, hi]`` with their counts (about ``2 n / SUMMARY_POINTS``
+  values in total), from which the two middle order statistics are picked exactly.
+- a few percentiles (``RobustScale``, quantile ``Bin``): **exact**, like the median: pass 1
+  the same summaries, then per needed rank (numpy's neighbouring indexes of each
+  percentile) a window; the parameters are rebuilt from those order statistics with
+  numpy's percentile arithmetic replayed (``scalers.params_from_order``). Uniform ``Bin``
+  edges need only the extremes (moments).
+- many quantiles or a likelihood search (``QuantileTransform``, ``PowerTransform``): each
+  partition sends its present values; the job concatenates them in partition order and
+  fits as one process does — the same values in the same order, so the same parameters.
+  It costs 8 bytes per value on the client, so a job whose rows exceed
+  :data:`MAX_GATHERED_VALUES` is refused up front.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fastprep.backends.reference import scalers
+from fastprep.backends.reference.encoders import kept_positions
+from fastprep.backends.reference.scalers import maxabs_from_range
+from fastprep.backends.reference.stats import (
+    minmax_from_range,
+    require_values,
+    standardize_from_moments,
+)
+from fastprep.data.columns import TextColumn
+from fastprep.errors import FitError
+from fastprep.plan.steps import (
+    Bin,
+    FillMissing,
+    MaxAbsScale,
+    MinMax,
+    RobustScale,
+    Standardize,
+    Step,
+)
+
+#: exact order statistics each partition sends for the median's first pass
+SUMMARY_POINTS = 2049
+#: rows above which a step fitted on gathered values is refused on a cluster (~800 MB)
+MAX_GATHERED_VALUES = 100_000_000
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Count, mean, M2 (sum of squared deviations), min and max of the present values."""
+
+    count: int
+    mean: float
+    m2: float
+    low: float
+    high: float
+
+
+def moments_of(values: np.ndarray) -> Moments:
+    """The partition's moments (two-pass within the partition, like sklearn's first pass)."""
+    present = values[~np.isnan(values)]
+    n = len(present)
+    if n == 0:
+        return Moments(0, 0.0, 0.0, np.inf, -np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(np.sum(present) / n)
+        temp = present - mean
+        correction = float(np.sum(temp))
+        m2 = float(np.sum(temp * temp) - correction**2 / n)
+    return Moments(n, mean, m2, float(present.min()), float(present.max()))
+
+
+def merge_moments(parts: list[Moments]) -> Moments:
+    """Chan et al.'s pairwise update, applied in partition order (deterministic)."""
+    total = Moments(0, 0.0, 0.0, np.inf, -np.inf)
+    for part in parts:
+        if part.count == 0:
+            continue
+        if total.count == 0:
+            total = part
+            continue
+        n = total.count + part.count
+        delta = part.mean - total.mean
+        mean = total.mean + delta * part.count / n
+        m2 = total.m2 + part.m2 + delta * delta * total.count * part.count / n
+        total = Moments(n, mean, m2, min(total.low, part.low), max(total.high, part.high))
+    return total
+
+
+def with_fill(present: Moments, fill: float, rows: int) -> Moments:
+    """The moments of ``rows`` values after the missing ones were set to ``fill``: the
+    present values' moments merged with ``rows - present.count`` copies of ``fill``
+    (mean ``fill``, M2 0) by the same Chan update — no pass over the filled values."""
+    missing = rows - present.count
+    if missing <= 0:
+        return present
+    return merge_moments([present, Moments(missing, float(fill), 0.0, float(fill), float(fill))])
+
+
+def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dict[str, Any]:
+    """The step's fitted parameters, in the shape the single-machine fit gives them."""
+    require_values(total.count, rows, what)
+    if isinstance(step, Standardize):
+        return standardize_from_moments(total.count, total.mean, total.m2 / total.count, what)
+    if isinstance(step, MinMax):
+        return minmax_from_range(total.low, total.high, *step.feature_range)
+    if isinstance(step, MaxAbsScale):
+        return maxabs_from_range(total.low, total.high)
+    if isinstance(step, Bin):  # uniform: from the extremes
+        return scalers.bin_from_range(step, total.low, total.high, what)
+    assert isinstance(step, FillMissing)
+    return {"fill": total.mean}
+
+
+# ---------------------------------------------------------------- vocabularies
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Distinct present values with their counts, and whether missing was seen."""
+
+    values: tuple[Any, ...]
+    counts: tuple[int, ...]
+    numeric: bool
+    missing: bool
+
+
+def vocabulary_of(values: np.ndarray | TextColumn) -> Vocabulary:
+    if isinstance(values, TextColumn):
+        present = values.codes[values.codes >= 0]
+        per_unique = np.bincount(present, minlength=len(values.uniques))
+        seen = np.flatnonzero(per_unique)
+        return Vocabulary(
+            tuple(str(values.uniques[i]) for i in seen),
+            tuple(int(per_unique[i]) for i in seen),
+            False,
+            bool(len(present) < len(values.codes)),
+        )
+    nan = np.isnan(values)
+    uniques, counts = np.unique(values[~nan], return_counts=True)
+    return Vocabulary(
+        tuple(float(v) for v in uniques), tuple(int(c) for c in counts), True, bool(nan.any())
+    )
+
+
+def params_from_vocabularies(
+    parts: list[Vocabulary], min_frequency: int, max_categories: int | None
+) -> dict[str, Any]:
+    """Merged counts → the same fitted vocabulary as ``fit_categories`` on all rows."""
+    merged: dict[Any, int] = {}
+    for part in parts:
+        for value, count in zip(part.values, part.counts):
+            merged[value] = merged.get(value, 0) + count
+    categories = sorted(merged)
+    counts = np.array([merged[c] for c in categories], dtype=np.int64)
+    kept = kept_positions(counts, min_frequency, max_categories)
+    return {
+        "categories": [categories[i] for i in kept],
+        "counts": [int(counts[i]) for i in kept],
+        "numeric": parts[0].numeric if parts else True,
+        "missing": any(p.missing for p in parts),
+        "infrequent": len(categories) - len(kept),
+    }
+
+
+# ---------------------------------------------------------------- exact medians
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Exact order statistics of one partition's present values at known ranks."""
+
+    count: int
+    ranks: np.ndarray
+    values: np.ndarray
+
+
+def summary_of(values: np.ndarray, points: int = SUMMARY_POINTS) -> Summary:
+    present = np.sort(values[~np.isnan(values)])
+    n = len(present)
+    if n == 0:
+        return Summary(0, np.empty(0, np.int64), np.empty(0))
+    ranks = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
+    return Summary(n, ranks, present[ranks])
+
+
+def _rank_bounds(summary: Summary, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate ``t``: lower and upper bounds of ``count(values <= t)``."""
+    if summary.count == 0:
+        zero = np.zeros(len(t), np.int64)
+        return zero, zero
+    j = np.searchsorted(summary.values, t, side="right") - 1
+    last = len(summary.ranks) - 1
+    inside = np.clip(j, 0, last)
+    following = np.clip(j + 1, 0, last)
+    lower = np.where(j < 0, 0, summary.ranks[inside] + 1)
+    upper = np.where(j < 0, 0, summary.ranks[following])
+    full = j >= last
+    lower = np.where(full, summary.count, lower)
+    upper = np.where(full, summary.count, upper)
+    return lower, upper
+
+
+def median_window(parts: list[Summary], rows: int, what: str) -> tuple[float, float]:
+    """Bounds ``lo < every middle order statistic <= hi``, certain from the summaries."""
+    total = sum(p.count for p in parts)
+    require_values(total, rows, what)
+    return rank_window(parts, (total - 1) // 2, total // 2)
+
+
+def rank_window(parts: list[Summary], first: int, last: int | None = None) -> tuple[float, float]:
+    """Bounds ``lo < the order statistics of ranks first..last <= hi`` (0-based), certain
+    from the summaries."""
+    last = first if last is None else last
+    total = sum(p.count for p in parts)
+    candidates = np.unique(np.concatenate([p.values for p in parts] + [[-np.inf, np.inf]]))
+    lower = np.zeros(len(candidates), np.int64)
+    upper = np.zeros(len(candidates), np.int64)
+    for part in parts:
+        low_p, up_p = _rank_bounds(part, candidates)
+        lower += low_p
+        upper += up_p
+    upper[0], lower[-1] = 0, total  # -inf: nothing at or below; +inf: everything
+    lo = candidates[np.flatnonzero(upper <= first).max()]
+    hi = candidates[np.flatnonzero(lower >= last + 1).min()]
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One partition's values in ``(lo, hi]`` (distinct, with counts) and its count ``<= lo``."""
+
+    below: int
+    values: np.ndarray
+    counts: np.ndarray
+
+
+def window_of(values: np.ndarray, lo: float, hi: float) -> Window:
+    """The present values in ``(lo, hi]`` (distinct, counted) and how many are ``<= lo``."""
+    present = values[~np.isnan(values)]
+    return _window(np.count_nonzero(present <= lo), present[(present > lo) & (present <= hi)])
+
+
+def windows_of(values: np.ndarray, bounds: list[tuple[float, float]]) -> list[Window]:
+    """:func:`window_of` for each ``(lo, hi)``: the present values sorted once and each
+    window found by binary search (a quantile Bin asks two windows per edge: one filter
+    of the partition per window would be a pass each)."""
+    if len(bounds) == 1:  # one window: a filter is cheaper than a sort
+        return [window_of(values, *bounds[0])]
+    ordered = np.sort(values[~np.isnan(values)])
+    out = []
+    for lo, hi in bounds:
+        start, end = np.searchsorted(ordered, [lo, hi], side="right")
+        out.append(_window(start, ordered[start : max(start, end)]))
+    return out
+
+
+def _window(below: int, inside: np.ndarray) -> Window:
+    uniques, counts = np.unique(inside, return_counts=True)
+    return Window(int(below), uniques, counts.astype(np.int64))
+
+
+def median_from_windows(parts: list[Window], total: int) -> float:
+    """The exact median (the mean of the two middle values for an even count, like numpy)."""
+    k1, k2 = (total - 1) // 2, total // 2
+    a, b = value_at(parts, k1), value_at(parts, k2)
+    return a if k1 == k2 else float(np.mean([a, b]))
+
+
+def value_at(parts: list[Window], rank: int) -> float:
+    """The order statistic of ``rank`` (0-based) from the partitions' windows around it."""
+    below = sum(p.below for p in parts)
+    values = np.concatenate([p.values for p in parts])
+    counts = np.concatenate([p.counts for p in parts])
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(counts[order])
+    return float(values[order][np.searchsorted(cumulative, rank - below, side="right")])
+
+
+def by_order(step: Step) -> bool:
+    """Steps fitted from a few exact order statistics (medians, percentiles), found like
+    the median: two passes, bounded memory, no gather."""
+    return isinstance(step, RobustScale) or (
+        isinstance(step, Bin) and step.needs_fit and step.strategy == "quantile"
+    )
+
+
+def params_from_order(
+    step: Step, summaries: list[Summary], windows: list[list[Window]], ranks: list[int], what: str
+) -> dict[str, Any]:
+    """The step's parameters from the order statistics of ``ranks`` (window ``i`` of every
+    partition is around ``ranks[i]``)."""
+    total = sum(p.count for p in summaries)
+    known = {rank: value_at([w[i] for w in windows], rank) for i, rank in enumerate(ranks)}
+    return scalers.params_from_order(step, total, known.__getitem__, what)
+
+
+# ---------------------------------------------------------------- gathered values
+
+
+def values_of(values: np.ndarray) -> np.ndarray:
+    """The partition's present values in row order: concatenated in partition order they
+    are the values one process fits on, in its order (a likelihood search's sums then
+    round the same way)."""
+    return values[~np.isnan(values)]
+
+
+def check_gather_size(step: Step, name: str, rows: int) -> None:
+    """Refuse, naming the step, a fit that would gather more than the cap on the client."""
+    if rows > MAX_GATHERED_VALUES:
+        raise FitError(
+            f"{step.describe()} on {name!r}: fitting it on a cluster gathers every value "
+            f"on the client ({rows:,} rows > {MAX_GATHERED_VALUES:,}); fit on a sample "
+            "without client= (pipeline.fit(sample)) and transform on the cluster"
+        )
+
+
+def params_from_values(step: Step, parts: list[np.ndarray], what: str) -> dict[str, Any]:
+    """The single-process fit on the partitions' values, concatenated in partition order."""
+    from fastprep.backends.reference.backend import fit_step
+
+    values = np.concatenate(parts) if parts else np.empty(0)
+    return fit_step(step, values, what)

@@ -1,0 +1,30 @@
+"""Run a pipeline on a ``dask.distributed`` cluster: distributed fit, sharded transform.
+
+Needs the ``distributed`` extra (``pip install 'fastprep[distributed]'``). The names below
+load on first use: the per-partition functions (:mod:`.tasks`, :mod:`.levels`) also run
+in one process (:mod:`fastprep.runtime.streamed`), which never imports Dask.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "fit": "fastprep.runtime.cluster.job",
+    "partitions_for": "fastprep.runtime.cluster.job",
+    "transform": "fastprep.runtime.cluster.job",
+    "Manifest": "fastprep.runtime.shards",
+    "load_shards": "fastprep.runtime.shards",
+    "RetryPolicy": "fastprep.runtime.partition_tasks",
+}
+
+__all__ = ["Manifest", "RetryPolicy", "fit", "load_shards", "partitions_for", "transform"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module 'fastprep.runtime.cluster' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_NAMES[name]), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,294 @@
+"""Fit and transform on a ``dask.distributed`` cluster, one task per partition.
+
+Fit is a few full passes (one per level of fitted steps in the longest chain, plus one for
+each level with a median); each pass maps :func:`tasks.fit_partials` over the partitions
+and merges the partial aggregates here, in partition order. Transform maps
+:func:`tasks.transform_partition` and either gathers the outputs into one matrix or writes
+shards and a manifest (see :mod:`fastprep.runtime.shards`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from distributed import Client, Future, KilledWorker, as_completed
+
+from fastprep.api.schema import Schema
+from fastprep.data.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
+from fastprep.data.sources import Source, is_path
+from fastprep.emit import make_layout
+from fastprep.errors import FastprepError, JobError, SourceError
+from fastprep.plan.nodes import LogicalPlan
+from fastprep.runtime import execute, shards
+from fastprep.runtime.cluster.progress import Progress, ProgressArg
+from fastprep.runtime.levels import Learned, check_fittable, fit_levels, learned_list
+from fastprep.runtime.partition_tasks import (
+    Job,
+    RetryPolicy,
+    Target,
+    count_rows,
+    fit_partials,
+    transform_partition,
+)
+from fastprep.runtime.report import Report
+from fastprep.storage.output_format import Writing, check_codec
+from fastprep.storage.state import encode_floats
+
+
+def partitions_for(
+    client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
+    retry: RetryPolicy, progress: Progress | None = None,
+) -> list[PartitionSpec]:  # fmt: skip
+    """The source's partitions with every row offset known (CSV files counted on workers)."""
+    if is_dask_frame(source):
+        lengths = [int(n) for n in source.map_partitions(len).compute()]
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+        return [
+            PartitionSpec(i, "frame", path=f"dask:{source._name}", start=int(o),
+                          stop=int(o) + n, n_rows=n, row_offset=int(o))
+            for i, (n, o) in enumerate(zip(lengths, offsets))
+        ]  # fmt: skip
+    if not is_path(source):
+        raise SourceError(
+            "a distributed job reads its partitions inside the tasks: pass a Parquet/CSV "
+            "path or glob (e.g. df.to_parquet('data.parquet', row_group_size=...)), not an "
+            f"in-memory {type(source).__name__}"
+        )
+    specs = plan_partitions(source, rows_per_partition)
+    if all(s.row_offset is not None and s.n_rows is not None for s in specs):
+        return specs
+    futures = [
+        client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
+        for s in specs
+    ]
+    sizes = _results(client, futures, specs, "count rows", progress)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
+
+
+def is_dask_frame(source: Any) -> bool:
+    return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
+
+
+def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]:
+    """A dask DataFrame's partitions as futures computed from its graph (Dask recomputes
+    them if a worker is lost); ``None`` per partition for a file source."""
+    if not is_dask_frame(source):
+        return [None] * len(specs)
+    return client.compute(source.to_delayed())
+
+
+def fit(
+    client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
+    backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
+    retry: RetryPolicy | None = None, progress: ProgressArg = False,
+) -> tuple[execute.Params, Report]:  # fmt: skip
+    """Fitted parameters equal to the single-machine fit's, and the fit's report
+    (the passes: :func:`fastprep.runtime.levels.fit_levels`).
+
+    ``progress``: a bar per pass over completed partitions (see
+    :mod:`fastprep.runtime.cluster.progress`)."""
+    check_fittable(plan)
+    job = Job(plan, schema, backend, retry or RetryPolicy())
+    bars = Progress(progress)
+    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
+    frames = _parts(client, source, specs)
+
+    def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
+        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars)
+
+    return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs))
+
+
+def _fit_pass(
+    client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
+    targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
+    futures = [
+        client.submit(
+            fit_partials,
+            job,
+            spec,
+            learned,
+            targets,
+            part,
+            key=f"fastprep-fit-{token}-{_token(spec)}",
+        )
+        for spec, part in zip(specs, frames)
+    ]
+    return _results(client, futures, specs, stage, progress)
+
+
+def transform(
+    client: Client, plan: LogicalPlan, schema: Schema, params: execute.Params, source: Source,
+    *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
+    rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
+    partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
+    compress: str | bool | None = None, pipeline: Any = None,
+) -> execute.Output | shards.Manifest:  # fmt: skip
+    """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
+
+    With ``output_dir``, partitions whose shard record (same fitted state and partition)
+    is already there are skipped: a re-run after a crash resumes where it stopped; the
+    folder is the output format ``fp.open_output`` reads (``compress="zstd"|"lz4"``
+    compresses its arrays; ``pipeline``, a fitted pipeline, is published with them).
+    ``progress``: a bar over completed partitions (skipped ones count as done).
+    """
+    codec = check_codec(compress)
+    job = Job(plan, schema, backend, retry or RetryPolicy())
+    bars = Progress(progress)
+    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
+                                         bars)  # fmt: skip
+    fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
+    names = make_layout(plan, params).names(plan, params)
+    # the client claims the folder for the whole job: its tasks' files are never taken
+    # for a killed writer's leftovers by another writer's publish
+    claim = Writing(Path(output_dir)) if output_dir is not None else None
+    try:
+        done: dict[int, dict[str, Any]] = {}
+        if output_dir is not None:
+            done = shards.completed(Path(output_dir), specs, fingerprint)
+        frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
+        todo = [s for s in specs if s.index not in done]
+        started = client.run_on_scheduler(_scheduler_time)
+        where = _token([output_dir, codec])
+        futures = [
+            client.submit(
+                transform_partition,
+                job,
+                spec,
+                params,
+                fingerprint,
+                output_dir,
+                out_dtype,
+                frames[spec.index],
+                codec,
+                key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
+            )
+            for spec in todo
+        ]
+        results = _results(client, futures, todo, "transform", bars, total=len(specs))
+        reruns = _reruns(client, futures, started)
+        entries = {r["entry"]["index"]: r["entry"] for r in results} | done
+        notes = _job_notes(results, reruns, len(done))
+        if output_dir is not None:
+            return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
+                                         fingerprint, out_dtype=out_dtype, codec=codec,
+                                         pipeline=pipeline, writing=claim)  # fmt: skip
+        return _gather(results, names, notes, str(source))
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+def _gather(
+    results: list[dict[str, Any]], names: Any, notes: list[str], source: str
+) -> execute.Output:
+    outputs = [r["output"] for r in sorted(results, key=lambda r: r["entry"]["index"])]
+    X = (
+        sp.vstack([o.X for o in outputs], format="csr")
+        if sp.issparse(outputs[0].X)
+        else np.concatenate([o.X for o in outputs])
+    )
+    ys = [o.y for o in outputs]
+    y = None if any(v is None for v in ys) else np.concatenate(ys)
+    report = shards.combine_reports([o.report.to_dict() for o in outputs], notes, source)
+    quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
+    row_ids = np.concatenate([o.row_ids for o in outputs])
+    report.output = execute._describe(X)
+    return execute.Output(X, y, names, report, quarantine, row_ids)
+
+
+def _job_notes(results: list[dict[str, Any]], reruns: dict[str, int], resumed: int) -> list[str]:
+    notes = []
+    retries = sum(r["entry"]["retries"] for r in results)
+    if retries:
+        notes.append(f"{retries} transient read error(s) retried")
+    if reruns:
+        notes.append(
+            f"{len(reruns)} partition task(s) re-run after a worker was lost "
+            f"({sum(reruns.values())} extra run(s)); output is unchanged"
+        )
+    if resumed:
+        notes.append(f"resumed: {resumed} partition(s) already written were skipped")
+    return notes
+
+
+def _results(
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    progress: Progress | None = None, total: int | None = None,
+) -> list[Any]:  # fmt: skip
+    """Wait for every task; the first failure stops the job, naming its partition.
+
+    Progress ticks once per completed partition task (``total - len(futures)`` partitions,
+    those a resumed job skips, count as done from the start)."""
+    total = len(futures) if total is None else total
+    tracker = (progress or Progress()).stage(stage, total, total - len(futures))
+    try:
+        return _wait(client, futures, specs, stage, tracker)
+    finally:
+        tracker.close()
+
+
+def _wait(
+    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    tracker: Any,
+) -> list[Any]:  # fmt: skip
+    by_key = {f.key: s for f, s in zip(futures, specs)}
+    for future in as_completed(futures):
+        if future.status != "error":
+            tracker.tick()
+            continue
+        spec = by_key[future.key]
+        exc = future.exception()
+        client.cancel(futures)
+        if isinstance(exc, KilledWorker):
+            raise JobError(
+                f"{stage}: {spec.describe()} of source {spec.path!r} killed every worker "
+                f"that ran it ({exc}); fix or remove that partition, then re-run (written "
+                "partitions are kept and skipped)"
+            ) from exc
+        if isinstance(exc, FastprepError):
+            raise exc
+        raise JobError(f"{stage}: {spec.describe()} failed: {type(exc).__name__}: {exc}") from exc
+    return client.gather(futures)
+
+
+def _processing_counts(dask_scheduler: Any, keys: list[str], since: float) -> dict[str, int]:
+    """On the scheduler: how many times each task was sent to a worker since ``since``
+    (transition log entries: key, start, finish, recommendations, stimulus, time)."""
+    out = {}
+    for key in keys:
+        out[key] = sum(
+            1
+            for event in dask_scheduler.story(key)
+            if event[0] == key and event[2] == "processing" and event[-1] >= since
+        )
+    return out
+
+
+def _scheduler_time(dask_scheduler: Any) -> float:
+    return time.time()
+
+
+def _reruns(client: Client, futures: list[Future], since: float) -> dict[str, int]:
+    """Tasks that ran more than once (a worker died holding or running them)."""
+    if not futures:
+        return {}
+    keys = [f.key for f in futures]
+    counts = client.run_on_scheduler(_processing_counts, keys=keys, since=since)
+    return {k: n - 1 for k, n in counts.items() if n > 1}
+
+
+def _token(value: Any) -> str:
+    data = json.dumps(value, sort_keys=True, default=repr).encode()
+    return hashlib.sha1(data).hexdigest()[:16]

@@ -1,0 +1,250 @@
+"""The fit's passes over a source's partitions, wherever a pass runs (a Dask cluster, or
+this process one partition at a time).
+
+Fit is a few full passes: one per level of fitted steps in the longest chain, plus one for
+each level with a median (a fitted ``Standardize``/``MinMax`` right after a fitted
+``FillMissing`` folds into the fill's pass). A pass maps
+:func:`fastprep.runtime.partition_tasks.fit_partials` over the partitions; the partial aggregates
+are merged here, in partition order, so every executor learns the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from fastprep.data.sources import Source
+from fastprep.errors import PipelineDefinitionError, Reason
+from fastprep.plan.nodes import LogicalPlan
+from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
+from fastprep.runtime import aggregates as agg
+from fastprep.runtime.partition_tasks import Target, stat_kind
+from fastprep.runtime.report import Report
+from fastprep.validate.findings import Finding, merge_findings
+
+Learned = dict[tuple[int, str], list[dict[str, Any]]]
+#: runs one pass: (learned so far, targets, stage name) -> one result per partition, in order
+RunPass = Callable[[Learned, list[Target], str], list[dict[str, Any]]]
+
+
+def fitted_levels(plan: LogicalPlan) -> tuple[dict[Any, list[int]], dict[Any, set[int]]]:
+    """Per (feature, input): the positions fitted level by level, and the folded ones."""
+    levels = {
+        (f, item.name): [s for s, step in enumerate(feature.steps) if step.needs_fit]
+        for f, feature in enumerate(plan.features)
+        for item in feature.inputs
+    }
+    folds = _folds(plan, levels)
+    levels = {k: [q for q in v if q not in folds.get(k, ())] for k, v in levels.items()}
+    return levels, folds
+
+
+def count_passes(plan: LogicalPlan) -> int:
+    """Full passes over the source the fit needs (at least one: validation)."""
+    levels, _ = fitted_levels(plan)
+    depth = max((len(p) for p in levels.values()), default=0)
+    total = 0
+    for level in range(depth):
+        medians = any(
+            level < len(p) and stat_kind(plan.features[f].steps[p[level]]) in ("median", "order")
+            for (f, _), p in levels.items()
+        )
+        total += 2 if medians else 1
+    return max(total, 1)
+
+
+def fit_levels(
+    plan: LogicalPlan, source: Source, run_pass: RunPass, rows: int = 0
+) -> tuple[list[dict[str, Any]], Report]:
+    """Fitted parameters equal to the single-machine fit's, and the fit's report.
+    ``rows``: the source's rows when known up front (a step that gathers its values is
+    refused before any pass when they could not fit)."""
+    from fastprep.backends.reference import scalers
+
+    learned: Learned = {
+        (f, item.name): [_static(step) for step in feature.steps]
+        for f, feature in enumerate(plan.features)
+        for item in feature.inputs
+    }
+    levels, folds = fitted_levels(plan)
+    for (f, name), positions in levels.items():
+        for q in positions:
+            if stat_kind(plan.features[f].steps[q]) == "values":
+                agg.check_gather_size(plan.features[f].steps[q], name, rows)
+    report: Report | None = None
+    retries = 0
+    for level in range(max((len(p) for p in levels.values()), default=0)):
+        targets: list[Target] = []
+        for (f, name), positions in levels.items():
+            if level < len(positions):
+                step = plan.features[f].steps[positions[level]]
+                kind = stat_kind(step)
+                targets.append((f, name, positions[level], "summary" if kind == "median"
+                                else kind, None))  # fmt: skip
+                if positions[level] + 1 in folds.get((f, name), ()):
+                    targets.append((f, name, positions[level] + 1, "unfilled", None))
+        results = run_pass(learned, targets, f"fit level {level}")
+        retries += sum(r["retries"] for r in results)
+        if report is None:
+            report = _fit_report(results, source)
+        medians = [t for t in targets if t[3] in ("summary", "order")]
+        _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
+               learned, report)  # fmt: skip
+        if medians:
+            windows, ranks = [], {}
+            for f, name, position, kind, _ in medians:
+                parts = [r["partials"][(f, name, position)] for r in results]
+                step = plan.features[f].steps[position]
+                what = f"{step.describe()} on {name!r}"
+                if kind == "summary":
+                    window = agg.median_window(parts, report.rows_out, what)
+                    windows.append((f, name, position, "window", window))
+                    continue
+                total = sum(p.count for p in parts)
+                agg.require_values(total, report.rows_out, what)
+                ranks[(f, name, position)] = sorted(scalers.order_ranks(step, total))
+                around = tuple(agg.rank_window(parts, r) for r in ranks[(f, name, position)])
+                windows.append((f, name, position, "windows", around))
+            second = run_pass(learned, windows, f"fit level {level} median")
+            retries += sum(r["retries"] for r in second)
+            for f, name, position, kind, _ in windows:
+                parts = [r["partials"][(f, name, position)] for r in second]
+                summaries = [r["partials"][(f, name, position)] for r in results]
+                if kind == "window":
+                    total = sum(p.count for p in summaries)
+                    learned[(f, name)][position] = {"fill": agg.median_from_windows(parts, total)}
+                else:
+                    step = plan.features[f].steps[position]
+                    learned[(f, name)][position] = agg.params_from_order(
+                        step, summaries, parts, ranks[(f, name, position)],
+                        f"{step.describe()} on {name!r}",
+                    )  # fmt: skip
+        _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
+    if report is None:
+        report = _fit_report(run_pass(learned, [], "validate"), source)
+    if retries:
+        report.notes.append(f"{retries} transient read error(s) retried")
+    params = [
+        {item.name: learned[(f, item.name)] for item in feature.inputs}
+        for f, feature in enumerate(plan.features)
+    ]
+    return params, report
+
+
+def _folds(plan: LogicalPlan, levels: dict[tuple[int, str], list[int]]) -> dict[Any, set[int]]:
+    """Per chain, the fitted ``Standardize``/``MinMax`` positions right after a fitted
+    ``FillMissing``: their moments are the fill's input moments with the fill value folded
+    in (:func:`aggregates.with_fill`), learned in the fill's pass — one pass fewer per such
+    level (the flights pipeline's ``FillMissing("median") >> Standardize()``: 3 -> 2)."""
+    out: dict[Any, set[int]] = {}
+    for (f, name), positions in levels.items():
+        steps = plan.features[f].steps
+        for before, q in zip(positions, positions[1:]):
+            fill = steps[before]
+            if (before == q - 1 and isinstance(fill, FillMissing) and fill.needs_fit
+                    and isinstance(steps[q], (Standardize, MinMax))):  # fmt: skip
+                out.setdefault((f, name), set()).add(q)
+    return out
+
+
+def _merge_folded(
+    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
+    report: Report,
+) -> None:  # fmt: skip
+    for f, name, position, _, _ in targets:
+        step = plan.features[f].steps[position]
+        present = agg.merge_moments([r["partials"][(f, name, position)] for r in results])
+        fill = learned[(f, name)][position - 1]["fill"]
+        total = agg.with_fill(present, fill, report.rows_out)
+        what = f"{step.describe()} on {name!r}"
+        learned[(f, name)][position] = agg.params_from_moments(step, total, report.rows_out, what)
+
+
+def _static(step: Any) -> dict[str, Any]:
+    if isinstance(step, FillMissing) and not step.needs_fit:
+        return {"fill": step.value}
+    if isinstance(step, Bin) and not step.needs_fit:  # fixed edges
+        return {"edges": np.asarray(step.edges, dtype=np.float64)}
+    return {}
+
+
+def learned_list(learned: Learned) -> list[Any]:
+    return [[list(k), v] for k, v in sorted(learned.items())]
+
+
+def _merge(
+    plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
+    report: Report,
+) -> None:  # fmt: skip
+    for f, name, position, kind, _ in targets:
+        step = plan.features[f].steps[position]
+        parts = [r["partials"][(f, name, position)] for r in results]
+        what = f"{step.describe()} on {name!r}"
+        if kind == "vocabulary":
+            learned[(f, name)][position] = agg.params_from_vocabularies(
+                parts, step.min_frequency, step.max_categories
+            )
+        elif kind == "values":
+            learned[(f, name)][position] = agg.params_from_values(step, parts, what)
+        else:
+            total = agg.merge_moments(parts)
+            learned[(f, name)][position] = agg.params_from_moments(
+                step, total, report.rows_out, what
+            )
+
+
+def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
+    report = Report(source=str(source), backend="distributed")
+    report.rows_in = sum(r["rows_in"] for r in results)
+    report.rows_out = sum(r["rows_fit"] for r in results)
+    report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
+    report.findings = _source_findings(results)
+    report.check_accounting()
+    return report
+
+
+#: fit warnings about a whole column (or the whole input): a partition knows only itself
+WHOLE_SOURCE_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY.value)
+
+
+def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
+    """The partitions' findings totalled (one per rule), keeping a whole-column fit warning
+    only where every partition with rows gave it: a column missing in one partition is not
+    all missing, and one empty partition does not make the input empty."""
+    findings = [f for r in results for f in r["findings"] if f.rule not in WHOLE_SOURCE_RULES]
+    with_rows = [r for r in results if r["rows_in"]] or results[:1]
+    keys = [
+        {(f.column, f.rule) for f in r["findings"] if f.rule in WHOLE_SOURCE_RULES}
+        for r in with_rows
+    ]
+    everywhere = set.intersection(*keys) if keys else set()
+    whole = [f for r in with_rows for f in r["findings"] if (f.column, f.rule) in everywhere]
+    if len(with_rows) > 1:  # each partition's single value may differ from the others'
+        whole = [
+            replace(f, detail="(one distinct value within every partition at fit time)")
+            if f.rule == Reason.CONSTANT.value
+            else f
+            for f in whole
+        ]
+    return merge_findings([*findings, *whole])
+
+
+def count_order_targets(plan: LogicalPlan) -> int:
+    """How many (input, step) order statistics (medians, percentiles) the fit learns."""
+    levels, _ = fitted_levels(plan)
+    return sum(stat_kind(plan.features[f].steps[q]) in ("median", "order")
+               for (f, _), positions in levels.items() for q in positions)  # fmt: skip
+
+
+def check_fittable(plan: LogicalPlan) -> None:
+    """A plan whose fit cannot be merged from partitions is refused up front."""
+    from fastprep.plan.steps import Vectorize
+
+    if any(isinstance(f.encoder, Vectorize) for f in plan.features):  # no partials
+        raise PipelineDefinitionError(
+            "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
+            "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
+        )

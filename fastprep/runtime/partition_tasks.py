@@ -1,0 +1,269 @@
+"""The functions Dask runs on workers, one call per partition.
+
+Every task loads its partition from the source itself (never data sent with ``scatter``,
+which dies with its worker), is pure (same arguments, same result), and writes its files
+under names of its own (a fresh token per run of the task; the partition's record last).
+Dask may run a task twice — after a worker died, or speculatively — and the two runs never
+write the same file; the job's manifest names the files of the run whose result it got.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from fastprep.api.schema import Schema
+from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference import scalers
+from fastprep.data.partitions import PartitionSpec, read_partition
+from fastprep.emit.precision import Precision
+from fastprep.errors import FastprepError, SourceError
+from fastprep.plan.dtypes import LType
+from fastprep.plan.nodes import LogicalPlan
+from fastprep.plan.steps import Bin, FillMissing, Step
+from fastprep.runtime import aggregates as agg
+from fastprep.runtime import execute, shards
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Transient read errors (``OSError``) are retried ``tries`` times in all, sleeping
+    ``base_delay * 2**attempt`` seconds between tries (exponential backoff)."""
+
+    tries: int = 5
+    base_delay: float = 0.1
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a task needs besides its partition (small: plan, schema, fitted state)."""
+
+    plan: LogicalPlan
+    schema: Schema
+    backend: str = "auto"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+def read_with_retries(
+    spec: PartitionSpec, columns: list[str], text: list[str], retry: RetryPolicy,
+    frame: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, int]:  # fmt: skip
+    """Read a partition, retrying I/O errors with backoff; returns the frame and retries.
+
+    ``frame`` is a dask DataFrame's partition, computed by Dask from its graph as this
+    task's dependency (recomputed, not lost, when a worker dies).
+    """
+    if frame is not None:
+        if isinstance(frame, pd.DataFrame):
+            present = [c for c in columns if c in frame.columns]
+            return frame.loc[:, present].reset_index(drop=True), 0
+        # an Arrow table read ahead by the caller (a streamed run in one process)
+        return frame.select([c for c in columns if c in frame.column_names]), 0
+    for attempt in range(retry.tries):
+        try:
+            return read_partition(spec, _present_columns(spec, columns), text), attempt
+        except (SourceError, OSError) as exc:
+            cause = exc.__cause__ if isinstance(exc, SourceError) else exc
+            if not _transient(exc, cause):
+                raise
+            if attempt + 1 == retry.tries:
+                raise SourceError(
+                    f"reading {spec.path!r} ({spec.describe()}) failed {retry.tries} times; "
+                    f"last cause: {type(cause).__name__}: {cause}"
+                ) from cause
+            time.sleep(retry.base_delay * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _transient(exc: BaseException, cause: BaseException | None) -> bool:
+    """An I/O error (a flaky file system or object store), not bad content."""
+    if isinstance(exc, OSError) and not isinstance(exc, SourceError):
+        return True
+    return isinstance(cause, OSError) and getattr(cause, "errno", None) != errno.EISDIR
+
+
+def load_prepared(
+    job: Job, spec: PartitionSpec, phase: str, part: pd.DataFrame | None = None
+) -> tuple[execute.Prepared, int]:
+    """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
+    plan, schema = job.plan, job.schema
+    columns, text = read_columns(job)
+    frame, retries = read_with_retries(spec, columns, text, job.retry, part)
+    try:
+        prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
+                                   row_offset=spec.row_offset or 0)  # fmt: skip
+    except FastprepError as exc:
+        raise type(exc)(f"{spec.describe()}: {exc}") from None
+    prepared.report.source = spec.describe()
+    return prepared, retries
+
+
+def read_columns(job: Job) -> tuple[list[str], list[str]]:
+    """The columns a partition's task reads (+ key columns), and which of them are text."""
+    columns = job.schema.read_columns(job.plan.columns)
+    text = [c for c in columns if job.schema[c].ltype in (LType.CATEGORY, LType.STRING)]
+    return columns, text
+
+
+def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
+    """The target's columns may be absent (new data to transform): read what exists;
+    ``prepare`` then says the output has no y (and fit fails naming the column)."""
+    if spec.kind != "parquet" or spec.path is None:
+        return columns
+    import pyarrow.parquet as pq
+
+    names = set(pq.ParquetFile(spec.path).schema_arrow.names)
+    return [c for c in columns if c in names] or columns
+
+
+# ---------------------------------------------------------------- fit
+
+
+#: one statistic to compute: (feature index, input name, step position, kind, extra)
+Target = tuple[int, str, int, str, Any]
+
+
+def fit_partials(
+    job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """One fit pass over one partition: a partial aggregate per target, plus row counts.
+    ``keep``: also return the values behind each order-statistic target (``"values"``), so
+    that a caller holding them can compute the next pass's windows without a re-read."""
+    prepared, retries = load_prepared(job, spec, "fit", part)
+    table = prepared.table
+    repairs = reference.Repairs()
+    partials: dict[tuple[int, str, int], Any] = {}
+    kept: dict[tuple[int, str, int], np.ndarray] = {}
+    for feature_index, name, position, kind, extra in targets:
+        feature = job.plan.features[feature_index]
+        item = next(i for i in feature.inputs if i.name == name)
+        values = reference.input_values(item, table, repairs)
+        params = learned[(feature_index, name)]
+        # "unfilled": the moments of the step's input *before* the fill just ahead of it
+        # (the job folds the fill value in: no pass after the fill's own)
+        upto = position - 1 if kind == "unfilled" else position
+        for step, step_params in zip(feature.steps[:upto], params):
+            if step.kind != "encoder":
+                values = reference.apply_step(step, step_params, values, name, repairs)
+        partials[(feature_index, name, position)] = _partial(kind, values, extra)
+        if keep and kind in ("summary", "order"):
+            kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
+    report = prepared.report
+    out = {
+        "index": spec.index,
+        "partials": partials,
+        "rows_in": report.rows_in,
+        "rows_fit": table.n_rows,
+        "rows_quarantined": len(prepared.quarantine),
+        "findings": list(report.findings),
+        "retries": retries,
+    }
+    if keep:
+        out["values"] = kept
+    return out
+
+
+def partials_of(values: dict[tuple[int, str, int], Any], targets: list[Target]) -> dict:
+    """A pass's partials from values kept by an earlier pass (``fit_partials(keep=True)``)."""
+    return {(f, name, position): _partial(kind, values[(f, name, position)], extra)
+            for f, name, position, kind, extra in targets}  # fmt: skip
+
+
+def _partial(kind: str, values: Any, extra: Any) -> Any:
+    if kind in ("moments", "unfilled"):
+        return agg.moments_of(values)
+    if kind == "vocabulary":
+        return agg.vocabulary_of(values)
+    if kind in ("summary", "order"):
+        return agg.summary_of(values)
+    if kind == "windows":
+        return agg.windows_of(values, extra)
+    if kind == "window":
+        return agg.window_of(values, *extra)
+    if kind == "values":
+        return agg.values_of(values)
+    raise ValueError(f"unknown partial {kind!r}")
+
+
+def stat_kind(step: Step) -> str:
+    if agg.by_order(step):  # medians, percentiles: exact order statistics, two passes
+        return "order"
+    if isinstance(step, Bin) and step.needs_fit:  # uniform edges: the extremes
+        return "moments"
+    if scalers.needs_values(step):
+        return "values"
+    if step.kind == "encoder":
+        return "vocabulary"
+    if isinstance(step, FillMissing) and step.value == "median":
+        return "median"
+    return "moments"
+
+
+def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:
+    """Rows of a partition whose size the source does not say up front (a CSV file)."""
+    frame, _ = read_with_retries(spec, [column], [], retry)
+    return len(frame)
+
+
+# ---------------------------------------------------------------- transform
+
+
+def transform_partition(
+    job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
+    output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
+    codec: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Transform one partition; write its shard (or return its arrays when gathering)."""
+    prepared, retries = load_prepared(job, spec, "transform", part)
+    precision = Precision(dtype_name)
+    output = execute.transform_prepared(
+        job.plan, params, prepared, precision.compute_dtype, job.backend
+    )
+    execute.apply_precision(output, precision)
+    entry: dict[str, Any] = {
+        "index": spec.index,
+        "partition": spec.describe(),
+        "fingerprint": fingerprint,
+        "row_offset": spec.row_offset,
+        "rows_in": output.report.rows_in,
+        "rows_out": output.report.rows_out,
+        "rows_quarantined": output.report.rows_quarantined,
+        "shape": list(output.X.shape),
+        "layout": "csr" if sp.issparse(output.X) else "dense",
+        "nnz": int(output.X.nnz if sp.issparse(output.X) else np.count_nonzero(output.X)),
+        "retries": retries,
+        "pid": os.getpid(),
+        "report": output.report.to_dict(),
+    }
+    if output_dir is None:
+        return {"entry": entry, "output": output}
+    return {"entry": shards.write_partition(Path(output_dir), entry, output, codec)}
+
+
+def worker_peak_mib() -> float:
+    """This process's peak resident memory in MiB (``client.run(worker_peak_mib)`` gives
+    each worker's).
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this process's own
+    address space. Not ``ru_maxrss``: that survives ``fork`` + ``exec``, so a worker started
+    by a big parent process reports the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

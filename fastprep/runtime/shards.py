@@ -1,0 +1,198 @@
+"""Shards on disk: one set of files per partition, each with its own record; one manifest.
+
+A cluster job writes the output format every producer writes
+(:mod:`fastprep.storage.output_format`), one shard per partition::
+
+    part-00000.<token>.X.data.npy ...  .y.npy  .row_ids.npy  .quarantine.parquet
+    part-00000.<token>.json            the partition's record, written after its files
+    manifest.json                      the job's manifest, published by the client last
+
+Each task run writes under a fresh token, so two runs of one task (a worker lost, a
+speculative copy) never write the same file. A partition counts as done when a record
+names the same fitted state (``fingerprint``) and partition and every file it names is
+there with its size: a re-run skips it. ``fp.open_output`` (and :func:`load_shards`)
+read the folder; publishing the manifest removes the files it does not name.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastprep.data.partitions import PartitionSpec
+from fastprep.errors import JobError, StateFormatError
+from fastprep.runtime import execute
+from fastprep.runtime.report import Report
+from fastprep.storage import output_format as fmt
+from fastprep.storage.shards import check_files, mapped_csr, open_output
+from fastprep.validate.findings import Finding, merge_findings
+
+
+@dataclass
+class Manifest:
+    """What a sharded transform wrote: per partition its files and row counts."""
+
+    folder: Path
+    partitions: list[dict[str, Any]]
+    feature_names: Sequence[str]
+    report: Report
+
+    def load(self) -> execute.Output:
+        """Concatenate the shards in partition order into one :class:`Output`."""
+        return load_shards(self.folder)
+
+
+def write_partition(
+    folder: Path, entry: dict[str, Any], output: execute.Output, codec: str | None
+) -> dict[str, Any]:
+    """One partition's files, then its record (temp name, then renamed); its entry."""
+    folder.mkdir(parents=True, exist_ok=True)
+    token = fmt.new_token()
+    files = fmt.FileWriter(folder, codec)
+    try:
+        entry = entry | fmt.write_shard(files, entry["index"], token, output.X, output.y,
+                                        output.row_ids, output.quarantine)  # fmt: skip
+        files.finish()
+    finally:
+        files.close()
+    name = f"part-{entry['index']:05d}.{token}.json"
+    data = json.dumps(entry, default=str).encode()
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
+    fmt.write_bytes(folder, temp, data)
+    (folder / temp).replace(folder / name)
+    return entry | {"record": {"file": name, "bytes": len(data)}}
+
+
+def completed(folder: Path, specs: list[PartitionSpec], fingerprint: str) -> dict[int, dict]:
+    """Partitions already written by a run with the same fitted state (to skip)."""
+    done: dict[int, dict[str, Any]] = {}
+    if not folder.is_dir():
+        return done
+    for spec in specs:
+        records = sorted(folder.glob(f"part-{spec.index:05d}.*.json"),
+                         key=lambda p: p.stat().st_mtime, reverse=True)  # fmt: skip
+        for path in records:
+            entry = _record(folder, path, fingerprint, spec)
+            if entry is not None:
+                done[spec.index] = entry
+                break
+    return done
+
+
+def _record(
+    folder: Path, path: Path, fingerprint: str, spec: PartitionSpec
+) -> dict[str, Any] | None:
+    try:
+        data = path.read_bytes()
+        entry = json.loads(data)
+        if entry.get("fingerprint") != fingerprint or entry.get("partition") != spec.describe():
+            return None
+        check_files(folder, entry)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, StateFormatError):
+        return None  # half-written, another job's, or its files are gone: run it again
+    return entry | {"record": {"file": path.name, "bytes": len(data)}}
+
+
+def write_manifest(
+    folder: Path, specs: list[PartitionSpec], entries: dict[int, dict[str, Any]],
+    names: Sequence[str], notes: list[str], source: str, fingerprint: str, *,
+    out_dtype: str = "float32", codec: str | None = None, pipeline: Any = None,
+    writing: fmt.Writing | None = None,
+) -> Manifest:  # fmt: skip
+    """Check the row accounting over all partitions, then publish ``manifest.json`` (last;
+    ``writing``: the job's claim on the folder, see ``fmt.Writing``)."""
+    missing = [s.describe() for s in specs if s.index not in entries]
+    if missing:
+        raise JobError(f"no shard for {len(missing)} partition(s): {missing[:3]}")
+    ordered = [entries[s.index] for s in specs]
+    report = combine_reports([e["report"] for e in ordered], notes, source)
+    expected = sum(s.n_rows or 0 for s in specs)
+    if report.rows_in != expected:
+        raise JobError(f"shards hold {report.rows_in:,} input rows; the source has {expected:,}")
+    width = ordered[0]["shape"][1] if ordered else len(names)
+    report.output = {
+        "shape": [report.rows_out, width],
+        "layout": ordered[0]["layout"] if ordered else "dense",
+        "nnz": sum(e.get("nnz", 0) for e in ordered),
+        "shards": len(ordered),
+        "dtype": out_dtype,
+    }
+    token = fmt.new_token()
+    files = {"report": fmt.write_bytes(folder, f"report.{token}.json",
+                                       json.dumps(report.to_dict(), indent=1, default=str).encode())}  # fmt: skip
+    if pipeline is not None:
+        files["pipeline"] = fmt.write_file(folder, f"pipeline.{token}.fastprep", pipeline.save)
+    partitions = [{k: v for k, v in e.items() if k != "report"} for e in ordered]
+    doc = fmt.manifest_doc(partitions, names, out_dtype, codec, files,
+                           fingerprint=fingerprint, source=source)  # fmt: skip
+    fmt.publish(folder, doc, writing)
+    return Manifest(folder, partitions, names, report)
+
+
+def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str) -> Report:
+    """One report over all partitions: counts summed; a rule broken in several partitions
+    is one finding with the summed count (``merge_findings``), repairs likewise."""
+    total = Report(source=source, backend="distributed")
+    repairs: dict[tuple[str, str], int] = {}
+    for part in reports:
+        total.rows_in += part["rows_in"]
+        total.rows_out += part["rows_out"]
+        total.rows_quarantined += part["rows_quarantined"]
+        total.findings.extend(_finding(f) for f in part["findings"])
+        for repair in part["repairs"]:
+            key = (repair["output"], repair["rule"])
+            repairs[key] = repairs.get(key, 0) + repair["count"]
+        for stage, seconds in part["stages_seconds"].items():
+            total.stages[stage] = total.stages.get(stage, 0.0) + seconds
+        for note in part["notes"]:
+            if note not in total.notes:
+                total.notes.append(note)
+    total.repairs = [
+        {"output": o, "rule": r, "count": n, "action": "set_missing"}
+        for (o, r), n in repairs.items()
+    ]
+    total.findings = merge_findings(total.findings)
+    total.notes.extend(notes)
+    total.check_accounting()
+    return total
+
+
+def _finding(data: dict[str, Any]) -> Finding:
+    data = dict(data)
+    data["first_rows"] = tuple(data.get("first_rows", ()))
+    data["examples"] = tuple(data.get("examples", ()))
+    return Finding(**data)
+
+
+def load_shards(folder: str | Path) -> execute.Output:
+    """Read a finished output back as one :class:`Output` (partition order), through
+    ``fp.open_output``: the arrays are read (concatenated) into memory."""
+    folder = Path(folder)
+    if not (folder / fmt.MANIFEST).exists():
+        raise JobError(f"{folder}: no {fmt.MANIFEST}; the job did not finish (re-run it to resume)")
+    opened = open_output(folder)
+    whole = opened.whole()
+    saved = opened.report
+    report = Report(
+        source=saved.get("source", ""), backend=saved.get("backend", "distributed"),
+        rows_in=saved.get("rows_in", 0), rows_out=saved.get("rows_out", 0),
+        rows_quarantined=saved.get("rows_quarantined", 0), notes=list(saved.get("notes", [])),
+        findings=[_finding(f) for f in saved.get("findings", ())],
+    )  # fmt: skip
+    # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
+    # (several shards were concatenated into new arrays by whole(): used as they are)
+    X, y, row_ids = whole.X, whole.y, whole.row_ids
+    if len(opened) == 1:
+        X = (mapped_csr(*(np.array(getattr(X, p)) for p in ("data", "indices", "indptr")),
+                        X.shape) if hasattr(X, "indptr") else np.array(X))  # fmt: skip
+        y = None if y is None else np.array(y)
+        row_ids = np.array(row_ids)
+    report.output = execute._describe(X)
+    return execute.Output(X, y, opened.feature_names, report, opened.quarantine, row_ids,
+                          out_dtype=opened.out_dtype)  # fmt: skip
