@@ -16,8 +16,18 @@ import os as _os
 # a value the user set wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from fastprep.api import Dict, col, cols, cross, expr
-from fastprep.api.schema import Bool, Category, Datetime, DictOf, Float, Int, Schema, String
+from fastprep.api import Dict, Tags, col, cols, cross, expr
+from fastprep.api.schema import (
+    Bool,
+    Category,
+    Datetime,
+    DictOf,
+    Float,
+    Int,
+    ListOf,
+    Schema,
+    String,
+)
 from fastprep.errors import (
     BackendError,
     DataValidationError,
@@ -74,6 +84,7 @@ __all__ = [
     "Float",
     "Hash",
     "Int",
+    "ListOf",
     "Log1p",
     "Map",
     "MaxAbsScale",
@@ -92,6 +103,7 @@ __all__ = [
     "Standardize",
     "StateFormatError",
     "String",
+    "Tags",
     "Vectorize",
     "col",
     "cols",

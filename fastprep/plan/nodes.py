@@ -49,6 +49,8 @@ class Feature:
     #: the backend this feature's stage must run on (``.backend("pandas")``), or None: the
     #: planner's choice
     backend: str | None = None
+    #: ``fp.Tags(..., sep=)``: each text input is a list of tags separated by this text
+    tags: str | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -68,7 +70,8 @@ class Feature:
     def describe(self) -> str:
         names = ("^" if self.cross else ", ").join(i.name for i in self.inputs)
         chain = " >> ".join(s.describe() for s in self.steps)
-        return f"[{names}]" + (f" >> {chain}" if chain else "")
+        head = f"Tags({names}, sep={self.tags!r})" if self.tags is not None else f"[{names}]"
+        return head + (f" >> {chain}" if chain else "")
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ class LogicalPlan:
                     "steps": [s.to_dict() for s in f.steps],
                     "cross": f.cross,
                     **({"backend": f.backend} if f.backend is not None else {}),
+                    **({"tags": f.tags} if f.tags is not None else {}),
                 }
                 for f in self.features
             ],
@@ -140,6 +144,7 @@ class LogicalPlan:
                 steps=tuple(step_from_dict(s, functions) for s in f["steps"]),
                 cross=bool(f.get("cross", False)),
                 backend=None if f.get("backend") is None else str(f["backend"]),
+                tags=None if f.get("tags") is None else str(f["tags"]),
             )
             for f in data["features"]
         )
@@ -167,7 +172,8 @@ def _feature_line(feature: Feature) -> str:
     )
     steps = " >> ".join(s.describe() for s in feature.steps)
     pinned = f"  [backend={feature.backend}]" if feature.backend is not None else ""
-    return f"[{inputs}]" + (f" >> {steps}" if steps else "") + pinned
+    head = f"Tags({inputs}, sep={feature.tags!r})" if feature.tags is not None else f"[{inputs}]"
+    return head + (f" >> {steps}" if steps else "") + pinned
 
 
 def input_to_dict(item: Input) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from fastprep.backends.reference.stats import (
     standardize_from_moments,
 )
 from fastprep.data.columns import TextColumn
+from fastprep.data.tag_column import TagColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
     Bin,
@@ -141,7 +142,12 @@ class Vocabulary:
     missing: bool
 
 
-def vocabulary_of(values: np.ndarray | TextColumn) -> Vocabulary:
+def vocabulary_of(values: np.ndarray | TextColumn | TagColumn) -> Vocabulary:
+    if isinstance(values, TagColumn):  # tags: rows holding each; a missing row has none
+        counts = values.counts()
+        seen = np.flatnonzero(counts)
+        tags = values.uniques.take(seen).to_pylist()
+        return Vocabulary(tuple(tags), tuple(int(counts[i]) for i in seen), False, False)
     if isinstance(values, TextColumn):
         present = values.codes[values.codes >= 0]
         per_unique = np.bincount(present, minlength=len(values.uniques))

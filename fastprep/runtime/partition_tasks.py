@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import scalers
+from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
@@ -146,7 +147,10 @@ def fit_partials(
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
         item = next(i for i in feature.inputs if i.name == name)
-        values = reference.input_values(item, table, repairs)
+        if is_tags(feature, table):  # a tags OneHot: the vocabulary of the tags
+            values = tag_values(feature, item, table)
+        else:
+            values = reference.input_values(item, table, repairs)
         params = learned[(feature_index, name)]
         # "unfilled": the moments of the step's input *before* the fill just ahead of it
         # (the job folds the fill value in: no pass after the fill's own)

@@ -19,6 +19,7 @@ import numpy as np
 
 from fastprep.backends.numba import dict_encode
 from fastprep.backends.numba import kernels as nk
+from fastprep.backends.numba import tags as tag_features
 from fastprep.backends.numba.codegen import (
     Chain,
     Program,
@@ -38,6 +39,7 @@ from fastprep.backends.reference.stats import (
     require_values,
     standardize_from_moments,
 )
+from fastprep.backends.reference.tags import is_tags
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
 from fastprep.emit.blocks import SparseBlock
@@ -91,8 +93,12 @@ def fit_stage(
     """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
     if stage.kind != "fused":
         vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
-        rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
+        tagged = [i for i in stage.features if is_tags(plan.features[i], table)]
+        rest = Stage(stage.kind, tuple(i for i in stage.features
+                                       if i not in vectorized and i not in tagged))  # fmt: skip
         fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
+        for i in tagged:  # multi-valued inputs: the dict-column kernels
+            fitted[i] = tag_features.fit_feature(plan.features[i], table)
         for i in vectorized:  # the vocabulary from the flattened entries
             name = plan.features[i].inputs[0].name
             fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
@@ -310,12 +316,15 @@ def run_stage(
 ) -> set[int]:
     """Run a stage into ``sink``; a fused stage reports its features checked finite."""
     if stage.kind != "fused":
+        tagged = [i for i in stage.features if is_tags(plan.features[i], table)]
+        for index in tagged:  # multi-valued inputs: the dict-column kernels
+            sink.put(index, tag_features.block(plan.features[index], params[index], table))
         rest = [
             i for i in stage.features
-            if not isinstance(plan.features[i].encoder, (Hash, Vectorize))
+            if not isinstance(plan.features[i].encoder, (Hash, Vectorize)) and i not in tagged
         ]  # fmt: skip
         for index in stage.features:
-            if index not in rest:
+            if index not in rest and index not in tagged:
                 sink.put(index, hash_feature(plan.features[index], params[index], table, log))
         if rest:
             reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink, log)

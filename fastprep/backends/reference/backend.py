@@ -15,6 +15,7 @@ import numpy as np
 from fastprep.backends.reference import dict_columns as dict_reference
 from fastprep.backends.reference import hashing as hashref
 from fastprep.backends.reference import scalers
+from fastprep.backends.reference import tags as tag_features
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -98,6 +99,8 @@ def finish_input(item: Input, value: np.ndarray, table: Table, repairs: Repairs)
 
 def fit_feature(feature: Feature, table: Table) -> FeatureParams:
     """Learn each step's parameters, input by input, applying earlier steps as it goes."""
+    if tag_features.is_tags(feature, table):  # multi-valued inputs: the encoder alone
+        return tag_features.fit_feature(feature, table)
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
     for item in feature.inputs:
@@ -206,6 +209,9 @@ def run_stage(
     for index in stage.features:
         feature = plan.features[index]
         fitted = params[index]
+        if tag_features.is_tags(feature, table):
+            sink.put(index, tag_features.block(feature, fitted, table))
+            continue
         values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
         encoder = feature.encoder
         if encoder is not None and len(feature.steps) > 1:

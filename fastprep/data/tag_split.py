@@ -1,0 +1,77 @@
+"""Build :class:`~fastprep.data.tag_column.TagColumn` from Arrow: a ``list<string>`` column
+flattened (``list_flatten``, ``list_parent_indices``), or delimited text split
+(``split_pattern``).
+
+A delimited text column is split on its *distinct* values and gathered by the rows'
+dictionary codes: at 3.4M rows with a few thousand distinct tag strings, the split runs on
+those few thousand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fastprep.data import text_encode
+from fastprep.data.tag_column import TagColumn
+
+
+def from_lists(values: pa.Array | pa.ChunkedArray) -> TagColumn:
+    """A ``list<string>`` Arrow column as tags: null rows and null or empty elements give no
+    tag, a repeated element in a row counts once."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if pa.types.is_large_list(values.type) or pa.types.is_list_view(values.type):
+        values = values.cast(pa.list_(values.type.value_type))
+    if isinstance(values, pa.FixedSizeListArray):
+        values = values.cast(pa.list_(values.type.value_type))
+    n = len(values)
+    flat = pc.list_flatten(values)
+    rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False).astype(np.int64)
+    return _entries(n, rows, flat)
+
+
+def split_text(uniques: pa.Array, sep: str) -> TagColumn:
+    """Each distinct text value split on ``sep`` (a literal, not a pattern): one row per
+    distinct value, empty pieces dropped, a repeated piece kept once."""
+    uniques = uniques.cast(pa.large_string())
+    pieces = pc.split_pattern(uniques, pattern=sep)
+    flat = pc.list_flatten(pieces)
+    rows = pc.list_parent_indices(pieces).to_numpy(zero_copy_only=False).astype(np.int64)
+    return _entries(len(uniques), rows, flat)
+
+
+def _entries(n_rows: int, rows: np.ndarray, flat: pa.Array) -> TagColumn:
+    """Entries (row, text) in row order → a TagColumn without empties or repeats."""
+    if not pa.types.is_large_string(flat.type):
+        flat = flat.cast(pa.large_string())
+    keep = pc.and_(pc.is_valid(flat), pc.greater(pc.binary_length(flat), 0))
+    keep_np = keep.to_numpy(zero_copy_only=False)
+    if not keep_np.all():
+        flat = flat.filter(keep)
+        rows = rows[keep_np]
+    codes, uniques = text_encode.encode(flat) if len(flat) else (np.empty(0, np.int32), flat)
+    codes = np.asarray(codes, dtype=np.int32)
+    rows, codes = _drop_repeats(rows, codes, len(uniques))
+    offsets = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=offsets[1:])
+    return TagColumn(offsets, codes, uniques)
+
+
+def _drop_repeats(rows: np.ndarray, codes: np.ndarray, n_unique: int) -> tuple[Any, Any]:
+    """The (row, tag) pairs with a repeat inside a row removed, first occurrences kept in
+    their order (rows stay grouped and ascending)."""
+    if len(codes) < 2:
+        return rows, codes
+    if (int(rows[-1]) + 1) * max(n_unique, 1) < 2**62:  # one int64 per pair: the fast unique
+        _, first = np.unique(rows * max(n_unique, 1) + codes, return_index=True)
+    else:
+        _, first = np.unique(np.stack([rows, codes], axis=1), axis=0, return_index=True)
+    key = codes
+    if len(first) == len(key):
+        return rows, codes
+    first.sort()
+    return rows[first], codes[first]
