@@ -48,7 +48,7 @@ def _entries(n_rows: int, rows: np.ndarray, flat: pa.Array) -> TagColumn:
     """Entries (row, text) in row order → a TagColumn without empties or repeats."""
     if not pa.types.is_large_string(flat.type):
         flat = flat.cast(pa.large_string())
-    keep = pc.and_(pc.is_valid(flat), pc.greater(pc.binary_length(flat), 0))
+    keep = pc.fill_null(pc.greater(pc.binary_length(flat), 0), False)  # no null, no ""
     keep_np = keep.to_numpy(zero_copy_only=False)
     if not keep_np.all():
         flat = flat.filter(keep)
