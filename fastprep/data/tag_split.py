@@ -9,14 +9,15 @@ those few thousand.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from fastprep.data import text_encode
 from fastprep.data.tag_column import TagColumn
+from fastprep.native.kernel_files import jit as njit  # made on first use: no numba import
+from fastprep.native.kernel_files import numba_cached, numba_loaded
+from fastprep.planning.planner import kernel_path
 
 
 def from_lists(values: pa.Array | pa.ChunkedArray) -> TagColumn:
@@ -55,23 +56,51 @@ def _entries(n_rows: int, rows: np.ndarray, flat: pa.Array) -> TagColumn:
         rows = rows[keep_np]
     codes, uniques = text_encode.encode(flat) if len(flat) else (np.empty(0, np.int32), flat)
     codes = np.asarray(codes, dtype=np.int32)
-    rows, codes = _drop_repeats(rows, codes, len(uniques))
     offsets = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n_rows), out=offsets[1:])
+    keep = _first_in_row(offsets, rows, codes, len(uniques))
+    if keep is not None:  # some row repeats a tag
+        codes = codes[keep]
+        np.cumsum(np.bincount(rows[keep], minlength=n_rows), out=offsets[1:])
     return TagColumn(offsets, codes, uniques)
 
 
-def _drop_repeats(rows: np.ndarray, codes: np.ndarray, n_unique: int) -> tuple[Any, Any]:
-    """The (row, tag) pairs with a repeat inside a row removed, first occurrences kept in
-    their order (rows stay grouped and ascending)."""
-    if len(codes) < 2:
-        return rows, codes
+def _first_in_row(
+    offsets: np.ndarray, rows: np.ndarray, codes: np.ndarray, n_unique: int
+) -> np.ndarray | None:
+    """Which entries are the first of their tag in their row (rows grouped, ascending), or
+    None when every entry is. One pass remembering each tag's last row (Numba), or its
+    numpy twin: the first index of each distinct (row, tag) pair."""
+    n = len(codes)
+    if n < 2:
+        return None
+    path = kernel_path("tags", n, cached=numba_cached(_mark_first),
+                       loaded=numba_loaded(_mark_first))  # fmt: skip
+    if path == "numba":
+        keep = np.empty(n, dtype=np.bool_)
+        repeats = _mark_first(offsets, codes, np.full(max(n_unique, 1), -1, np.int64), keep)
+        return keep if repeats else None
     if (int(rows[-1]) + 1) * max(n_unique, 1) < 2**62:  # one int64 per pair: the fast unique
         _, first = np.unique(rows * max(n_unique, 1) + codes, return_index=True)
     else:
         _, first = np.unique(np.stack([rows, codes], axis=1), axis=0, return_index=True)
-    key = codes
-    if len(first) == len(key):
-        return rows, codes
-    first.sort()
-    return rows[first], codes[first]
+    if len(first) == n:
+        return None
+    keep = np.zeros(n, dtype=np.bool_)
+    keep[first] = True
+    return keep
+
+
+@njit(cache=True)
+def _mark_first(offsets, codes, last_row, keep):  # pragma: no cover - compiled
+    repeats = 0
+    for r in range(offsets.shape[0] - 1):
+        for e in range(offsets[r], offsets[r + 1]):
+            c = codes[e]
+            if last_row[c] == r:
+                keep[e] = False
+                repeats += 1
+            else:
+                last_row[c] = r
+                keep[e] = True
+    return repeats
