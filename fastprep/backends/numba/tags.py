@@ -119,7 +119,7 @@ def _per_input(feature: Feature, item: Input, table: Table, encode: Any) -> sp.c
     code, or of the rows of a list column."""
     split = _distinct(feature, item, table)
     if split is None:
-        return encode(_dict_view(tag_values(feature, item, table), item.name))
+        return _by_tag(tag_values(feature, item, table), item.name, encode)
     distinct, codes = split
     per_value = encode(_dict_view(distinct, item.name))
     indptr, entries = gather_rows(per_value.indptr, codes)
@@ -131,6 +131,23 @@ def _per_input(feature: Feature, item: Input, table: Table, encode: Any) -> sp.c
     )  # fmt: skip
     out.has_sorted_indices = True
     return out
+
+
+def _by_tag(column: TagColumn, name: str, encode: Any) -> sp.csr_matrix:
+    """``encode`` of each distinct tag alone (its column and value: hashed or looked up
+    once), gathered per entry and assembled by the dict kernels' row sort and merge."""
+    n_tags = len(column.uniques)
+    single = TagColumn(np.arange(n_tags + 1, dtype=np.int64), np.arange(n_tags, dtype=np.int32),
+                       column.uniques)  # fmt: skip
+    per_tag = encode(_dict_view(single, name))
+    present = np.diff(per_tag.indptr) > 0
+    index = np.full(n_tags, -1, dtype=np.int64)
+    index[present] = per_tag.indices[per_tag.indptr[:-1][present]]
+    value = np.zeros(n_tags, dtype=per_tag.dtype)
+    value[present] = per_tag.data[per_tag.indptr[:-1][present]]
+    entries = index[column.codes]
+    return dict_encode._to_csr(column, entries >= 0, entries, value[column.codes],
+                               per_tag.shape[1], per_tag.dtype)  # fmt: skip
 
 
 def _merged(columns: list[tuple[str, TagColumn]]) -> DictColumn:
