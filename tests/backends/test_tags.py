@@ -221,6 +221,8 @@ def test_save_load_and_batches(tagged, backend, tmp_path) -> None:
     assert loaded.plan.features[0].tags == "|"
     pieces = [sp.csr_matrix(xb) for xb, _ in fitted.batches(tagged, batch_size=6_000)]
     same_csr(sp.vstack(pieces, format="csr"), x)
+    fitted.write_shards(tagged, tmp_path / "shards", rows_per_partition=7_000)
+    same_csr(sp.csr_matrix(fp.open_output(tmp_path / "shards").whole().X), x)
 
 
 def test_explain_shows_tags() -> None:
