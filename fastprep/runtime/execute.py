@@ -17,6 +17,7 @@ import pyarrow as pa
 from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
 from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference.tags import check_usage as check_tag_usage
 from fastprep.backends.registry import resolve
 from fastprep.data.columns import RowIds, RowRange, Table
 from fastprep.data.sources import (
@@ -247,6 +248,7 @@ def prepare(
     with report.stage("validate"):
         ids = RowRange(row_offset, raw_len(raw))
         result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
+    check_tag_usage(plan, result.table)  # a text column whose source holds lists: tags
     report.rows_in = result.rows_in
     report.findings.extend(unexpected + result.findings)
     report.text_encoding = result.text_encoding

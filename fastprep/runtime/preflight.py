@@ -392,7 +392,10 @@ def _cardinalities(
         if isinstance(spec, Category) and spec.categories is not None:
             out[column] = Cardinality(column, len(spec.categories), "declared in the schema")
             continue
-        out[column] = cardinality(source, column)
+        try:
+            out[column] = cardinality(source, column)
+        except (KeyError, TypeError, pa.ArrowException):  # e.g. a text column of lists
+            continue  # (tags): no distinct values to sketch, no estimate
     return out
 
 

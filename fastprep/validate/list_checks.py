@@ -1,4 +1,5 @@
-"""Validate a column of lists of strings (``fp.ListOf``) into a :class:`TagColumn`.
+"""Validate a column of lists of strings (``fp.ListOf``, or a ``String``/``Category``
+column whose source holds lists) into a :class:`TagColumn`.
 
 An Arrow ``list<string>`` column (Parquet, pyarrow, Polars) is flattened by Arrow compute,
 without a Python object per row. A pandas column of Python lists is checked row by row
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from fastprep.api.schema import ListOf
+from fastprep.api.schema import ColumnType
 from fastprep.data.tag_column import TagColumn
 from fastprep.data.tag_split import from_lists
 from fastprep.errors import Reason, SchemaError
@@ -29,8 +30,20 @@ Violation = tuple[str, np.ndarray, str]
 _LIST_TYPES = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
 
 
+def holds_lists(arrow: pa.ChunkedArray | None, series: Any) -> bool:
+    """Whether a source column holds lists (an Arrow list type, or Python lists/arrays in a
+    pandas object column): a text column declared over it is read as tags."""
+    if arrow is not None:
+        return any(test(arrow.type) for test in _LIST_TYPES)
+    values = series()
+    if values.dtype != object:
+        return False
+    head = values.dropna().head(1000).tolist()  # a mixed column stays text (type rule)
+    return bool(head) and all(isinstance(v, (list, tuple, np.ndarray)) for v in head)
+
+
 def check_lists(
-    name: str, arrow: pa.ChunkedArray | None, series: Any, spec: ListOf
+    name: str, arrow: pa.ChunkedArray | None, series: Any, spec: ColumnType
 ) -> tuple[TagColumn, list[Violation], tuple[bool, bool]]:
     """The flattened column, the rules it broke, and the fit checks (no tag at all, never)."""
     if arrow is not None and any(test(arrow.type) for test in _LIST_TYPES):

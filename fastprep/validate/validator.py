@@ -46,7 +46,7 @@ from fastprep.validate.datetimes import to_epoch_seconds
 from fastprep.validate.dict_checks import check_dicts
 from fastprep.validate.encoding_savings import text_encoding_bytes
 from fastprep.validate.findings import Finding, Quarantine, make_finding
-from fastprep.validate.list_checks import check_lists
+from fastprep.validate.list_checks import check_lists, holds_lists
 from fastprep.validate.repair import impute_missing, overflow_mask, repair_values
 from fastprep.validate.table_checks import duplicate_key_finding
 
@@ -231,14 +231,16 @@ def _check_column(
         numbers = arrow_numbers(arrow)
         if numbers is not None:
             return _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+    if isinstance(spec, ListOf) or (
+        isinstance(spec, (Category, String)) and holds_lists(arrow, lambda: frame[name])
+    ):  # tags (a text column of lists is already split): flattened by Arrow compute
+        tags, list_rules, list_checks = check_lists(name, arrow, lambda: frame[name], spec)
+        return tags, list_rules, list_checks, None
     if arrow is not None and isinstance(spec, (Category, String)):
         text = arrow_text(arrow)
         if text is not None:
             no_error = np.zeros(len(text), dtype=bool)
             return _checked_text(text, no_error, no_error, spec)
-    if isinstance(spec, ListOf):  # flattened by Arrow compute; rules are row masks
-        tags, list_rules, list_checks = check_lists(name, arrow, lambda: frame[name], spec)
-        return tags, list_rules, list_checks, None
     series = frame[name]
     if isinstance(spec, Datetime):
         seconds, bad_type, wrong_zone = to_epoch_seconds(name, series, spec)

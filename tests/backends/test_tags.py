@@ -287,3 +287,29 @@ def test_list_of_on_other_types_is_a_schema_error(tmp_path) -> None:
         pipe.fit(pa.table({"tags": [[1, 2], [3]]}))
     with pytest.raises(SchemaError, match="ListOf"):
         pipe.fit(pd.DataFrame({"tags": [1.5, 2.5]}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("spec", [fp.String(nullable=True), fp.Category(nullable=True)])
+def test_text_column_of_lists_is_read_as_tags(tagged, tmp_path, backend, spec) -> None:
+    """A list<string> source under a String/Category declaration is already split: it
+    feeds OneHot/Hash as tags; any other use is a SchemaError naming the fix."""
+    table = pa.table({"route_list": pa.array(list(tagged.route_list), pa.list_(pa.string())),
+                      "distance": pa.array(tagged.distance.astype(float))})  # fmt: skip
+    path = tmp_path / "lists.parquet"
+    pq.write_table(table, path)
+    schema = fp.Schema({"route_list": spec, "distance": fp.Float()})
+    expected, _ = multi_hot_peer(*[contract_tags(tagged.route_list)] * 2)
+    for source in (path, tagged[["route_list", "distance"]]):
+        for feature in (fp.cols("route_list"), fp.Tags("route_list", sep=",")):
+            out = fp.Pipeline(schema, [feature >> fp.OneHot(sparse=True)]).fit_transform(
+                source, backend=backend
+            )
+            np.testing.assert_array_equal(out.X.toarray(), expected)
+    for bad in (
+        fp.cols("route_list") >> fp.Categorify(),
+        fp.cols("route_list", "distance") >> fp.Hash(8),
+        fp.expr("n = route_list == 'AA'"),
+    ):
+        with pytest.raises(SchemaError, match="holds lists of strings"):
+            fp.Pipeline(schema, [bad]).fit(path, backend=backend)

@@ -25,7 +25,8 @@ from fastprep.data.tag_split import split_text
 from fastprep.data.text_encode import arrow_uniques
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
-from fastprep.plan.nodes import Feature, Input
+from fastprep.errors import SchemaError
+from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.steps import Hash, OneHot
 
 if TYPE_CHECKING:
@@ -37,6 +38,39 @@ def is_tags(feature: Feature, table: Table) -> bool:
     if feature.tags is not None:
         return True
     return any(isinstance(table.columns.get(i.name), TagColumn) for i in feature.inputs)
+
+
+def check_usage(plan: LogicalPlan, table: Table) -> None:
+    """A column read as tags (its source holds lists of strings, whatever text type it was
+    declared) is encoded alone by ``OneHot()``/``Hash(n)``: a clear error otherwise (the
+    definition checks could not know a ``String`` column's source holds lists)."""
+    lists = {n for n, c in table.columns.items() if isinstance(c, TagColumn)}
+    uses = [(f.describe(), f.columns, f) for f in plan.features]
+    if plan.target is not None:
+        uses.append((f"target {plan.target.name!r}", plan.target.columns, None))
+    for where, columns, feature in uses:
+        found = [c for c in columns if c in lists]
+        if not found or (feature is not None and _encodes_tags(feature, table)):
+            continue
+        raise SchemaError(
+            f"column {found[0]!r} holds lists of strings (tags) in the source, so {where} "
+            f"cannot use it; encode it alone: fp.cols({found[0]!r}) >> fp.OneHot() or "
+            f">> fp.Hash(n) (declare it fp.ListOf() to have this checked when the pipeline "
+            "is defined)"
+        )
+
+
+def _encodes_tags(feature: Feature, table: Table) -> bool:
+    encoder = feature.steps[0] if len(feature.steps) == 1 else None
+    if feature.cross or not isinstance(encoder, (OneHot, Hash)):
+        return False
+    if isinstance(encoder, OneHot) and (encoder.min_frequency != 1 or encoder.max_categories):
+        return False
+    return all(
+        item.is_plain_column
+        and (isinstance(table.columns.get(item.name), TagColumn) or feature.tags is not None)
+        for item in feature.inputs
+    )
 
 
 def tag_values(feature: Feature, item: Input, table: Table) -> TagColumn:
