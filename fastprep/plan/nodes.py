@@ -49,7 +49,8 @@ class Feature:
     #: the backend this feature's stage must run on (``.backend("pandas")``), or None: the
     #: planner's choice
     backend: str | None = None
-    #: ``fp.Tags(..., sep=)``: each text input is a list of tags separated by this text
+    #: a tags feature: ``fp.Tags(..., sep=)`` splits each text input on this text; ``""``
+    #: for inputs that are lists already (``fp.ListOf`` columns)
     tags: str | None = None
 
     @property
@@ -70,7 +71,7 @@ class Feature:
     def describe(self) -> str:
         names = ("^" if self.cross else ", ").join(i.name for i in self.inputs)
         chain = " >> ".join(s.describe() for s in self.steps)
-        head = f"Tags({names}, sep={self.tags!r})" if self.tags is not None else f"[{names}]"
+        head = _tags_head(names, self.tags)
         return head + (f" >> {chain}" if chain else "")
 
 
@@ -172,8 +173,14 @@ def _feature_line(feature: Feature) -> str:
     )
     steps = " >> ".join(s.describe() for s in feature.steps)
     pinned = f"  [backend={feature.backend}]" if feature.backend is not None else ""
-    head = f"Tags({inputs}, sep={feature.tags!r})" if feature.tags is not None else f"[{inputs}]"
+    head = _tags_head(inputs, feature.tags)
     return head + (f" >> {steps}" if steps else "") + pinned
+
+
+def _tags_head(inputs: str, tags: str | None) -> str:
+    if tags is None:
+        return f"[{inputs}]"
+    return f"Tags({inputs}, sep={tags!r})" if tags else f"Tags({inputs})"
 
 
 def input_to_dict(item: Input) -> dict[str, Any]:

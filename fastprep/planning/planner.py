@@ -159,10 +159,10 @@ class StageChoice:
 def stage_work(plan: LogicalPlan, stage: Stage) -> tuple[str, int]:
     """What a stage does (``"elementwise"``, ``"hash"`` or ``"encode"``) and its work units."""
     features = [plan.features[i] for i in stage.features]
-    if any(isinstance(f.encoder, (Hash, Vectorize)) for f in features):  # costed as hashing
-        return "hash", sum(
-            len(f.inputs) for f in features if isinstance(f.encoder, (Hash, Vectorize))
-        )
+    # costed as hashing: hashes, and tags (the dict kernels on the Numba backend)
+    hashed = [f for f in features if isinstance(f.encoder, (Hash, Vectorize)) or f.tags is not None]
+    if hashed:
+        return "hash", sum(len(f.inputs) for f in hashed)
     if stage.kind == "fused" or all(f.encoder is None for f in features):
         return "elementwise", sum(max(1, len(f.steps)) * len(f.inputs) for f in features)
     return "encode", sum(len(f.inputs) for f in features)
