@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from fastprep.backends.numba import dict_encode
-from fastprep.backends.reference.tags import tag_values, vocabulary_params
+from fastprep.backends.numba import encode as encoders
+from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference.tags import is_tags, tag_values, vocabulary_params
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
 from fastprep.data.tag_column import TagColumn, gather_rows
@@ -30,8 +32,39 @@ from fastprep.data.tag_split import split_text
 from fastprep.data.text_encode import arrow_uniques
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
-from fastprep.plan.nodes import Feature, Input
+from fastprep.emit.sink import OutputSink
+from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.steps import Hash, OneHot
+
+# the Numba backend's table entries for OneHot and Hash (``backends/numba/ops.py``): tags
+# here, any other input by the encoder's usual code
+
+
+def fit_onehot(plan: LogicalPlan, index: int, table: Table) -> dict[str, list[dict[str, Any]]]:
+    feature = plan.features[index]
+    if is_tags(feature, table):
+        return fit_feature(feature, table)
+    return reference.fit_feature(feature, table)
+
+
+def encode_onehot(
+    feature: Feature, fitted: dict[str, list[dict[str, Any]]], table: Table, sink: OutputSink,
+    index: int, log: reference.Repairs,
+) -> None:  # fmt: skip
+    if is_tags(feature, table):
+        sink.put(index, block(feature, fitted, table))
+    else:
+        reference.encode_feature(feature, fitted, table, sink, index, log)
+
+
+def encode_hash(
+    feature: Feature, fitted: dict[str, list[dict[str, Any]]], table: Table, sink: OutputSink,
+    index: int, log: reference.Repairs,
+) -> None:  # fmt: skip
+    if is_tags(feature, table):
+        sink.put(index, block(feature, fitted, table))
+    else:
+        encoders.encode_hash(feature, fitted, table, sink, index, log)
 
 
 def _distinct(feature: Feature, item: Input, table: Table) -> tuple[TagColumn, np.ndarray] | None:
