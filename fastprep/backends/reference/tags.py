@@ -1,11 +1,15 @@
-"""Multi-valued (tag) features, the reference: Python lists of tags, sets and a row loop.
+"""Multi-valued (tag) features, the reference: numpy over the rows' tag entries.
 
 ``fp.Tags("genres", sep="|") >> fp.OneHot()`` is sklearn's ``MultiLabelBinarizer`` with
 the classes seen at fit (sorted; unseen tags ignored); ``>> fp.Hash(n)`` is
-``FeatureHasher(input_type="string")`` on the tokens ``genres=<tag>``. A text input is
-split here with ``str.split`` (the Numba backend's :mod:`fastprep.backends.numba.tags`
-splits with Arrow and must give the same matrices). Empty pieces are no tag, a repeated tag
-counts once, a missing value has no tags.
+``FeatureHasher(input_type="string")`` on the tokens ``genres=<tag>``. Empty pieces are
+no tag, a repeated tag counts once, a missing value has no tags.
+
+Independent of the Numba backend's :mod:`fastprep.backends.numba.tags` (which splits with
+Arrow and assembles with the dict kernels): a text input is split here with Python's
+``str.split`` on each distinct value, classes are sorted by Python, tokens hashed by the
+reference hasher and the matrix finished by scipy, as sklearn finishes it. Work is per
+distinct value or tag, gathered per entry with numpy: no Python object per row.
 
 The fitted state of ``OneHot`` on tags has the shape of a text ``OneHot``'s (``categories``
 sorted with their ``counts`` — rows holding the tag —, ``missing`` False, no
@@ -18,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fastprep.backends.reference.hashing import hash_pairs
+from fastprep.backends.reference import hashing as hashref
 from fastprep.data.columns import Table, TextColumn
-from fastprep.data.tag_column import TagColumn
+from fastprep.data.tag_column import TagColumn, gather_rows
 from fastprep.data.tag_split import split_text
 from fastprep.data.text_encode import arrow_uniques
 from fastprep.emit.blocks import SparseBlock
@@ -87,17 +91,26 @@ def tag_values(feature: Feature, item: Input, table: Table) -> TagColumn:
     return distinct.take(column.codes)
 
 
-def tag_lists(feature: Feature, item: Input, table: Table) -> list[list[str]]:
-    """Each selected row's tags in first-seen order (Python ``str.split`` for text)."""
+def tag_entries(
+    feature: Feature, item: Input, table: Table
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The selected rows' tags as (offsets, a code per tag, the tags' names): a list column
+    as validated; text split with ``str.split`` on its distinct values, gathered by code."""
     column = table[item.name]
     if isinstance(column, TagColumn):
-        return column.to_lists()
+        return column.offsets, column.codes, column.uniques.to_pylist()
     assert isinstance(column, TextColumn) and feature.tags is not None
     sep = feature.tags
-    return [
-        [] if v is None else list(dict.fromkeys(t for t in v.split(sep) if t))
-        for v in column.values()
-    ]
+    names: dict[str, int] = {}
+    lengths, codes = [], []
+    for value in column.uniques:
+        tags = dict.fromkeys(t for t in str(value).split(sep) if t)
+        lengths.append(len(tags))
+        codes.extend(names.setdefault(t, len(names)) for t in tags)
+    per_value = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=per_value[1:])
+    offsets, entries = gather_rows(per_value, column.codes)
+    return offsets, np.asarray(codes, dtype=np.int64)[entries], list(names)
 
 
 def vocabulary_params(categories: list[str], counts: list[int]) -> dict[str, Any]:
@@ -118,12 +131,10 @@ def fit_feature(feature: Feature, table: Table) -> dict[str, list[dict[str, Any]
         if not isinstance(feature.encoder, OneHot):
             out[item.name] = [{}]
             continue
-        counts: dict[str, int] = {}
-        for row in tag_lists(feature, item, table):
-            for tag in row:
-                counts[tag] = counts.get(tag, 0) + 1
-        classes = sorted(counts)
-        out[item.name] = [vocabulary_params(classes, [counts[c] for c in classes])]
+        _, codes, names = tag_entries(feature, item, table)
+        counts = np.bincount(codes, minlength=len(names))  # a row holds a tag once
+        seen = sorted((names[i], int(counts[i])) for i in np.flatnonzero(counts))
+        out[item.name] = [vocabulary_params([t for t, _ in seen], [c for _, c in seen])]
     return out
 
 
@@ -131,30 +142,52 @@ def block(feature: Feature, fitted: dict[str, list[dict[str, Any]]], table: Tabl
     """The feature's CSR block (multi-hot per input side by side, or one hashed block)."""
     import scipy.sparse as sp
 
-    rows = {item.name: tag_lists(feature, item, table) for item in feature.inputs}
+    entries = {item.name: tag_entries(feature, item, table) for item in feature.inputs}
     encoder = feature.encoder
     if isinstance(encoder, Hash):
-        pairs = (
-            [(name, tag) for name in rows for tag in rows[name][i]] for i in range(table.n_rows)
-        )
-        hashed = hash_pairs(pairs, encoder.n_features, encoder.alternate_sign, np.float32)
-        return SparseBlock(hash_prefix(feature), hashed)
-    parts = [multi_hot(rows[i.name], fitted[i.name][-1]["categories"]) for i in feature.inputs]
+        return SparseBlock(hash_prefix(feature), hashed(entries, encoder, table.n_rows))
+    parts = [multi_hot(*entries[i.name], fitted[i.name][-1]["categories"]) for i in feature.inputs]
     matrix = parts[0] if len(parts) == 1 else sp.hstack(parts, format="csr")
     return SparseBlock("", matrix.tocsr())
 
 
-def multi_hot(rows: list[list[str]], classes: list[str]) -> sp.csr_matrix:
+def multi_hot(
+    offsets: np.ndarray, codes: np.ndarray, names: list[str], classes: list[str]
+) -> sp.csr_matrix:
     """``MultiLabelBinarizer(classes=classes)`` without the unknown-class warning: a row's
     known tags as ones at their class's column (sorted), unknown tags ignored."""
     import scipy.sparse as sp
 
     position = {c: i for i, c in enumerate(classes)}
-    indptr, indices = [0], []
-    for row in rows:
-        indices.extend(sorted({position[t] for t in row if t in position}))
-        indptr.append(len(indices))
-    return sp.csr_matrix(
-        (np.ones(len(indices), np.float32), np.array(indices, np.int32), np.array(indptr)),
-        shape=(len(rows), len(classes)),
+    column = np.array([position.get(t, -1) for t in names] + [-1], dtype=np.int64)[codes]
+    known = column >= 0
+    n_rows = len(offsets) - 1
+    rows = np.repeat(np.arange(n_rows), np.diff(offsets))[known]
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    out = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), column[known].astype(np.int32), indptr),
+        shape=(n_rows, len(classes)),
     )
+    out.sort_indices()
+    return out
+
+
+def hashed(
+    entries: dict[str, tuple[np.ndarray, np.ndarray, list[str]]], step: Hash, n_rows: int
+) -> sp.csr_matrix:
+    """``FeatureHasher(input_type="string")`` of each row's tokens ``col=tag`` (inputs in
+    order within a row): each distinct token hashed once, then finished as sklearn does."""
+    rows, columns, values = [], [], []
+    for name, (offsets, codes, names) in entries.items():
+        hashes = hashref.signed_hashes([f"{name}={t}" for t in names])
+        column, sign = hashref.columns_and_signs(hashes, step.n_features)
+        rows.append(np.repeat(np.arange(n_rows), np.diff(offsets)))
+        columns.append(column[codes])
+        values.append(sign[codes] if step.alternate_sign else np.ones(len(codes)))
+    row = np.concatenate(rows)
+    order = np.argsort(row, kind="stable")  # row by row, each input's tokens in turn
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n_rows), out=indptr[1:])
+    return hashref.finish(np.concatenate(columns)[order], np.concatenate(values)[order],
+                          indptr, step.n_features, np.float32)  # fmt: skip
