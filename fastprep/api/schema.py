@@ -241,8 +241,8 @@ class Schema(Mapping[str, ColumnType]):
             if not isinstance(spec, ColumnType):
                 hint = f"; did you mean fp.{spec.__name__}()?" if isinstance(spec, type) else ""
                 raise PipelineDefinitionError(
-                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String/DictOf/ListOf, "
-                    f"got {spec!r}{hint}"
+                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String/"
+                    f"DictOf/ListOf, got {spec!r}{hint}"
                 )
         self._columns = dict(columns)
         self.keys_: tuple[str, ...] = _check_keys(keys, self._columns)
