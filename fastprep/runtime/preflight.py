@@ -240,7 +240,6 @@ def run_preflight(
     per_row = _bytes_per_row(plan, schema, source)
     input_bytes = int(sum(per_row.values()) * n_rows)
     wanted = _categorical_inputs(plan)
-    wanted = {c: k for c, k in wanted.items() if c not in schema or not _is_list(schema[c])}
     if sketch == "needed":
         wanted = _needed(plan, wanted, n_rows, limit)
     cards = _cardinalities(wanted, schema, source) if sketch else {}
@@ -368,11 +367,6 @@ def _categorical_inputs(plan: LogicalPlan) -> dict[str, str]:
                 if isinstance(item.expr, Col):
                     out.setdefault(item.expr.name, type(feature.encoder).__name__)
     return out
-
-
-def _is_list(spec: Any) -> bool:
-    """A list<string> column (``fp.ListOf``): its tags are no distinct values to sketch."""
-    return getattr(spec, "ltype", None) == LType.LIST
 
 
 def _needed(plan: LogicalPlan, wanted: dict[str, str], n_rows: int, budget: int) -> dict:
