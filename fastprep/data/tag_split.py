@@ -25,14 +25,20 @@ def from_lists(values: pa.Array | pa.ChunkedArray) -> TagColumn:
     tag, a repeated element in a row counts once."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if pa.types.is_large_list(values.type) or pa.types.is_list_view(values.type):
-        values = values.cast(pa.list_(values.type.value_type))
-    if isinstance(values, pa.FixedSizeListArray):
-        values = values.cast(pa.list_(values.type.value_type))
+    kind = values.type
+    if pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):  # one layout
+        values = values.cast(pa.list_(kind.value_type))  # (list views are read as they are)
+    if pa.types.is_string_view(values.type.value_type):  # no take kernel for views
+        values = values.cast(pa.list_(pa.large_string()))
     n = len(values)
+    valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    present = None
+    if not valid.all():  # a null row's slots are not read (a fixed-size list keeps them)
+        present = np.flatnonzero(valid)
+        values = values.filter(pa.array(valid))
     flat = pc.list_flatten(values)
     rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False).astype(np.int64)
-    return _entries(n, rows, flat)
+    return _entries(n, rows if present is None else present[rows], flat)
 
 
 def split_text(uniques: pa.Array, sep: str) -> TagColumn:

@@ -27,7 +27,13 @@ from fastprep.data.tag_split import from_lists
 from fastprep.errors import Reason, SchemaError
 
 Violation = tuple[str, np.ndarray, str]
-_LIST_TYPES = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+_LIST_TYPES = (
+    pa.types.is_list,
+    pa.types.is_large_list,
+    pa.types.is_fixed_size_list,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+)
 
 
 def holds_lists(arrow: pa.ChunkedArray | None, series: Any) -> bool:
@@ -72,7 +78,7 @@ def _wrong_type(name: str, found: str) -> str:
 
 
 def _string_lists(name: str, arrow: pa.ChunkedArray) -> pa.Array:
-    """The column as one ``list<large_string>`` array (dictionary elements decoded)."""
+    """The column as one Arrow list array of text (or dictionary-encoded text) elements."""
     value_type = arrow.type.value_type
     if pa.types.is_dictionary(value_type):
         value_type = value_type.value_type
@@ -83,8 +89,7 @@ def _string_lists(name: str, arrow: pa.ChunkedArray) -> pa.Array:
         or pa.types.is_null(value_type)
     ):
         raise SchemaError(_wrong_type(name, str(arrow.type)))
-    combined = arrow.combine_chunks() if arrow.num_chunks != 1 else arrow.chunk(0)
-    return combined.cast(pa.list_(pa.large_string()))
+    return arrow.combine_chunks() if arrow.num_chunks != 1 else arrow.chunk(0)
 
 
 def _from_python(name: str, series: pd.Series) -> tuple[pa.Array, np.ndarray]:

@@ -32,3 +32,21 @@ def test_split_text_and_take(path, monkeypatch) -> None:
     taken = column.take(np.array([3, -1, 0, 0, 2]))
     assert taken.to_lists() == [["a.b"], [], ["a", "b"], ["a", "b"], ["x"]]
     assert split_text(pa.array(["a::b:c"]), "::").to_lists() == [["a", "b:c"]]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pa.list_(pa.dictionary(pa.int32(), pa.string())),
+        pa.large_list(pa.string()),
+        pa.list_(pa.string(), 2),
+        pa.list_view(pa.string()),
+        pa.list_(pa.string_view()),
+    ],
+    ids=["list<dictionary>", "large_list", "fixed_size_list", "list_view", "list<string_view>"],
+)
+def test_every_arrow_list_layout(kind) -> None:
+    """A null row's slots (kept by a fixed-size list) are never read as tags."""
+    rows = [["b", "a"], None, ["c", "c"], ["a", ""]]
+    column = from_lists(pa.array(rows, kind))
+    assert column.to_lists() == [["b", "a"], [], ["c"], ["a"]]
