@@ -24,12 +24,15 @@ import scipy.sparse as sp
 from fastprep.backends.numba import dict_encode
 from fastprep.backends.numba import encode as encoders
 from fastprep.backends.reference import backend as reference
-from fastprep.backends.reference.tags import is_tags, tag_values, vocabulary_params
-from fastprep.data.columns import Table, TextColumn
+from fastprep.backends.reference.tags import (
+    is_tags,
+    split_distinct,
+    tag_values,
+    vocabulary_params,
+)
+from fastprep.data.columns import Table
 from fastprep.data.dict_column import DictColumn
 from fastprep.data.tag_column import TagColumn, gather_rows
-from fastprep.data.tag_split import split_text
-from fastprep.data.text_encode import arrow_uniques
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
@@ -67,19 +70,6 @@ def encode_hash(
         encoders.encode_hash(feature, fitted, table, sink, index, log)
 
 
-def _distinct(feature: Feature, item: Input, table: Table) -> tuple[TagColumn, np.ndarray] | None:
-    """A text input's tags per distinct value and the selected rows' codes (-1: missing),
-    or None for a list column (already flattened per row)."""
-    column = table[item.name]
-    if isinstance(column, TagColumn):
-        return None
-    assert isinstance(column, TextColumn) and feature.tags is not None
-    raw, sep = table.raw(item.name), feature.tags
-    distinct = table.derive(("tags", sep, item.name), raw,  # type: ignore[arg-type]
-                            lambda: split_text(arrow_uniques(raw), sep))  # fmt: skip
-    return distinct, column.codes
-
-
 def _dict_view(column: TagColumn, key: str) -> DictColumn:
     """The tags as a dict column with the single key ``key`` (entries shared, not copied)."""
     n = len(column.codes)
@@ -100,7 +90,7 @@ def fit_feature(feature: Feature, table: Table) -> dict[str, list[dict[str, Any]
         if not isinstance(feature.encoder, OneHot):
             out[item.name] = [{}]
             continue
-        split = _distinct(feature, item, table)
+        split = split_distinct(feature, item, table)
         if split is None:
             column = tag_values(feature, item, table)
             counts = column.counts()
@@ -150,7 +140,7 @@ def _hashed(feature: Feature, encoder: Hash, table: Table) -> sp.csr_matrix:
 def _per_input(feature: Feature, item: Input, table: Table, encode: Any) -> sp.csr_matrix:
     """``encode`` of one input's dict view: of the distinct text values then gathered by
     code, or of the rows of a list column."""
-    split = _distinct(feature, item, table)
+    split = split_distinct(feature, item, table)
     if split is None:
         return _by_tag(tag_values(feature, item, table), item.name, encode)
     distinct, codes = split

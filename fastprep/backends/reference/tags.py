@@ -78,17 +78,27 @@ def _encodes_tags(feature: Feature, table: Table) -> bool:
 
 
 def tag_values(feature: Feature, item: Input, table: Table) -> TagColumn:
-    """The input's tags over the table's selected rows, flattened (Arrow split of the
-    distinct text values, gathered by code; remembered per column and separator)."""
+    """The input's tags over the table's selected rows, flattened."""
+    split = split_distinct(feature, item, table)
+    if split is None:
+        return table[item.name]  # type: ignore[return-value]  # a list column as validated
+    distinct, codes = split
+    return distinct.take(codes)
+
+
+def split_distinct(
+    feature: Feature, item: Input, table: Table
+) -> tuple[TagColumn, np.ndarray] | None:
+    """A text input's tags per distinct value (Arrow's split, remembered per column and
+    separator) and the selected rows' codes (-1: missing); None for a list column."""
     column = table[item.name]
     if isinstance(column, TagColumn):
-        return column
+        return None
     assert isinstance(column, TextColumn) and feature.tags is not None
-    raw = table.raw(item.name)
-    sep = feature.tags
+    raw, sep = table.raw(item.name), feature.tags
     distinct = table.derive(("tags", sep, item.name), raw,  # type: ignore[arg-type]
                             lambda: split_text(arrow_uniques(raw), sep))  # fmt: skip
-    return distinct.take(column.codes)
+    return distinct, column.codes
 
 
 def tag_entries(
