@@ -204,7 +204,7 @@ def _gather(
     report = shards.combine_reports([o.report.to_dict() for o in outputs], notes, source)
     quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
     row_ids = np.concatenate([o.row_ids for o in outputs])
-    report.output = execute._describe(X)
+    report.output = execute.describe_output(X)
     return execute.Output(X, y, names, report, quarantine, row_ids)
 
 
