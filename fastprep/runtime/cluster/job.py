@@ -1,10 +1,11 @@
 """Fit and transform on a ``dask.distributed`` cluster, one task per partition.
 
 Fit is a few full passes (one per level of fitted steps in the longest chain, plus one for
-each level with a median); each pass maps :func:`tasks.fit_partials` over the partitions
-and merges the partial aggregates here, in partition order. Transform maps
-:func:`tasks.transform_partition` and either gathers the outputs into one matrix or writes
-shards and a manifest (see :mod:`fastprep.runtime.shards`).
+each level with a median); each pass maps
+:func:`~fastprep.runtime.partition_tasks.fit_partials` over the partitions and merges the
+partial aggregates here, in partition order. Transform maps
+:func:`~fastprep.runtime.partition_tasks.transform_partition` and either gathers the outputs
+into one matrix or writes shards and a manifest (see :mod:`fastprep.runtime.shards`).
 """
 
 from __future__ import annotations
