@@ -23,7 +23,7 @@ from fastprep.data.sources import Source
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
-from fastprep.optimize.explain import describe_rewrites, explain_plan
+from fastprep.optimize.explain import explain_plan
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
@@ -41,14 +41,7 @@ from fastprep.storage.state import (
 )
 from fastprep.validate import alerts as alerting
 
-__all__ = [
-    "FittedPipeline",
-    "Pipeline",
-    "describe_rewrites",  # kept importable from here; it lives in fastprep.optimize.explain
-    "load",
-    "load_pipeline_file",
-    "physical_plan",  # likewise, from fastprep.planning.physical
-]
+__all__ = ["FittedPipeline", "Pipeline", "load", "load_pipeline_file"]
 
 
 class Pipeline:
