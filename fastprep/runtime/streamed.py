@@ -38,7 +38,13 @@ from fastprep.emit import make_layout
 from fastprep.emit.precision import Precision
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute
-from fastprep.runtime.levels import Learned, check_fittable, count_order_targets, fit_levels
+from fastprep.runtime.levels import (
+    Learned,
+    check_fittable,
+    count_order_targets,
+    fit_levels,
+    retry_notes,
+)
 from fastprep.runtime.partition_tasks import (
     Job,
     RetryPolicy,
@@ -68,16 +74,18 @@ class Partitions:
         self.specs = plan_partitions(source, rows_per_partition)
         self.job = job
 
-    def _read(self, spec: PartitionSpec) -> Any:
-        """One partition's columns: a file's read with retries; a table in memory sliced."""
+    def _read(self, spec: PartitionSpec) -> tuple[Any, int]:
+        """One partition's columns and how many transient errors its read retried: a
+        file's read with retries; a table in memory sliced."""
         columns, text = read_columns(self.job)
         if is_path(self.source):
-            return read_with_retries(spec, columns, text, self.job.retry)[0]
-        return read_partition(spec, columns, text, self.source)
+            return read_with_retries(spec, columns, text, self.job.retry)
+        return read_partition(spec, columns, text, self.source), 0
 
     def each(self, run: Any) -> list[Any]:
         """``run(spec, part)`` per partition in order; returns the results. ``run`` must
-        return a dict with ``rows_in`` (to number the next partition's rows)."""
+        return a dict with ``rows_in`` (to number the next partition's rows); the read's
+        retries are added to its ``retries`` (as a worker's task counts its own)."""
         results, offset = [], 0
         with ThreadPoolExecutor(1, thread_name_prefix="fastprep-prefetch") as pool:
             ahead = pool.submit(self._read, self.specs[0]) if self.specs else None
@@ -85,11 +93,13 @@ class Partitions:
                 if spec.row_offset is None:
                     spec = self.specs[i] = replace(spec, row_offset=offset)
                 assert ahead is not None
-                part = ahead.result()
+                part, retries = ahead.result()
                 ahead = pool.submit(self._read, self.specs[i + 1]) if i + 1 < len(
                     self.specs) else None  # fmt: skip
                 result = run(spec, part)
                 del part
+                counts = result.get("entry", result)
+                counts["retries"] = counts.get("retries", 0) + retries
                 offset = spec.row_offset + _rows_in(result)
                 results.append(result)
                 del result
@@ -174,7 +184,8 @@ def transform(
 
     try:
         entries = [r["entry"] for r in parts.each(one)]
-        report = combine_reports([e["report"] for e in entries], list(notes), str(source))
+        retried = retry_notes(sum(int(e["retries"]) for e in entries))
+        report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source))
         _add_findings(report, unexpected)
         report.backend = "streamed"
         rows = sum(int(e["shape"][0]) for e in entries)
