@@ -222,16 +222,17 @@ class Pipeline:
         partitions: Any = None,
     ) -> FittedPipeline:  # fmt: skip
         """The fit streamed partition by partition in this process (the pre-flight's
-        choice); no drift profile (it would need the whole validated table)."""
+        choice); its drift profile is the merge of the partitions' profiles."""
         from fastprep.runtime import streamed
 
         rows = rows_per_partition or pre.rows_per_partition
         spare = pre.chosen.kept_bytes if pre.chosen is not None else 0
-        params, report = streamed.fit(self.optimized, self.schema, source, backend=backend,
-                                      rows_per_partition=rows, partitions=partitions,
-                                      spare_bytes=spare)  # fmt: skip
+        params, report, profile = streamed.fit_with_profile(
+            self.optimized, self.schema, source, backend=backend, rows_per_partition=rows,
+            partitions=partitions, spare_bytes=spare,
+        )  # fmt: skip
         report.notes.append(auto_cluster.note(pre))
-        return FittedPipeline(self, params, backend=backend, fit_report=report)
+        return FittedPipeline(self, params, backend=backend, fit_report=report, profile=profile)
 
     def fit_transform(
         self,
@@ -463,7 +464,8 @@ class FittedPipeline:
                         out_dtype=out_dtype, compress=distributed_options.get("compress"),
                         pipeline=distributed_options.get("pipeline"),
                         rows_per_partition=rows_per_partition or pre.rows_per_partition,
-                        notes=(auto_cluster.note(pre),),
+                        notes=(auto_cluster.note(pre),), profile=self.profile,
+                        drift_thresholds=drift_thresholds,
                     )  # fmt: skip
         if client is not None:
             from fastprep.runtime import cluster as distributed
@@ -631,7 +633,9 @@ def _run_report(out: Any) -> Any:
         return out.report
     from fastprep.runtime.shards import combine_reports
 
-    return combine_reports([out.report], [], str(out.report.get("source", "")))
+    report = combine_reports([out.report], [], str(out.report.get("source", "")))
+    report.drift = dict(out.report.get("drift", {}))  # its drift alerts are sent too
+    return report
 
 
 def _alert(

@@ -56,6 +56,7 @@ from fastprep.runtime.partition_tasks import (
     transform_partition,
 )
 from fastprep.runtime.report import Report
+from fastprep.validate import drift
 from fastprep.validate.findings import Finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
 
@@ -118,7 +119,22 @@ def fit(
     rows_per_partition: int = ROWS_PER_PARTITION, partitions: Partitions | None = None,
     spare_bytes: int = 0,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
-    """The cluster fit's passes, one partition at a time in this process.
+    """:func:`fit_with_profile` without the drift profile."""
+    params, report, _ = fit_with_profile(
+        plan, schema, source, backend=backend, rows_per_partition=rows_per_partition,
+        partitions=partitions, spare_bytes=spare_bytes,
+    )  # fmt: skip
+    return params, report
+
+
+def fit_with_profile(
+    plan: LogicalPlan, schema: Schema, source: Source, *, backend: str = "auto",
+    rows_per_partition: int = ROWS_PER_PARTITION, partitions: Partitions | None = None,
+    spare_bytes: int = 0,
+) -> tuple[execute.Params, Report, dict[str, Any]]:  # fmt: skip
+    """The cluster fit's passes, one partition at a time in this process; the fitted
+    parameters, the fit's report and the drift profile of the source (each partition's,
+    profiled in the first pass, merged: what a later transform's drift is measured against).
 
     ``spare_bytes``: memory the budget leaves beside the partitions. When the values behind
     the order statistics (a median fill: 8 bytes a row per column) fit in it, the first
@@ -131,6 +147,7 @@ def fit(
     rows = sum(s.n_rows or 0 for s in parts.specs)
     kept: list[dict[Any, Any]] = []
     keep = bool(rows) and 8 * rows * count_order_targets(plan) <= spare_bytes
+    profiles: list[dict[str, Any]] = []
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         if kept and targets and all(t[3] in ("window", "windows") for t in targets):
@@ -139,11 +156,16 @@ def fit(
             kept.clear()
             return results
         hold = keep and any(t[3] in ("summary", "order") for t in targets)
-        results = parts.each(
-            lambda spec, part: fit_partials(job, spec, learned, targets, part, keep=hold)
-        )
+        first = not profiles  # the first pass profiles each partition (validation's scan)
+
+        def one(spec: PartitionSpec, part: Any) -> dict[str, Any]:
+            return fit_partials(job, spec, learned, targets, part, keep=hold, profile=first)
+
+        results = parts.each(one)
         if hold:
             kept[:] = [r.pop("values") for r in results]
+        if first:
+            profiles[:] = [r.pop("profile") for r in results] or [{}]
         return results
 
     params, report = fit_levels(plan, source, run_pass, rows)
@@ -154,7 +176,7 @@ def fit(
         size = 8 * rows * count_order_targets(plan) / 1e6
         held = f"; order statistics from values kept in memory ({size:.0f} MB), one read fewer"
     report.notes.append(f"streamed in one process: {len(parts.specs)} partition(s){held}")
-    return params, report
+    return params, report, drift.merge_profiles([p for p in profiles if p])
 
 
 def transform(
@@ -162,10 +184,13 @@ def transform(
     output_dir: str | os.PathLike[str], *, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, compress: str | bool | None = None,
     pipeline: Any = None, partitions: Partitions | None = None, notes: tuple[str, ...] = (),
+    profile: dict[str, Any] | None = None, drift_thresholds: dict[str, float] | None = None,
 ) -> Any:  # fmt: skip
     """Each partition transformed and written as a shard as it finishes; the output is
     published when every shard is on disk and returned mapped (``fp.open_output``).
-    ``pipeline``: a fitted pipeline published with the shards."""
+    ``pipeline``: a fitted pipeline published with the shards. ``profile``: the fit's drift
+    profile: each partition is measured against it and the merged measures are the report's
+    ``drift``, as an in-memory transform's (``drift_thresholds`` as there)."""
     from fastprep.runtime.shards import combine_reports
     from fastprep.storage.shards import ShardWriter, open_output
 
@@ -177,7 +202,8 @@ def transform(
     writer = ShardWriter(output_dir, names, out_dtype, compress=compress)
 
     def one(spec: PartitionSpec, part: pd.DataFrame | None) -> dict[str, Any]:
-        result = transform_partition(job, spec, params, "", None, out_dtype, part)
+        result = transform_partition(job, spec, params, "", None, out_dtype, part,
+                                     profile=profile)  # fmt: skip
         output = result.pop("output")
         writer.add(output.X, output.y, output.row_ids, output.quarantine)
         return result
@@ -187,6 +213,7 @@ def transform(
         retried = retry_notes(sum(int(e["retries"]) for e in entries))
         report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source))
         _add_findings(report, unexpected)
+        _add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
         report.backend = "streamed"
         rows = sum(int(e["shape"][0]) for e in entries)
         layout = entries[0]["layout"] if entries else "dense"
@@ -208,6 +235,22 @@ def _add_findings(report: Report, whole_source: list[Finding]) -> None:
     a partition reads only the columns the plan uses, so it never sees them."""
     if whole_source:
         report.findings = merge_findings([*whole_source, *report.findings])
+
+
+def _add_drift(
+    report: Report, profile: dict[str, Any] | None, measures: list[dict[str, Any] | None],
+    thresholds: dict[str, float] | None,
+) -> None:  # fmt: skip
+    """The partitions' drift measures merged and compared with the fit's profile (none
+    without one, as in memory); a profiled column no partition could measure is named."""
+    if profile is None:
+        return
+    merged = drift.merge_profiles([m for m in measures if m])
+    report.drift = drift.judge(profile, merged, thresholds)
+    unmeasured = [name for name in profile if name not in merged]
+    if unmeasured:
+        report.notes.append(f"drift not measured for {', '.join(map(repr, unmeasured))}: "
+                            "no partition held a measurable column of that name")  # fmt: skip
 
 
 def job_for(plan: LogicalPlan, schema: Schema, backend: str = "auto") -> Job:
