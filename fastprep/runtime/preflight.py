@@ -52,7 +52,7 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Bin, Categorify, Hash, OneHot, PowerTransform
-from fastprep.planning.planner import CostProfile, load_profile
+from fastprep.planning.planner import NUMBA_JOB_ROW_SAVING, CostProfile, load_profile
 from fastprep.planning.sketch import HyperLogLog
 from fastprep.runtime.aggregates import by_order
 
@@ -534,18 +534,26 @@ def _vocabulary_decisions(
     return out
 
 
-#: resident memory of a fastprep process before any data: the interpreter, numpy, pandas,
-#: pyarrow and the compiled kernels loaded (measured 355-360 MB after a warm-up run of the
-#: flights job on the 2-core VM, 2026-12-04; ~200 MB after imports alone once kernels
-#: load lazily, ~400 MB at the peak of a 50k-row-partition run)
-PROCESS_BASE_BYTES = 360 * 10**6
-#: working memory of a run beyond its rows: Arrow/NumPy pools, kernel scratch (measured
-#: ~53 MB as the intercept of peak over partition rows, 50k..1M-row partitions)
-RUN_FIXED_BYTES = 64 * 10**6
+#: resident memory of a fastprep process before any data, without Numba: the interpreter,
+#: numpy, pandas, pyarrow (measured 161 MB after a 20k-row flights run on numpy paths, 121 MB
+#: after ``import fastprep``; 2-core VM, 2026-12-05)
+PROCESS_BASE_BYTES = 170 * 10**6
+#: Numba and the kernels it loads from the disk cache, resident once a job is large enough
+#: to import it (measured 350 MB after the same run with every stage on Numba: +190 MB)
+NUMBA_RESIDENT_BYTES = 190 * 10**6
+#: working memory of a run beyond its rows: Arrow/NumPy pools, the prefetch thread, the
+#: shard writer's buffer (the intercept of peak over partition rows: 246 MB less the base,
+#: streamed partitions of 50k..1M flights rows; 184 MB less the base in memory)
+RUN_FIXED_BYTES = 80 * 10**6
 #: a streamed partition's peak per row, in multiples of its used columns' in-memory bytes
 #: plus its X bytes (read frame, validated table, step temporaries, X, its shard write;
-#: measured 389 B per flights row = 2.8 x (68 + 72))
-STREAM_WORKING_COPIES = 3.0
+#: measured 492 B per flights row = 3.1 x (68 + 72) + the prefetched 68, least squares
+#: over 50k..1M-row partitions of 2M rows, peaks 278 / 305 / 359 / 475 / 748 MB)
+STREAM_WORKING_COPIES = 3.1
+#: an in-memory run whose kernels are Numba's holds fewer working copies than
+#: ``memory_working_copies`` (numpy paths: measured 385 B per flights row at 336k-1M rows
+#: = 4.7 x 67 + 72; Numba: 292 B per row at 2M and 10M = 3.3 x 67 + 72)
+NUMBA_WORKING_COPIES_SAVED = 1.4
 #: the next partition's columns, read ahead while the current one is computed
 STREAM_PREFETCH_COPIES = 1.0
 #: a fit on all of a column's values, per value, beyond the values it is given (the present
@@ -621,6 +629,13 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     return 8 * (len(steps) + 1) * n_rows + fitting, fitting
 
 
+def imports_numba(rows: int, profile: CostProfile) -> bool:
+    """Whether a fresh process running ``rows`` rows at once imports Numba (the planner's
+    rule, :func:`fastprep.planning.planner.job_imports_numba`, for a process that has not
+    imported it yet: the pre-flight predicts the job's processes, not this one's state)."""
+    return rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
+
+
 def smallest_partition_rows(source: Source) -> int:
     """The fewest rows a partition of ``source`` can have: its largest Parquet row group,
     a CSV file's (estimated) rows (one file is one partition), a DataFrame's minimum."""
@@ -660,10 +675,17 @@ def _options(
     per_row = (STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes)
                + STREAM_PREFETCH_COPIES * result.input_bytes) / n  # fmt: skip
     smallest = max(1, smallest_partition_rows(source))
-    working = int(result.input_bytes * profile.memory_working_copies)
+    numba = imports_numba(n, profile)
+    copies = profile.memory_working_copies - (NUMBA_WORKING_COPIES_SAVED if numba else 0.0)
+    working = int(result.input_bytes * max(copies, 1.0))
     x_bytes = 0 if fit_only else result.output_bytes  # an in-memory run builds all of X
-    out = [Option("in-memory", PROCESS_BASE_BYTES + RUN_FIXED_BYTES + working + x_bytes
-                  + fitting, n * profile.run_row_seconds, gathered_bytes=fitting)]  # fmt: skip
+    base = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
+    out = [Option("in-memory", base + RUN_FIXED_BYTES + working + x_bytes + fitting,
+                  n * profile.run_row_seconds, gathered_bytes=fitting)]  # fmt: skip
+    # a partition is at most ROWS_PER_PARTITION rows: its process imports Numba only if
+    # that many rows repay it
+    base = PROCESS_BASE_BYTES + (
+        NUMBA_RESIDENT_BYTES if imports_numba(min(n, ROWS_PER_PARTITION), profile) else 0)  # fmt: skip
 
     def partitioned(name: str, fixed: int, workers: int, start: float, task: float,
                     row: float, impossible: str | None = None) -> Option:  # fmt: skip
@@ -677,15 +699,15 @@ def _options(
                       gathered_bytes=gather)  # fmt: skip
 
     stream_row = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * passes)
-    streamed = partitioned("streamed in this process", PROCESS_BASE_BYTES + gather, 1, 0.0,
-                           0.02, stream_row)  # fmt: skip
+    streamed = partitioned("streamed in this process", base + gather, 1, 0.0, 0.02,
+                           stream_row)  # fmt: skip
     if kept_per_row and passes > 1:
         # the values behind the order statistics kept from the first pass (one read
         # fewer), when that leaves the partitions at least half their size
         kept = int(kept_per_row * n)
         faster = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * (passes - 1))
-        keeping = partitioned("streamed in this process", PROCESS_BASE_BYTES + gather + kept,
-                              1, 0.0, 0.02, faster)  # fmt: skip
+        keeping = partitioned("streamed in this process", base + gather + kept, 1, 0.0, 0.02,
+                              faster)  # fmt: skip
         if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
             streamed = replace(keeping, kept_bytes=kept)
     out.append(streamed)
@@ -694,11 +716,11 @@ def _options(
     if why is None and not is_path(source):
         why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"
     if cluster == "external":  # its processes are the cluster's machines', not this one's
-        out.append(partitioned("Dask partitions on the scheduler named",
-                               PROCESS_BASE_BYTES + gather, 1, 0.0, profile.dask_task_seconds,
-                               profile.dask_row_seconds, why))  # fmt: skip
+        out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
+                               0.0, profile.dask_task_seconds, profile.dask_row_seconds,
+                               why))  # fmt: skip
         return out
-    dask_fixed = PROCESS_BASE_BYTES * (1 + workers) + DASK_SCHEDULER_BYTES + (
+    dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
         DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
                            profile.dask_cluster_start_seconds, profile.dask_task_seconds,
