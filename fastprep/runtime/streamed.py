@@ -10,7 +10,10 @@ validates and transforms one partition at a time with the compiled kernels
 (:func:`fastprep.runtime.partition_tasks.transform_partition`; their ``prange`` loops use every
 core) and writes it as a shard of the one output format (:class:`ShardWriter`) before the
 next is read. So nothing holds all of the input or all of X: the memory is the
-interpreter's and one partition's (see :func:`fastprep.runtime.preflight.streaming_peak`).
+interpreter's and one partition's (predicted with
+:data:`fastprep.runtime.preflight.STREAM_WORKING_COPIES`). The drift profile and drift
+measures are taken per partition and merged (:func:`fastprep.validate.drift.merge_profiles`),
+as the fit's statistics are.
 
 Row ids and the quarantine are the in-memory run's: a partition's rows are numbered from its
 offset in the source (a CSV file's, once the files before it were read).
