@@ -38,7 +38,12 @@ import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
 from fastprep.backends.reference.scalers import needs_values
-from fastprep.data.partitions import ROWS_PER_PARTITION, in_memory_rows, source_size
+from fastprep.data.partitions import (
+    ROWS_PER_PARTITION,
+    in_memory_rows,
+    plan_partitions,
+    source_size,
+)
 from fastprep.data.sources import (
     Source,
     _format_of,
@@ -636,6 +641,22 @@ def imports_numba(rows: int, profile: CostProfile) -> bool:
     return rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
 
 
+def _planned(source: Source, rows: int) -> tuple[int, int] | None:
+    """The partitions a Parquet source is cut into for ``rows`` rows each (row groups are
+    packed whole, so there can be more of them, smaller), and the largest one's rows; None
+    where sizes are known only once read (CSV) or the source is not files."""
+    if not is_path(source):
+        return None
+    try:
+        specs = plan_partitions(source, rows)
+    except (SourceError, OSError, ValueError, pa.ArrowException):
+        return None
+    sizes = [s.n_rows for s in specs]
+    if not sizes or any(n is None for n in sizes):
+        return None
+    return len(specs), max(int(n) for n in sizes if n is not None)
+
+
 def smallest_partition_rows(source: Source) -> int:
     """The fewest rows a partition of ``source`` can have: its largest Parquet row group,
     a CSV file's (estimated) rows (one file is one partition), a DataFrame's minimum."""
@@ -691,8 +712,8 @@ def _options(
         room = (usable - fixed - frame) / workers - RUN_FIXED_BYTES
         rows = int(min(ROWS_PER_PARTITION, max(room / max(per_row, 1), MIN_PARTITION_ROWS)))
         rows = max(rows, smallest)
-        parts = max(1, math.ceil(n / rows))
-        peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(rows, n) * per_row))
+        parts, largest = _planned(source, rows) or (max(1, math.ceil(n / rows)), rows)
+        peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(largest, n) * per_row))
         seconds = start + parts * task + n * row / min(workers, parts)
         return Option(name, int(peak), seconds, rows, parts, impossible,
                       gathered_bytes=gather)  # fmt: skip

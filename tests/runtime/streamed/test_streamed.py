@@ -206,3 +206,27 @@ def test_order_statistics_from_kept_values_fit_the_same_state(grouped, reference
                                      spare_bytes=10**9)  # fmt: skip
     assert "kept in memory" in kept_report.notes[-1] and "kept" not in report.notes[-1]
     assert json.dumps(encode_floats(kept)) == json.dumps(encode_floats(reread))
+
+
+def test_the_partitions_predicted_are_the_partitions_read(reference, tmp_path):
+    """Row groups are packed whole: a partition of 5,000-row row groups holds one of them
+    below 10,000 rows; the pre-flight counts (and sizes the peak by) the partitions the run
+    really reads, for every budget that streams."""
+    from fastprep.runtime import streamed
+
+    pipeline, _ = reference
+    path = tmp_path / "flights_5k.parquet"
+    pq.write_table(pq.read_table(REPO / "data_samples" / "flights.parquet"), path,
+                   row_group_size=5_000)  # fmt: skip
+    job = streamed.job_for(pipeline.optimized, pipeline.schema)
+    seen = set()
+    for mb in range(281, 300):
+        pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, str(path),
+                                      budget=mb * 10**6, whole_output=False)  # fmt: skip
+        chosen = pre.chosen
+        if chosen is None or not chosen.name.startswith("streamed"):
+            continue
+        parts = streamed.Partitions(str(path), chosen.rows_per_partition, job)
+        assert chosen.partitions == len(parts.specs), mb
+        seen.add((chosen.rows_per_partition // 5_000, len(parts.specs)))
+    assert (1, 4) in seen  # 5,000..9,999 rows a partition: four partitions, not 20,000 / rows
