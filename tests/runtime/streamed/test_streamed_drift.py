@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from support import REPO, assert_same_matrix
 
+import fastprep as fp
 from fastprep.runtime import streamed
 from fastprep.validate import drift
 
@@ -99,6 +100,12 @@ def test_over_the_budget_transform_alerts_on_drift(pipeline, grouped, shifted, t
     assert len(opened) >= 2
     assert "mean_shift" in opened.report["drift"]["dep_delay"]["alerts"]
     assert any(a.rule == "drift:dep_delay:mean_shift" for a in sent), sent
+    # a fit streamed under the budget records the profile, saved with the pipeline
+    streamed_fit = pipeline.fit(grouped, memory_budget=streaming_budget(pipeline, grouped))
+    assert any("streamed in one process" in n for n in streamed_fit.fit_report.notes)
+    assert_same_measures(streamed_fit.profile, fitted.profile)
+    streamed_fit.save(tmp_path / "state.fastprep")
+    assert fp.load(tmp_path / "state.fastprep").profile.keys() == fitted.profile.keys()
 
 
 def test_merge_of_one_partition_is_the_partition():
