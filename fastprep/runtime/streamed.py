@@ -22,6 +22,7 @@ offset in the source (a CSV file's, once the files before it were read).
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -111,6 +112,17 @@ class Partitions:
         return results
 
 
+def numba_for_the_job(rows: int) -> None:
+    """Import Numba up front when the whole job's rows repay it, as an in-memory run of the
+    same source decides: the planner decides per table, and a partition alone is below its
+    threshold, so every kernel of a big streamed job would otherwise stay on numpy."""
+    from fastprep.planning import planner
+
+    if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
+            and importlib.util.find_spec("numba") is not None):  # fmt: skip
+        import numba  # noqa: F401
+
+
 def _rows_in(result: dict[str, Any]) -> int:
     if "rows_in" in result:
         return int(result["rows_in"])
@@ -148,6 +160,7 @@ def fit_with_profile(
     job = job_for(plan, schema, backend)
     parts = partitions or Partitions(source, rows_per_partition, job)
     rows = sum(s.n_rows or 0 for s in parts.specs)
+    numba_for_the_job(rows)
     kept: list[dict[Any, Any]] = []
     keep = bool(rows) and 8 * rows * count_order_targets(plan) <= spare_bytes
     profiles: list[dict[str, Any]] = []
@@ -201,6 +214,7 @@ def transform(
     unexpected = unexpected_column_findings(schema, source_columns(source), "transform")
     job = job_for(plan, schema, backend)
     parts = partitions or Partitions(source, rows_per_partition, job)
+    numba_for_the_job(sum(s.n_rows or 0 for s in parts.specs))
     names = make_layout(plan, params).names(plan, params)
     writer = ShardWriter(output_dir, names, out_dtype, compress=compress)
 

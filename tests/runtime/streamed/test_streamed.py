@@ -230,3 +230,20 @@ def test_the_partitions_predicted_are_the_partitions_read(reference, tmp_path):
         assert chosen.partitions == len(parts.specs), mb
         seen.add((chosen.rows_per_partition // 5_000, len(parts.specs)))
     assert (1, 4) in seen  # 5,000..9,999 rows a partition: four partitions, not 20,000 / rows
+
+
+def test_a_streamed_job_imports_numba_by_its_own_rows():
+    """A partition is below the planner's Numba threshold on its own: the streamed job
+    imports Numba when the whole job's rows repay it, as an in-memory run would (a fresh
+    process: this one may have imported it already)."""
+    code = ("import sys\n"
+            "from fastprep.runtime.streamed import numba_for_the_job\n"
+            "numba_for_the_job(100_000)\n"
+            "small = 'numba' in sys.modules\n"
+            "numba_for_the_job(10_000_000)\n"
+            "print(small, 'numba' in sys.modules)\n")  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert done.stdout.split() == ["False", "True"], done.stderr
