@@ -696,9 +696,9 @@ def _options(
     per_row = (STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes)
                + STREAM_PREFETCH_COPIES * result.input_bytes) / n  # fmt: skip
     smallest = max(1, smallest_partition_rows(source))
-    # Numba is counted in by the job's rows, for a partitioned job too: a partition's
-    # kernels go to Numba once the planner has learned that they repay it (measured: a
-    # streamed 2M-row job with 250k-1M-row partitions imported it in 4 of 6 runs)
+    # Numba is counted in by the job's rows, for a partitioned job too: a streamed job
+    # imports it by its own rows (``streamed.numba_for_the_job``), and a worker's partition
+    # goes to Numba once the planner has learned that its kernels repay it
     numba = imports_numba(n, profile)
     base = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
     copies = profile.memory_working_copies - (NUMBA_WORKING_COPIES_SAVED if numba else 0.0)
