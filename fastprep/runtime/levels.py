@@ -198,7 +198,12 @@ def _merge(
                 parts, step.min_frequency, step.max_categories
             )
         elif kind == "values":
+            # the gathered values are let go once fitted, not held through the rest of the
+            # level (its median pass reads every partition again)
+            for r in results:
+                del r["partials"][(f, name, position)]
             learned[(f, name)][position] = agg.params_from_values(step, parts, what)
+            del parts
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(
