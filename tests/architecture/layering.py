@@ -13,7 +13,8 @@ The rules:
 - **package cycle**: a package sits in a cycle of the package graph (package A imports B and B,
   maybe through others, imports A), even when no module-level cycle exists;
 - **private name**: a module imports ``_name`` from a module of another package, or uses
-  ``module._name`` on a module of another package;
+  ``module._name`` on a module of another package (here a package is a folder: a sub-package
+  such as ``runtime/cluster/`` keeps its private names from ``runtime/`` and back);
 - **no layer**: a module whose package is not in the layer table.
 """
 
@@ -84,6 +85,11 @@ def module_names(root: Path) -> dict[str, Path]:
 def _package_of_file(module: str, path: Path) -> str:
     """The package a relative import in ``module`` starts from."""
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _folder(module: str, path: Path) -> str:
+    """The package folder a module belongs to (a sub-package is a package of its own)."""
+    return _package_of_file(module, path)
 
 
 def _resolve_from(module: str, path: Path, node: ast.ImportFrom) -> str:
@@ -302,7 +308,7 @@ def check(root: Path, layers: Mapping[str, int]) -> Report:
     for name, path in modules.items():
         own = [edge for edge in edges if edge.source == name]
         for target, private, line in _private_uses(name, path, own):
-            if package_of(target) != package_of(name):
+            if _folder(target, modules[target]) != _folder(name, path):
                 found.add(
                     Violation(
                         f"private name: {name} uses {target}.{private}",

@@ -129,6 +129,14 @@ def test_private_name_inside_its_own_package_and_dunders_pass(tmp_path) -> None:
     assert found == set()
 
 
+def test_private_name_of_a_sub_package_is_reported(tmp_path) -> None:
+    found = keys(tmp_path, {
+        "mid/a.py": "def _helper():\n    return 1\n",
+        "mid/sub/b.py": "from pkg.mid import a\nY = a._helper()\n",
+    })  # fmt: skip
+    assert found == {"private name: pkg.mid.sub.b uses pkg.mid.a._helper"}
+
+
 def test_module_without_a_layer_is_reported(tmp_path) -> None:
     found = keys(tmp_path, {"extra/a.py": "X = 1\n"})
     assert {"no layer: pkg.extra", "no layer: pkg.extra.a"} <= found

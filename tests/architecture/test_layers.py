@@ -35,6 +35,7 @@ PENDING_VIOLATIONS = {
     "private name: fastprep.cli.calibrate uses fastprep.backends.stages._hash_readiness",
     "private name: fastprep.runtime.preflight uses fastprep.data.sources._format_of",
     "private name: fastprep.runtime.preflight uses fastprep.data.sources._read_in_memory",
+    "private name: fastprep.runtime.cluster.job uses fastprep.runtime.execute._describe",
 }
 
 #: libraries the plan, the user API and the optimizer never import (anywhere in the module)
