@@ -100,13 +100,15 @@ def _resolve_from(module: str, path: Path, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imports_in(module: str, path: Path, known: Iterable[str]) -> list[Import]:
+def imports_in(
+    module: str, path: Path, known: Iterable[str], tree: ast.Module | None = None
+) -> list[Import]:
     """Every import in one file that reaches a module of the tree (``known``), resolved:
     ``from a import b`` is an edge to ``a.b`` where ``b`` is a module, else to ``a``."""
     known = set(known)
     top = module.split(".")[0]
     edges = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree or ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == top:
@@ -183,7 +185,9 @@ def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return components
 
 
-def _private_uses(module: str, path: Path, edges: list[Import]) -> list[tuple[str, str, int]]:
+def _private_uses(
+    module: str, path: Path, edges: list[Import], tree: ast.Module
+) -> list[tuple[str, str, int]]:
     """``(target module, name, line)`` for every private name this file takes from or reads
     on a module of the tree: ``from m import _x`` and ``m._x`` where ``m`` is bound to a module
     by an import (``import a.b as m``, ``from a import b``, or the dotted ``a.b._x``)."""
@@ -194,7 +198,6 @@ def _private_uses(module: str, path: Path, edges: list[Import]) -> list[tuple[st
         if name.startswith("_") and not name.startswith("__")
     ]
     bound: dict[str, str] = {}  # local name -> module it names
-    tree = ast.parse(path.read_text(), str(path))
     known = {edge.target for edge in edges}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -250,10 +253,11 @@ def check(root: Path, layers: Mapping[str, int]) -> Report:
     """Read every module under the package folder ``root`` and check it against ``layers``
     (package name -> layer; the root package's ``__init__`` is the entry ``root.name``)."""
     modules = module_names(root)
+    trees = {name: ast.parse(path.read_text(), str(path)) for name, path in modules.items()}
     edges = [
         edge
         for name, path in modules.items()
-        for edge in imports_in(name, path, modules)
+        for edge in imports_in(name, path, modules, trees[name])
         if edge.target in modules
     ]
     found: set[Violation] = set()
@@ -305,9 +309,13 @@ def check(root: Path, layers: Mapping[str, int]) -> Report:
                     )
                 )
 
+    by_source: dict[str, list[Import]] = {}
+    for edge in edges:
+        by_source.setdefault(edge.source, []).append(edge)
     for name, path in modules.items():
-        own = [edge for edge in edges if edge.source == name]
-        for target, private, line in _private_uses(name, path, own):
+        for target, private, line in _private_uses(
+            name, path, by_source.get(name, []), trees[name]
+        ):
             if _folder(target, modules[target]) != _folder(name, path):
                 found.add(
                     Violation(
