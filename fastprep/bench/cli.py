@@ -66,7 +66,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
         return from_bench_args(args, command)
     if args.list:
         elsewhere = [
-            f"{name} (not a competitor here: --impl {name} says where)" for name in impls.PLANNED
+            f"{name} (not a competitor here: --impl {name} says where)" for name in impls.ELSEWHERE
         ]
         print("\n".join([*impls.all_names(), *elsewhere]))
         return 0

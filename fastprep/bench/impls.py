@@ -31,7 +31,7 @@ class Implementation:
 
 _REGISTRY: dict[str, Implementation] = {}
 #: names that are not competitors here: asking for one explains where it is compared
-PLANNED: dict[str, str] = {
+ELSEWHERE: dict[str, str] = {
     "dask-ml": "dask-ml runs on a Dask cluster: it is compared in "
     "benchmarks/bench_distributed.py; to time it here, register it with "
     "fastprep.bench.impls.register_implementation(Implementation('dask-ml', ...))",
@@ -101,8 +101,8 @@ def get(name: str) -> Implementation:
         return Implementation(name, f"fastprep, backend={backend}", fastprep_factory(backend))
     if name in _REGISTRY:
         return _REGISTRY[name]
-    if name in PLANNED:
-        raise NotImplementedError(PLANNED[name])
+    if name in ELSEWHERE:
+        raise NotImplementedError(ELSEWHERE[name])
     raise KeyError(f"unknown implementation {name!r}; known: {', '.join(all_names())}")
 
 
