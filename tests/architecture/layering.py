@@ -324,3 +324,8 @@ def check(root: Path, layers: Mapping[str, int]) -> Report:
                     )
                 )
     return Report(modules, edges, found)
+
+
+if __name__ == "__main__":  # python tests/architecture/layering.py: today's violations
+    for violation in sorted(check(PACKAGE, LAYERS).violations, key=lambda v: v.key):
+        print(violation)
