@@ -32,7 +32,6 @@ PENDING_VIOLATIONS = {
     "module cycle: fastprep.storage.output_format",
     "module cycle: fastprep.storage.shards",
     # private helpers used across packages
-    "private name: fastprep.cli.calibrate uses fastprep.backends.stages._hash_readiness",
     "private name: fastprep.runtime.preflight uses fastprep.data.sources._format_of",
     "private name: fastprep.runtime.preflight uses fastprep.data.sources._read_in_memory",
     "private name: fastprep.runtime.cluster.job uses fastprep.runtime.execute._describe",
