@@ -5,8 +5,8 @@ Before a fit / transform without ``client=``, :func:`route` runs the memory pre-
 run would not fit it, the run is streamed partition by partition in this process
 (:mod:`fastprep.runtime.streamed`) or goes to a Dask cluster, whichever is predicted faster within
 the budget: the one at ``scheduler=`` / ``$DASK_SCHEDULER_ADDRESS``, else a
-``LocalCluster`` sized to the machine (one single-threaded worker per core; its scheduler,
-nannies and workers counted against the budget), closed afterwards.
+``LocalCluster`` (:mod:`fastprep.runtime.cluster.local`: one single-threaded worker per core;
+its scheduler, nannies and workers counted against the budget), closed afterwards.
 
 Opt out with ``scheduler="off"`` (or ``$FASTPREP_SCHEDULER=off``): a run that would not fit
 is then refused with a :class:`~fastprep.errors.MemoryBudgetError` before anything is
@@ -56,9 +56,11 @@ def check(
     scheduler: str | None = None,
     whole_output: bool = True,
     fit_only: bool = False,
+    transform_only: bool = False,
 ) -> Preflight | None:
     """The pre-flight for this run (refusals raised); sketches only when memory is tight.
-    None when the source's facts cannot be read (the run itself then says why)."""
+    None when the source's facts cannot be read (the run itself then says why).
+    ``transform_only``: a fitted pipeline's transform (no fit's memory is counted)."""
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
     from fastprep.runtime.levels import count_order_targets, count_passes  # (on use)
@@ -66,7 +68,8 @@ def check(
     cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable,
                    fit_only=fit_only, cluster=cluster, passes=count_passes(plan),
-                   order_statistics=count_order_targets(plan))  # fmt: skip
+                   order_statistics=count_order_targets(plan),
+                   transform_only=transform_only)  # fmt: skip
     try:
         result = run_preflight(plan, schema, source, sketch="needed", **options)
         if result.peak_bytes > SKETCH_FRACTION * result.budget:
@@ -92,35 +95,22 @@ def route(
     scheduler: str | None = None,
     whole_output: bool = True,
     fit_only: bool = False,
+    transform_only: bool = False,
 ) -> Iterator[tuple[Preflight | None, Any]]:
     """``(preflight, client)``: ``client`` is None for a run in this process (in memory, or
     streamed partition by partition: ``preflight.execution`` says which)."""
     result = check(plan, schema, source, budget=budget, scheduler=scheduler,
-                   whole_output=whole_output, fit_only=fit_only)  # fmt: skip
+                   whole_output=whole_output, fit_only=fit_only,
+                   transform_only=transform_only)  # fmt: skip
     if result is None or result.execution != "dask":
         yield result, None
         return
-    from distributed import Client, LocalCluster
+    from fastprep.runtime.cluster.local import connect
 
     setting = scheduler_setting(scheduler)
-    if setting not in (None, "local"):
-        with Client(setting) as client:
-            result.decisions[-1] = _where(result, f"the cluster at {setting}")
-            yield result, client
-        return
-    workers = max(1, os.cpu_count() or 1)
-    # the budget sizes the partitions (data); each worker's own limit stays Dask's default
-    # share of the machine (a worker process alone needs a few hundred MB of imports)
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=":0")  # fmt: skip
-    try:
-        with Client(cluster) as client:
-            result.decisions[-1] = _where(
-                result, f"a LocalCluster of {workers} worker(s) (started for this run)"
-            )
-            yield result, client
-    finally:
-        cluster.close()
+    with connect(setting or "local") as (client, where):
+        result.decisions[-1] = _where(result, where)
+        yield result, client
 
 
 def _where(result: Preflight, where: str) -> Any:
