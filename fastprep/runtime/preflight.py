@@ -46,9 +46,9 @@ from fastprep.data.partitions import (
 )
 from fastprep.data.sources import (
     Source,
-    _format_of,
-    _read_in_memory,
+    format_of,
     is_path,
+    read_in_memory,
     resolve_files,
     source_kind,
 )
@@ -269,7 +269,7 @@ def _rows(source: Source) -> tuple[int, bool, str]:
     if not is_path(source):
         return size.n_rows, True, type(source).__name__
     files = resolve_files(source)
-    fmt = _format_of(files[0]) or "csv"
+    fmt = format_of(files[0]) or "csv"
     return (
         size.n_rows,
         size.exact,
@@ -286,7 +286,7 @@ def _bytes_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[st
     if not is_path(source):
         return _arrow_column_bytes(source, columns, text)
     files = resolve_files(source)
-    if _format_of(files[0]) == "parquet":
+    if format_of(files[0]) == "parquet":
         meta = pq.ParquetFile(files[0]).metadata
         names = pq.read_schema(files[0]).names
         sizes = dict.fromkeys(columns, 0)
@@ -415,14 +415,14 @@ def cardinality(source: Source, column: str) -> Cardinality:
         method = "HyperLogLog over the column"
     elif not is_path(source):
         kind = source_kind(source)
-        column_data = _read_in_memory(source, kind, [column]).column(0)
+        column_data = read_in_memory(source, kind, [column]).column(0)
         for chunk in column_data.chunks:
             values = chunk.dictionary if isinstance(chunk, pa.DictionaryArray) else chunk
             sketch.add(np.asarray(pa.compute.unique(values.drop_null()).to_pylist(), object))
         method = "HyperLogLog over the column"
     else:
         files = resolve_files(source)
-        if _format_of(files[0]) == "parquet":
+        if format_of(files[0]) == "parquet":
             for path in files:
                 _sketch_parquet(path, column, sketch)
             method = "HyperLogLog over the Parquet row groups' dictionaries"
@@ -666,7 +666,7 @@ def smallest_partition_rows(source: Source) -> int:
             in_memory_rows(source), MIN_PARTITION_ROWS)  # fmt: skip
     largest = 0
     for path in resolve_files(source):
-        if _format_of(path) == "parquet":
+        if format_of(path) == "parquet":
             meta = pq.ParquetFile(path).metadata
             groups = (meta.row_group(g).num_rows for g in range(meta.num_row_groups))
             largest = max(largest, *groups, 0)

@@ -16,9 +16,6 @@ PENDING_VIOLATIONS = {
     # Pipeline.torch_dataset imports the torch integration, which imports Pipeline back
     "package cycle: integrations",
     "package cycle: pipeline",
-    # private helpers used across packages
-    "private name: fastprep.runtime.preflight uses fastprep.data.sources._format_of",
-    "private name: fastprep.runtime.preflight uses fastprep.data.sources._read_in_memory",
 }
 
 #: libraries the plan, the user API and the optimizer never import (anywhere in the module)
