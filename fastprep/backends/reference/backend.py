@@ -14,7 +14,7 @@ import numpy as np
 
 from fastprep.backends.reference import dict_columns as dict_reference
 from fastprep.backends.reference import hashing as hashref
-from fastprep.backends.reference import scalers
+from fastprep.backends.reference import scalers, target_encoding
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -35,6 +35,7 @@ from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -47,6 +48,7 @@ from fastprep.plan.steps import (
     RobustScale,
     Standardize,
     Step,
+    TargetEncode,
     Vectorize,
 )
 
@@ -105,6 +107,10 @@ def fit_feature(feature: Feature, table: Table) -> FeatureParams:
         learned: list[dict[str, Any]] = []
         for step in feature.steps:
             what = f"{step.describe()} on {item.name!r}"
+            if isinstance(step, TargetEncode):  # fitted against the target
+                learned.append(target_encoding.fit_target_encoding(
+                    step, values, table.fit_target, what))  # fmt: skip
+                continue
             learned.append(fit_step(step, values, what))
             if step.kind != "encoder":
                 values = apply_step(step, learned[-1], values, item.name, repairs)
@@ -137,6 +143,8 @@ def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str
         return {}
     if isinstance(step, Vectorize):
         return {"vocabulary": dict_reference.fit_vocabulary(values)}  # type: ignore[arg-type]
+    if isinstance(step, CountEncode):
+        return target_encoding.fit_counts(values)
     raise BackendError(f"pandas backend has no fit for {step.describe()}")
 
 
@@ -222,6 +230,13 @@ def run_stage(
             view = sink.numeric_view(index)
             for j, item in enumerate(feature.inputs):
                 view[:, j] = categorify_codes(values[item.name], fitted[item.name][-1])
+        elif isinstance(encoder, (TargetEncode, CountEncode)):
+            view = sink.numeric_view(index)
+            for j, item in enumerate(feature.inputs):
+                view[:, j] = target_encoding.encode(
+                    encoder, fitted[item.name][-1], values[item.name], table.fit_target,
+                    f"{encoder.describe()} on {item.name!r}",
+                )  # fmt: skip
         elif isinstance(encoder, Hash) and isinstance(values[feature.inputs[0].name], DictColumn):
             hashed = dict_reference.hash_dicts(
                 values[feature.inputs[0].name], encoder.n_features, encoder.alternate_sign
