@@ -323,6 +323,9 @@ class Pipeline:
 
         if output_dir is None:  # the pre-flight refuses this before routing here
             raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
+        from fastprep.runtime.levels import refuse_partitioned_cross_fit
+
+        refuse_partitioned_cross_fit(self.optimized, "streamed" if client is None else "Dask")
         rows = pre.rows_per_partition
         if client is None:
             from fastprep.runtime import streamed

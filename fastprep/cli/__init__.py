@@ -154,6 +154,9 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
         raise PipelineDefinitionError(
             "--scheduler needs dask.distributed: pip install 'fastprep[distributed]'"
         ) from None
+    from fastprep.runtime.levels import refuse_partitioned_cross_fit
+
+    refuse_partitioned_cross_fit(pipeline.optimized, f"--scheduler {args.scheduler}")
     cluster = LocalCluster() if args.scheduler == "local" else None  # sized to the machine
     try:
         with Client(cluster or args.scheduler) as client:

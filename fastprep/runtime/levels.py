@@ -72,7 +72,7 @@ def fit_levels(
     levels, folds = fitted_levels(plan)
     for (f, name), positions in levels.items():
         for q in positions:
-            if stat_kind(plan.features[f].steps[q]) == "values":
+            if stat_kind(plan.features[f].steps[q]) in ("values", "target"):
                 agg.check_gather_size(plan.features[f].steps[q], name, rows)
     report: Report | None = None
     retries = 0
@@ -189,6 +189,10 @@ def _merge(
             )
         elif kind == "values":
             learned[(f, name)][position] = agg.params_from_values(step, parts, what)
+        elif kind == "target":
+            learned[(f, name)][position] = agg.params_from_target_rows(step, parts, what)
+        elif kind == "counts":
+            learned[(f, name)][position] = agg.params_from_counts(parts)
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(
@@ -248,3 +252,20 @@ def check_fittable(plan: LogicalPlan) -> None:
             "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
         )
+
+
+def refuse_partitioned_cross_fit(plan: LogicalPlan, how: str) -> None:
+    """A fit_transform over partitions (``how``: streamed, on Dask) is refused up front for
+    a cross-fitted step: its fitted rows need out-of-fold values over the folds of all the
+    validated rows, which the partition-by-partition transform does not compute."""
+    for feature in plan.features:
+        for step in feature.steps:
+            if getattr(step, "cross_fitted", False):
+                names = ", ".join(repr(i.name) for i in feature.inputs)
+                raise PipelineDefinitionError(
+                    f"{step.describe()} on {names}: fit_transform gives the fitted rows "
+                    f"out-of-fold encodings, which a partitioned run ({how}) does not compute "
+                    "yet; fit, then transform: fitted = pipeline.fit(source) (partitions are "
+                    "fine) and fitted.transform(source) — the encodings learned on all rows — "
+                    "or run in memory (raise memory_budget=)"
+                )
