@@ -189,6 +189,9 @@ class FitTarget:
     values: np.ndarray
     #: a ``Bool`` target (a binary classification target), else continuous
     binary: bool
+    #: what every input encoded against this target shares (its folds, their means),
+    #: computed once per fit by the step that needs it
+    shared: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass

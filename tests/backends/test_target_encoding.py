@@ -289,3 +289,15 @@ def test_explain_shows_the_steps(flights_sample) -> None:
     )
     text = pipeline.explain()
     assert "[carrier] >> TargetEncode(cv=3)" in text and "[dest] >> CountEncode()" in text
+
+
+@pytest.mark.parametrize("smooth", ["auto", 3.0])
+def test_numba_pass_over_all_folds_equals_numpy_bit_for_bit(flights_sample, monkeypatch, smooth):
+    pipeline = fp.Pipeline(
+        SCHEMA, [fp.cols(*INPUTS) >> fp.TargetEncode(smooth=smooth)], target="arr_delay"
+    )
+    outputs = []
+    for path in ("numpy", "numba"):
+        monkeypatch.setenv("FASTPREP_KERNEL_PATH", path)
+        outputs.append(pipeline.fit_transform(flights_sample).X)
+    np.testing.assert_array_equal(outputs[0], outputs[1])

@@ -18,6 +18,7 @@ time), over the fitted rows in their order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,37 +104,54 @@ def count_values(
 
 def encoded_target(target: FitTarget) -> np.ndarray:
     """The target the encodings average: continuous as is; binary as scikit-learn's
-    ``LabelEncoder`` numbers it (the sorted classes 0, 1, ...: one class alone is 0)."""
-    if not target.binary:
-        return target.values
-    classes = np.unique(target.values)
-    return np.searchsorted(classes, target.values).astype(np.float64)
+    ``LabelEncoder`` numbers it (the sorted classes 0, 1, ...: one class alone is 0).
+    Computed once per fit (every input shares it)."""
+    found = target.shared.get("encoded")
+    if found is None:
+        if target.binary:
+            classes = np.unique(target.values)
+            found = np.searchsorted(classes, target.values).astype(np.float64)
+        else:
+            found = target.values
+        target.shared["encoded"] = found
+    return found
+
+
+def shrunk(
+    sums: np.ndarray, counts: np.ndarray, squares: Any, mean: Any, variance: Any,
+    smooth: float | str,
+) -> np.ndarray:  # fmt: skip
+    """scikit-learn's encodings from per-category target sums and row counts:
+    ``smooth="auto"`` — ``_fit_encoding_fast_auto_smooth``: the category mean shrunk
+    towards ``mean`` by ``variance`` against the category's own (``squares(means)``: the
+    sums of squared deviations from the category means) — else ``_fit_encoding_fast``.
+    A category without rows (or with a zero-variance shrinkage 0/0) gets ``mean``. Arrays
+    of any shape: one fold's categories, or (fold, category) with ``mean`` per fold."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if smooth == "auto":
+            means = sums / counts
+            lam = variance * counts / (variance * counts + squares(means) / counts)
+            out = lam * means + (1 - lam) * mean
+            return np.where(np.isnan(lam), mean, out)
+        weight = float(smooth)
+        weights = counts + weight
+        out = (sums + weight * mean) / weights
+        return np.where(weights == 0, mean, out)
 
 
 def slot_encodings(
-    slots: np.ndarray, y: np.ndarray, n_slots: int, smooth: float | str
-) -> tuple[np.ndarray, float]:
-    """The encoding of every slot from these rows, and their mean (a slot without rows
-    gets the mean) — ``_fit_encoding_fast[_auto_smooth]`` of scikit-learn in numpy."""
-    mean = float(np.mean(y)) if len(y) else float("nan")
+    slots: np.ndarray, y: np.ndarray, n_slots: int, smooth: float | str, mean: float,
+    variance: float,
+) -> np.ndarray:  # fmt: skip
+    """The encoding of every slot from these rows (``mean``/``variance``: of ``y``)."""
     counts = np.bincount(slots, minlength=n_slots).astype(np.float64)
     sums = np.bincount(slots, weights=y, minlength=n_slots)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if smooth == "auto":
-            variance = float(np.var(y)) if len(y) else float("nan")
-            means = sums / counts
-            diff = y - means[slots]
-            squares = np.bincount(slots, weights=diff * diff, minlength=n_slots)
-            lam = variance * counts / (variance * counts + squares / counts)
-            out = lam * means + (1 - lam) * mean
-            out[np.isnan(lam)] = mean
-        else:
-            weight = float(smooth)
-            totals = sums + weight * mean
-            weights = counts + weight
-            out = totals / weights
-            out[weights == 0] = mean
-    return out, mean
+
+    def squares(means: np.ndarray) -> np.ndarray:
+        diff = y - means[slots]
+        return np.bincount(slots, weights=diff * diff, minlength=n_slots)
+
+    return shrunk(sums, counts, squares, mean, variance, smooth)
 
 
 def fit_target_encoding(
@@ -144,7 +162,8 @@ def fit_target_encoding(
     y = _require_target(target, len(values), what)
     slots, categories, numeric = slots_of(values)
     n_slots = len(categories) + 1
-    encodings, mean = slot_encodings(slots, y, n_slots, step.smooth)
+    mean = float(np.mean(y))
+    encodings = slot_encodings(slots, y, n_slots, step.smooth, mean, float(np.var(y)))
     counts = np.bincount(slots, minlength=n_slots)
     kept, per_category = _sorted_state(categories, numeric, encodings, counts)
     return {
@@ -162,6 +181,33 @@ def target_values(params: dict[str, Any], values: np.ndarray | TextColumn) -> np
     return _per_row(values, params, "encodings", float(params["target_mean"]))
 
 
+@dataclass(frozen=True)
+class Folds:
+    """The cross-fitting folds of a fit's rows, shared by every input encoded with them."""
+
+    #: each row's test fold
+    of_row: np.ndarray
+    #: per fold, the rows it trains on (every row not in it)
+    train: list[np.ndarray]
+    #: per fold, the mean and population variance of its training rows' target
+    means: np.ndarray
+    variances: np.ndarray
+
+
+def folds_for(step: TargetEncode, target: FitTarget, what: str) -> Folds:
+    """The folds of ``step``'s ``cv`` and ``seed`` over the fit's rows (made once per fit)."""
+    key = ("folds", step.cv, step.seed)
+    found = target.shared.get(key)
+    if found is None:
+        y = encoded_target(target)
+        of_row = fold_of_rows(target.values, step.cv, step.seed, target.binary, what)
+        train = [of_row != k for k in range(step.cv)]
+        means = np.array([np.mean(y[t]) for t in train])
+        variances = np.array([np.var(y[t]) for t in train])
+        found = target.shared[key] = Folds(of_row, train, means, variances)
+    return found
+
+
 def cross_fit(
     step: TargetEncode, values: np.ndarray | TextColumn, target: FitTarget, what: str
 ) -> np.ndarray:
@@ -169,14 +215,33 @@ def cross_fit(
     y = _require_target(target, len(values), what)
     slots, categories, _ = slots_of(values)
     n_slots = len(categories) + 1
-    folds = fold_of_rows(target.values, step.cv, step.seed, target.binary, what)
+    folds = folds_for(step, target, what)
+    if _fold_kernels_pay(len(slots), step.cv * n_slots):
+        from fastprep.backends.numba import target_kernels
+
+        encodings = target_kernels.fold_encodings(slots, y, folds, n_slots, step.smooth)
+        return encodings[folds.of_row, slots]
     out = np.empty(len(slots), dtype=np.float64)
-    for k in range(step.cv):
-        test = folds == k
-        train = ~test
-        encodings, _ = slot_encodings(slots[train], y[train], n_slots, step.smooth)
+    for k, train in enumerate(folds.train):
+        encodings = slot_encodings(slots[train], y[train], n_slots, step.smooth,
+                                   folds.means[k], folds.variances[k])  # fmt: skip
+        test = ~train
         out[test] = encodings[slots[test]]
     return out
+
+
+def _fold_kernels_pay(n_rows: int, cells: int) -> bool:
+    """Numba's one pass over the rows for every fold (the same sums, in the same order) or
+    numpy's pass per fold: the planner's choice of helper path; never for a table of
+    (fold, category) sums much larger than the rows (a column of distinct ids)."""
+    from fastprep.backends.numba.target_kernels import fold_sums
+    from fastprep.native.kernel_files import numba_cached, numba_loaded
+    from fastprep.planning.planner import kernel_path
+
+    if cells > 4 * n_rows + 4096:
+        return False
+    cached, loaded = numba_cached(fold_sums), numba_loaded(fold_sums)
+    return kernel_path("target", n_rows, cached=cached, loaded=loaded) == "numba"
 
 
 def _require_target(target: FitTarget | None, n_rows: int, what: str) -> np.ndarray:
@@ -218,17 +283,14 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
     appearance, each fold's share of a class by round robin over the sorted classes, and
     each class's fold labels shuffled by one ``RandomState(seed)``, class by class."""
     rng = np.random.RandomState(seed)
-    _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
-    _, by_appearance = np.unique(first, return_inverse=True)
-    classes = by_appearance[inverse]
-    n_classes = len(first)
+    classes, n_classes = _classes_by_appearance(y)
     per_class = np.bincount(classes, minlength=n_classes)
     if np.all(cv > per_class):
         raise FitError(
             f"{what}: cv={cv} folds, but no class of the target has that many rows "
             f"(rows per class: {per_class.tolist()}); lower cv"
         )
-    ordered = np.sort(classes)
+    ordered = np.repeat(np.arange(n_classes), per_class)  # = np.sort(classes)
     allocation = np.asarray([np.bincount(ordered[i::cv], minlength=n_classes) for i in range(cv)])
     folds = np.empty(len(y), dtype=np.int64)
     for k in range(n_classes):
@@ -236,6 +298,19 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
         rng.shuffle(labels)
         folds[classes == k] = labels
     return folds
+
+
+def _classes_by_appearance(y: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's class numbered by first appearance (0 = the first row's), and how
+    many. A 0/1 target (binary) without a sort."""
+    if len(y) and np.all((y == 0) | (y == 1)):
+        first_is_one = bool(y[0] == 1)
+        ones = y == 1
+        classes = (ones != first_is_one).astype(np.int64)
+        return classes, 1 if (ones.all() or not ones.any()) else 2
+    _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
+    _, by_appearance = np.unique(first, return_inverse=True)
+    return by_appearance[inverse], len(first)
 
 
 def encode(

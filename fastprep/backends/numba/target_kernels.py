@@ -1,0 +1,60 @@
+"""Cross-fitted target encoding in one pass over the rows for every fold at once.
+
+Each row adds its target to the sums of every fold it trains (all but its own test fold),
+so each (fold, category) sum receives its rows in row order — the order numpy's
+``bincount`` over that fold's training rows adds them in, and scikit-learn's loop: the
+same float64 sums, bit for bit, as the per-fold numpy twin
+(:func:`fastprep.backends.reference.target_encoding.cross_fit`) in a fifth of its passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fastprep.native.kernel_files import jit
+
+
+@jit(cache=True, nogil=True)
+def fold_sums(slots, y, of_row, cv, n_slots):  # type: ignore[no-untyped-def]
+    """Per (fold, slot): the target sum and the row count over the fold's training rows."""
+    sums = np.zeros((cv, n_slots))
+    counts = np.zeros((cv, n_slots))
+    for i in range(len(slots)):
+        s = slots[i]
+        f = of_row[i]
+        v = y[i]
+        for k in range(cv):
+            if k != f:
+                sums[k, s] += v
+                counts[k, s] += 1.0
+    return sums, counts
+
+
+@jit(cache=True, nogil=True)
+def fold_squares(slots, y, of_row, means):  # type: ignore[no-untyped-def]
+    """Per (fold, slot): the sum of squared deviations from that fold's slot mean."""
+    cv, n_slots = means.shape
+    out = np.zeros((cv, n_slots))
+    for i in range(len(slots)):
+        s = slots[i]
+        f = of_row[i]
+        v = y[i]
+        for k in range(cv):
+            if k != f:
+                d = v - means[k, s]
+                out[k, s] += d * d
+    return out
+
+
+def fold_encodings(
+    slots: np.ndarray, y: np.ndarray, folds: Any, n_slots: int, smooth: float | str
+) -> np.ndarray:
+    """(fold, slot) encodings learned on each fold's training rows."""
+    from fastprep.backends.reference.target_encoding import shrunk
+
+    cv = len(folds.train)
+    sums, counts = fold_sums(slots, y, folds.of_row, cv, n_slots)
+    squares = lambda means: fold_squares(slots, y, folds.of_row, means)  # noqa: E731
+    return shrunk(sums, counts, squares, folds.means[:, None], folds.variances[:, None], smooth)
