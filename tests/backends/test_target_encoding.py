@@ -301,3 +301,15 @@ def test_numba_pass_over_all_folds_equals_numpy_bit_for_bit(flights_sample, monk
         monkeypatch.setenv("FASTPREP_KERNEL_PATH", path)
         outputs.append(pipeline.fit_transform(flights_sample).X)
     np.testing.assert_array_equal(outputs[0], outputs[1])
+
+
+def test_a_binary_target_with_one_class_is_encoded_as_the_peer(flights_sample) -> None:
+    """scikit-learn's LabelEncoder numbers a lone class 0: every encoding is 0."""
+    on_time = flights_sample[flights_sample.arr_delay <= 15]
+    pipeline = fp.Pipeline(SCHEMA, [fp.cols("carrier", "dest") >> fp.TargetEncode()], target=LATE)
+    fitted, out = pipeline.fit_and_transform(on_time)
+    expected = peer(True, "auto", 5, 0).fit_transform(
+        as_peer_input(on_time, ["carrier", "dest"]), on_time.arr_delay > 15
+    )
+    assert_peer(out.X, expected)
+    assert fitted.params[0]["carrier"][-1]["target_mean"] == 0.0

@@ -45,6 +45,21 @@ def slots_of(values: np.ndarray | TextColumn) -> tuple[np.ndarray, list[Any], bo
     return slots, [float(v) for v in uniques], True
 
 
+def _shared_slots(
+    values: np.ndarray | TextColumn, target: FitTarget, last_use: bool = False
+) -> tuple[np.ndarray, list[Any], bool]:
+    """:func:`slots_of`, computed once per fit for an input both fitted and cross-fitted
+    (the same column object at fit and at the transform of the fit's rows); released at
+    its ``last_use`` (8 bytes a row)."""
+    key = ("slots", id(values))
+    found = target.shared.pop(key, None) if last_use else target.shared.get(key)
+    if found is None or found[0] is not values:  # (the object kept: its id stays its own)
+        found = (values, slots_of(values))
+        if not last_use:
+            target.shared[key] = found
+    return found[1]
+
+
 def _sorted_state(
     categories: list[Any], numeric: bool, per_slot: np.ndarray, counts: np.ndarray
 ) -> tuple[list[Any], np.ndarray]:
@@ -108,11 +123,13 @@ def encoded_target(target: FitTarget) -> np.ndarray:
     Computed once per fit (every input shares it)."""
     found = target.shared.get("encoded")
     if found is None:
-        if target.binary:
-            classes = np.unique(target.values)
-            found = np.searchsorted(classes, target.values).astype(np.float64)
+        values = target.values
+        if not target.binary:
+            found = values
+        elif np.all((values == 0) | (values == 1)):  # a Bool target: no sort needed
+            found = values if values.any() and not values.all() else np.zeros_like(values)
         else:
-            found = target.values
+            found = np.searchsorted(np.unique(values), values).astype(np.float64)
         target.shared["encoded"] = found
     return found
 
@@ -160,7 +177,8 @@ def fit_target_encoding(
     """The full-data encodings: per category (sorted), the missing value's (None if no
     row was missing) and ``target_mean`` (what a value unseen at fit gets)."""
     y = _require_target(target, len(values), what)
-    slots, categories, numeric = slots_of(values)
+    assert target is not None
+    slots, categories, numeric = _shared_slots(values, target)
     n_slots = len(categories) + 1
     mean = float(np.mean(y))
     encodings = slot_encodings(slots, y, n_slots, step.smooth, mean, float(np.var(y)))
@@ -213,7 +231,7 @@ def cross_fit(
 ) -> np.ndarray:
     """The fit's own rows, each encoded by the encodings learned on the other folds."""
     y = _require_target(target, len(values), what)
-    slots, categories, _ = slots_of(values)
+    slots, categories, _ = _shared_slots(values, target, last_use=True)
     n_slots = len(categories) + 1
     folds = folds_for(step, target, what)
     if _fold_kernels_pay(len(slots), step.cv * n_slots):
@@ -240,7 +258,8 @@ def _fold_kernels_pay(n_rows: int, cells: int) -> bool:
 
     if cells > 4 * n_rows + 4096:
         return False
-    cached, loaded = numba_cached(fold_sums), numba_loaded(fold_sums)
+    loaded = numba_loaded(fold_sums)
+    cached = loaded or numba_cached(fold_sums)  # (a look at Numba's index on disk)
     return kernel_path("target", n_rows, cached=cached, loaded=loaded) == "numba"
 
 
