@@ -313,3 +313,20 @@ def test_a_binary_target_with_one_class_is_encoded_as_the_peer(flights_sample) -
     )
     assert_peer(out.X, expected)
     assert fitted.params[0]["carrier"][-1]["target_mean"] == 0.0
+
+
+def test_a_derived_text_input(flights_sample) -> None:
+    """An expression's text (a route) is encoded like a column, named by the expression."""
+    pipeline = fp.Pipeline(
+        SCHEMA,
+        [fp.expr("route = origin + '-' + dest") >> fp.TargetEncode(smooth=1.0),
+         fp.expr("route2 = origin + '-' + dest") >> fp.CountEncode()],
+        target="arr_delay",
+    )  # fmt: skip
+    _, out = pipeline.fit_and_transform(flights_sample)
+    assert list(out.feature_names) == ["route:target", "route2:count"]
+    train = flights_sample.iloc[np.asarray(out.row_ids)]
+    route = (train.origin.astype(str) + "-" + train.dest.astype(str)).to_frame()
+    assert_peer(out.X[:, :1], peer(False, 1.0, 5, 0).fit_transform(route, train.arr_delay))
+    counts = route.iloc[:, 0].map(route.iloc[:, 0].value_counts())
+    np.testing.assert_array_equal(out.X[:, 1], counts.to_numpy(dtype=np.float32))
