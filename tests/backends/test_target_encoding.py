@@ -330,3 +330,11 @@ def test_a_derived_text_input(flights_sample) -> None:
     assert_peer(out.X[:, :1], peer(False, 1.0, 5, 0).fit_transform(route, train.arr_delay))
     counts = route.iloc[:, 0].map(route.iloc[:, 0].value_counts())
     np.testing.assert_array_equal(out.X[:, 1], counts.to_numpy(dtype=np.float32))
+
+
+def test_the_sklearn_adapter_refuses_a_step_fitted_against_the_target(flights_sample) -> None:
+    from fastprep.sklearn import FastprepTransformer
+
+    pipeline = fp.Pipeline(SCHEMA, [fp.col("carrier") >> fp.TargetEncode()], target=LATE)
+    with pytest.raises(fp.PipelineDefinitionError, match=r"TargetEncode\(\) learns from"):
+        FastprepTransformer(pipeline).fit(flights_sample[["carrier", "arr_delay"]])
