@@ -429,7 +429,7 @@ class TargetEncode(_Vocabulary):
     #: fitted against the pipeline's target (the fit reads y)
     needs_target: ClassVar[bool] = True
     #: its output on the fit's own rows differs from its transform of them
-    cross_fitted: ClassVar[bool] = True
+    fit_transform_differs: ClassVar[bool] = True
     output_suffix: ClassVar[str] = ":target"
     smooth: float | str = "auto"
     cv: int = 5

@@ -260,7 +260,7 @@ def refuse_partitioned_cross_fit(plan: LogicalPlan, how: str) -> None:
     validated rows, which the partition-by-partition transform does not compute."""
     for feature in plan.features:
         for step in feature.steps:
-            if getattr(step, "cross_fitted", False):
+            if getattr(step, "fit_transform_differs", False):
                 names = ", ".join(repr(i.name) for i in feature.inputs)
                 raise PipelineDefinitionError(
                     f"{step.describe()} on {names}: fit_transform gives the fitted rows "
