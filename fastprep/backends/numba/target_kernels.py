@@ -18,43 +18,46 @@ from fastprep.native.kernel_files import jit
 
 @jit(cache=True, nogil=True)
 def fold_sums(slots, y, of_row, cv, n_slots):  # type: ignore[no-untyped-def]
-    """Per (fold, slot): the target sum and the row count over the fold's training rows."""
-    sums = np.zeros((cv, n_slots))
-    counts = np.zeros((cv, n_slots))
+    """Per (slot, fold): the target sum and the row count over the fold's training rows
+    (slot-major: a row's cells of every fold share a cache line)."""
+    sums = np.zeros((n_slots, cv))
+    counts = np.zeros((n_slots, cv))
     for i in range(len(slots)):
         s = slots[i]
         f = of_row[i]
         v = y[i]
         for k in range(cv):
             if k != f:
-                sums[k, s] += v
-                counts[k, s] += 1.0
+                sums[s, k] += v
+                counts[s, k] += 1.0
     return sums, counts
 
 
 @jit(cache=True, nogil=True)
 def fold_squares(slots, y, of_row, means):  # type: ignore[no-untyped-def]
-    """Per (fold, slot): the sum of squared deviations from that fold's slot mean."""
-    cv, n_slots = means.shape
-    out = np.zeros((cv, n_slots))
+    """Per (slot, fold): the sum of squared deviations from that fold's slot mean."""
+    n_slots, cv = means.shape
+    out = np.zeros((n_slots, cv))
     for i in range(len(slots)):
         s = slots[i]
         f = of_row[i]
         v = y[i]
         for k in range(cv):
             if k != f:
-                d = v - means[k, s]
-                out[k, s] += d * d
+                d = v - means[s, k]
+                out[s, k] += d * d
     return out
 
 
-def fold_encodings(
+def cross_fit_rows(
     slots: np.ndarray, y: np.ndarray, folds: Any, n_slots: int, smooth: float | str
 ) -> np.ndarray:
-    """(fold, slot) encodings learned on each fold's training rows."""
+    """Each row's encoding learned on the training rows of its own test fold."""
     from fastprep.backends.reference.target_encoding import shrunk
 
     cv = len(folds.train)
     sums, counts = fold_sums(slots, y, folds.of_row, cv, n_slots)
     squares = lambda means: fold_squares(slots, y, folds.of_row, means)  # noqa: E731
-    return shrunk(sums, counts, squares, folds.means[:, None], folds.variances[:, None], smooth)
+    means, variances = folds.means[None, :], folds.variances[None, :]
+    encodings = shrunk(sums, counts, squares, means, variances, smooth)
+    return encodings[slots, folds.of_row]

@@ -234,11 +234,10 @@ def cross_fit(
     slots, categories, _ = _shared_slots(values, target, last_use=True)
     n_slots = len(categories) + 1
     folds = folds_for(step, target, what)
-    if _fold_kernels_pay(len(slots), step.cv * n_slots):
+    if _fold_kernels_pay(len(slots), step.cv, n_slots):
         from fastprep.backends.numba import target_kernels
 
-        encodings = target_kernels.fold_encodings(slots, y, folds, n_slots, step.smooth)
-        return encodings[folds.of_row, slots]
+        return target_kernels.cross_fit_rows(slots, y, folds, n_slots, step.smooth)
     out = np.empty(len(slots), dtype=np.float64)
     for k, train in enumerate(folds.train):
         encodings = slot_encodings(slots[train], y[train], n_slots, step.smooth,
@@ -248,19 +247,21 @@ def cross_fit(
     return out
 
 
-def _fold_kernels_pay(n_rows: int, cells: int) -> bool:
+def _fold_kernels_pay(n_rows: int, cv: int, n_slots: int) -> bool:
     """Numba's one pass over the rows for every fold (the same sums, in the same order) or
-    numpy's pass per fold: the planner's choice of helper path; never for a table of
-    (fold, category) sums much larger than the rows (a column of distinct ids)."""
+    numpy's pass per fold: the planner's choice of helper path, costed per row and fold
+    (the work is ``cv`` passes' worth, which also decides whether it repays importing
+    Numba); never for a table of (slot, fold) sums much larger than the rows (a column of
+    distinct ids)."""
     from fastprep.backends.numba.target_kernels import fold_sums
     from fastprep.native.kernel_files import numba_cached, numba_loaded
     from fastprep.planning.planner import kernel_path
 
-    if cells > 4 * n_rows + 4096:
+    if cv * n_slots > 4 * n_rows + 4096:
         return False
     loaded = numba_loaded(fold_sums)
     cached = loaded or numba_cached(fold_sums)  # (a look at Numba's index on disk)
-    return kernel_path("target", n_rows, cached=cached, loaded=loaded) == "numba"
+    return kernel_path("target", n_rows * cv, cached=cached, loaded=loaded) == "numba"
 
 
 def _require_target(target: FitTarget | None, n_rows: int, what: str) -> np.ndarray:
