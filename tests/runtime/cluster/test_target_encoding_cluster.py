@@ -96,8 +96,9 @@ def test_partitioned_fit_transform_is_refused_naming_the_step(flights_row_groups
     ):
         pipeline.fit_transform(flights_row_groups, memory_budget=budget, output_dir=tmp_path / "o")
     assert not (tmp_path / "o").exists()
-    # a fit under the same budget works (and gives the in-memory state)
+    # the fit alone streams under the same budget, to the in-memory state
     fitted = pipeline.fit(flights_row_groups, memory_budget=budget)
+    assert fitted.fit_report.backend == "streamed"
     _same_state(pipeline.fit(flights_row_groups), fitted)
 
 
