@@ -22,6 +22,7 @@ from support import REPO
 
 import fastprep as fp
 from fastprep.backends.reference.target_encoding import kfold_folds, stratified_folds
+from fastprep.backends.registry import available
 
 SCHEMA = fp.Schema(
     {
@@ -37,7 +38,7 @@ SCHEMA = fp.Schema(
 )
 LATE = fp.expr("late = arr_delay > 15")
 INPUTS = ("carrier", "tailnum", "hour", "dest")
-BACKENDS = ("pandas", "numba")
+BACKENDS = tuple(available())  # pandas (the reference), numba, numexpr
 
 
 def as_peer_input(frame: pd.DataFrame, columns) -> pd.DataFrame:
