@@ -255,17 +255,19 @@ def check_fittable(plan: LogicalPlan) -> None:
 
 
 def refuse_partitioned_cross_fit(plan: LogicalPlan, how: str) -> None:
-    """A fit_transform over partitions (``how``: streamed, on Dask) is refused up front for
-    a cross-fitted step: its fitted rows need out-of-fold values over the folds of all the
-    validated rows, which the partition-by-partition transform does not compute."""
+    """A fit-and-transform over partitions (``how``: streamed, on Dask) is refused up
+    front for a step whose fit rows get other values than its transform gives them
+    (``fit_transform_differs``: out-of-fold target encoding): those need the folds of all
+    the validated rows, which the partition-by-partition transform does not compute."""
     for feature in plan.features:
         for step in feature.steps:
             if getattr(step, "fit_transform_differs", False):
                 names = ", ".join(repr(i.name) for i in feature.inputs)
                 raise PipelineDefinitionError(
                     f"{step.describe()} on {names}: fit_transform gives the fitted rows "
-                    f"out-of-fold encodings, which a partitioned run ({how}) does not compute "
-                    "yet; fit, then transform: fitted = pipeline.fit(source) (partitions are "
-                    "fine) and fitted.transform(source) — the encodings learned on all rows — "
-                    "or run in memory (raise memory_budget=)"
+                    f"out-of-fold values, which a partitioned run ({how}) does not compute: "
+                    "not supported with it yet. Fit, then transform: fitted = "
+                    "pipeline.fit(source) (partitions are fine), then fitted.transform(source) "
+                    "(the encodings learned on all rows); or run in memory (raise "
+                    "memory_budget=)"
                 )
