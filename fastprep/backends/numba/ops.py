@@ -269,7 +269,7 @@ NUMBA: Dispatch[NumbaOp] = Dispatch(
         Hash: NumbaOp(encode=encode.encode_hash),
         Vectorize: NumbaOp(fit=encode.fit_vectorize, encode=encode.encode_vectorize),
         # the reference code, whose cross-fit takes Numba's one pass over all folds
-        # (backends/numba/target_kernels.py) where the planner's helper path says so
+        # (backends/fold_kernels.py) where the planner's helper path says so
         TargetEncode: BY_REFERENCE,
         CountEncode: BY_REFERENCE,
     },

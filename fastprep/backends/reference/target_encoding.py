@@ -235,9 +235,13 @@ def cross_fit(
     n_slots = len(categories) + 1
     folds = folds_for(step, target, what)
     if _fold_kernels_pay(len(slots), step.cv, n_slots):
-        from fastprep.backends.numba import target_kernels
+        from fastprep.backends.fold_kernels import fold_squares, fold_sums
 
-        return target_kernels.cross_fit_rows(slots, y, folds, n_slots, step.smooth)
+        sums, counts = fold_sums(slots, y, folds.of_row, step.cv, n_slots)  # (slot, fold)
+        squares = lambda means: fold_squares(slots, y, folds.of_row, means)  # noqa: E731
+        means, variances = folds.means[None, :], folds.variances[None, :]
+        encodings = shrunk(sums, counts, squares, means, variances, step.smooth)
+        return encodings[slots, folds.of_row]
     out = np.empty(len(slots), dtype=np.float64)
     for k, train in enumerate(folds.train):
         encodings = slot_encodings(slots[train], y[train], n_slots, step.smooth,
@@ -253,7 +257,7 @@ def _fold_kernels_pay(n_rows: int, cv: int, n_slots: int) -> bool:
     (the work is ``cv`` passes' worth, which also decides whether it repays importing
     Numba); never for a table of (slot, fold) sums much larger than the rows (a column of
     distinct ids)."""
-    from fastprep.backends.numba.target_kernels import fold_sums
+    from fastprep.backends.fold_kernels import fold_sums
     from fastprep.native.kernel_files import numba_cached, numba_loaded
     from fastprep.planning.planner import kernel_path
 

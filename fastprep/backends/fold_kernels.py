@@ -1,4 +1,9 @@
-"""Cross-fitted target encoding in one pass over the rows for every fold at once.
+"""Cross-fitted target encoding in one pass over the rows for every fold at once: the
+Numba twin of the per-fold numpy loop in
+:mod:`fastprep.backends.reference.target_encoding`, which calls it where the planner's
+helper path ``"target"`` says so (whichever backend runs the stage). It imports no other
+fastprep module but the lazy ``jit``: the reference code imports it, nothing here imports
+back.
 
 Each row adds its target to the sums of every fold it trains (all but its own test fold),
 so each (fold, category) sum receives its rows in row order — the order numpy's
@@ -8,8 +13,6 @@ same float64 sums, bit for bit, as the per-fold numpy twin
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
@@ -47,17 +50,3 @@ def fold_squares(slots, y, of_row, means):  # type: ignore[no-untyped-def]
                 d = v - means[s, k]
                 out[s, k] += d * d
     return out
-
-
-def cross_fit_rows(
-    slots: np.ndarray, y: np.ndarray, folds: Any, n_slots: int, smooth: float | str
-) -> np.ndarray:
-    """Each row's encoding learned on the training rows of its own test fold."""
-    from fastprep.backends.reference.target_encoding import shrunk
-
-    cv = len(folds.train)
-    sums, counts = fold_sums(slots, y, folds.of_row, cv, n_slots)
-    squares = lambda means: fold_squares(slots, y, folds.of_row, means)  # noqa: E731
-    means, variances = folds.means[None, :], folds.variances[None, :]
-    encodings = shrunk(sums, counts, squares, means, variances, smooth)
-    return encodings[slots, folds.of_row]
