@@ -22,6 +22,7 @@ in this process, reported as median and min–max seconds.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -54,8 +55,15 @@ PIPELINE = fp.Pipeline(
 )
 
 
-def run_fastprep(table, backend: str) -> np.ndarray:
-    _, out = PIPELINE.fit_and_transform(table, backend=backend)
+def run_fastprep(table, backend: str, helpers: str | None = None) -> np.ndarray:
+    """``helpers="numpy"``: every helper kernel on its numpy twin (the cross-fit's per-fold
+    loop instead of its one Numba pass); None: the planner's choice."""
+    if helpers is not None:
+        os.environ["FASTPREP_KERNEL_PATH"] = helpers
+    try:
+        _, out = PIPELINE.fit_and_transform(table, backend=backend)
+    finally:
+        os.environ.pop("FASTPREP_KERNEL_PATH", None)
     return out.X
 
 
@@ -145,6 +153,7 @@ def main() -> None:
     runs = {
         "fastprep (numba)": (run_fastprep, table, "numba"),
         "fastprep (pandas backend)": (run_fastprep, table, "pandas"),
+        "fastprep (numpy helpers)": (run_fastprep, table, "pandas", "numpy"),
         "pandas": (run_pandas, frame),
         "polars": (run_polars, polars_frame),
     }
