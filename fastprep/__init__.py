@@ -35,6 +35,7 @@ from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -46,6 +47,7 @@ from fastprep.plan.steps import (
     QuantileTransform,
     RobustScale,
     Standardize,
+    TargetEncode,
     Vectorize,
 )
 from fastprep.runtime.execute import Output
@@ -62,6 +64,7 @@ __all__ = [
     "Categorify",
     "Category",
     "Clip",
+    "CountEncode",
     "DataValidationError",
     "Datetime",
     "Dict",
@@ -92,6 +95,7 @@ __all__ = [
     "Standardize",
     "StateFormatError",
     "String",
+    "TargetEncode",
     "Vectorize",
     "col",
     "cols",
