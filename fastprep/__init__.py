@@ -45,6 +45,7 @@ from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -56,6 +57,7 @@ from fastprep.plan.steps import (
     QuantileTransform,
     RobustScale,
     Standardize,
+    TargetEncode,
     Vectorize,
 )
 from fastprep.runtime.execute import Output
@@ -72,6 +74,7 @@ __all__ = [
     "Categorify",
     "Category",
     "Clip",
+    "CountEncode",
     "DataValidationError",
     "Datetime",
     "Dict",
@@ -104,6 +107,7 @@ __all__ = [
     "StateFormatError",
     "String",
     "Tags",
+    "TargetEncode",
     "Vectorize",
     "col",
     "cols",

@@ -572,6 +572,10 @@ HELPERS: dict[str, HelperCost] = {
     # a repeated tag in a list<string> row: numpy's unique of (row, tag) pairs ~55 ns per
     # tag, the Numba pass ~3 ns (336k flights rows, 1M tags)
     "tags": HelperCost(5.5e-8, 3.0e-9, 0.3),
+    # cross-fitted target encoding, per row and fold: numpy's pass per fold (masks,
+    # bincounts; ~400 ns a row at 5 folds) against one Numba pass adding each row to its
+    # training folds (~40 ns); tailnum at 327k rows on a busy machine; first compile 2.1 s
+    "target": HelperCost(8.0e-8, 8.0e-9, 2.0),
 }
 #: a whole job's seconds saved per input row when its kernels run on Numba instead of
 #: numpy, summed from the rates above and the stages' (the flights pipeline at 336k rows:
