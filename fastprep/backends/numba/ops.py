@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastprep.backends.base import Dispatch
+from fastprep.backends.moments import Moments, standardize_params
 from fastprep.backends.numba import encode
 from fastprep.backends.reference.scalers import maxabs_from_range
-from fastprep.backends.reference.stats import minmax_from_range, standardize_from_moments
+from fastprep.backends.reference.stats import minmax_from_range
 from fastprep.plan.steps import (
     Bin,
     Categorify,
@@ -40,8 +41,6 @@ from fastprep.plan.steps import (
 
 #: lines of a fused kernel: (emitter, chain index, step index, step, variable, counted)
 Code = Callable[[Any, int, int, Any, str, bool], list[str]]
-#: a fit round's statistic of a step's input: (count, mean, m2, min, max)
-Stats = tuple[int, float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class NumbaOp:
 
     code: Code | None = None
     stat: Callable[[Any], str | None] | None = None
-    params: Callable[[Any, Stats, str], dict[str, Any]] | None = None
+    params: Callable[[Any, Moments, str], dict[str, Any]] | None = None
     fills: bool = False
     folds_after_fill: bool = False
     affine: Callable[[Any, dict[str, Any], float, float], tuple[float, float]] | None = None
@@ -187,21 +186,20 @@ def _bin_stat(step: Bin) -> str | None:
     return "values" if step.needs_fit else None
 
 
-def _fill_params(step: FillMissing, stats: Stats, what: str) -> dict[str, Any]:
-    return {"fill": stats[1]}
+def _fill_params(step: FillMissing, stats: Moments, what: str) -> dict[str, Any]:
+    return {"fill": stats.mean()}
 
 
-def _standardize_params(step: Standardize, stats: Stats, what: str) -> dict[str, Any]:
-    count, mean, m2, _, _ = stats
-    return standardize_from_moments(count, mean, m2 / count, what)
+def _standardize_params(step: Standardize, stats: Moments, what: str) -> dict[str, Any]:
+    return standardize_params(stats, what)
 
 
-def _minmax_params(step: MinMax, stats: Stats, what: str) -> dict[str, Any]:
-    return minmax_from_range(stats[3], stats[4], *step.feature_range)
+def _minmax_params(step: MinMax, stats: Moments, what: str) -> dict[str, Any]:
+    return minmax_from_range(stats.low, stats.high, *step.feature_range)
 
 
-def _maxabs_params(step: MaxAbsScale, stats: Stats, what: str) -> dict[str, Any]:
-    return maxabs_from_range(stats[3], stats[4])
+def _maxabs_params(step: MaxAbsScale, stats: Moments, what: str) -> dict[str, Any]:
+    return maxabs_from_range(stats.low, stats.high)
 
 
 # ---------------------------------------------------------------- affine runs

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends.reference.stats import require_values, standardize_params
+from fastprep.backends.moments import require_values
+from fastprep.backends.reference.stats import standardize_params
 from fastprep.errors import FitError
 from fastprep.plan.steps import Bin, PowerTransform, QuantileTransform, RobustScale, Step
 

@@ -1,0 +1,391 @@
+"""Moments with exact sums: the same fitted mean and variance however the rows are split.
+
+A column's ``Moments`` are its count, the exact sum of its values, the exact sum of their
+squares, and its extremes. The sums are Python integers in units of a fixed power of two
+(every float64 is an integer multiple of ``2**EMIN``, its square one of ``2**(2*EMIN)``),
+so merging two partials is integer addition: associative and commutative, hence the
+same bits whether a column is fitted whole, in fixed chunks on threads, or partition by
+partition on a cluster, in any order. The mean and the population variance are then each
+rounded once from the exact sums (``float(int / int)`` is correctly rounded): at least as
+accurate as a two-pass float64 sum, and never dependent on the summation order.
+
+The sums are computed by :func:`exact_sums` (numpy: float64 sums of values rounded to
+a common grid, which are exact, repeated on the remainders) and by the Numba fit
+kernels' ``add_exact`` (:mod:`fastprep.backends.numba.kernels`: integer bins per
+exponent); both give the same integers, which :func:`from_bins` reads back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastprep.errors import FitError
+from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
+from fastprep.planning.planner import kernel_path
+
+#: every float64 is an integer multiple of 2**EMIN: 2**-1074 (the smallest subnormal)
+#: is 2**-1021 * 2**-53 in ``frexp``'s terms (a 53-bit integer significand)
+EMIN = -1074 - 53
+#: bins of :func:`add_exact`: every ``u = E - EMIN`` (0 ... 2098) plus the pieces'
+#: offsets and room for carries; the last slot of each is a counter
+SUM_BINS = 2099 + 36 + 64 + 1
+SQUARE_BINS = 2 * 2099 + 72 + 128 + 1
+_EPS = np.finfo(np.float64).eps
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Count, exact sum and sum of squares (integers: units ``2**EMIN`` and
+    ``2**(2 * EMIN)``), min and max of the present values."""
+
+    count: int
+    total: int
+    squares: int
+    low: float
+    high: float
+    #: False when a value was ±inf (the sums then leave it out): no mean, no variance
+    finite: bool = True
+
+    def mean(self) -> float:
+        """The mean rounded once from the exact sum (NaN with an infinite value)."""
+        if not self.finite:
+            return np.nan
+        return _ratio(self.total, self.count << -EMIN) if self.count else 0.0
+
+    def variance(self) -> float:
+        """The population variance rounded once from the exact sums (inf beyond float64;
+        NaN with an infinite value)."""
+        if not self.finite:
+            return np.nan
+        if not self.count:
+            return 0.0
+        n = self.count
+        return _ratio(n * self.squares - self.total * self.total, (n * n) << (-2 * EMIN))
+
+
+EMPTY = Moments(0, 0, 0, np.inf, -np.inf)
+
+
+def _ratio(numerator: int, denominator: int) -> float:
+    try:
+        return numerator / denominator
+    except OverflowError:
+        return np.inf if numerator > 0 else -np.inf
+
+
+def merge(parts: list[Moments]) -> Moments:
+    """The moments of all the parts' values together (exact: any order gives the same)."""
+    count, total, squares = 0, 0, 0
+    low, high = np.inf, -np.inf
+    finite = True
+    for part in parts:
+        if part.count:
+            count, total, squares = count + part.count, total + part.total, squares + part.squares
+            low, high = min(low, part.low), max(high, part.high)
+            finite = finite and part.finite
+    return Moments(count, total, squares, low, high, finite)
+
+
+def constant(value: float, copies: int) -> Moments:
+    """The moments of ``copies`` values equal to ``value`` (a fill's copies)."""
+    if copies <= 0:
+        return EMPTY
+    significand, exponent = _integer_parts(value)
+    unit = exponent - EMIN
+    total = significand << unit if unit >= 0 else 0
+    return Moments(copies, copies * total, copies * total * total, value, value)
+
+
+def with_fill(present: Moments, fill: float, rows: int) -> Moments:
+    """The moments of ``rows`` values after the missing ones were set to ``fill``."""
+    return merge([present, constant(float(fill), rows - present.count)])
+
+
+def _integer_parts(value: float) -> tuple[int, int]:
+    """``(M, E)`` with ``value == M * 2**E`` exactly, ``|M| < 2**53``."""
+    m, e = np.frexp(value)
+    return int(m * 2.0**53), int(e) - 53
+
+
+def of(values: np.ndarray) -> Moments:
+    """The moments of the non-missing values of a float64 array."""
+    present = values[~np.isnan(values)]
+    if not len(present):
+        return EMPTY
+    finite = np.isfinite(present)
+    every = bool(finite.all())
+    summed = present if every else present[finite]
+    total, squares = sums_of(np.ascontiguousarray(summed, dtype=np.float64))
+    low, high = float(present.min()), float(present.max())
+    return Moments(len(present), total, squares, low, high, every)
+
+
+def sums_of(present: np.ndarray) -> tuple[int, int]:
+    """:func:`exact_sums` of finite values, by the Numba kernel or numpy, whichever the
+    planner predicts faster (the same integers either way)."""
+    cached, loaded = numba_cached(exact_kernel), numba_loaded(exact_kernel)
+    if kernel_path("moments", len(present), cached=cached, loaded=loaded) == "numba":
+        sums, squares = new_bins()
+        exact_kernel(sums, squares, present, len(present))
+        return from_bins(sums[:-1]), from_bins(squares[:-1])
+    return exact_sums(present)
+
+
+#: values per block of :func:`exact_sums` (its dozen passes stay in the CPU's cache)
+_BLOCK = 1 << 14
+#: beyond these magnitudes a square overflows or its rounding error underflows:
+#: such values are squared scaled by a power of two
+_SQUARE_LOW, _SQUARE_HIGH = 2.0**-400, 2.0**400
+
+
+def exact_sums(values: np.ndarray) -> tuple[int, int]:
+    """The exact sum and sum of squares of finite ``values`` (units as :class:`Moments`).
+
+    Each square is split into two float64 whose sum it is exactly (Dekker's product);
+    each array of float64 is then summed exactly by :func:`_float_sum`. Values whose
+    square would overflow or underflow are squared scaled by a power of two."""
+    total, squares = 0, 0
+    for start in range(0, len(values), _BLOCK):
+        block = values[start : start + _BLOCK]
+        magnitude = np.abs(block)
+        top, low = float(magnitude.max()), float(magnitude.min())
+        if top <= _SQUARE_HIGH and (low >= _SQUARE_LOW or (low == 0.0 and _no_tiny(magnitude))):
+            total += _float_sum(block, -EMIN, top)
+            squares += _squares_sum(block, 0)
+            continue
+        big = magnitude >= 2.0**990  # the rounding constant of a sum must stay finite
+        total += _float_sum(block[~big], -EMIN)
+        total += _float_sum(block[big] * 2.0**-100, 100 - EMIN)
+        tiny = (magnitude < _SQUARE_LOW) & (magnitude > 0.0)
+        large = magnitude > _SQUARE_HIGH
+        squares += _squares_sum(block[~(tiny | large)], 0)
+        squares += _squares_sum(block[tiny] * 2.0**600, -600)
+        squares += _squares_sum(block[large] * 2.0**-600, 600)
+    return total, squares
+
+
+def _no_tiny(magnitude: np.ndarray) -> bool:
+    return not ((magnitude < _SQUARE_LOW) & (magnitude > 0.0)).any()
+
+
+def _squares_sum(x: np.ndarray, scale: int) -> int:
+    """``sum(x * x) * 2**(2 * scale)`` exactly, in units of ``2**(2 * EMIN)``
+    (``p + e == x * x`` exactly: Veltkamp's split, Dekker's product)."""
+    if not len(x):
+        return 0
+    p = x * x
+    t = x * 134217729.0  # 2**27 + 1
+    high = t - (t - x)
+    low = x - high
+    e = high * high - p
+    e += 2.0 * high * low
+    e += low * low
+    shift = 2 * scale - 2 * EMIN
+    return _float_sum(p, shift) + _float_sum(e, shift)
+
+
+def _float_sum(values: np.ndarray, shift: int, top: float | None = None) -> int:
+    """``sum(values) * 2**shift`` exactly, as an integer (it must be one; at most
+    2**25 values, each of magnitude below 2**990).
+
+    Repeatedly: round every value to the grid ``2**q`` 26 bits below the largest
+    magnitude (``(v + C) - C``, exact), sum those (integers of at most 27 bits times
+    ``2**q``: exact in any order), keep the exact remainders ``v - rounded`` and go on
+    with the nonzero ones; a 53-bit value is used up after three rounds."""
+    out = 0
+    rest = values
+    while len(rest):
+        if top is None:
+            top = float(max(rest.max(), -rest.min()))
+        q = max(math.frexp(top)[1] - 26, -1074)  # every |v| < 2**(q + 26)
+        big = 1.5 * 2.0 ** (q + 52)
+        rounded = rest + big
+        rounded -= big
+        out += _integer(float(np.sum(rounded)), shift)
+        rest = rest - rounded
+        top = float(max(rest.max(), -rest.min()))
+        if top == 0.0:
+            break
+        if top < 2.0 ** (q - 52):  # most values used up: go on with the others
+            rest = rest[rest != 0.0]
+    return out
+
+
+def _integer(value: float, shift: int) -> int:
+    """``value * 2**shift`` as an integer (exact: the caller's units divide it)."""
+    numerator, denominator = value.as_integer_ratio()
+    bits = shift - (denominator.bit_length() - 1)
+    assert bits >= 0, "a sum finer than its units"
+    return numerator << bits
+
+
+def add_exact(sums: np.ndarray, squares: np.ndarray, values: np.ndarray, m: int) -> int:
+    """Add the present values of ``values[:m]`` (contiguous float64) into integer bins
+    (compiled by Numba: :data:`exact_kernel`); returns how many were present.
+
+    A value is ``M * 2**E`` (from its bits; ``|M| < 2**53``); with ``u = E - EMIN`` and
+    ``M`` split into 18-bit pieces ``a, b, c``, ``a`` counts in ``sums[u + 36]``, ``b`` in
+    ``sums[u + 18]``, ``c`` in ``sums[u]``, and the square's pieces ``a*a ... c*c`` in
+    ``squares[2u + 72 ... 2u]``: bin ``i`` counts units of ``2**i`` (times ``2**EMIN``,
+    ``2**(2 * EMIN)``); ``sums[-1]`` counts infinities. Consecutive values of one exponent are added in registers first
+    (adding each straight into memory waits on the previous add to the same bin). No
+    piece reaches 2**38, so an int64 takes 2**25 of them: every 2**23 values a carry pass
+    moves each square bin's bits above 32 up 32 bins (the integer they stand for stays);
+    ``squares[-1]`` counts values since the last pass."""
+    last = len(squares) - 1
+    present = 0
+    bits = values.view(np.int64)
+    current = -1
+    run = 0
+    sa = sb = sc = q0 = q1 = q2 = q3 = q4 = 0
+    for j in range(m + 1):
+        u = -2  # past the end: flush
+        if j < m:
+            x = values[j]
+            if x != x:
+                continue
+            word = bits[j]
+            field = (word >> 52) & 0x7FF
+            if field == 0x7FF:  # ±inf: counted apart (the caller has no mean then)
+                sums[len(sums) - 1] += 1
+                present += 1
+                continue
+            u = field + 52 if field else 53  # E - EMIN: E = field - 1075, or -1074
+        if u != current or run == 1 << 20:
+            if run:
+                sums[current + 36] += sa
+                sums[current + 18] += sb
+                sums[current] += sc
+                v = 2 * current
+                squares[v + 72] += q4
+                squares[v + 54] += q3
+                squares[v + 36] += q2
+                squares[v + 18] += q1
+                squares[v] += q0
+                squares[last] += run
+                if squares[last] >= 1 << 23:
+                    for i in range(last - 32):
+                        carry = squares[i] >> 32
+                        squares[i] -= carry << 32
+                        squares[i + 32] += carry
+                    squares[last] = 0
+            if u == -2:
+                break
+            current = u
+            run = 0
+            sa = sb = sc = q0 = q1 = q2 = q3 = q4 = 0
+        whole = word & 0xFFFFFFFFFFFFF
+        if field:  # a normal value's implicit leading bit
+            whole |= 0x10000000000000
+        if word < 0:
+            whole = -whole
+        a = whole >> 36
+        rest = whole - (a << 36)
+        b = rest >> 18
+        c = rest - (b << 18)
+        sa += a
+        sb += b
+        sc += c
+        q4 += a * a
+        q3 += 2 * a * b
+        q2 += 2 * a * c + b * b
+        q1 += 2 * b * c
+        q0 += c * c
+        run += 1
+        present += 1
+    return present
+
+
+#: :func:`add_exact` compiled (on first use; Numba's disk cache keeps it)
+exact_kernel = jit(cache=True, error_model="numpy")(add_exact)
+
+#: fields of a fit kernel's per-chunk accumulator ``acc[chunk, statistic]``
+COUNT, LOW, HIGH = 0, 1, 2
+FIELDS = 3
+
+
+@jit(cache=True, error_model="numpy")
+def fold_block(acc, k, buf, m, extremes, sums, squares):  # pragma: no cover - compiled
+    """A fit kernel's block of values ``buf[:m]`` (NaN = missing): their count into
+    ``acc[k]``, their exact sums into the lane's bins ``sums`` / ``squares``, and their
+    min and max when ``extremes`` (a ``Standardize`` or a mean needs neither).
+
+    Defined here, beside :func:`add_exact`, so Numba's disk cache of this kernel is
+    renewed whenever the function it calls changes."""
+    acc[k, COUNT] += exact_kernel(sums, squares, buf, m)
+    if extremes:
+        lo, hi = acc[k, LOW], acc[k, HIGH]
+        for j in range(m):
+            v = buf[j]
+            lo = v if v < lo else lo  # NaN compares False: missing values never win
+            hi = v if v > hi else hi
+        acc[k, LOW], acc[k, HIGH] = lo, hi
+
+
+def new_accumulators(n_chunks: int, n_stats: int) -> np.ndarray:
+    """Zeroed per-chunk accumulators for :func:`fold_block` (extremes at ±inf)."""
+    acc = np.zeros((n_chunks, n_stats, FIELDS))
+    acc[:, :, LOW] = np.inf
+    acc[:, :, HIGH] = -np.inf
+    return acc
+
+
+def from_kernel(acc: np.ndarray, sums: np.ndarray, squares: np.ndarray, k: int) -> Moments:
+    """Statistic ``k``'s moments from a fit kernel's chunk accumulators and lane bins."""
+    count = int(acc[:, k, COUNT].sum())
+    low, high = float(acc[:, k, LOW].min()), float(acc[:, k, HIGH].max())
+    return from_lanes(count, low, high, sums[:, k], squares[:, k])
+
+
+def new_bins(*shape: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed ``(sums, squares)`` bins for :func:`add_exact`, with leading ``shape``."""
+    return np.zeros((*shape, SUM_BINS), np.int64), np.zeros((*shape, SQUARE_BINS), np.int64)
+
+
+def from_bins(bins: np.ndarray) -> int:
+    """The integer ``sum(bins[i] * 2**i)`` of :func:`add_exact`'s bins (the squares'
+    counter slot excluded by the caller)."""
+    out = 0
+    for i in np.flatnonzero(bins):
+        out += int(bins[i]) << int(i)
+    return out
+
+
+def from_lanes(
+    count: int, low: float, high: float, sums: np.ndarray, squares: np.ndarray
+) -> Moments:
+    """The moments of values added by :func:`add_exact` into several lanes' bins
+    (``[lane, bin]``), with their count and extremes."""
+    total = sum(from_bins(lane[:-1]) for lane in sums)
+    finite = not sums[:, -1].any()
+    return Moments(count, total, sum(from_bins(lane[:-1]) for lane in squares), low, high, finite)
+
+
+# ---------------------------------------------------------------- fitted parameters
+
+
+def require_values(count: int, total: int, what: str) -> None:
+    """A statistic of no values is a :class:`FitError` naming the step and the column
+    (``total``: the rows there were; -1 when unknown)."""
+    if count == 0:
+        counted = {0: " (the input has no rows)", -1: ""}.get(total, f" (all {total:,} missing)")
+        raise FitError(f"{what}: no non-missing values at fit time{counted}")
+
+
+def standardize_params(moments: Moments, what: str) -> dict[str, object]:
+    """``Standardize``'s mean and scale (population std; 1 for a near-constant column,
+    with ``StandardScaler``'s tolerance). Values whose variance is beyond float64 are a
+    :class:`FitError`, never a NaN scale that would silently quarantine every row."""
+    require_values(moments.count, -1, what)
+    count, mean, var = moments.count, moments.mean(), moments.variance()
+    if not (np.isfinite(mean) and np.isfinite(var)):
+        raise FitError(
+            f"{what}: the mean or variance is not finite (±inf values or magnitudes near "
+            "float64's limit); clip or log-transform the column first"
+        )
+    constant = var <= count * _EPS * var + (count * mean * _EPS) ** 2
+    scale = 1.0 if constant else float(np.sqrt(var))
+    return {"mean": mean, "var": var, "scale": scale, "count": count, "constant": bool(constant)}
