@@ -24,7 +24,7 @@ import numpy as np
 
 from fastprep.errors import FitError
 from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
-from fastprep.planning.planner import kernel_path
+from fastprep.planning.planner import job_imports_numba, kernel_path, numba_imported
 
 #: every float64 is an integer multiple of 2**EMIN: 2**-1074 (the smallest subnormal)
 #: is 2**-1021 * 2**-53 in ``frexp``'s terms (a 53-bit integer significand)
@@ -112,21 +112,25 @@ def _integer_parts(value: float) -> tuple[int, int]:
 
 def of(values: np.ndarray) -> Moments:
     """The moments of the non-missing values of a float64 array."""
-    present = values[~np.isnan(values)]
+    missing = np.isnan(values)
+    present = values[~missing] if missing.any() else values
     if not len(present):
         return EMPTY
-    finite = np.isfinite(present)
-    every = bool(finite.all())
-    summed = present if every else present[finite]
-    total, squares = sums_of(np.ascontiguousarray(summed, dtype=np.float64))
     low, high = float(present.min()), float(present.max())
+    every = -np.inf < low and high < np.inf  # no infinity (NaN is gone)
+    summed = present if every else present[np.isfinite(present)]
+    total, squares = sums_of(np.ascontiguousarray(summed, dtype=np.float64))
     return Moments(len(present), total, squares, low, high, every)
 
 
 def sums_of(present: np.ndarray) -> tuple[int, int]:
     """:func:`exact_sums` of finite values, by the Numba kernel or numpy, whichever the
     planner predicts faster (the same integers either way)."""
-    cached, loaded = numba_cached(exact_kernel), numba_loaded(exact_kernel)
+    loaded = numba_loaded(exact_kernel)
+    # the disk cache is looked at only when Numba could be chosen (it is a file read)
+    cached = loaded or (
+        (numba_imported() or job_imports_numba(len(present))) and numba_cached(exact_kernel)
+    )
     if kernel_path("moments", len(present), cached=cached, loaded=loaded) == "numba":
         sums, squares = new_bins()
         exact_kernel(sums, squares, present, len(present))
@@ -134,11 +138,14 @@ def sums_of(present: np.ndarray) -> tuple[int, int]:
     return exact_sums(present)
 
 
-#: values per block of :func:`exact_sums` (its dozen passes stay in the CPU's cache)
+#: values per block of :func:`exact_sums` (its passes stay in the CPU's cache); with
+#: pieces of at most 38 bits on one grid, 2**14 of them sum exactly in float64
 _BLOCK = 1 << 14
+_PIECE_BITS = 38
 #: beyond these magnitudes a square overflows or its rounding error underflows:
 #: such values are squared scaled by a power of two
 _SQUARE_LOW, _SQUARE_HIGH = 2.0**-400, 2.0**400
+_LOW_FIELD, _HIGH_FIELD = 1023 - 400, 1023 + 400  # the same bounds as biased exponents
 
 
 def exact_sums(values: np.ndarray) -> tuple[int, int]:
@@ -150,12 +157,14 @@ def exact_sums(values: np.ndarray) -> tuple[int, int]:
     total, squares = 0, 0
     for start in range(0, len(values), _BLOCK):
         block = values[start : start + _BLOCK]
-        magnitude = np.abs(block)
-        top, low = float(magnitude.max()), float(magnitude.min())
-        if top <= _SQUARE_HIGH and (low >= _SQUARE_LOW or (low == 0.0 and _no_tiny(magnitude))):
-            total += _float_sum(block, -EMIN, top)
-            squares += _squares_sum(block, 0)
+        fields = (block.view(np.int64) >> 52) & 0x7FF  # biased exponents (0: zero, subnormal)
+        top = int(fields.max())
+        if top <= _HIGH_FIELD and not ((fields < _LOW_FIELD) & (block != 0.0)).any():
+            emax = max(top - 1022, -1074)  # every |x| < 2**emax
+            total += _float_sum(block, -EMIN, emax)
+            squares += _squares_sum(block, 0, emax)
             continue
+        magnitude = np.abs(block)
         big = magnitude >= 2.0**990  # the rounding constant of a sum must stay finite
         total += _float_sum(block[~big], -EMIN)
         total += _float_sum(block[big] * 2.0**-100, 100 - EMIN)
@@ -167,13 +176,10 @@ def exact_sums(values: np.ndarray) -> tuple[int, int]:
     return total, squares
 
 
-def _no_tiny(magnitude: np.ndarray) -> bool:
-    return not ((magnitude < _SQUARE_LOW) & (magnitude > 0.0)).any()
-
-
-def _squares_sum(x: np.ndarray, scale: int) -> int:
+def _squares_sum(x: np.ndarray, scale: int, emax: int | None = None) -> int:
     """``sum(x * x) * 2**(2 * scale)`` exactly, in units of ``2**(2 * EMIN)``
-    (``p + e == x * x`` exactly: Veltkamp's split, Dekker's product)."""
+    (``p + e == x * x`` exactly: Veltkamp's split, Dekker's product). ``emax``: every
+    ``|x| < 2**emax`` when known (then ``|p| <= 2**(2 emax)``, ``|e| <= 2**(2 emax - 53)``)."""
     if not len(x):
         return 0
     p = x * x
@@ -184,34 +190,40 @@ def _squares_sum(x: np.ndarray, scale: int) -> int:
     e += 2.0 * high * low
     e += low * low
     shift = 2 * scale - 2 * EMIN
-    return _float_sum(p, shift) + _float_sum(e, shift)
+    if not e.any():  # every square exact in float64 (values of at most 26 bits)
+        return _float_sum(p, shift, None if emax is None else 2 * emax + 1)
+    if emax is None:
+        return _float_sum(p, shift) + _float_sum(e, shift)
+    return _float_sum(p, shift, 2 * emax + 1) + _float_sum(e, shift, 2 * emax - 52)
 
 
-def _float_sum(values: np.ndarray, shift: int, top: float | None = None) -> int:
+def _float_sum(values: np.ndarray, shift: int, emax: int | None = None) -> int:
     """``sum(values) * 2**shift`` exactly, as an integer (it must be one; at most
-    2**25 values, each of magnitude below 2**990).
+    ``_BLOCK`` values, each of magnitude below 2**990; ``emax``: a bound, every
+    ``|v| <= 2**emax``, when known).
 
-    Repeatedly: round every value to the grid ``2**q`` 26 bits below the largest
-    magnitude (``(v + C) - C``, exact), sum those (integers of at most 27 bits times
-    ``2**q``: exact in any order), keep the exact remainders ``v - rounded`` and go on
-    with the nonzero ones; a 53-bit value is used up after three rounds."""
+    Repeatedly: round every value to the grid ``2**q`` 38 bits below the bound
+    (``(v + C) - C``, exact), sum those (integers of at most 38 bits times ``2**q``:
+    exact in any order), keep the exact remainders ``v - rounded`` (below ``2**q``) and
+    go on one grid lower while any is nonzero; a 53-bit value is used up in two rounds,
+    a value of at most 38 bits (an integer below 2**38, say) in one."""
     out = 0
     rest = values
-    while len(rest):
-        if top is None:
-            top = float(max(rest.max(), -rest.min()))
-        q = max(math.frexp(top)[1] - 26, -1074)  # every |v| < 2**(q + 26)
+    if emax is None:
+        top = float(max(rest.max(), -rest.min()))
+        if top == 0.0:
+            return 0
+        emax = math.frexp(top)[1]
+    q = max(emax - _PIECE_BITS, -1074)
+    while True:
         big = 1.5 * 2.0 ** (q + 52)
         rounded = rest + big
         rounded -= big
         out += _integer(float(np.sum(rounded)), shift)
         rest = rest - rounded
-        top = float(max(rest.max(), -rest.min()))
-        if top == 0.0:
-            break
-        if top < 2.0 ** (q - 52):  # most values used up: go on with the others
-            rest = rest[rest != 0.0]
-    return out
+        if q == -1074 or not rest.any():
+            return out
+        q = max(q - _PIECE_BITS, -1074)
 
 
 def _integer(value: float, shift: int) -> int:

@@ -25,8 +25,9 @@ def _present(values: np.ndarray, what: str) -> int:
 
 def standardize_params(values: np.ndarray, what: str) -> dict[str, object]:
     """Mean and scale (population std; 1 for a constant or near-constant column)."""
-    _present(values, what)
-    return moments.standardize_params(moments.of(values), what)
+    found = moments.of(values)
+    require_values(found.count, len(values), what)
+    return moments.standardize_params(found, what)
 
 
 def minmax_params(values: np.ndarray, low: float, high: float, what: str) -> dict[str, float]:
@@ -54,7 +55,9 @@ def minmax_from_range(
 def fill_value(values: np.ndarray, how: str, what: str) -> float:
     """The fitted mean (rounded once from the exact sum) or median of the non-missing
     values."""
-    _present(values, what)
     if how == "mean":
-        return moments.of(values).mean()
+        found = moments.of(values)
+        require_values(found.count, len(values), what)
+        return found.mean()
+    _present(values, what)
     return float(np.nanmedian(values))
