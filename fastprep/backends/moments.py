@@ -29,8 +29,8 @@ from fastprep.planning.planner import job_imports_numba, kernel_path, numba_impo
 #: every float64 is an integer multiple of 2**EMIN: 2**-1074 (the smallest subnormal)
 #: is 2**-1021 * 2**-53 in ``frexp``'s terms (a 53-bit integer significand)
 EMIN = -1074 - 53
-#: bins of :func:`add_exact`: every ``u = E - EMIN`` (0 ... 2098) plus the pieces'
-#: offsets and room for carries; the last slot of each is a counter
+#: bins of :func:`add_exact` (per set): every ``u = E - EMIN`` (0 ... 2098) plus the
+#: pieces' offsets and room for carries; the last slot is a counter
 SUM_BINS = 2099 + 36 + 64 + 1
 SQUARE_BINS = 2 * 2099 + 72 + 128 + 1
 _EPS = np.finfo(np.float64).eps
@@ -134,7 +134,7 @@ def sums_of(present: np.ndarray) -> tuple[int, int]:
     if kernel_path("moments", len(present), cached=cached, loaded=loaded) == "numba":
         sums, squares = new_bins()
         exact_kernel(sums, squares, present, len(present))
-        return from_bins(sums[:-1]), from_bins(squares[:-1])
+        return from_bins(sums), from_bins(squares)
     return exact_sums(present)
 
 
@@ -239,56 +239,30 @@ def add_exact(sums: np.ndarray, squares: np.ndarray, values: np.ndarray, m: int)
     (compiled by Numba: :data:`exact_kernel`); returns how many were present.
 
     A value is ``M * 2**E`` (from its bits; ``|M| < 2**53``); with ``u = E - EMIN`` and
-    ``M`` split into 18-bit pieces ``a, b, c``, ``a`` counts in ``sums[u + 36]``, ``b`` in
-    ``sums[u + 18]``, ``c`` in ``sums[u]``, and the square's pieces ``a*a ... c*c`` in
-    ``squares[2u + 72 ... 2u]``: bin ``i`` counts units of ``2**i`` (times ``2**EMIN``,
-    ``2**(2 * EMIN)``); ``sums[-1]`` counts infinities. Consecutive values of one exponent are added in registers first
-    (adding each straight into memory waits on the previous add to the same bin). No
-    piece reaches 2**38, so an int64 takes 2**25 of them: every 2**23 values a carry pass
-    moves each square bin's bits above 32 up 32 bins (the integer they stand for stays);
-    ``squares[-1]`` counts values since the last pass."""
-    last = len(squares) - 1
+    ``M`` split into 18-bit pieces ``a, b, c``, ``a`` counts in bin ``u + 36`` of ``sums``,
+    ``b`` in ``u + 18``, ``c`` in ``u``, and the square's pieces ``a*a ... c*c`` in bins
+    ``2u + 72 ... 2u`` of ``squares``: bin ``i`` counts units of ``2**i`` (times
+    ``2**EMIN``, ``2**(2 * EMIN)``). The bins come in two sets (``[2, bins]``), even and
+    odd values alternating: consecutive values of one exponent would otherwise each wait
+    for the previous addition to the same bin. ``sums[0, -1]`` counts infinities. No
+    piece reaches 2**38, so an int64 takes 2**25 of them: every 2**23 values a carry
+    pass moves each square bin's bits above 32 up 32 bins (the integer they stand for
+    stays); ``squares[0, -1]`` counts values since the last pass."""
+    last = squares.shape[1] - 1
     present = 0
     bits = values.view(np.int64)
-    current = -1
-    run = 0
-    sa = sb = sc = q0 = q1 = q2 = q3 = q4 = 0
-    for j in range(m + 1):
-        u = -2  # past the end: flush
-        if j < m:
-            x = values[j]
-            if x != x:
-                continue
-            word = bits[j]
-            field = (word >> 52) & 0x7FF
-            if field == 0x7FF:  # ±inf: counted apart (the caller has no mean then)
-                sums[len(sums) - 1] += 1
-                present += 1
-                continue
-            u = field + 52 if field else 53  # E - EMIN: E = field - 1075, or -1074
-        if u != current or run == 1 << 20:
-            if run:
-                sums[current + 36] += sa
-                sums[current + 18] += sb
-                sums[current] += sc
-                v = 2 * current
-                squares[v + 72] += q4
-                squares[v + 54] += q3
-                squares[v + 36] += q2
-                squares[v + 18] += q1
-                squares[v] += q0
-                squares[last] += run
-                if squares[last] >= 1 << 23:
-                    for i in range(last - 32):
-                        carry = squares[i] >> 32
-                        squares[i] -= carry << 32
-                        squares[i + 32] += carry
-                    squares[last] = 0
-            if u == -2:
-                break
-            current = u
-            run = 0
-            sa = sb = sc = q0 = q1 = q2 = q3 = q4 = 0
+    pending = squares[0, last]
+    for j in range(m):
+        x = values[j]
+        if x != x:
+            continue
+        present += 1
+        word = bits[j]
+        field = (word >> 52) & 0x7FF
+        if field == 0x7FF:  # ±inf: counted apart (the caller has no mean then)
+            sums[0, sums.shape[1] - 1] += 1
+            continue
+        u = field + 52 if field else 53  # E - EMIN: E = field - 1075, or -1074
         whole = word & 0xFFFFFFFFFFFFF
         if field:  # a normal value's implicit leading bit
             whole |= 0x10000000000000
@@ -298,16 +272,25 @@ def add_exact(sums: np.ndarray, squares: np.ndarray, values: np.ndarray, m: int)
         rest = whole - (a << 36)
         b = rest >> 18
         c = rest - (b << 18)
-        sa += a
-        sb += b
-        sc += c
-        q4 += a * a
-        q3 += 2 * a * b
-        q2 += 2 * a * c + b * b
-        q1 += 2 * b * c
-        q0 += c * c
-        run += 1
-        present += 1
+        h = j & 1
+        sums[h, u + 36] += a
+        sums[h, u + 18] += b
+        sums[h, u] += c
+        v = 2 * u
+        squares[h, v + 72] += a * a
+        squares[h, v + 54] += 2 * a * b
+        squares[h, v + 36] += 2 * a * c + b * b
+        squares[h, v + 18] += 2 * b * c
+        squares[h, v] += c * c
+        pending += 1
+        if pending == 1 << 23:
+            for g in range(2):
+                for i in range(last - 32):
+                    carry = squares[g, i] >> 32
+                    squares[g, i] -= carry << 32
+                    squares[g, i + 32] += carry
+            pending = 0
+    squares[0, last] = pending
     return present
 
 
@@ -354,15 +337,17 @@ def from_kernel(acc: np.ndarray, sums: np.ndarray, squares: np.ndarray, k: int) 
 
 def new_bins(*shape: int) -> tuple[np.ndarray, np.ndarray]:
     """Zeroed ``(sums, squares)`` bins for :func:`add_exact`, with leading ``shape``."""
-    return np.zeros((*shape, SUM_BINS), np.int64), np.zeros((*shape, SQUARE_BINS), np.int64)
+    sums = np.zeros((*shape, 2, SUM_BINS), np.int64)
+    return sums, np.zeros((*shape, 2, SQUARE_BINS), np.int64)
 
 
 def from_bins(bins: np.ndarray) -> int:
-    """The integer ``sum(bins[i] * 2**i)`` of :func:`add_exact`'s bins (the squares'
-    counter slot excluded by the caller)."""
+    """The integer ``sum(bins[s, i] * 2**i)`` of one call's bins ``[2, bins]`` (the last
+    slot of each set is a counter, not a bin)."""
+    both = bins[0, :-1] + bins[1, :-1]  # below 2**63: each set's bins stay below 2**62
     out = 0
-    for i in np.flatnonzero(bins):
-        out += int(bins[i]) << int(i)
+    for i in np.flatnonzero(both):
+        out += int(both[i]) << int(i)
     return out
 
 
@@ -371,9 +356,9 @@ def from_lanes(
 ) -> Moments:
     """The moments of values added by :func:`add_exact` into several lanes' bins
     (``[lane, bin]``), with their count and extremes."""
-    total = sum(from_bins(lane[:-1]) for lane in sums)
-    finite = not sums[:, -1].any()
-    return Moments(count, total, sum(from_bins(lane[:-1]) for lane in squares), low, high, finite)
+    total = sum(from_bins(lane) for lane in sums)
+    finite = not sums[:, 0, -1].any()
+    return Moments(count, total, sum(from_bins(lane) for lane in squares), low, high, finite)
 
 
 # ---------------------------------------------------------------- fitted parameters
