@@ -37,18 +37,11 @@ import numpy as np
 from fastprep.backends import moments
 from fastprep.backends.moments import require_values
 from fastprep.backends.reference import scalers
+from fastprep.backends.reference.backend import REFERENCE
 from fastprep.backends.reference.encoders import kept_positions
-from fastprep.backends.reference.scalers import maxabs_from_range
-from fastprep.backends.reference.stats import minmax_from_range
 from fastprep.data.columns import TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
-    Bin,
-    FillMissing,
-    MaxAbsScale,
-    MinMax,
-    RobustScale,
-    Standardize,
     Step,
 )
 
@@ -69,16 +62,7 @@ with_fill = moments.with_fill
 def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dict[str, Any]:
     """The step's fitted parameters, in the shape the single-machine fit gives them."""
     require_values(total.count, rows, what)
-    if isinstance(step, Standardize):
-        return moments.standardize_params(total, what)
-    if isinstance(step, MinMax):
-        return minmax_from_range(total.low, total.high, *step.feature_range)
-    if isinstance(step, MaxAbsScale):
-        return maxabs_from_range(total.low, total.high)
-    if isinstance(step, Bin):  # uniform: from the extremes
-        return scalers.bin_from_range(step, total.low, total.high, what)
-    assert isinstance(step, FillMissing)
-    return {"fill": total.mean()}
+    return REFERENCE.entry(step, "from_moments")(step, total, what)
 
 
 # ---------------------------------------------------------------- vocabularies
@@ -246,12 +230,11 @@ def value_at(parts: list[Window], rank: int) -> float:
     return float(values[order][np.searchsorted(cumulative, rank - below, side="right")])
 
 
-def by_order(step: Step) -> bool:
-    """Steps fitted from a few exact order statistics (medians, percentiles), found like
-    the median: two passes, bounded memory, no gather."""
-    return isinstance(step, RobustScale) or (
-        isinstance(step, Bin) and step.needs_fit and step.strategy == "quantile"
-    )
+def partial_kind(step: Step) -> str:
+    """What each partition computes for fitted ``step`` (the reference's table says):
+    ``"order"`` for steps fitted from a few exact order statistics (percentiles), found
+    like the median: two passes, bounded memory, no gather."""
+    return REFERENCE.entry(step, "partial")(step)
 
 
 def params_from_order(

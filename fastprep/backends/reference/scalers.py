@@ -27,14 +27,6 @@ _EPS = np.finfo(np.float64).eps
 BOUNDS_THRESHOLD = 1e-7
 
 
-def needs_values(step: Step) -> bool:
-    """Steps fitted on all present values at once (quantiles, a likelihood search), not
-    on mergeable block statistics."""
-    return isinstance(step, (RobustScale, QuantileTransform, PowerTransform)) or (
-        isinstance(step, Bin) and step.needs_fit
-    )
-
-
 def _present(values: np.ndarray, what: str) -> np.ndarray:
     present = values[~np.isnan(values)]
     require_values(len(present), len(values), what)
