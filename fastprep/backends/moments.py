@@ -207,6 +207,8 @@ def _float_sum(values: np.ndarray, shift: int, emax: int | None = None) -> int:
     exact in any order), keep the exact remainders ``v - rounded`` (below ``2**q``) and
     go on one grid lower while any is nonzero; a 53-bit value is used up in two rounds,
     a value of at most 38 bits (an integer below 2**38, say) in one."""
+    if not len(values):
+        return 0
     out = 0
     rest = values
     if emax is None:

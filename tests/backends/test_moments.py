@@ -38,6 +38,14 @@ def test_sums_are_exact_in_numpy_and_numba(seed: int) -> None:
     assert _kernel_sums(values) == (total, squares)
 
 
+@pytest.mark.parametrize("value", [9.022988041621908e-185, 5e-324, 2.0**500, -1e300, 0.0])
+def test_a_lone_extreme_value(value: float) -> None:
+    """Only one of the scaled classes (tiny, huge) present: the others are empty."""
+    values = np.array([value])
+    expected = (Fraction(value) * 2**-moments.EMIN, Fraction(value) ** 2 * 2 ** (-2 * moments.EMIN))
+    assert moments.exact_sums(values) == expected == _kernel_sums(values)
+
+
 def test_kernel_carries_keep_long_runs_exact() -> None:
     """Millions of values of one exponent: the register runs and the carry passes."""
     values = np.full(3_000_000, 1.0 + 2.0**-52)
