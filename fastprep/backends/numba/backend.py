@@ -237,7 +237,7 @@ def _bucket_gatherer(
     hist: np.ndarray,
     log: reference.Repairs | None,
 ) -> Any:
-    """``gather(bucket)`` for :func:`numba_kernels.median_by_buckets`: the median target's
+    """``gather(bucket)`` for :func:`fastprep.backends.numba.kernels.median_by_buckets`: the median target's
     values in ``bucket``, computed again from the inputs in one pass whose lanes are the
     fit round's (lane ``t`` writes its ``hist[t, bucket]`` values from its offset), and
     the largest value in an earlier bucket."""
