@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
-from fastprep.backends.reference import scalers
+from fastprep.backends.reference import group_stats, scalers
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
@@ -143,17 +143,20 @@ def fit_partials(
     repairs = reference.Repairs()
     partials: dict[tuple[int, str, int], Any] = {}
     kept: dict[tuple[int, str, int], np.ndarray] = {}
+    grouped: dict[int, Any] = {}  # a GroupStats partial serves all its output columns
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
+        if kind == "groups":
+            if feature_index not in grouped:
+                grouped[feature_index] = group_stats.partial_of(feature.steps[position], table)
+            partials[(feature_index, name, position)] = grouped[feature_index]
+            continue
         item = next(i for i in feature.inputs if i.name == name)
-        values = reference.input_values(item, table, repairs)
         params = learned[(feature_index, name)]
         # "unfilled": the moments of the step's input *before* the fill just ahead of it
         # (the job folds the fill value in: no pass after the fill's own)
         upto = position - 1 if kind == "unfilled" else position
-        for step, step_params in zip(feature.steps[:upto], params):
-            if step.kind != "encoder":
-                values = reference.apply_step(step, step_params, values, name, repairs)
+        values = reference.chain_values(feature, item, table, params, upto, repairs)
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
         if keep and kind in ("summary", "order"):
             kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
@@ -195,6 +198,8 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
 
 
 def stat_kind(step: Step) -> str:
+    if step.kind == "group":  # per-group moments (and values for a median), one pass
+        return "groups"
     if agg.by_order(step):  # medians, percentiles: exact order statistics, two passes
         return "order"
     if isinstance(step, Bin) and step.needs_fit:  # uniform edges: the extremes

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from fastprep.backends.reference import dict_columns as dict_reference
+from fastprep.backends.reference import group_stats, scalers
 from fastprep.backends.reference import hashing as hashref
-from fastprep.backends.reference import scalers
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -36,6 +36,7 @@ from fastprep.plan.steps import (
     Categorify,
     Clip,
     FillMissing,
+    GroupStats,
     Hash,
     Log1p,
     Map,
@@ -100,16 +101,52 @@ def fit_feature(feature: Feature, table: Table) -> FeatureParams:
     """Learn each step's parameters, input by input, applying earlier steps as it goes."""
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
+    grouped = _group_step(feature)
+    if grouped is not None:  # one fit of the group table for every output column
+        first = group_stats.fit(grouped, table)
+        index = group_stats.rows_group(grouped, next(iter(first.values())), table)
     for item in feature.inputs:
-        values = input_values(item, table, repairs)
         learned: list[dict[str, Any]] = []
-        for step in feature.steps:
+        steps = feature.steps
+        if grouped is not None:
+            learned.append(first[item.name])
+            values = group_stats.gather(first[item.name], index)
+            steps = steps[1:]
+        else:
+            values = input_values(item, table, repairs)
+        for step in steps:
             what = f"{step.describe()} on {item.name!r}"
             learned.append(fit_step(step, values, what))
             if step.kind != "encoder":
                 values = apply_step(step, learned[-1], values, item.name, repairs)
         params[item.name] = learned
     return params
+
+
+def _group_step(feature: Feature) -> GroupStats | None:
+    """The feature's ``GroupStats`` (always its first step), or None."""
+    first = feature.steps[0] if feature.steps else None
+    return first if isinstance(first, GroupStats) else None
+
+
+def chain_values(
+    feature: Feature, item: Input, table: Table, fitted: list[dict[str, Any]], upto: int,
+    repairs: Repairs,
+) -> np.ndarray | TextColumn:  # fmt: skip
+    """``item``'s values after the feature's steps before position ``upto`` (``fitted``:
+    their parameters); a ``GroupStats`` first step gathers its statistic from the table."""
+    steps, params = feature.steps[:upto], fitted[:upto]
+    grouped = _group_step(feature)
+    if grouped is not None and upto > 0:
+        index = group_stats.rows_group(grouped, params[0], table)
+        values: np.ndarray | TextColumn = group_stats.gather(params[0], index)
+        steps, params = steps[1:], params[1:]
+    else:
+        values = input_values(item, table, repairs)
+    for step, step_params in zip(steps, params):
+        if step.kind != "encoder":
+            values = apply_step(step, step_params, values, item.name, repairs)  # type: ignore[arg-type]
+    return values
 
 
 def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str, Any]:
@@ -206,6 +243,15 @@ def run_stage(
     for index in stage.features:
         feature = plan.features[index]
         fitted = params[index]
+        grouped = _group_step(feature)
+        if grouped is not None:  # the group statistics enter the rest of the chain
+            values = group_stats.transform(grouped, fitted, table)
+            view = sink.numeric_view(index)
+            for j, item in enumerate(feature.inputs):
+                with np.errstate(over="ignore"):
+                    view[:, j] = apply_chain(feature.steps[1:], fitted[item.name][1:],
+                                             values[item.name], item.name, repairs)  # fmt: skip
+            continue
         values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
         encoder = feature.encoder
         if encoder is not None and len(feature.steps) > 1:

@@ -1,0 +1,326 @@
+"""``GroupStats``: statistics of a numeric column per group of key columns, fitted and then
+gathered back onto the rows (numpy; no pandas groupby, no per-row Python).
+
+Each key column is coded against its fitted *levels* (its sorted distinct present values;
+a missing key takes the code after them, so missing is a group value of its own, as in
+pandas ``groupby(dropna=False)``); the per-key codes combine into one int64 per row (mixed
+radix) and the fitted groups are the distinct combined codes, sorted. Count and sums come
+from ``np.bincount`` over group indexes (the mean, then the deviations from it: two passes,
+the second correcting the first's rounding), min/max from ``ufunc.at``, the median from one sort by (group, value).
+
+Fitted parameters, per output column: ``{"stat", "levels", "groups", "values"}`` — the
+levels per key (a list of text values, or a float64 array), the groups' combined codes
+and the statistic per group. Every output of one step shares levels and groups.
+
+A partitioned fit merges per-partition :class:`GroupPartial` s: each partition's groups are
+recoded into the union of levels, then count/mean/M2/min/max merge by Chan's update in
+partition order (exact counts and extremes); the median needs every value of a group, so
+each partition sends its present values with their group (gathered on the client, in
+partition order): one pass over the data either way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fastprep.data.columns import Table, TextColumn
+from fastprep.errors import FitError
+from fastprep.plan.steps import GroupStats
+
+Levels = list[str] | np.ndarray
+#: combined codes up to this many possible groups index a dense table (else a sorted search)
+DENSE_GROUPS = 1 << 22
+
+
+# ---------------------------------------------------------------- key coding
+
+
+def fit_levels(column: np.ndarray | TextColumn) -> Levels:
+    """A key column's sorted distinct present values."""
+    if isinstance(column, TextColumn):
+        used = np.flatnonzero(np.bincount(column.codes[column.codes >= 0],
+                                          minlength=column.n_unique))  # fmt: skip
+        return sorted(str(v) for v in column.uniques[used])
+    values = np.asarray(column, dtype=np.float64)
+    return np.unique(values[~np.isnan(values)])
+
+
+def key_codes(column: np.ndarray | TextColumn, levels: Levels) -> np.ndarray:
+    """Per row: the index of its value among ``levels``, ``len(levels)`` when missing, -1
+    for a value that is not a level (unseen at fit)."""
+    if isinstance(column, TextColumn):
+        import pandas as pd
+
+        found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
+        table = np.append(found.astype(np.int64), np.int64(len(levels)))  # code -1: missing
+        return table[column.codes]
+    values = np.asarray(column, dtype=np.float64)
+    levels = np.asarray(levels, dtype=np.float64)
+    position = np.searchsorted(levels, values)
+    clipped = np.minimum(position, max(len(levels) - 1, 0))
+    known = (position < len(levels)) & (levels[clipped] == values) if len(levels) else False
+    return np.where(np.isnan(values), len(levels), np.where(known, position, -1))
+
+
+def radices(levels: list[Levels], keys: tuple[str, ...]) -> list[int]:
+    """Per key, its number of codes (levels + missing); refuses a key space beyond int64."""
+    sizes = [len(lv) + 1 for lv in levels]
+    if math.prod(sizes) >= 2**62:
+        raise FitError(
+            f"GroupStats keys {', '.join(keys)}: {' x '.join(f'{s:,}' for s in sizes)} possible "
+            "key combinations do not fit a 62-bit group code; group by fewer or coarser keys"
+        )
+    return sizes
+
+
+def combine(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """One int64 per row (mixed radix); -1 where some key is unseen."""
+    combined = np.zeros(len(codes[0]) if codes else 0, dtype=np.int64)
+    unseen = np.zeros(len(combined), dtype=bool)
+    for code, size in zip(codes, sizes):
+        combined *= size
+        combined += code
+        unseen |= code < 0
+    combined[unseen] = -1
+    return combined
+
+
+def group_index(combined: np.ndarray, groups: np.ndarray, space: int) -> np.ndarray:
+    """Per row: the index of its combined code among the sorted ``groups``, -1 if absent."""
+    if space <= max(DENSE_GROUPS, 4 * len(combined)):
+        lookup = np.full(space + 1, -1, dtype=np.int64)  # slot ``space``: code -1
+        lookup[groups] = np.arange(len(groups))
+        return lookup[np.where(combined < 0, space, combined)]
+    position = np.searchsorted(groups, combined)
+    clipped = np.minimum(position, max(len(groups) - 1, 0))
+    if not len(groups):
+        return np.full(len(combined), -1, dtype=np.int64)
+    return np.where((groups[clipped] == combined) & (combined >= 0), position, -1)
+
+
+def distinct_groups(combined: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct codes and each row's index among them (all codes present)."""
+    if space <= max(DENSE_GROUPS, 4 * len(combined)):
+        seen = np.bincount(combined, minlength=space) if len(combined) else np.zeros(space, int)
+        groups = np.flatnonzero(seen).astype(np.int64)
+        return groups, group_index(combined, groups, space)
+    groups, inverse = np.unique(combined, return_inverse=True)
+    return groups.astype(np.int64), inverse.astype(np.int64)
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def group_statistics(
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """Each statistic per group (NaN where a group has no present value; count 0)."""
+    present = ~np.isnan(values)
+    g, x = index[present], values[present]
+    count = np.bincount(g, minlength=n_groups).astype(np.float64)
+    empty = count == 0
+    out: dict[str, np.ndarray] = {"count": count}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(g, x, minlength=n_groups) / count
+        # the deviations' own mean corrects the sum's rounding (a zero mean comes out 0)
+        deviation = x - mean[g]
+        correction = np.bincount(g, deviation, minlength=n_groups) / count
+        out["mean"] = mean + correction
+        if "std" in stats:
+            m2 = np.bincount(g, deviation * deviation, minlength=n_groups) - correction**2 * count
+            out["std"] = np.sqrt(np.maximum(m2, 0.0) / count)
+    if "median" in stats:
+        out.update(sorted_statistics(g, x, n_groups))
+    elif "min" in stats or "max" in stats:
+        low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+        np.minimum.at(low, g, x)
+        np.maximum.at(high, g, x)
+        out["min"], out["max"] = np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+    return {s: out[s] for s in stats}
+
+
+def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
+    """Min, max and median per group from the present values sorted by (group, value)."""
+    ordered = x[np.lexsort((x, g))]
+    count = np.bincount(g, minlength=n_groups)
+    start = np.cumsum(count) - count
+    filled = count > 0
+    out = {s: np.full(n_groups, np.nan) for s in ("min", "max", "median")}
+    first, n = start[filled], count[filled]
+    out["min"][filled] = ordered[first]
+    out["max"][filled] = ordered[first + n - 1]
+    out["median"][filled] = (ordered[first + (n - 1) // 2] + ordered[first + n // 2]) / 2
+    return out
+
+
+# ---------------------------------------------------------------- fit and transform
+
+
+def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn]:
+    return [table[key] for key in step.keys]
+
+
+def fit(step: GroupStats, table: Table) -> dict[str, dict[str, Any]]:
+    """Per output column, its fitted parameters (one pass over the keys and values)."""
+    columns = _key_columns(step, table)
+    levels = [fit_levels(c) for c in columns]
+    sizes = radices(levels, step.keys)
+    combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
+    groups, index = distinct_groups(combined, math.prod(sizes))
+    values = np.asarray(table[step.column], dtype=np.float64)
+    stats = group_statistics(index, values, len(groups), step.stats)
+    return _params(step, levels, groups, stats)
+
+
+def _params(
+    step: GroupStats, levels: list[Levels], groups: np.ndarray, stats: dict[str, np.ndarray]
+) -> dict[str, dict[str, Any]]:
+    return {
+        output: {"stat": stat, "levels": levels, "groups": groups, "values": stats[stat]}
+        for output, stat in zip(step.outputs, step.stats)
+    }
+
+
+def rows_group(step: GroupStats, fitted: dict[str, Any], table: Table) -> np.ndarray:
+    """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
+    levels = fitted["levels"]
+    sizes = [len(lv) + 1 for lv in levels]
+    columns = _key_columns(step, table)
+    combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
+    return group_index(combined, fitted["groups"], math.prod(sizes))
+
+
+def gather(fitted: dict[str, Any], index: np.ndarray) -> np.ndarray:
+    """The statistic of each row's group; missing (NaN) for an unseen group."""
+    return np.append(np.asarray(fitted["values"], dtype=np.float64), np.nan)[index]
+
+
+def transform(
+    step: GroupStats, fitted: dict[str, list[dict[str, Any]]], table: Table
+) -> dict[str, np.ndarray]:
+    """Per output column, the statistic of each row's group (``fitted``: the feature's
+    parameters by output; each output's first entry is this step's)."""
+    if not step.outputs:
+        return {}
+    index = rows_group(step, fitted[step.outputs[0]][0], table)
+    return {output: gather(fitted[output][0], index) for output in step.outputs}
+
+
+# ---------------------------------------------------------------- partitioned fit
+
+
+@dataclass(frozen=True)
+class GroupPartial:
+    """One partition's groups (codes in its own levels) with their moments; for a median,
+    its present values sorted by group, with each value's group."""
+
+    levels: list[Levels]
+    groups: np.ndarray
+    count: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    value_groups: np.ndarray | None = None
+    values: np.ndarray | None = None
+
+
+def partial_of(step: GroupStats, table: Table) -> GroupPartial:
+    columns = _key_columns(step, table)
+    levels = [fit_levels(c) for c in columns]
+    sizes = radices(levels, step.keys)
+    combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
+    groups, index = distinct_groups(combined, math.prod(sizes))
+    values = np.asarray(table[step.column], dtype=np.float64)
+    stats = group_statistics(index, values, len(groups), ("count", "mean", "std", "min", "max"))
+    count = stats["count"].astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        m2 = np.where(count > 0, stats["std"] ** 2 * count, 0.0)
+    kept: dict[str, Any] = {}
+    if "median" in step.stats:
+        present = ~np.isnan(values)
+        kept = {"value_groups": index[present], "values": values[present]}
+    return GroupPartial(levels, groups, count, np.nan_to_num(stats["mean"]), m2,
+                        np.nan_to_num(stats["min"], nan=np.inf),
+                        np.nan_to_num(stats["max"], nan=-np.inf), **kept)  # fmt: skip
+
+
+def _union_levels(parts: list[list[Levels]], n_keys: int) -> list[Levels]:
+    out: list[Levels] = []
+    for k in range(n_keys):
+        each = [p[k] for p in parts]
+        if any(isinstance(lv, list) for lv in each):
+            out.append(sorted({str(v) for lv in each for v in lv}))
+        else:
+            out.append(np.unique(np.concatenate([np.asarray(lv, np.float64) for lv in each]
+                                                or [np.empty(0)])))  # fmt: skip
+    return out
+
+
+def _recode(part: GroupPartial, levels: list[Levels]) -> np.ndarray:
+    """``part``'s group codes in the merged levels' radix."""
+    local = [len(lv) + 1 for lv in part.levels]
+    codes = []
+    rest = part.groups.copy()
+    for size in reversed(local):
+        codes.append(rest % size)
+        rest //= size
+    codes.reverse()
+    mapped = []
+    for code, own, merged in zip(codes, part.levels, levels):
+        if isinstance(merged, list):
+            table = _indexes(list(own), merged).astype(np.int64)
+        else:
+            table = np.searchsorted(merged, np.asarray(own, np.float64)).astype(np.int64)
+        mapped.append(np.append(table, np.int64(len(merged)))[code])
+    return combine(mapped, [len(lv) + 1 for lv in levels])
+
+
+def _indexes(values: list[str], levels: list[str]) -> np.ndarray:
+    import pandas as pd
+
+    return pd.Index(levels, dtype=object).get_indexer(values)
+
+
+def merge(step: GroupStats, parts: list[GroupPartial]) -> dict[str, dict[str, Any]]:
+    """The partitions' partials merged, in partition order, into the fitted parameters."""
+    levels = _union_levels([p.levels for p in parts], len(step.keys))
+    recoded = [_recode(p, levels) for p in parts]
+    groups = np.unique(np.concatenate(recoded)) if recoded else np.empty(0, np.int64)
+    n = len(groups)
+    count, mean, m2 = np.zeros(n, np.int64), np.zeros(n), np.zeros(n)
+    low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    for part, codes in zip(parts, recoded):
+        at = np.searchsorted(groups, codes)
+        b = part.count
+        a = count[at]
+        total = a + b
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = part.mean - mean[at]
+            share = np.where(total > 0, b / np.maximum(total, 1), 0.0)
+            mean[at] = np.where(a == 0, part.mean, mean[at] + delta * share)
+            m2[at] = m2[at] + part.m2 + np.where(a == 0, 0.0, delta * delta * a * share)
+        count[at] = total
+        low[at] = np.minimum(low[at], part.low)
+        high[at] = np.maximum(high[at], part.high)
+    empty = count == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = {
+            "count": count.astype(np.float64),
+            "mean": np.where(empty, np.nan, mean),
+            "std": np.where(empty, np.nan, np.sqrt(np.maximum(m2, 0.0) / count)),
+            "min": np.where(empty, np.nan, low),
+            "max": np.where(empty, np.nan, high),
+        }
+    if "median" in step.stats:
+        index = np.concatenate(
+            [np.searchsorted(groups, codes)[p.value_groups] for p, codes in zip(parts, recoded)]
+            or [np.empty(0, np.int64)]
+        )
+        values = np.concatenate([p.values for p in parts] or [np.empty(0)])
+        stats["median"] = sorted_statistics(index, values, n)["median"]
+    return _params(step, levels, groups.astype(np.int64), stats)
