@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends.numba import dict_encode
+from fastprep.backends.numba import dict_encode, group_stats
 from fastprep.backends.numba import kernels as nk
 from fastprep.backends.numba.codegen import (
     Chain,
@@ -91,8 +91,14 @@ def fit_stage(
     """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
     if stage.kind != "fused":
         vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
-        rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
+        grouped = [i for i in stage.features if plan.features[i].key_columns]
+        rest = Stage(stage.kind, tuple(i for i in stage.features
+                                       if i not in vectorized and i not in grouped))  # fmt: skip
         fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
+        for i in grouped:  # GroupStats: the per-group statistics by the Numba twin
+            fitted[i] = reference.fit_feature(
+                plan.features[i], table, statistics=group_stats.group_statistics
+            )
         for i in vectorized:  # the vocabulary from the flattened entries
             name = plan.features[i].inputs[0].name
             fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
@@ -317,9 +323,10 @@ def run_stage(
         for index in stage.features:
             if index not in rest:
                 sink.put(index, hash_feature(plan.features[index], params[index], table, log))
-        if rest:
-            reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink, log)
-        return set()
+        if not rest:
+            return set()
+        return reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink,
+                                   log, gather=group_stats.put_rows)  # fmt: skip
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
     program = transform_program(

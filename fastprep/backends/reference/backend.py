@@ -97,21 +97,25 @@ def finish_input(item: Input, value: np.ndarray, table: Table, repairs: Repairs)
     return value
 
 
-def fit_feature(feature: Feature, table: Table) -> FeatureParams:
-    """Learn each step's parameters, input by input, applying earlier steps as it goes."""
+def fit_feature(
+    feature: Feature, table: Table, statistics: group_stats.Statistics | None = None
+) -> FeatureParams:
+    """Learn each step's parameters, input by input, applying earlier steps as it goes.
+    ``statistics``: the per-group statistics function of a ``GroupStats`` (default numpy's)."""
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
     grouped = _group_step(feature)
     if grouped is not None:  # one fit of the group table for every output column
-        first = group_stats.fit(grouped, table)
-        index = group_stats.rows_group(grouped, next(iter(first.values())), table)
+        first, index = group_stats.fit(grouped, table, statistics)
     for item in feature.inputs:
         learned: list[dict[str, Any]] = []
         steps = feature.steps
         if grouped is not None:
             learned.append(first[item.name])
-            values = group_stats.gather(first[item.name], index)
             steps = steps[1:]
+            # the rows' statistics only when a later step learns from them
+            fitted_later = any(step.needs_fit for step in steps)
+            values = group_stats.gather(first[item.name], index) if fitted_later else np.empty(0)
         else:
             values = input_values(item, table, repairs)
         for step in steps:
@@ -238,19 +242,18 @@ def run_stage(
     table: Table,
     sink: OutputSink,
     repairs: Repairs,
+    gather: group_stats.Gather | None = None,
 ) -> set[int]:
-    """Compute the stage's features into ``sink``; returns features already checked finite."""
+    """Compute the stage's features into ``sink``; returns features already checked finite.
+    ``gather``: how ``GroupStats`` rows take their group's values (default numpy's)."""
+    checked: set[int] = set()
     for index in stage.features:
         feature = plan.features[index]
         fitted = params[index]
         grouped = _group_step(feature)
-        if grouped is not None:  # the group statistics enter the rest of the chain
-            values = group_stats.transform(grouped, fitted, table)
-            view = sink.numeric_view(index)
-            for j, item in enumerate(feature.inputs):
-                with np.errstate(over="ignore"):
-                    view[:, j] = apply_chain(feature.steps[1:], fitted[item.name][1:],
-                                             values[item.name], item.name, repairs)  # fmt: skip
+        if grouped is not None:
+            if group_rows(feature, fitted, table, sink.numeric_view(index), repairs, gather):
+                checked.add(index)
             continue
         values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
         encoder = feature.encoder
@@ -285,7 +288,40 @@ def run_stage(
             sink.put(index, SparseBlock(hash_prefix(feature), hashed))
         else:
             raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
-    return set()
+    return checked
+
+
+#: steps whose output counts repairs per row (a value turned missing): applied row by row
+_COUNTING = (Log1p, PowerTransform, Map)
+
+
+def group_rows(
+    feature: Feature, fitted: FeatureParams, table: Table, view: np.ndarray, repairs: Repairs,
+    gather: group_stats.Gather | None = None,
+) -> bool:  # fmt: skip
+    """A ``GroupStats`` feature into ``view``; whether every value written is finite.
+
+    The steps after the statistics are functions of the value alone and every row of a
+    group has its group's value: they run once per group (and once for the unseen group,
+    missing), then each row takes its group's outputs — unless a step counts its repairs
+    per row (``Log1p``' domain, ``Map``), which then runs row by row."""
+    step = feature.steps[0]
+    assert isinstance(step, GroupStats)
+    rest = feature.steps[1:]
+    index = group_stats.rows_group(step, fitted[step.outputs[0]][0], table)
+    if any(isinstance(s, _COUNTING) for s in rest):
+        for j, item in enumerate(feature.inputs):
+            values = group_stats.gather(fitted[item.name][0], index)
+            with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
+                view[:, j] = apply_chain(rest, fitted[item.name][1:], values, item.name, repairs)
+        return False
+    per_group = [
+        apply_chain(rest, fitted[item.name][1:],
+                    np.append(fitted[item.name][0]["values"], np.nan), item.name, repairs)
+        for item in feature.inputs
+    ]  # fmt: skip
+    with np.errstate(over="ignore"):
+        return group_stats.write_rows(view, np.column_stack(per_group), index, gather)
 
 
 def bin_block(feature: Feature, fitted: FeatureParams, values: dict[str, Any]) -> CodesBlock:

@@ -22,6 +22,7 @@ partition order): one pass over the data either way.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,16 +165,24 @@ def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn
     return [table[key] for key in step.keys]
 
 
-def fit(step: GroupStats, table: Table) -> dict[str, dict[str, Any]]:
-    """Per output column, its fitted parameters (one pass over the keys and values)."""
+#: ``(group index per row, values, groups, stats) -> {stat: per group}``: this module's
+#: numpy function, or its Numba twin (:mod:`fastprep.backends.numba.group_stats`)
+Statistics = Callable[[np.ndarray, np.ndarray, int, tuple[str, ...]], dict[str, np.ndarray]]
+
+
+def fit(
+    step: GroupStats, table: Table, statistics: Statistics | None = None
+) -> tuple[dict[str, dict[str, Any]], np.ndarray]:
+    """Per output column, its fitted parameters (one pass over the keys and values); and
+    each fitted row's group index."""
     columns = _key_columns(step, table)
     levels = [fit_levels(c) for c in columns]
     sizes = radices(levels, step.keys)
     combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
     groups, index = distinct_groups(combined, math.prod(sizes))
     values = np.asarray(table[step.column], dtype=np.float64)
-    stats = group_statistics(index, values, len(groups), step.stats)
-    return _params(step, levels, groups, stats)
+    stats = (statistics or group_statistics)(index, values, len(groups), step.stats)
+    return _params(step, levels, groups, stats), index
 
 
 def _params(
@@ -197,6 +206,26 @@ def rows_group(step: GroupStats, fitted: dict[str, Any], table: Table) -> np.nda
 def gather(fitted: dict[str, Any], index: np.ndarray) -> np.ndarray:
     """The statistic of each row's group; missing (NaN) for an unseen group."""
     return np.append(np.asarray(fitted["values"], dtype=np.float64), np.nan)[index]
+
+
+#: ``(out view, per-group rows with the unseen slot last, group per row (-1: unseen))``
+Gather = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
+    """``out[i] = per_group[index[i]]`` (index -1: the last row, the unseen group's)."""
+    out[...] = per_group[index]
+
+
+def write_rows(
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, gather: Gather | None = None
+) -> bool:
+    """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
+    first: the same rounding as casting each row); whether every written value is finite."""
+    cast = np.ascontiguousarray(per_group, dtype=out.dtype)
+    (gather or put_rows)(out, cast, index)
+    slot_finite = np.isfinite(cast).all(axis=1)
+    return bool(slot_finite.all() or slot_finite[index].all())
 
 
 def transform(

@@ -1,0 +1,119 @@
+"""Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
+statistics of a column per group in two scatter passes over the rows (count, sum, min,
+max; then the deviations from the mean, which correct its rounding and give M2), and exact
+medians by a counting sort of the present values into per-group segments and a selection
+(``np.partition``) in each, the segments in parallel: no sort of all rows by (group,
+value), which is what the numpy twin pays ``O(n log n)`` for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastprep.native.kernel_files import jit, prange
+
+
+@jit(cache=True, nogil=True)
+def _moments(index, values, n_groups):  # pragma: no cover - compiled
+    count = np.zeros(n_groups, np.int64)
+    total = np.zeros(n_groups)
+    low = np.full(n_groups, np.inf)
+    high = np.full(n_groups, -np.inf)
+    for i in range(len(index)):
+        x = values[i]
+        if x == x:
+            g = index[i]
+            count[g] += 1
+            total[g] += x
+            if x < low[g]:
+                low[g] = x
+            if x > high[g]:
+                high[g] = x
+    mean = np.full(n_groups, np.nan)
+    for g in range(n_groups):
+        if count[g] > 0:
+            mean[g] = total[g] / count[g]
+    shift = np.zeros(n_groups)
+    m2 = np.zeros(n_groups)
+    for i in range(len(index)):
+        x = values[i]
+        if x == x:
+            g = index[i]
+            d = x - mean[g]
+            shift[g] += d
+            m2[g] += d * d
+    for g in range(n_groups):
+        if count[g] > 0:
+            correction = shift[g] / count[g]
+            mean[g] += correction
+            m2[g] = max(m2[g] - correction * correction * count[g], 0.0)
+    return count, mean, m2, low, high
+
+
+@jit(cache=True, nogil=True, parallel=True)
+def _medians(index, values, count):  # pragma: no cover - compiled
+    n_groups = len(count)
+    start = np.zeros(n_groups + 1, np.int64)
+    for g in range(n_groups):
+        start[g + 1] = start[g] + count[g]
+    ordered = np.empty(start[n_groups])
+    fill = start[:n_groups].copy()
+    for i in range(len(index)):
+        x = values[i]
+        if x == x:
+            g = index[i]
+            ordered[fill[g]] = x
+            fill[g] += 1
+    out = np.full(n_groups, np.nan)
+    for g in prange(n_groups):
+        c = count[g]
+        if c == 0:
+            continue
+        k = c // 2
+        part = np.partition(ordered[start[g] : start[g] + c], k)
+        upper = part[k]
+        if c % 2 == 1:
+            out[g] = upper
+        else:
+            out[g] = (part[:k].max() + upper) / 2
+    return out
+
+
+@jit(cache=True, nogil=True, parallel=True)
+def _put_rows(out, per_group, index):  # pragma: no cover - compiled
+    last = per_group.shape[0] - 1
+    width = per_group.shape[1]
+    for i in prange(len(index)):
+        g = index[i]
+        if g < 0:
+            g = last
+        for j in range(width):
+            out[i, j] = per_group[g, j]
+
+
+def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
+    """``out[i] = per_group[index[i]]`` (index -1: the last row) row by row, in place, in
+    parallel: no temporary (n, width) array as numpy's gather-then-copy makes."""
+    _put_rows(out, per_group, np.ascontiguousarray(index, dtype=np.int64))
+
+
+def group_statistics(
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """Each statistic per group, as the numpy twin gives it (NaN where a group has no
+    present value; count 0)."""
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    count, mean, m2, low, high = _moments(index, values, n_groups)
+    empty = count == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = {
+            "count": count.astype(np.float64),
+            "mean": mean,
+            "std": np.where(empty, np.nan, np.sqrt(m2 / np.maximum(count, 1))),
+            "min": np.where(empty, np.nan, low),
+            "max": np.where(empty, np.nan, high),
+        }
+    if "median" in stats:
+        out["median"] = _medians(index, values, count)
+    return {s: out[s] for s in stats}
