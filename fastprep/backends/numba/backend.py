@@ -96,9 +96,7 @@ def fit_stage(
                                        if i not in vectorized and i not in grouped))  # fmt: skip
         fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
         for i in grouped:  # GroupStats: the per-group statistics by the Numba twin
-            fitted[i] = reference.fit_feature(
-                plan.features[i], table, statistics=group_stats.group_statistics
-            )
+            fitted[i] = reference.fit_feature(plan.features[i], table, kernels=group_stats.NUMBA)
         for i in vectorized:  # the vocabulary from the flattened entries
             name = plan.features[i].inputs[0].name
             fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
@@ -326,7 +324,7 @@ def run_stage(
         if not rest:
             return set()
         return reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink,
-                                   log, gather=group_stats.put_rows)  # fmt: skip
+                                   log, kernels=group_stats.NUMBA)  # fmt: skip
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
     program = transform_program(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastprep.backends.reference.group_stats import GroupKernels
 from fastprep.native.kernel_files import jit, prange
 
 
@@ -80,6 +81,57 @@ def _medians(index, values, count):  # pragma: no cover - compiled
 
 
 @jit(cache=True, nogil=True, parallel=True)
+def _accumulate(combined, codes, lut, size, first):  # pragma: no cover - compiled
+    for i in prange(len(codes)):
+        code = lut[codes[i]]  # code -1 reads the last slot (missing)
+        if first:
+            combined[i] = code
+        elif code < 0 or combined[i] < 0:
+            combined[i] = -1
+        else:
+            combined[i] = combined[i] * size + code
+
+
+@jit(cache=True, nogil=True, parallel=True)
+def _accumulate_codes(combined, codes, size, first):  # pragma: no cover - compiled
+    for i in prange(len(codes)):
+        code = codes[i]
+        if first:
+            combined[i] = code
+        elif code < 0 or combined[i] < 0:
+            combined[i] = -1
+        else:
+            combined[i] = combined[i] * size + code
+
+
+@jit(cache=True, nogil=True, parallel=True)
+def _take(lookup, combined, out):  # pragma: no cover - compiled
+    last = len(lookup) - 1
+    for i in prange(len(combined)):
+        c = combined[i]
+        out[i] = lookup[last if c < 0 else c]
+
+
+def accumulate(
+    combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
+) -> np.ndarray:
+    """The numpy twin's ``combined * size + code`` in one parallel pass per key."""
+    first = combined is None
+    out = np.empty(len(codes), np.int64) if combined is None else combined
+    if lut is None:
+        _accumulate_codes(out, np.ascontiguousarray(codes, np.int64), size, first)
+    else:
+        _accumulate(out, codes, lut, size, first)
+    return out
+
+
+def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
+    out = np.empty(len(combined), np.int64)
+    _take(lookup, combined, out)
+    return out
+
+
+@jit(cache=True, nogil=True, parallel=True)
 def _put_rows(out, per_group, index):  # pragma: no cover - compiled
     last = per_group.shape[0] - 1
     width = per_group.shape[1]
@@ -117,3 +169,6 @@ def group_statistics(
     if "median" in stats:
         out["median"] = _medians(index, values, count)
     return {s: out[s] for s in stats}
+
+
+NUMBA = GroupKernels(accumulate, take, group_statistics, put_rows)

@@ -98,15 +98,15 @@ def finish_input(item: Input, value: np.ndarray, table: Table, repairs: Repairs)
 
 
 def fit_feature(
-    feature: Feature, table: Table, statistics: group_stats.Statistics | None = None
+    feature: Feature, table: Table, kernels: group_stats.GroupKernels | None = None
 ) -> FeatureParams:
     """Learn each step's parameters, input by input, applying earlier steps as it goes.
-    ``statistics``: the per-group statistics function of a ``GroupStats`` (default numpy's)."""
+    ``kernels``: a ``GroupStats``' per-row work (default numpy's)."""
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
     grouped = _group_step(feature)
     if grouped is not None:  # one fit of the group table for every output column
-        first, index = group_stats.fit(grouped, table, statistics)
+        first, index = group_stats.fit(grouped, table, kernels)
     for item in feature.inputs:
         learned: list[dict[str, Any]] = []
         steps = feature.steps
@@ -242,17 +242,17 @@ def run_stage(
     table: Table,
     sink: OutputSink,
     repairs: Repairs,
-    gather: group_stats.Gather | None = None,
+    kernels: group_stats.GroupKernels | None = None,
 ) -> set[int]:
     """Compute the stage's features into ``sink``; returns features already checked finite.
-    ``gather``: how ``GroupStats`` rows take their group's values (default numpy's)."""
+    ``kernels``: a ``GroupStats``' per-row work (default numpy's)."""
     checked: set[int] = set()
     for index in stage.features:
         feature = plan.features[index]
         fitted = params[index]
         grouped = _group_step(feature)
         if grouped is not None:
-            if group_rows(feature, fitted, table, sink.numeric_view(index), repairs, gather):
+            if group_rows(feature, fitted, table, sink.numeric_view(index), repairs, kernels):
                 checked.add(index)
             continue
         values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
@@ -297,7 +297,7 @@ _COUNTING = (Log1p, PowerTransform, Map)
 
 def group_rows(
     feature: Feature, fitted: FeatureParams, table: Table, view: np.ndarray, repairs: Repairs,
-    gather: group_stats.Gather | None = None,
+    kernels: group_stats.GroupKernels | None = None,
 ) -> bool:  # fmt: skip
     """A ``GroupStats`` feature into ``view``; whether every value written is finite.
 
@@ -308,7 +308,7 @@ def group_rows(
     step = feature.steps[0]
     assert isinstance(step, GroupStats)
     rest = feature.steps[1:]
-    index = group_stats.rows_group(step, fitted[step.outputs[0]][0], table)
+    index = group_stats.rows_group(step, fitted[step.outputs[0]][0], table, kernels)
     if any(isinstance(s, _COUNTING) for s in rest):
         for j, item in enumerate(feature.inputs):
             values = group_stats.gather(fitted[item.name][0], index)
@@ -321,7 +321,7 @@ def group_rows(
         for item in feature.inputs
     ]  # fmt: skip
     with np.errstate(over="ignore"):
-        return group_stats.write_rows(view, np.column_stack(per_group), index, gather)
+        return group_stats.write_rows(view, np.column_stack(per_group), index, kernels)
 
 
 def bin_block(feature: Feature, fitted: FeatureParams, values: dict[str, Any]) -> CodesBlock:

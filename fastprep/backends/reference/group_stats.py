@@ -43,28 +43,30 @@ DENSE_GROUPS = 1 << 22
 def fit_levels(column: np.ndarray | TextColumn) -> Levels:
     """A key column's sorted distinct present values."""
     if isinstance(column, TextColumn):
-        used = np.flatnonzero(np.bincount(column.codes[column.codes >= 0],
-                                          minlength=column.n_unique))  # fmt: skip
+        used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
         return sorted(str(v) for v in column.uniques[used])
     values = np.asarray(column, dtype=np.float64)
     return np.unique(values[~np.isnan(values)])
 
 
-def key_codes(column: np.ndarray | TextColumn, levels: Levels) -> np.ndarray:
-    """Per row: the index of its value among ``levels``, ``len(levels)`` when missing, -1
-    for a value that is not a level (unseen at fit)."""
+def key_parts(
+    column: np.ndarray | TextColumn, levels: Levels
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
+    the column's own codes, -1 reading the lut's last slot, the missing code), or
+    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
+    ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
         import pandas as pd
 
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
-        table = np.append(found.astype(np.int64), np.int64(len(levels)))  # code -1: missing
-        return table[column.codes]
+        return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
     values = np.asarray(column, dtype=np.float64)
     levels = np.asarray(levels, dtype=np.float64)
     position = np.searchsorted(levels, values)
     clipped = np.minimum(position, max(len(levels) - 1, 0))
     known = (position < len(levels)) & (levels[clipped] == values) if len(levels) else False
-    return np.where(np.isnan(values), len(levels), np.where(known, position, -1))
+    return np.where(np.isnan(values), len(levels), np.where(known, position, -1)), None
 
 
 def radices(levels: list[Levels], keys: tuple[str, ...]) -> list[int]:
@@ -78,37 +80,61 @@ def radices(levels: list[Levels], keys: tuple[str, ...]) -> list[int]:
     return sizes
 
 
-def combine(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+def accumulate(
+    combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
+) -> np.ndarray:
+    """``combined * size + code`` per row (the first key: its code); -1 stays -1."""
+    code = codes.astype(np.int64) if lut is None else lut[codes]  # code -1: lut's last slot
+    if combined is None:
+        return code
+    out = combined * size + code
+    unseen = code < 0
+    if unseen.any() or (combined < 0).any():
+        out[unseen | (combined < 0)] = -1
+    return out
+
+
+def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
+    """``lookup[combined]`` (-1 reads the last slot)."""
+    return lookup[combined]
+
+
+def combine(
+    parts: list[tuple[np.ndarray, np.ndarray | None]], sizes: list[int],
+    kernels: GroupKernels | None = None,
+) -> np.ndarray:  # fmt: skip
     """One int64 per row (mixed radix); -1 where some key is unseen."""
-    combined = np.zeros(len(codes[0]) if codes else 0, dtype=np.int64)
-    unseen = np.zeros(len(combined), dtype=bool)
-    for code, size in zip(codes, sizes):
-        combined *= size
-        combined += code
-        unseen |= code < 0
-    combined[unseen] = -1
+    step = (kernels or NUMPY).accumulate
+    combined: np.ndarray | None = None
+    for (codes, lut), size in zip(parts, sizes):
+        combined = step(combined, codes, lut, size)
+    assert combined is not None
     return combined
 
 
-def group_index(combined: np.ndarray, groups: np.ndarray, space: int) -> np.ndarray:
+def group_index(
+    combined: np.ndarray, groups: np.ndarray, space: int, kernels: GroupKernels | None = None
+) -> np.ndarray:
     """Per row: the index of its combined code among the sorted ``groups``, -1 if absent."""
     if space <= max(DENSE_GROUPS, 4 * len(combined)):
-        lookup = np.full(space + 1, -1, dtype=np.int64)  # slot ``space``: code -1
+        lookup = np.full(space + 1, -1, dtype=np.int64)  # the last slot: code -1
         lookup[groups] = np.arange(len(groups))
-        return lookup[np.where(combined < 0, space, combined)]
-    position = np.searchsorted(groups, combined)
-    clipped = np.minimum(position, max(len(groups) - 1, 0))
+        return (kernels or NUMPY).take(lookup, combined)
     if not len(groups):
         return np.full(len(combined), -1, dtype=np.int64)
+    position = np.searchsorted(groups, combined)
+    clipped = np.minimum(position, len(groups) - 1)
     return np.where((groups[clipped] == combined) & (combined >= 0), position, -1)
 
 
-def distinct_groups(combined: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+def distinct_groups(
+    combined: np.ndarray, space: int, kernels: GroupKernels | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct codes and each row's index among them (all codes present)."""
     if space <= max(DENSE_GROUPS, 4 * len(combined)):
         seen = np.bincount(combined, minlength=space) if len(combined) else np.zeros(space, int)
         groups = np.flatnonzero(seen).astype(np.int64)
-        return groups, group_index(combined, groups, space)
+        return groups, group_index(combined, groups, space, kernels)
     groups, inverse = np.unique(combined, return_inverse=True)
     return groups.astype(np.int64), inverse.astype(np.int64)
 
@@ -171,18 +197,27 @@ Statistics = Callable[[np.ndarray, np.ndarray, int, tuple[str, ...]], dict[str, 
 
 
 def fit(
-    step: GroupStats, table: Table, statistics: Statistics | None = None
+    step: GroupStats, table: Table, kernels: GroupKernels | None = None
 ) -> tuple[dict[str, dict[str, Any]], np.ndarray]:
     """Per output column, its fitted parameters (one pass over the keys and values); and
     each fitted row's group index."""
+    kernels = kernels or NUMPY
+    levels, groups, index = _groups(step, table, kernels)
+    values = np.asarray(table[step.column], dtype=np.float64)
+    stats = kernels.statistics(index, values, len(groups), step.stats)
+    return _params(step, levels, groups, stats), index
+
+
+def _groups(
+    step: GroupStats, table: Table, kernels: GroupKernels
+) -> tuple[list[Levels], np.ndarray, np.ndarray]:
+    """The fit rows' key levels, distinct groups, and each row's group."""
     columns = _key_columns(step, table)
     levels = [fit_levels(c) for c in columns]
     sizes = radices(levels, step.keys)
-    combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
-    groups, index = distinct_groups(combined, math.prod(sizes))
-    values = np.asarray(table[step.column], dtype=np.float64)
-    stats = (statistics or group_statistics)(index, values, len(groups), step.stats)
-    return _params(step, levels, groups, stats), index
+    combined = combine([key_parts(c, lv) for c, lv in zip(columns, levels)], sizes, kernels)
+    groups, index = distinct_groups(combined, math.prod(sizes), kernels)
+    return levels, groups, index
 
 
 def _params(
@@ -194,13 +229,15 @@ def _params(
     }
 
 
-def rows_group(step: GroupStats, fitted: dict[str, Any], table: Table) -> np.ndarray:
+def rows_group(
+    step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
+) -> np.ndarray:
     """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
-    combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
-    return group_index(combined, fitted["groups"], math.prod(sizes))
+    combined = combine([key_parts(c, lv) for c, lv in zip(columns, levels)], sizes, kernels)
+    return group_index(combined, fitted["groups"], math.prod(sizes), kernels)
 
 
 def gather(fitted: dict[str, Any], index: np.ndarray) -> np.ndarray:
@@ -218,12 +255,12 @@ def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
 
 
 def write_rows(
-    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, gather: Gather | None = None
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None
 ) -> bool:
     """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
     first: the same rounding as casting each row); whether every written value is finite."""
     cast = np.ascontiguousarray(per_group, dtype=out.dtype)
-    (gather or put_rows)(out, cast, index)
+    (kernels or NUMPY).put_rows(out, cast, index)
     slot_finite = np.isfinite(cast).all(axis=1)
     return bool(slot_finite.all() or slot_finite[index].all())
 
@@ -259,11 +296,7 @@ class GroupPartial:
 
 
 def partial_of(step: GroupStats, table: Table) -> GroupPartial:
-    columns = _key_columns(step, table)
-    levels = [fit_levels(c) for c in columns]
-    sizes = radices(levels, step.keys)
-    combined = combine([key_codes(c, lv) for c, lv in zip(columns, levels)], sizes)
-    groups, index = distinct_groups(combined, math.prod(sizes))
+    levels, groups, index = _groups(step, table, NUMPY)
     values = np.asarray(table[step.column], dtype=np.float64)
     stats = group_statistics(index, values, len(groups), ("count", "mean", "std", "min", "max"))
     count = stats["count"].astype(np.int64)
@@ -299,13 +332,13 @@ def _recode(part: GroupPartial, levels: list[Levels]) -> np.ndarray:
         codes.append(rest % size)
         rest //= size
     codes.reverse()
-    mapped = []
+    mapped: list[tuple[np.ndarray, np.ndarray | None]] = []
     for code, own, merged in zip(codes, part.levels, levels):
         if isinstance(merged, list):
             table = _indexes(list(own), merged).astype(np.int64)
         else:
             table = np.searchsorted(merged, np.asarray(own, np.float64)).astype(np.int64)
-        mapped.append(np.append(table, np.int64(len(merged)))[code])
+        mapped.append((np.append(table, np.int64(len(merged)))[code], None))
     return combine(mapped, [len(lv) + 1 for lv in levels])
 
 
@@ -353,3 +386,17 @@ def merge(step: GroupStats, parts: list[GroupPartial]) -> dict[str, dict[str, An
         values = np.concatenate([p.values for p in parts] or [np.empty(0)])
         stats["median"] = sorted_statistics(index, values, n)["median"]
     return _params(step, levels, groups.astype(np.int64), stats)
+
+
+@dataclass(frozen=True)
+class GroupKernels:
+    """The per-row work of ``GroupStats``: numpy's (:data:`NUMPY`) or the Numba twin's
+    (:data:`fastprep.backends.numba.group_stats.NUMBA`), the same values either way."""
+
+    accumulate: Callable[[np.ndarray | None, np.ndarray, np.ndarray | None, int], np.ndarray]
+    take: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    statistics: Statistics
+    put_rows: Gather
+
+
+NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows)
