@@ -2,8 +2,9 @@
 statistics of a column per group in two scatter passes over the rows (count, sum, min,
 max; then the deviations from the mean, which correct its rounding and give M2), and exact
 medians by a counting sort of the present values into per-group segments and a selection
-(``np.partition``) in each, the segments in parallel: no sort of all rows by (group,
-value), which is what the numpy twin pays ``O(n log n)`` for.
+(quickselect) in each: no sort of all rows by (group, value), which is what the numpy
+twin pays ``O(n log n)`` for. Every kernel is a serial pass: memory-bound loops that two
+cores speed up little, and a serial kernel compiles in a fraction of a parallel one's time.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastprep.backends.reference.group_stats import GroupKernels
-from fastprep.native.kernel_files import jit, prange
+from fastprep.native.kernel_files import jit
 
 
 @jit(cache=True, nogil=True)
@@ -51,7 +52,7 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
     return count, mean, m2, low, high
 
 
-@jit(cache=True, nogil=True, parallel=True)
+@jit(cache=True, nogil=True)
 def _medians(index, values, count):  # pragma: no cover - compiled
     n_groups = len(count)
     start = np.zeros(n_groups + 1, np.int64)
@@ -66,23 +67,52 @@ def _medians(index, values, count):  # pragma: no cover - compiled
             ordered[fill[g]] = x
             fill[g] += 1
     out = np.full(n_groups, np.nan)
-    for g in prange(n_groups):
+    for g in range(n_groups):
         c = count[g]
         if c == 0:
             continue
-        k = c // 2
-        part = np.partition(ordered[start[g] : start[g] + c], k)
-        upper = part[k]
+        lo = start[g]
+        k = lo + c // 2
+        upper = _select(ordered, lo, lo + c, k)
         if c % 2 == 1:
             out[g] = upper
-        else:
-            out[g] = (part[:k].max() + upper) / 2
+        else:  # the other middle value: the largest of those selected below it
+            out[g] = (ordered[lo:k].max() + upper) / 2
     return out
 
 
-@jit(cache=True, nogil=True, parallel=True)
+@jit(cache=True, nogil=True)
+def _select(a, lo, hi, k):  # pragma: no cover - compiled
+    """The value of rank ``k`` within ``a[lo:hi]``, selected in place (Hoare's quickselect,
+    median-of-three pivot): ``a[lo:k]`` holds values <= it afterwards."""
+    while hi - lo > 2:
+        mid = (lo + hi - 1) // 2
+        x, y, z = a[lo], a[mid], a[hi - 1]
+        pivot = max(min(x, y), min(max(x, y), z))
+        i, j = lo, hi - 1
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j + 1
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    if hi - lo == 2 and a[lo] > a[lo + 1]:
+        a[lo], a[lo + 1] = a[lo + 1], a[lo]
+    return a[k]
+
+
+@jit(cache=True, nogil=True)
 def _accumulate(combined, codes, lut, size, first):  # pragma: no cover - compiled
-    for i in prange(len(codes)):
+    for i in range(len(codes)):
         code = lut[codes[i]]  # code -1 reads the last slot (missing)
         if first:
             combined[i] = code
@@ -92,9 +122,9 @@ def _accumulate(combined, codes, lut, size, first):  # pragma: no cover - compil
             combined[i] = combined[i] * size + code
 
 
-@jit(cache=True, nogil=True, parallel=True)
+@jit(cache=True, nogil=True)
 def _accumulate_codes(combined, codes, size, first):  # pragma: no cover - compiled
-    for i in prange(len(codes)):
+    for i in range(len(codes)):
         code = codes[i]
         if first:
             combined[i] = code
@@ -104,10 +134,10 @@ def _accumulate_codes(combined, codes, size, first):  # pragma: no cover - compi
             combined[i] = combined[i] * size + code
 
 
-@jit(cache=True, nogil=True, parallel=True)
+@jit(cache=True, nogil=True)
 def _take(lookup, combined, out):  # pragma: no cover - compiled
     last = len(lookup) - 1
-    for i in prange(len(combined)):
+    for i in range(len(combined)):
         c = combined[i]
         out[i] = lookup[last if c < 0 else c]
 
@@ -115,7 +145,7 @@ def _take(lookup, combined, out):  # pragma: no cover - compiled
 def accumulate(
     combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
 ) -> np.ndarray:
-    """The numpy twin's ``combined * size + code`` in one parallel pass per key."""
+    """The numpy twin's ``combined * size + code`` in one pass per key."""
     first = combined is None
     out = np.empty(len(codes), np.int64) if combined is None else combined
     if lut is None:
@@ -131,11 +161,11 @@ def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
     return out
 
 
-@jit(cache=True, nogil=True, parallel=True)
+@jit(cache=True, nogil=True)
 def _put_rows(out, per_group, index):  # pragma: no cover - compiled
     last = per_group.shape[0] - 1
     width = per_group.shape[1]
-    for i in prange(len(index)):
+    for i in range(len(index)):
         g = index[i]
         if g < 0:
             g = last
@@ -144,8 +174,8 @@ def _put_rows(out, per_group, index):  # pragma: no cover - compiled
 
 
 def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
-    """``out[i] = per_group[index[i]]`` (index -1: the last row) row by row, in place, in
-    parallel: no temporary (n, width) array as numpy's gather-then-copy makes."""
+    """``out[i] = per_group[index[i]]`` (index -1: the last row) row by row, in place: no
+    temporary (n, width) array as numpy's gather-then-copy makes."""
     _put_rows(out, per_group, np.ascontiguousarray(index, dtype=np.int64))
 
 
