@@ -45,7 +45,7 @@ def flights(flights_sample: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, "numexpr", "auto"])
 @pytest.mark.parametrize(
     "keys",
     [["carrier", "origin"], ["tailnum"], ["origin", "month"], ["morning"], ["dest", "hour"]],
@@ -161,7 +161,7 @@ def test_fastprep_run_writes_the_statistics(flights_sample, tmp_path) -> None:
     )
 
 
-def test_batches_equal_transform(flights) -> None:
+def test_batches_and_shards_equal_transform(flights, tmp_path) -> None:
     pipeline = fp.Pipeline(
         schema_of(flights),
         [
@@ -174,6 +174,10 @@ def test_batches_equal_transform(flights) -> None:
     whole = fitted.transform(flights).X
     parts = [np.array(batch[0]) for batch in fitted.batches(flights, batch_size=3_000)]
     np.testing.assert_array_equal(np.concatenate(parts), whole)
+    fitted.write_shards(flights, tmp_path / "shards", rows_per_partition=6_000)
+    opened = fp.open_output(tmp_path / "shards")
+    assert len(opened) >= 2
+    np.testing.assert_array_equal(np.asarray(opened.whole().X), whole)
 
 
 def test_explain_shows_keys_outputs_and_passes(flights) -> None:
