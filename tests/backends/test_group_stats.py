@@ -265,3 +265,29 @@ def test_numba_twin_equals_numpy(seed) -> None:
     b = twin.group_statistics(index, values, groups + 3, STATS)
     for stat in STATS:
         np.testing.assert_array_equal(a[stat], b[stat], err_msg=stat)
+
+
+def test_a_tampered_state_is_refused_on_load(flights) -> None:
+    from fastprep.plan.params import check_step_params
+
+    step = fp.GroupStats("dep_delay", stats=("mean",), keys=("carrier", "month"))
+    good = group_stats.fit(step, _table(flights))[0][step.outputs[0]]
+    check_step_params(step, good, "state")
+    bad_groups = {**good, "groups": good["groups"][::-1].copy()}
+    short = {**good, "values": good["values"][:-1]}
+    fewer_levels = {**good, "levels": [good["levels"][0][:3], good["levels"][1]]}
+    for bad, fragment in ((bad_groups, "sorted"), (short, "one float64"),
+                          ({**good, "stat": "mode"}, "statistic"),
+                          (fewer_levels, "codes of its keys")):  # fmt: skip
+        with pytest.raises(ValueError, match=fragment):
+            check_step_params(step, bad, "state")
+
+
+def _table(frame: pd.DataFrame):
+    from fastprep.data.columns import Table, TextColumn
+
+    codes, uniques = pd.factorize(frame["carrier"])
+    text = TextColumn(codes.astype(np.int32), np.asarray(uniques, dtype=object))
+    return Table(np.arange(len(frame)), {"carrier": text,
+                 "month": frame["month"].to_numpy(np.float64),
+                 "dep_delay": frame["dep_delay"].to_numpy(np.float64)})  # fmt: skip
