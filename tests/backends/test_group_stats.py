@@ -291,3 +291,17 @@ def _table(frame: pd.DataFrame):
     return Table(np.arange(len(frame)), {"carrier": text,
                  "month": frame["month"].to_numpy(np.float64),
                  "dep_delay": frame["dep_delay"].to_numpy(np.float64)})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "levels",
+    [np.array([1.0, 2.0, 5.0, 13.0]), np.array([-3.5, 0.0, 2.25]), np.array([0.0, 1e12]),
+     np.array([1e300]), np.empty(0)],
+)  # fmt: skip
+def test_numba_number_codes_equal_numpy(levels) -> None:
+    from fastprep.backends.numba import group_stats as twin
+
+    values = np.array([1.0, 2.0, 5.0, 13.0, 3.0, 0.0, -3.5, 2.25, 1e12, 14.0, 1.5, np.nan, -9.0])
+    np.testing.assert_array_equal(
+        twin.number_codes(values, levels), group_stats.number_codes(values, levels)
+    )

@@ -201,4 +201,37 @@ def group_statistics(
     return {s: out[s] for s in stats}
 
 
-NUMBA = GroupKernels(accumulate, take, group_statistics, put_rows)
+@jit(cache=True, nogil=True)
+def _number_codes(values, levels, out):  # pragma: no cover - compiled
+    n = len(levels)
+    whole = n > 0 and levels[n - 1] - levels[0] < 1 << 22
+    whole = whole and levels[0] > -(2.0**52) and levels[n - 1] < 2.0**52  # exact as int64
+    for v in levels:
+        whole = whole and v == np.floor(v)
+    low = int(levels[0]) if whole else 0
+    table = np.full(int(levels[n - 1]) - low + 1 if whole else 0, -1, np.int64)
+    for j in range(n if whole else 0):
+        table[int(levels[j]) - low] = j
+    for i in range(len(values)):
+        v = values[i]
+        if v != v:
+            out[i] = n
+        elif whole:
+            if v < levels[0] or v > levels[n - 1] or v != np.floor(v):
+                out[i] = -1
+            else:
+                out[i] = table[int(v) - low]
+        else:
+            j = np.searchsorted(levels, v)
+            out[i] = j if j < n and levels[j] == v else -1
+
+
+def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The numpy twin's codes of a numeric key in one pass (a table over the levels' range
+    when they are whole numbers close together, else a binary search per value)."""
+    out = np.empty(len(values), np.int64)
+    _number_codes(np.ascontiguousarray(values, np.float64), levels, out)
+    return out
+
+
+NUMBA = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes)

@@ -50,7 +50,7 @@ def fit_levels(column: np.ndarray | TextColumn) -> Levels:
 
 
 def key_parts(
-    column: np.ndarray | TextColumn, levels: Levels
+    column: np.ndarray | TextColumn, levels: Levels, kernels: GroupKernels | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
     the column's own codes, -1 reading the lut's last slot, the missing code), or
@@ -62,11 +62,15 @@ def key_parts(
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
     values = np.asarray(column, dtype=np.float64)
-    levels = np.asarray(levels, dtype=np.float64)
+    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
+
+
+def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Per value: its index among the sorted ``levels``, ``len(levels)`` if NaN, else -1."""
     position = np.searchsorted(levels, values)
     clipped = np.minimum(position, max(len(levels) - 1, 0))
     known = (position < len(levels)) & (levels[clipped] == values) if len(levels) else False
-    return np.where(np.isnan(values), len(levels), np.where(known, position, -1)), None
+    return np.where(np.isnan(values), len(levels), np.where(known, position, -1))
 
 
 def radices(levels: list[Levels], keys: tuple[str, ...]) -> list[int]:
@@ -215,7 +219,9 @@ def _groups(
     columns = _key_columns(step, table)
     levels = [fit_levels(c) for c in columns]
     sizes = radices(levels, step.keys)
-    combined = combine([key_parts(c, lv) for c, lv in zip(columns, levels)], sizes, kernels)
+    combined = combine(
+        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
+    )
     groups, index = distinct_groups(combined, math.prod(sizes), kernels)
     return levels, groups, index
 
@@ -236,7 +242,9 @@ def rows_group(
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
-    combined = combine([key_parts(c, lv) for c, lv in zip(columns, levels)], sizes, kernels)
+    combined = combine(
+        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
+    )
     return group_index(combined, fitted["groups"], math.prod(sizes), kernels)
 
 
@@ -397,6 +405,7 @@ class GroupKernels:
     take: Callable[[np.ndarray, np.ndarray], np.ndarray]
     statistics: Statistics
     put_rows: Gather
+    number_codes: Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows)
+NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes)
