@@ -122,7 +122,12 @@ def test_steps_after_apply_to_each_output(flights, backend) -> None:
 def test_save_load_and_fit_transform(flights, tmp_path) -> None:
     pipeline = fp.Pipeline(
         schema_of(flights),
-        [fp.cols("dest", "origin") >> fp.GroupStats("air_time", stats=STATS) >> fp.FillMissing(0)],
+        [
+            fp.cols("dest", "origin")
+            >> fp.GroupStats("air_time", stats=STATS)
+            >> fp.FillMissing(0),
+            fp.cols("hour", "morning") >> fp.GroupStats("distance", stats=("mean", "max")),
+        ],
     )
     fitted = pipeline.fit(flights)
     path = tmp_path / "groups.fastprep"
@@ -131,7 +136,8 @@ def test_save_load_and_fit_transform(flights, tmp_path) -> None:
     a, b = fitted.transform(flights), loaded.transform(flights)
     np.testing.assert_array_equal(a.X, b.X)
     np.testing.assert_array_equal(pipeline.fit_transform(flights).X, a.X)
-    close(a.X, np.nan_to_num(peer(flights, flights, ["dest", "origin"], "air_time"), nan=0))
+    close(a.X[:, :6], np.nan_to_num(peer(flights, flights, ["dest", "origin"], "air_time"), nan=0))
+    close(a.X[:, 6:], peer(flights, flights, ["hour", "morning"], "distance", ("mean", "max")))
 
 
 def test_fastprep_run_writes_the_statistics(flights_sample, tmp_path) -> None:

@@ -6,7 +6,9 @@ a missing key takes the code after them, so missing is a group value of its own,
 pandas ``groupby(dropna=False)``); the per-key codes combine into one int64 per row (mixed
 radix) and the fitted groups are the distinct combined codes, sorted. Count and sums come
 from ``np.bincount`` over group indexes (the mean, then the deviations from it: two passes,
-the second correcting the first's rounding), min/max from ``ufunc.at``, the median from one sort by (group, value).
+the second correcting the first's rounding), min/max from ``ufunc.at``, the median from
+one sort by (group, value). :class:`GroupKernels` names the per-row work; the Numba backend
+passes its twin's.
 
 Fitted parameters, per output column: ``{"stat", "levels", "groups", "values"}`` — the
 levels per key (a list of text values, or a float64 array), the groups' combined codes
@@ -271,17 +273,6 @@ def write_rows(
     (kernels or NUMPY).put_rows(out, cast, index)
     slot_finite = np.isfinite(cast).all(axis=1)
     return bool(slot_finite.all() or slot_finite[index].all())
-
-
-def transform(
-    step: GroupStats, fitted: dict[str, list[dict[str, Any]]], table: Table
-) -> dict[str, np.ndarray]:
-    """Per output column, the statistic of each row's group (``fitted``: the feature's
-    parameters by output; each output's first entry is this step's)."""
-    if not step.outputs:
-        return {}
-    index = rows_group(step, fitted[step.outputs[0]][0], table)
-    return {output: gather(fitted[output][0], index) for output in step.outputs}
 
 
 # ---------------------------------------------------------------- partitioned fit
