@@ -311,3 +311,16 @@ def test_numba_number_codes_equal_numpy(levels) -> None:
     np.testing.assert_array_equal(
         twin.number_codes(values, levels), group_stats.number_codes(values, levels)
     )
+
+
+def test_unseen_groups_without_a_fill_are_quarantined_naming_the_output(flights) -> None:
+    train, test = flights.iloc[:10_000], flights.iloc[10_000:].reset_index(drop=True)
+    pipeline = fp.Pipeline(
+        schema_of(flights), [fp.cols("tailnum") >> fp.GroupStats("arr_delay", stats=("max",))]
+    )
+    out = pipeline.fit(train).transform(test)
+    expected = peer(train, test, ["tailnum"], "arr_delay", ("max",))[:, 0]
+    missing = np.isnan(expected)
+    assert out.report.rows_quarantined == int(missing.sum()) > 0
+    assert any("tailnum:arr_delay_max" in r for r in out.quarantine["reason"])
+    close(out.X[:, 0], expected[~missing])
