@@ -271,6 +271,7 @@ def test_numba_twin_equals_numpy(seed) -> None:
     b = twin.group_statistics(index, values, groups + 3, STATS)
     for stat in STATS:
         np.testing.assert_array_equal(a[stat], b[stat], err_msg=stat)
+    assert twin.readiness() in ("loaded", "cached", "compile")
 
 
 def test_a_tampered_state_is_refused_on_load(flights) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastprep.backends.reference.group_stats import GroupKernels
-from fastprep.native.kernel_files import jit
+from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
 
 
 @jit(cache=True, nogil=True)
@@ -235,3 +235,19 @@ def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
 
 
 NUMBA = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes)
+
+
+#: the kernels every GroupStats fit and transform runs (medians and numeric keys: when asked)
+_KERNELS = (_moments, _accumulate, _take, _put_rows)
+
+
+def readiness() -> str:
+    """Loaded in this process, in Numba's disk cache, or to be compiled (``planner``'s
+    states; found without importing Numba)."""
+    from fastprep.planning import planner
+
+    if all(numba_loaded(k) for k in _KERNELS):
+        return planner.READY
+    if all(numba_cached(k) for k in _KERNELS):
+        return planner.CACHED
+    return planner.COMPILE
