@@ -178,7 +178,11 @@ def group_statistics(
 
 def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
     """Min, max and median per group from the present values sorted by (group, value)."""
-    ordered = x[np.lexsort((x, g))]
+    if n_groups <= np.iinfo(np.uint16).max:  # by value, then a stable radix sort by group
+        by_value = np.argsort(x)
+        ordered = x[by_value[np.argsort(g[by_value].astype(np.uint16), kind="stable")]]
+    else:
+        ordered = x[np.lexsort((x, g))]
     count = np.bincount(g, minlength=n_groups)
     start = np.cumsum(count) - count
     filled = count > 0
