@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastprep.backends.base import FeatureParams
+from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference.group_stats import GroupKernels
+from fastprep.data.columns import Table
+from fastprep.emit.sink import OutputSink
 from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
+from fastprep.plan.nodes import Feature, LogicalPlan
 
 
 @jit(cache=True, nogil=True)
@@ -251,3 +256,16 @@ def readiness() -> str:
     if all(numba_cached(k) for k in _KERNELS):
         return planner.CACHED
     return planner.COMPILE
+
+
+def fit_feature(plan: LogicalPlan, index: int, table: Table) -> FeatureParams:
+    """A ``GroupStats`` feature's fit (the table entry): the reference's, on these kernels."""
+    return reference.fit_feature(plan.features[index], table, kernels=NUMBA)
+
+
+def encode_feature(
+    feature: Feature, fitted: FeatureParams, table: Table, sink: OutputSink, index: int,
+    log: reference.Repairs,
+) -> bool:  # fmt: skip
+    """A ``GroupStats`` feature into X (the table entry); whether its values are finite."""
+    return reference.group_rows(feature, fitted, table, sink.numeric_view(index), log, NUMBA)
