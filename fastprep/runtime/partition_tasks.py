@@ -148,7 +148,9 @@ def fit_partials(
         feature = job.plan.features[feature_index]
         if kind == "groups":
             if feature_index not in grouped:
-                grouped[feature_index] = group_stats.partial_of(feature.steps[position], table)
+                grouped[feature_index] = group_stats.partial_of(
+                    feature.steps[position], table, _group_kernels(job.backend)
+                )
             partials[(feature_index, name, position)] = grouped[feature_index]
             continue
         item = next(i for i in feature.inputs if i.name == name)
@@ -195,6 +197,15 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
     if kind == "values":
         return agg.values_of(values)
     raise ValueError(f"unknown partial {kind!r}")
+
+
+def _group_kernels(backend: str) -> group_stats.GroupKernels | None:
+    """``GroupStats``' per-row work on the job's backend: the Numba twin's when asked."""
+    if backend != "numba":
+        return None
+    from fastprep.backends.numba import group_stats as twin
+
+    return twin.NUMBA
 
 
 def stat_kind(step: Step) -> str:

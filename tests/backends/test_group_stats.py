@@ -247,8 +247,12 @@ def test_partials_merge_to_the_single_fit(flights, seed) -> None:
                      "dep_delay": frame["dep_delay"].to_numpy(np.float64)})  # fmt: skip
 
     cuts = np.sort(rng.choice(len(flights), 4, replace=False))
+    from fastprep.backends.numba import group_stats as twin
+
     bounds = zip([0, *cuts], [*cuts, len(flights)])
-    parts = [group_stats.partial_of(step, table(flights.iloc[a:b])) for a, b in bounds]
+    kernels = [None, twin.NUMBA] * 3  # partitions on either twin merge alike
+    parts = [group_stats.partial_of(step, table(flights.iloc[a:b]), k)
+             for (a, b), k in zip(bounds, kernels)]  # fmt: skip
     merged = group_stats.merge(step, parts)
     single, _ = group_stats.fit(step, table(flights))
     for output in step.outputs:

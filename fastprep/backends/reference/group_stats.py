@@ -298,10 +298,13 @@ class GroupPartial:
     values: np.ndarray | None = None
 
 
-def partial_of(step: GroupStats, table: Table) -> GroupPartial:
-    levels, groups, index = _groups(step, table, NUMPY)
+def partial_of(step: GroupStats, table: Table, kernels: GroupKernels | None = None) -> GroupPartial:
+    """One partition's partial (its groups in its own levels, their moments)."""
+    kernels = kernels or NUMPY
+    levels, groups, index = _groups(step, table, kernels)
     values = np.asarray(table[step.column], dtype=np.float64)
-    stats = group_statistics(index, values, len(groups), ("count", "mean", "std", "min", "max"))
+    moments = ("count", "mean", "std", "min", "max")
+    stats = kernels.statistics(index, values, len(groups), moments)
     count = stats["count"].astype(np.int64)
     with np.errstate(invalid="ignore"):
         m2 = np.where(count > 0, stats["std"] ** 2 * count, 0.0)

@@ -6,6 +6,7 @@ Chan's merge; X transformed on the cluster equals the single-process X."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import fastprep as fp
 
@@ -56,10 +57,13 @@ def _same_params(a, b) -> None:
                         assert value == pb[key], (name, key)
 
 
-def test_cluster_fit_equals_single_process(flights_row_groups, client) -> None:
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_cluster_fit_equals_single_process(flights_row_groups, client, backend) -> None:
     pipeline = _pipeline()
-    single = pipeline.fit(flights_row_groups)
-    dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=5_000)
+    single = pipeline.fit(flights_row_groups, backend="pandas")
+    dist = pipeline.fit(
+        flights_row_groups, client=client, rows_per_partition=5_000, backend=backend
+    )
     _same_params(single.params, dist.params)
     x_single = single.transform(flights_row_groups).X
     x_dist = dist.transform(flights_row_groups, client=client, rows_per_partition=5_000).X
