@@ -68,3 +68,13 @@ def test_cluster_fit_equals_single_process(flights_row_groups, client, backend) 
     x_single = single.transform(flights_row_groups).X
     x_dist = dist.transform(flights_row_groups, client=client, rows_per_partition=5_000).X
     np.testing.assert_allclose(x_dist, x_single, rtol=1e-6, atol=1e-6)
+
+
+def test_a_median_gather_above_the_cap_is_refused_naming_the_step(
+    flights_row_groups, client, monkeypatch
+) -> None:
+    from fastprep.runtime import aggregates as agg
+
+    monkeypatch.setattr(agg, "MAX_GATHERED_VALUES", 1_000)
+    with pytest.raises(fp.FitError, match=r"GroupStats\('dep_delay'.*without client="):
+        _pipeline().fit(flights_row_groups, client=client, rows_per_partition=5_000)
