@@ -385,3 +385,9 @@ def test_property_equals_pandas(rows) -> None:
         )
         out = pipeline.fit(frame, backend=backend).transform(frame, backend=backend)
         close(out.X, expected)
+
+
+def test_a_key_space_beyond_62_bits_is_refused_naming_the_keys() -> None:
+    levels = [np.arange(2.0**21)] * 3
+    with pytest.raises(fp.FitError, match="a, b, c: 2,097,153 x 2,097,153 x 2,097,153"):
+        group_stats.radices(levels, ("a", "b", "c"))
