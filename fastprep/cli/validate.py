@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from fastprep.data.sources import Source
 from fastprep.errors import DataValidationError
 from fastprep.pipeline import Pipeline
-from fastprep.runtime import execute
+from fastprep.runtime import engine
 from fastprep.runtime.report import Report
-from fastprep.validate.alerts import anomaly_patterns
 
 
 @dataclass
@@ -52,16 +51,8 @@ class CheckResult:
 
 def run_checks(pipeline: Pipeline, source: Source, *, phase: str = "fit") -> CheckResult:
     """Validate ``source`` as ``pipeline`` would at ``phase`` (``fit`` requires the target)."""
-    plan = pipeline.optimized
     try:
-        prepared = execute.prepare(plan, pipeline.schema, source, phase=phase, backend="pandas")
+        report = engine.validate_only(pipeline.optimized, pipeline.schema, source, phase=phase)
     except DataValidationError as exc:
         return CheckResult(Report(), exc)
-    report = prepared.report
-    report.rows_out = prepared.table.n_rows
-    report.rows_quarantined = len(prepared.quarantine)
-    report.check_accounting()
-    report.anomaly_patterns = anomaly_patterns(
-        prepared.quarantine.to_frame(prepared.raw, prepared.row_offset)
-    )
     return CheckResult(report)
