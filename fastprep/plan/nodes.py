@@ -63,7 +63,7 @@ class Feature:
     @property
     def key_columns(self) -> tuple[str, ...]:
         """Columns a step reads besides the inputs (``GroupStats``' group keys)."""
-        return tuple(k for s in self.steps for k in getattr(s, "keys", ()))
+        return tuple(k for s in self.steps if s.kind == "group" for k in s.keys)  # type: ignore[attr-defined]
 
     @property
     def encoder(self) -> Step | None:
