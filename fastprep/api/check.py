@@ -303,7 +303,7 @@ def _check_group_stats(feature: Feature, types: Mapping[str, LType], where: str)
         if found in (LType.FLOAT, LType.DICT):
             raise PipelineDefinitionError(
                 f"{where}: group key {key!r} is {found.value}; group by text, category, integer "
-                "or boolean columns (declare it fp.Int() if its values are whole numbers, or bin it)"
+                "or boolean columns (declare it fp.Int() if its values are whole numbers)"
             )
     if step.column not in types:
         raise PipelineDefinitionError(
