@@ -465,10 +465,6 @@ class GroupStats(Step):
         prefix = ",".join(self.keys)
         return tuple(f"{prefix}:{self.column}_{stat}" for stat in self.stats)
 
-    def stat_of(self, output: str) -> str:
-        """The statistic an output column holds."""
-        return dict(zip(self.outputs, self.stats))[output]
-
     def describe(self) -> str:
         return f"GroupStats({self.column!r}, stats={self.stats!r})"
 
