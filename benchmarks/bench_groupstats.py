@@ -20,8 +20,9 @@ every row as six float32 columns, a missing statistic as 0:
 Each tool starts from the data in its own in-memory form, read once before timing (a
 pandas DataFrame, a Polars DataFrame, a pyarrow Table); the outputs are checked equal
 (1e-6 relative) before anything is timed. Times are of warm calls in this process
-(one untimed call first: Numba's kernels loaded, Polars' and pandas' code paths warm);
-reported as median and min–max over ``--repeat`` calls.
+(one untimed round first: Numba's kernels loaded, Polars' and pandas' code paths warm),
+the tools alternating within each round so that a busy machine slows them alike;
+reported as median and min–max over ``--repeat`` rounds.
 """
 
 from __future__ import annotations
@@ -84,13 +85,17 @@ def fastprep_job(pipeline: Any, table: Any, backend: str, times: dict[str, list[
     return out.X
 
 
-def timed(job: Callable[[], Any], repeat: int) -> list[float]:
-    job()  # warm
-    seconds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def alternated(jobs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
+    """Seconds of each job over ``repeat`` rounds, the jobs alternating within a round (a
+    busy machine slows every tool alike); one untimed warm-up round first."""
+    for job in jobs.values():
         job()
-        seconds.append(time.perf_counter() - start)
+    seconds: dict[str, list[float]] = {name: [] for name in jobs}
+    for _ in range(repeat):
+        for name, job in jobs.items():
+            start = time.perf_counter()
+            job()
+            seconds[name].append(time.perf_counter() - start)
     return seconds
 
 
@@ -113,16 +118,20 @@ def measure(path: str, keys: list[str], repeat: int, backend: str) -> dict[str, 
                        pipeline.fit_transform(table, backend=backend).X)):  # fmt: skip
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6, err_msg=name)
     parts: dict[str, list[float]] = {}
-    row = {
+    seconds = alternated(
+        {
+            "pandas": lambda: pandas_job(frame, keys),
+            "polars": lambda: polars_job(polars_frame, keys),
+            "fastprep": lambda: fastprep_job(pipeline, table, backend, parts),
+            "fastprep_fit_transform": lambda: pipeline.fit_transform(table, backend=backend),
+        },
+        repeat,
+    )
+    row: dict[str, Any] = {
         "keys": ",".join(keys),
         "rows": table.num_rows,
         "groups": int(frame.groupby(keys, dropna=False).ngroups),
-        "pandas": summary(timed(lambda: pandas_job(frame, keys), repeat)),
-        "polars": summary(timed(lambda: polars_job(polars_frame, keys), repeat)),
-        "fastprep": summary(timed(lambda: fastprep_job(pipeline, table, backend, parts), repeat)),
-        "fastprep_fit_transform": summary(
-            timed(lambda: pipeline.fit_transform(table, backend=backend), repeat)
-        ),
+        **{name: summary(times) for name, times in seconds.items()},
     }
     row["fastprep_fit"] = summary(parts["fit"][1:])
     row["fastprep_transform"] = summary(parts["transform"][1:])
