@@ -10,17 +10,6 @@ import ast
 import pytest
 from layering import LAYERS, PACKAGE, check, module_names, package_of
 
-#: Violations main has today, each tolerated until the branch that removes it lands. A listed
-#: entry that no longer occurs FAILS the test: remove it, so this set only shrinks.
-PENDING_VIOLATIONS = {
-    # the storage cycle: the output format and the shard reader/writer import each other
-    "module cycle: fastprep.storage.output_format",
-    "module cycle: fastprep.storage.shards",
-    # private helpers used across packages
-    "private name: fastprep.runtime.preflight uses fastprep.data.sources._format_of",
-    "private name: fastprep.runtime.preflight uses fastprep.data.sources._read_in_memory",
-}
-
 #: libraries the plan, the user API and the optimizer never import (anywhere in the module)
 HEAVY = ("pandas", "numba", "dask", "distributed", "sklearn", "scipy", "pyarrow", "polars", "torch")
 LIGHT_PACKAGES = ("errors", "plan", "api", "optimize")
@@ -31,17 +20,9 @@ def report():
     return check(PACKAGE, LAYERS)
 
 
-def test_no_new_layering_violation(report) -> None:
-    new = sorted(str(v) for v in report.violations if v.key not in PENDING_VIOLATIONS)
-    assert new == [], "layering violations (docs/architecture.md):\n" + "\n".join(new)
-
-
-def test_pending_violations_only_shrink(report) -> None:
-    gone = sorted(PENDING_VIOLATIONS - report.keys())
-    assert gone == [], (
-        "these no longer occur: remove them from PENDING_VIOLATIONS in "
-        "tests/architecture/test_layers.py\n" + "\n".join(gone)
-    )
+def test_no_layering_violation(report) -> None:
+    found = sorted(str(v) for v in report.violations)
+    assert found == [], "layering violations (docs/architecture.md):\n" + "\n".join(found)
 
 
 def test_every_module_has_a_layer() -> None:
