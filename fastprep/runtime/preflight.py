@@ -566,7 +566,12 @@ STREAM_PREFETCH_COPIES = 1.0
 #: tracemalloc on 2M log-normal values, 5% missing (2026-12-05, 2-core VM): quantile
 #: 15.3 B (uniform or normal), Yeo-Johnson 52.8 B, Box-Cox 208 B (scipy's boxcox_normmax)
 #: and on 20k / 200k / 1M values without missing: Yeo-Johnson 40-41 B, Box-Cox 219-228 B
-GATHERED_FIT_BYTES = {"quantile": 16.0, "yeo-johnson": 56.0, "box-cox": 230.0}
+GATHERED_FIT_BYTES = {
+    "quantile": 16.0,
+    "yeo-johnson": 56.0,
+    "box-cox": 230.0,
+    "group_median": 24.0,
+}  # a group median: the sort by (group, value)
 #: a power transform's fit imports scipy.stats (its likelihood search): 47 MB resident
 #: measured on top of ``import fastprep``
 GATHERED_FIT_IMPORT_BYTES = {"quantile": 0, "yeo-johnson": 50 * 10**6, "box-cox": 50 * 10**6}
@@ -609,7 +614,7 @@ class Option:
             why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
         if self.gathered_bytes:
             why += (f" (incl. {format_bytes(self.gathered_bytes)} for the fit on all values "
-                    "of its quantile/power transforms)")  # fmt: skip
+                    "of its quantile/power transforms or group medians)")  # fmt: skip
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
 
@@ -626,12 +631,23 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     steps = [step for feature in plan.features for _ in feature.inputs for step in feature.steps
              if step.needs_fit and needs_values(step) and not by_order(step)
              and not isinstance(step, Bin)]  # fmt: skip
-    if not steps:
+    medians = group_medians(plan)
+    if not steps and not medians:
         return 0, 0
     kinds = [s.method if isinstance(s, PowerTransform) else "quantile" for s in steps]
-    fitting = max(int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds) + max(
-        GATHERED_FIT_IMPORT_BYTES[k] for k in kinds)  # fmt: skip
-    return 8 * (len(steps) + 1) * n_rows + fitting, fitting
+    fitting = max([int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds]
+                  + [int(GATHERED_FIT_BYTES["group_median"] * n_rows)] * bool(medians)) + max(
+        [GATHERED_FIT_IMPORT_BYTES[k] for k in kinds], default=0)  # fmt: skip
+    # a group median gathers each present value with its group: 16 bytes a row, concatenated
+    gathered = 8 * (len(steps) + 1) * n_rows * bool(steps) + 32 * len(medians) * n_rows
+    return gathered + fitting, fitting
+
+
+def group_medians(plan: LogicalPlan) -> list[Any]:
+    """The ``GroupStats`` steps with a median: their partitioned fit gathers every value
+    (one per step, whatever its outputs)."""
+    return [s for f in plan.features for s in f.steps
+            if s.kind == "group" and "median" in getattr(s, "stats", ())]  # fmt: skip
 
 
 def imports_numba(rows: int, profile: CostProfile) -> bool:

@@ -75,3 +75,16 @@ def test_streamed_fit_and_output_equal_the_in_memory_run(grouped, tmp_path) -> N
     opened = pipeline.fit_transform(grouped, memory_budget=budget, output_dir=tmp_path / "o")
     assert len(opened) >= 2
     np.testing.assert_allclose(np.asarray(opened.whole().X), whole, rtol=1e-6, atol=1e-6)
+
+
+def test_the_preflight_counts_a_group_median_gather() -> None:
+    """A partitioned fit of a group median gathers every present value with its group: the
+    pre-flight counts it (once per step, whatever its outputs); mean/std need no gather."""
+    with_median = _pipeline()
+    partitioned, in_memory = preflight.gathered_bytes(with_median.optimized, 1_000_000)
+    assert partitioned >= 2 * 32 * 1_000_000 and in_memory > 0  # two steps with a median
+    schema = with_median.schema
+    without = fp.Pipeline(
+        schema, [fp.cols("dest") >> fp.GroupStats("dep_delay", stats=("mean", "std"))]
+    )
+    assert preflight.gathered_bytes(without.optimized, 1_000_000) == (0, 0)
