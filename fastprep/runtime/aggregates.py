@@ -2,11 +2,10 @@
 
 Each fitted statistic has a small, mergeable partial:
 
-- moments (``Standardize``, ``MinMax``, ``FillMissing("mean")``): count, mean, M2, min,
-  max per partition, merged in partition order with Chan's parallel update
-  (``delta = mean_b - mean_a``; ``M2 = M2_a + M2_b + delta² · n_a n_b / n``). Counts,
-  min and max are exact; mean and variance agree with the single-machine two-pass sums to
-  ~1e-15 relative (float64 rounding of a different summation order).
+- moments (``Standardize``, ``MinMax``, ``FillMissing("mean")``): count, the exact sum
+  and sum of squares, min and max per partition (:mod:`fastprep.backends.moments`),
+  merged by adding integers: the fitted mean and variance are bit-identical to the
+  single-machine fit's, whatever the partitioning.
 - vocabularies (``OneHot``, ``Categorify``): each distinct value with its count; merged
   exactly, then ``min_frequency`` / ``max_categories`` are applied to the global counts.
 - medians (``FillMissing("median")``): **exact**, in two passes with bounded memory, not a
@@ -21,6 +20,13 @@ Each fitted statistic has a small, mergeable partial:
   percentile) a window; the parameters are rebuilt from those order statistics with
   numpy's percentile arithmetic replayed (``scalers.params_from_order``). Uniform ``Bin``
   edges need only the extremes (moments).
+- target encoding (``TargetEncode``): each partition sends its rows' categories (codes
+  into its distinct values) and target values; the job renumbers them into one dictionary,
+  concatenates in partition order and fits as one process does (same rows, same order:
+  the same sums, so the same encodings). 12 bytes per row and input on the client, capped
+  like the gathered values below.
+- value counts (``CountEncode``): each distinct value's count and the missing count per
+  partition, summed exactly.
 - many quantiles or a likelihood search (``QuantileTransform``, ``PowerTransform``): each
   partition sends its present values; the job concatenates them in partition order and
   fits as one process does — the same values in the same order, so the same parameters.
@@ -35,24 +41,16 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import moments
+from fastprep.backends.moments import require_values
 from fastprep.backends.reference import scalers
+from fastprep.backends.reference.backend import REFERENCE
 from fastprep.backends.reference.encoders import kept_positions
-from fastprep.backends.reference.scalers import maxabs_from_range
-from fastprep.backends.reference.stats import (
-    minmax_from_range,
-    require_values,
-    standardize_from_moments,
-)
-from fastprep.data.columns import TextColumn
+from fastprep.data.columns import FitTarget, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
-    Bin,
-    FillMissing,
-    MaxAbsScale,
-    MinMax,
-    RobustScale,
-    Standardize,
     Step,
+    TargetEncode,
 )
 
 #: exact order statistics each partition sends for the median's first pass
@@ -61,71 +59,18 @@ SUMMARY_POINTS = 2049
 MAX_GATHERED_VALUES = 100_000_000
 
 
-@dataclass(frozen=True)
-class Moments:
-    """Count, mean, M2 (sum of squared deviations), min and max of the present values."""
-
-    count: int
-    mean: float
-    m2: float
-    low: float
-    high: float
-
-
-def moments_of(values: np.ndarray) -> Moments:
-    """The partition's moments (two-pass within the partition, like sklearn's first pass)."""
-    present = values[~np.isnan(values)]
-    n = len(present)
-    if n == 0:
-        return Moments(0, 0.0, 0.0, np.inf, -np.inf)
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean = float(np.sum(present) / n)
-        temp = present - mean
-        correction = float(np.sum(temp))
-        m2 = float(np.sum(temp * temp) - correction**2 / n)
-    return Moments(n, mean, m2, float(present.min()), float(present.max()))
-
-
-def merge_moments(parts: list[Moments]) -> Moments:
-    """Chan et al.'s pairwise update, applied in partition order (deterministic)."""
-    total = Moments(0, 0.0, 0.0, np.inf, -np.inf)
-    for part in parts:
-        if part.count == 0:
-            continue
-        if total.count == 0:
-            total = part
-            continue
-        n = total.count + part.count
-        delta = part.mean - total.mean
-        mean = total.mean + delta * part.count / n
-        m2 = total.m2 + part.m2 + delta * delta * total.count * part.count / n
-        total = Moments(n, mean, m2, min(total.low, part.low), max(total.high, part.high))
-    return total
-
-
-def with_fill(present: Moments, fill: float, rows: int) -> Moments:
-    """The moments of ``rows`` values after the missing ones were set to ``fill``: the
-    present values' moments merged with ``rows - present.count`` copies of ``fill``
-    (mean ``fill``, M2 0) by the same Chan update — no pass over the filled values."""
-    missing = rows - present.count
-    if missing <= 0:
-        return present
-    return merge_moments([present, Moments(missing, float(fill), 0.0, float(fill), float(fill))])
+#: a partition's moments (count, exact sums, extremes) and their merge: exact, so the
+#: merged statistics are those of the in-memory fit whatever the partitioning
+Moments = moments.Moments
+moments_of = moments.of
+merge_moments = moments.merge
+with_fill = moments.with_fill
 
 
 def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dict[str, Any]:
     """The step's fitted parameters, in the shape the single-machine fit gives them."""
     require_values(total.count, rows, what)
-    if isinstance(step, Standardize):
-        return standardize_from_moments(total.count, total.mean, total.m2 / total.count, what)
-    if isinstance(step, MinMax):
-        return minmax_from_range(total.low, total.high, *step.feature_range)
-    if isinstance(step, MaxAbsScale):
-        return maxabs_from_range(total.low, total.high)
-    if isinstance(step, Bin):  # uniform: from the extremes
-        return scalers.bin_from_range(step, total.low, total.high, what)
-    assert isinstance(step, FillMissing)
-    return {"fill": total.mean}
+    return REFERENCE.entry(step, "from_moments")(step, total, what)
 
 
 # ---------------------------------------------------------------- vocabularies
@@ -293,12 +238,11 @@ def value_at(parts: list[Window], rank: int) -> float:
     return float(values[order][np.searchsorted(cumulative, rank - below, side="right")])
 
 
-def by_order(step: Step) -> bool:
-    """Steps fitted from a few exact order statistics (medians, percentiles), found like
-    the median: two passes, bounded memory, no gather."""
-    return isinstance(step, RobustScale) or (
-        isinstance(step, Bin) and step.needs_fit and step.strategy == "quantile"
-    )
+def partial_kind(step: Step) -> str:
+    """What each partition computes for fitted ``step`` (the reference's table says):
+    ``"order"`` for steps fitted from a few exact order statistics (percentiles), found
+    like the median: two passes, bounded memory, no gather."""
+    return REFERENCE.entry(step, "partial")(step)
 
 
 def params_from_order(
@@ -337,3 +281,79 @@ def params_from_values(step: Step, parts: list[np.ndarray], what: str) -> dict[s
 
     values = np.concatenate(parts) if parts else np.empty(0)
     return fit_step(step, values, what)
+
+
+# ---------------------------------------------------------------- target and count encoding
+
+
+@dataclass(frozen=True)
+class TargetRows:
+    """One partition's rows for target encoding: each row's category as a code into
+    ``uniques`` (text; -1 missing) or its number (NaN missing), and the target."""
+
+    codes: np.ndarray | None
+    uniques: tuple[str, ...]
+    numbers: np.ndarray | None
+    target: np.ndarray
+    binary: bool
+
+
+def target_rows_of(values: np.ndarray | TextColumn, target: FitTarget | None) -> TargetRows:
+    if target is None:
+        raise FitError("target encoding on a partition without the target (no target column)")
+    if isinstance(values, TextColumn):
+        return TargetRows(values.codes, tuple(str(u) for u in values.uniques), None,
+                          target.values, target.binary)  # fmt: skip
+    return TargetRows(None, (), np.asarray(values, dtype=np.float64), target.values, target.binary)
+
+
+def params_from_target_rows(step: Step, parts: list[TargetRows], what: str) -> dict[str, Any]:
+    """The single-process fit on the partitions' rows, renumbered into one dictionary and
+    concatenated in partition order."""
+    from fastprep.backends.reference.target_encoding import fit_target_encoding
+
+    assert isinstance(step, TargetEncode)
+    y = np.concatenate([p.target for p in parts]) if parts else np.empty(0)
+    target = FitTarget(y, bool(parts and parts[0].binary))
+    if parts and parts[0].codes is None:
+        values: np.ndarray | TextColumn = np.concatenate([p.numbers for p in parts])  # type: ignore[misc]
+    else:
+        values = _text_rows(parts)
+    return fit_target_encoding(step, values, target, what)
+
+
+def _text_rows(parts: list[TargetRows]) -> TextColumn:
+    """The partitions' text rows as one dictionary-encoded column."""
+    index: dict[str, int] = {}
+    codes = []
+    for part in parts:
+        assert part.codes is not None
+        mapping = np.array([index.setdefault(u, len(index)) for u in part.uniques] + [-1],
+                           dtype=np.int32)  # fmt: skip
+        codes.append(mapping[part.codes])  # code -1 reads the trailing -1
+    uniques = np.empty(len(index), dtype=object)
+    uniques[:] = list(index)
+    return TextColumn(np.concatenate(codes) if codes else np.empty(0, np.int32), uniques)
+
+
+def counts_of(values: np.ndarray | TextColumn) -> dict[str, Any]:
+    """One partition's value counts (``CountEncode``'s fitted state on its rows)."""
+    from fastprep.backends.reference.target_encoding import fit_counts
+
+    return fit_counts(values)
+
+
+def params_from_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The partitions' counts summed: the fitted state of one process on all rows."""
+    merged: dict[Any, int] = {}
+    for part in parts:
+        for value, count in zip(part["categories"], part["counts"]):
+            merged[value] = merged.get(value, 0) + count
+    categories = sorted(merged)
+    return {
+        "categories": categories,
+        "numeric": parts[0]["numeric"] if parts else False,
+        "counts": [merged[c] for c in categories],
+        "missing": sum(p["missing"] for p in parts),
+        "total": sum(p["total"] for p in parts),
+    }

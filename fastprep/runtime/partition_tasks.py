@@ -22,13 +22,13 @@ import scipy.sparse as sp
 
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
-from fastprep.backends.reference import group_stats, scalers
+from fastprep.backends.reference import group_stats
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, FillMissing, Step
+from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, shards
 from fastprep.validate import drift
@@ -164,6 +164,8 @@ def fit_partials(
         # (the job folds the fill value in: no pass after the fill's own)
         upto = position - 1 if kind == "unfilled" else position
         values = reference.chain_values(feature, item, table, params, upto, repairs)
+        if kind == "target":  # target encoding: the rows' categories with their target
+            extra = table.fit_target
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
         if keep and kind in ("summary", "order"):
             kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
@@ -203,6 +205,10 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
         return agg.window_of(values, *extra)
     if kind == "values":
         return agg.values_of(values)
+    if kind == "target":
+        return agg.target_rows_of(values, extra)
+    if kind == "counts":
+        return agg.counts_of(values)
     raise ValueError(f"unknown partial {kind!r}")
 
 
@@ -216,19 +222,10 @@ def _group_kernels(backend: str) -> group_stats.GroupKernels | None:
 
 
 def stat_kind(step: Step) -> str:
-    if step.kind == "group":  # per-group moments (and values for a median), one pass
-        return "groups"
-    if agg.by_order(step):  # medians, percentiles: exact order statistics, two passes
-        return "order"
-    if isinstance(step, Bin) and step.needs_fit:  # uniform edges: the extremes
-        return "moments"
-    if scalers.needs_values(step):
-        return "values"
-    if step.kind == "encoder":
-        return "vocabulary"
-    if isinstance(step, FillMissing) and step.value == "median":
-        return "median"
-    return "moments"
+    """What each partition computes for fitted ``step``: ``"moments"``, ``"median"``,
+    ``"order"`` (percentiles: exact order statistics, two passes), ``"values"``
+    (gathered), ``"vocabulary"`` — the reference backend's table says."""
+    return agg.partial_kind(step)
 
 
 def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:

@@ -37,7 +37,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
-from fastprep.backends.reference.scalers import needs_values
 from fastprep.data.partitions import (
     ROWS_PER_PARTITION,
     in_memory_rows,
@@ -56,10 +55,10 @@ from fastprep.errors import MemoryBudgetError, PipelineDefinitionError, SourceEr
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, Categorify, Hash, OneHot, PowerTransform
+from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform
 from fastprep.planning.planner import NUMBA_JOB_ROW_SAVING, CostProfile, load_profile
 from fastprep.planning.sketch import HyperLogLog
-from fastprep.runtime.aggregates import by_order
+from fastprep.runtime.aggregates import partial_kind
 
 #: rows of a CSV file's head read for bytes per row and the cardinality sketch
 CSV_SAMPLE_ROWS = 100_000
@@ -614,9 +613,15 @@ class Option:
             why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
         if self.gathered_bytes:
             why += (f" (incl. {format_bytes(self.gathered_bytes)} for the fit on all values "
-                    "of its quantile/power transforms or group medians)")  # fmt: skip
+                    "of its quantile/power transforms, target encodings or group medians)")  # fmt: skip
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
+
+
+#: a partitioned target-encoding fit's working bytes a row beyond the gathered rows: the
+#: concatenated codes and target (12), slots (8), a bincount temporary (8), the encoded
+#: target (8) — an estimate from the arrays the fit allocates, not a measurement
+TARGET_GATHER_ROW_BYTES = 36
 
 
 def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
@@ -629,18 +634,25 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     # one fit per (input, step), as the fit's levels gather them (their "values" targets:
     # fitted on all values, neither by order statistics nor by moments)
     steps = [step for feature in plan.features for _ in feature.inputs for step in feature.steps
-             if step.needs_fit and needs_values(step) and not by_order(step)
-             and not isinstance(step, Bin)]  # fmt: skip
+             if step.needs_fit and partial_kind(step) == "values"]  # fmt: skip
+    # target encoding gathers each input's rows (a 4-byte code and the 8-byte target a row),
+    # held through its pass, then concatenates one input's and fits on it (slots and
+    # bincount temporaries): TARGET_GATHER_ROW_BYTES a row on top, for the largest
+    encoded = sum(len(f.inputs) for f in plan.features for s in f.steps
+                  if getattr(s, "needs_target", False))  # fmt: skip
+    target = (12 * encoded + TARGET_GATHER_ROW_BYTES) * n_rows if encoded else 0
+    # a group median gathers each present value with its group (16 bytes a row), then
+    # concatenates them (16 more) and sorts them by (group, value)
     medians = group_medians(plan)
-    if not steps and not medians:
-        return 0, 0
+    grouped = 32 * len(medians) * n_rows
+    grouped_fit = int(GATHERED_FIT_BYTES["group_median"] * n_rows) if medians else 0
+    if not steps:
+        return target + grouped + grouped_fit, grouped_fit
     kinds = [s.method if isinstance(s, PowerTransform) else "quantile" for s in steps]
-    fitting = max([int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds]
-                  + [int(GATHERED_FIT_BYTES["group_median"] * n_rows)] * bool(medians)) + max(
-        [GATHERED_FIT_IMPORT_BYTES[k] for k in kinds], default=0)  # fmt: skip
-    # a group median gathers each present value with its group: 16 bytes a row, concatenated
-    gathered = 8 * (len(steps) + 1) * n_rows * bool(steps) + 32 * len(medians) * n_rows
-    return gathered + fitting, fitting
+    fitting = max(int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds) + max(
+        GATHERED_FIT_IMPORT_BYTES[k] for k in kinds)  # fmt: skip
+    fitting = max(fitting, grouped_fit)
+    return 8 * (len(steps) + 1) * n_rows + fitting + target + grouped, fitting
 
 
 def group_medians(plan: LogicalPlan) -> list[Any]:

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import moments
 from fastprep.backends.base import Dispatch
 from fastprep.backends.base import FeatureParams as FeatureParams  # the reference API
 from fastprep.backends.reference import dict_columns as dict_reference
-from fastprep.backends.reference import group_stats, scalers
+from fastprep.backends.reference import group_stats, scalers, target_encoding
 from fastprep.backends.reference import hashing as hashref
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
@@ -28,18 +29,24 @@ from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: 
 )
 from fastprep.backends.reference.expressions import evaluate
 from fastprep.backends.reference.map_step import apply_map
-from fastprep.backends.reference.stats import fill_value, minmax_params, standardize_params
+from fastprep.backends.reference.stats import (
+    fill_value,
+    minmax_from_range,
+    minmax_params,
+    standardize_params,
+)
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
-from fastprep.errors import BackendError
+from fastprep.errors import BackendError, FitError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     GroupStats,
     Hash,
@@ -53,6 +60,7 @@ from fastprep.plan.steps import (
     RobustScale,
     Standardize,
     Step,
+    TargetEncode,
     Vectorize,
 )
 
@@ -123,6 +131,10 @@ def fit_feature(
             values = input_values(item, table, repairs)
         for step in steps:
             what = f"{step.describe()} on {item.name!r}"
+            if REFERENCE.has(step, "fit_target"):  # fitted against the fit's target
+                fit = REFERENCE.entry(step, "fit_target")
+                learned.append(fit(step, values, table.fit_target, what))
+                continue
             learned.append(fit_step(step, values, what))
             if step.kind != "encoder":
                 values = apply_step(step, learned[-1], values, item.name, repairs)
@@ -386,6 +398,10 @@ def _fit_dict_vocabulary(step: Vectorize, values: Any, what: str) -> dict[str, A
     return {"vocabulary": dict_reference.fit_vocabulary(values)}
 
 
+def _fit_counts(step: CountEncode, values: Any, what: str) -> dict[str, Any]:
+    return target_encoding.fit_counts(values)
+
+
 def no_fit(step: Step, values: Any, what: str) -> dict[str, Any]:
     """A step that learns nothing."""
     return {}
@@ -525,6 +541,64 @@ def _encode_hash(
     sink.put(index, SparseBlock(hash_prefix(feature), hashed))
 
 
+def _fit_needs_target(step: Step, values: Any, what: str) -> dict[str, Any]:
+    raise FitError(f"{what}: fitted against the pipeline's target, which this fit has not")
+
+
+def _encode_by_value(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    """One column per input: its value's target encoding or count (the fit's own rows,
+    when the table carries the fit's target, out of fold)."""
+    encoder = feature.encoder
+    assert isinstance(encoder, (TargetEncode, CountEncode))
+    view = sink.numeric_view(index)
+    for j, item in enumerate(feature.inputs):
+        view[:, j] = target_encoding.encode(
+            encoder, fitted[item.name][-1], values[item.name], table.fit_target,
+            f"{encoder.describe()} on {item.name!r}",
+        )  # fmt: skip
+
+
+# a partitioned fit: what each partition computes for a fitted step, and the parameters
+# from merged moments (the Numba fit rounds use the same functions)
+
+
+def _moments(step: Step) -> str:
+    return "moments"
+
+
+def _fill_partial(step: FillMissing) -> str:
+    return "median" if step.value == "median" else "moments"
+
+
+def _bin_partial(step: Bin) -> str:
+    return "order" if step.strategy == "quantile" else "moments"  # uniform: the extremes
+
+
+def fill_from_moments(step: FillMissing, total: moments.Moments, what: str) -> dict[str, Any]:
+    return {"fill": total.mean()}
+
+
+def standardize_from_moments(
+    step: Standardize, total: moments.Moments, what: str
+) -> dict[str, Any]:
+    return moments.standardize_params(total, what)
+
+
+def minmax_from_moments(step: MinMax, total: moments.Moments, what: str) -> dict[str, Any]:
+    return minmax_from_range(total.low, total.high, *step.feature_range)
+
+
+def maxabs_from_moments(step: MaxAbsScale, total: moments.Moments, what: str) -> dict[str, Any]:
+    return scalers.maxabs_from_range(total.low, total.high)
+
+
+def _bin_from_moments(step: Bin, total: moments.Moments, what: str) -> dict[str, Any]:
+    return scalers.bin_from_range(step, total.low, total.high, what)
+
+
 def _fit_group_stats(step: GroupStats, values: Any, what: str) -> dict[str, Any]:
     """``GroupStats`` makes its chain's values from the table (its keys and column): it is
     fitted and applied by :func:`fit_feature` / :func:`group_rows`, never from one value."""
@@ -537,32 +611,75 @@ class ReferenceOp:
 
     ``fit(step, values, what) -> params``; ``apply(step, params, values, output, repairs)
     -> values`` for an element-wise or fitted step; ``encode(feature, fitted, values,
-    table, sink, index)`` writes an encoder's block into the sink.
+    table, sink, index)`` writes an encoder's block into the sink. A partitioned fit
+    (streamed, or on a cluster) of a fitted step: ``partial(step)`` names what each
+    partition computes (``"moments"``, ``"median"``, ``"order"`` — exact order statistics
+    —, ``"values"`` — gathered, then ``fit`` —, ``"vocabulary"``) and, for ``"moments"``,
+    ``from_moments(step, merged, what) -> params``. A step fitted against
+    the pipeline's target has ``fit_target(step, values, target, what)`` (``target``: the
+    table's ``fit_target``), used instead of ``fit``.
     """
 
     fit: Callable[..., dict[str, Any]]
     apply: Callable[..., Any] | None = None
     encode: Callable[..., None] | None = None
+    fit_target: Callable[..., dict[str, Any]] | None = None
+    partial: Callable[[Any], str] | None = None
+    from_moments: Callable[..., dict[str, Any]] | None = None
 
 
 REFERENCE: Dispatch[ReferenceOp] = Dispatch(
     "pandas",
     {
-        FillMissing: ReferenceOp(_fit_fill, apply=_apply_fill),
+        FillMissing: ReferenceOp(
+            _fit_fill, apply=_apply_fill, partial=_fill_partial, from_moments=fill_from_moments
+        ),
         Clip: ReferenceOp(no_fit, apply=_apply_clip),
         Log1p: ReferenceOp(no_fit, apply=_apply_log1p),
-        Standardize: ReferenceOp(_fit_standardize, apply=_apply_standardize),
-        MinMax: ReferenceOp(_fit_minmax, apply=_apply_minmax),
-        MaxAbsScale: ReferenceOp(_fit_maxabs, apply=_apply_maxabs),
-        RobustScale: ReferenceOp(scalers.robust_params, apply=_apply_robust),
-        Bin: ReferenceOp(scalers.bin_params, apply=_apply_bin, encode=_encode_bin),
-        QuantileTransform: ReferenceOp(scalers.quantile_params, apply=_apply_quantile),
-        PowerTransform: ReferenceOp(scalers.power_params, apply=_apply_power),
+        Standardize: ReferenceOp(
+            _fit_standardize,
+            apply=_apply_standardize,
+            partial=_moments,
+            from_moments=standardize_from_moments,
+        ),
+        MinMax: ReferenceOp(
+            _fit_minmax, apply=_apply_minmax, partial=_moments, from_moments=minmax_from_moments
+        ),
+        MaxAbsScale: ReferenceOp(
+            _fit_maxabs, apply=_apply_maxabs, partial=_moments, from_moments=maxabs_from_moments
+        ),
+        RobustScale: ReferenceOp(
+            scalers.robust_params, apply=_apply_robust, partial=lambda s: "order"
+        ),
+        Bin: ReferenceOp(
+            scalers.bin_params,
+            apply=_apply_bin,
+            encode=_encode_bin,
+            partial=_bin_partial,
+            from_moments=_bin_from_moments,
+        ),
+        QuantileTransform: ReferenceOp(
+            scalers.quantile_params, apply=_apply_quantile, partial=lambda s: "values"
+        ),
+        PowerTransform: ReferenceOp(
+            scalers.power_params, apply=_apply_power, partial=lambda s: "values"
+        ),
         Map: ReferenceOp(no_fit, apply=_apply_map),
-        OneHot: ReferenceOp(_fit_vocabulary, encode=_encode_onehot),
-        Categorify: ReferenceOp(_fit_vocabulary, encode=_encode_categorify),
+        OneHot: ReferenceOp(_fit_vocabulary, encode=_encode_onehot, partial=lambda s: "vocabulary"),
+        Categorify: ReferenceOp(
+            _fit_vocabulary, encode=_encode_categorify, partial=lambda s: "vocabulary"
+        ),
         Hash: ReferenceOp(no_fit, encode=_encode_hash),
-        Vectorize: ReferenceOp(_fit_dict_vocabulary, encode=_encode_vectorize),
-        GroupStats: ReferenceOp(_fit_group_stats),
+        Vectorize: ReferenceOp(
+            _fit_dict_vocabulary, encode=_encode_vectorize, partial=lambda s: "vocabulary"
+        ),
+        TargetEncode: ReferenceOp(
+            _fit_needs_target,
+            encode=_encode_by_value,
+            fit_target=target_encoding.fit_target_encoding,
+            partial=lambda s: "target",
+        ),
+        CountEncode: ReferenceOp(_fit_counts, encode=_encode_by_value, partial=lambda s: "counts"),
+        GroupStats: ReferenceOp(_fit_group_stats, partial=lambda s: "groups"),
     },
 )
