@@ -565,7 +565,12 @@ STREAM_PREFETCH_COPIES = 1.0
 #: tracemalloc on 2M log-normal values, 5% missing (2026-12-05, 2-core VM): quantile
 #: 15.3 B (uniform or normal), Yeo-Johnson 52.8 B, Box-Cox 208 B (scipy's boxcox_normmax)
 #: and on 20k / 200k / 1M values without missing: Yeo-Johnson 40-41 B, Box-Cox 219-228 B
-GATHERED_FIT_BYTES = {"quantile": 16.0, "yeo-johnson": 56.0, "box-cox": 230.0}
+GATHERED_FIT_BYTES = {
+    "quantile": 16.0,
+    "yeo-johnson": 56.0,
+    "box-cox": 230.0,
+    "group_median": 24.0,
+}  # a group median: the sort by (group, value)
 #: a power transform's fit imports scipy.stats (its likelihood search): 47 MB resident
 #: measured on top of ``import fastprep``
 GATHERED_FIT_IMPORT_BYTES = {"quantile": 0, "yeo-johnson": 50 * 10**6, "box-cox": 50 * 10**6}
@@ -608,7 +613,7 @@ class Option:
             why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
         if self.gathered_bytes:
             why += (f" (incl. {format_bytes(self.gathered_bytes)} for the fit on all values "
-                    "of its quantile/power transforms or target encodings)")  # fmt: skip
+                    "of its quantile/power transforms, target encodings or group medians)")  # fmt: skip
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
 
@@ -636,12 +641,25 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     encoded = sum(len(f.inputs) for f in plan.features for s in f.steps
                   if getattr(s, "needs_target", False))  # fmt: skip
     target = (12 * encoded + TARGET_GATHER_ROW_BYTES) * n_rows if encoded else 0
+    # a group median gathers each present value with its group (16 bytes a row), then
+    # concatenates them (16 more) and sorts them by (group, value)
+    medians = group_medians(plan)
+    grouped = 32 * len(medians) * n_rows
+    grouped_fit = int(GATHERED_FIT_BYTES["group_median"] * n_rows) if medians else 0
     if not steps:
-        return target, 0
+        return target + grouped + grouped_fit, grouped_fit
     kinds = [s.method if isinstance(s, PowerTransform) else "quantile" for s in steps]
     fitting = max(int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds) + max(
         GATHERED_FIT_IMPORT_BYTES[k] for k in kinds)  # fmt: skip
-    return 8 * (len(steps) + 1) * n_rows + fitting + target, fitting
+    fitting = max(fitting, grouped_fit)
+    return 8 * (len(steps) + 1) * n_rows + fitting + target + grouped, fitting
+
+
+def group_medians(plan: LogicalPlan) -> list[Any]:
+    """The ``GroupStats`` steps with a median: their partitioned fit gathers every value
+    (one per step, whatever its outputs)."""
+    return [s for f in plan.features for s in f.steps
+            if s.kind == "group" and "median" in getattr(s, "stats", ())]  # fmt: skip
 
 
 def imports_numba(rows: int, profile: CostProfile) -> bool:
