@@ -6,6 +6,7 @@ DSL builders below it never import a backend.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -16,6 +17,7 @@ import numpy as np
 from fastprep.api import pipeline_file
 from fastprep.api.builders import FeatureBuilder
 from fastprep.api.check import check_plan
+from fastprep.api.lookup import JoinedSchema, Lookup, check_qualified_names, schema_from_dict
 from fastprep.api.resolve import resolve_plan
 from fastprep.api.schema import Schema, column_facts
 from fastprep.backends import stages as stage_backends
@@ -55,6 +57,7 @@ class Pipeline:
         sample: str | os.PathLike[str] | None = None,
         name: str | None = None,
         optimize: bool = True,
+        lookups: dict[str, Lookup] | None = None,
     ) -> None:
         if not isinstance(schema, Schema):
             raise PipelineDefinitionError("Pipeline(schema=...) needs an fp.Schema({...})")
@@ -63,11 +66,14 @@ class Pipeline:
         if not features:
             raise PipelineDefinitionError("Pipeline(features=[...]) needs at least one feature")
         built = tuple(_as_feature(f, i) for i, f in enumerate(features))
+        if lookups:  # ``planes.year`` then reads like a (nullable) source column
+            schema = JoinedSchema(schema, lookups)
         self.schema = schema
         self.plan = resolve_plan(LogicalPlan(built, _as_target(target)), dict(schema.items()))
         self.sample = None if sample is None else os.fspath(sample)
         self.name = name
         self.optimize = optimize
+        check_qualified_names(self.plan.columns, schema)
         check_plan(self.plan, {col: spec.ltype for col, spec in schema.items()})
 
     @property
@@ -124,7 +130,8 @@ class Pipeline:
 
     def _explain_backends(self, source: Source, analyze: bool, backend: str) -> str:
         plan = self.optimized
-        prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
+        schema = self._with_lookup_tables().schema
+        prepared = execute.prepare(plan, schema, source, phase="fit", backend=backend)
         if analyze:
             params = execute.fit_prepared(plan, prepared, backend)
             execute.transform_prepared(plan, params, prepared, np.float32, backend)
@@ -179,8 +186,8 @@ class Pipeline:
         ``$FASTPREP_MEMORY_BUDGET`` or the available memory less headroom) is fitted on Dask
         partitions (``scheduler``: an address, "local", or "off" to refuse instead).
         """
-        fitted = self._fit(source, backend, client, rows_per_partition, memory_budget,
-                           scheduler, progress)  # fmt: skip
+        fitted = self._with_lookup_tables()._fit(source, backend, client, rows_per_partition,
+                                                 memory_budget, scheduler, progress)  # fmt: skip
         _alert(self, fitted.fit_report, on_alert, "fit")
         return fitted
 
@@ -284,6 +291,13 @@ class Pipeline:
         ``memory_budget`` / ``scheduler``: as :meth:`fit`; ``output_dir`` / ``compress``:
         as :meth:`fit_transform` (an output over the budget is written, never gathered).
         ``save=False``: an in-memory result is returned unsaved (the caller writes it)."""
+        bound = self._with_lookup_tables()
+        if bound is not self:  # the side tables read once, for this fit
+            return bound.fit_and_transform(
+                source, backend=backend, out_dtype=out_dtype, on_overflow=on_overflow,
+                on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
+                output_dir=output_dir, compress=compress, save=save,
+            )  # fmt: skip
         precision = Precision(out_dtype, on_overflow)
         dtype = precision.compute_dtype
         plan = self.optimized
@@ -347,6 +361,19 @@ class Pipeline:
         # published output's the transform's: a rule in both is sent once
         _alert(self, fitted.fit_report, on_alert, "fit", _run_report(opened))
         return fitted, opened
+
+    def _with_lookup_tables(self) -> Pipeline:
+        """This pipeline with its lookup tables read and validated (a copy that the fitted
+        pipeline keeps); itself when it has no lookups or is such a copy already. Each fit
+        reads the side tables afresh."""
+        if not isinstance(self.schema, JoinedSchema) or getattr(self, "_fitting", False):
+            return self
+        from fastprep.runtime.lookups import load_tables
+
+        bound = copy.copy(self)
+        bound.schema = load_tables(self.schema, self.optimized.columns)
+        bound._fitting = True
+        return bound
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(
@@ -564,6 +591,7 @@ class FittedPipeline:
         arrays: dict[str, np.ndarray] = {}  # fitted arrays (bin edges) go to the npz file
         doc = {
             "schema": self.schema.to_dict(),
+            **_lookup_tables_doc(self.schema, arrays),
             "plan": self.pipeline.plan.to_dict(),
             "params": encode_floats(split_arrays(self.params, arrays)),
             "sample": self.pipeline.sample,
@@ -590,7 +618,7 @@ def load(
     """
     doc, arrays = read_state(published_pipeline(path))
     try:
-        schema = Schema.from_dict(doc["schema"])
+        schema = _with_stored_tables(schema_from_dict(doc["schema"]), doc, arrays)
         plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
         params = join_arrays(decode_floats(doc["params"]), arrays)
     except (KeyError, TypeError, ValueError) as exc:
@@ -610,6 +638,25 @@ def load(
     if doc.get("quantization") is not None:
         fitted.quantization = Quantization.from_dict(doc["quantization"])
     return fitted
+
+
+def _lookup_tables_doc(schema: Schema, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The fitted side tables for the state file (their arrays go to its npz part)."""
+    if not isinstance(schema, JoinedSchema) or schema.tables is None:
+        return {}
+    tables = {name: table.to_dict() for name, table in schema.tables.items()}
+    return {"lookup_tables": split_arrays(tables, arrays)}
+
+
+def _with_stored_tables(schema: Schema, doc: dict[str, Any], arrays: Any) -> Schema:
+    if not isinstance(schema, JoinedSchema):
+        return schema
+    from fastprep.data.lookup_join import LookupTable
+
+    stored = join_arrays(doc.get("lookup_tables") or {}, arrays)
+    if not isinstance(stored, dict):
+        raise StateFormatError("malformed lookup tables in the fitted state")
+    return schema.bind({str(n): LookupTable.from_dict(t) for n, t in stored.items()})
 
 
 def _profile(prepared: execute.Prepared) -> dict[str, Any]:

