@@ -78,8 +78,9 @@ class LookupTable:
         rows = self.rows_for(keys)
         return {name: _gather(self.values[name], rows) for name in columns}
 
-    def check_unique(self, row_ids: RowIds) -> None:
-        """A duplicated key is an error naming the key values and the side rows."""
+    def check_unique(self, row_ids: RowIds, timestamps: tuple[bool, ...] = ()) -> None:
+        """A duplicated key is an error naming the key values and the side rows
+        (``timestamps``: which key columns to show as times, not seconds)."""
         _, side_codes, _ = self._built()
         present = side_codes >= 0
         unique, counts = np.unique(side_codes[present], return_counts=True)
@@ -91,8 +92,10 @@ class LookupTable:
         for code in repeated[:SHOW_DUPLICATES]:
             rows = positions[side_codes[present] == code]
             shown = ", ".join(str(int(row_ids[int(r)])) for r in rows[:10])
-            value = ", ".join(f"{k}={_value(col, int(rows[0]))!r}"
-                              for k, col in zip(self.key, self.key_values, strict=True))  # fmt: skip
+            value = ", ".join(
+                f"{k}={_value(col, int(rows[0]), i < len(timestamps) and timestamps[i])!r}"
+                for i, (k, col) in enumerate(zip(self.key, self.key_values, strict=True))
+            )
             lines.append(f"{value} at rows {shown}")
         more = f" (and {len(repeated) - SHOW_DUPLICATES} more)" if len(repeated) > 5 else ""
         raise DataValidationError(
@@ -206,11 +209,14 @@ def _gather(values: Column, rows: np.ndarray) -> Column:
     return np.append(np.asarray(values, dtype=np.float64), np.nan)[rows]
 
 
-def _value(column: Column, row: int) -> Any:
+def _value(column: Column, row: int, timestamp: bool = False) -> Any:
     if isinstance(column, TextColumn):
         code = int(column.codes[row])
         return None if code < 0 else str(column.uniques[code])
-    return float(np.asarray(column)[row])
+    value = float(np.asarray(column)[row])
+    if timestamp and np.isfinite(value):
+        return str(np.datetime64(round(value * 1e6), "us"))
+    return value
 
 
 def as_stored(column: Column) -> Column:

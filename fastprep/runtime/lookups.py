@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fastprep.api.lookup import JoinedSchema, Lookup, qualified
+from fastprep.api.schema import Datetime
 from fastprep.data.columns import RowRange, Table
 from fastprep.data.lookup_join import LookupTable, as_stored
 from fastprep.data.sources import raw_len, read_source
@@ -52,7 +53,7 @@ def read_lookup(name: str, lookup: Lookup, columns: list[str]) -> LookupTable:
         name, tuple(keys), tuple(as_stored(table[k]) for k in keys),
         {c: as_stored(table[c]) for c in columns},
     )  # fmt: skip
-    stored.check_unique(table.row_ids)
+    stored.check_unique(table.row_ids, tuple(isinstance(spec[k], Datetime) for k in keys))
     return stored
 
 

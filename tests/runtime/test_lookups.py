@@ -210,3 +210,54 @@ def test_a_target_from_a_lookup_column(flights):
     keep = seats.notna().to_numpy()  # a missing target quarantines the row
     assert out.report.rows_quarantined == int((~keep).sum())
     np.testing.assert_array_equal(out.y, (seats[keep] > 150).to_numpy(np.float32))
+
+
+# ---------------------------------------------------------------- bad side tables
+
+
+def test_a_duplicated_key_names_the_key_values_and_rows(flights, tmp_path):
+    planes = pd.read_parquet(PLANES)
+    broken = pd.concat([planes, planes.iloc[[7, 7, 2000]]], ignore_index=True)
+    broken.to_parquet(tmp_path / "planes.parquet")
+    with pytest.raises(fp.DataValidationError) as info:
+        pipeline(planes=tmp_path / "planes.parquet").fit(flights)
+    message = str(info.value)
+    assert "lookup 'planes'" in message and "not unique" in message
+    assert f"tailnum={planes.tailnum[7]!r} at rows 7, 3322, 3323" in message
+    assert f"tailnum={planes.tailnum[2000]!r} at rows 2000, 3324" in message
+
+
+def test_a_duplicated_two_column_key(flights, tmp_path):
+    weather = pd.read_parquet(WEATHER)
+    pd.concat([weather, weather.iloc[[5]]], ignore_index=True).to_parquet(tmp_path / "w.parquet")
+    with pytest.raises(fp.DataValidationError, match=r"origin='EWR', time_hour='2013-01-01T11:00:00.000000' at rows 5, 26115"):
+        pipeline(weather=tmp_path / "w.parquet").fit(flights)
+
+
+def test_a_side_row_breaking_its_schema_is_an_error_not_a_dropped_row(flights, tmp_path):
+    planes = pd.read_parquet(PLANES)
+    planes.loc[[3, 9], "seats"] = -1
+    planes.to_parquet(tmp_path / "planes.parquet")
+    strict = fp.Schema({**dict(PLANES_SCHEMA.items()), "seats": fp.Int(min=1)})
+    p = fp.Pipeline(SCHEMA, [fp.col("planes.seats") >> fp.FillMissing(0)], lookups={
+        "planes": fp.Lookup(tmp_path / "planes.parquet", key={"tailnum": "tailnum"},
+                            schema=strict)})  # fmt: skip
+    with pytest.raises(fp.DataValidationError) as info:
+        p.fit(flights)
+    message = str(info.value)
+    assert "lookup 'planes'" in message and "2 row(s)" in message
+    assert "'seats'" in message and "below_min" in message and "3, 9" in message
+
+
+def test_a_missing_side_file_names_the_lookup(flights, tmp_path):
+    with pytest.raises(fp.SourceError, match="lookup 'planes'"):
+        pipeline(planes=tmp_path / "absent.parquet").fit(flights)
+
+
+def test_a_side_table_in_memory(flights):
+    """The side table may be a DataFrame (or any source fastprep reads)."""
+    frame = pd.read_parquet(PLANES)
+    p = fp.Pipeline(SCHEMA, [fp.col("planes.seats") >> fp.FillMissing(0)], lookups={
+        "planes": fp.Lookup(frame, key={"tailnum": "tailnum"}, schema=PLANES_SCHEMA)})  # fmt: skip
+    out = p.fit_transform(flights)
+    np.testing.assert_array_equal(out.X[:, 0], joined(flights)["seats"].fillna(0).to_numpy(np.float32))
