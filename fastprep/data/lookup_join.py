@@ -37,6 +37,9 @@ class _KeyIndex:
     #: text: the side's distinct values; numbers: the side's sorted distinct values
     values: Any
     text: bool
+    #: whole numbers on a regular grid (hourly UTC seconds): (first, step, code per slot),
+    #: so a source value's code is one division and one gather, not a binary search
+    grid: tuple[float, float, np.ndarray] | None = None
 
 
 @dataclass
@@ -151,7 +154,22 @@ def _key_index(column: Column) -> _KeyIndex:
         return _KeyIndex(column.n_unique, uniques, True)
     values = np.asarray(column, dtype=np.float64)
     distinct = np.unique(values[~np.isnan(values)])
-    return _KeyIndex(len(distinct), distinct, False)
+    return _KeyIndex(len(distinct), distinct, False, _grid(distinct))
+
+
+def _grid(distinct: np.ndarray) -> tuple[float, float, np.ndarray] | None:
+    """The regular grid of whole numbers ``distinct`` lies on, if it is small enough."""
+    if len(distinct) < 2 or not np.all(np.isfinite(distinct)):
+        return None
+    if abs(distinct[0]) > 2**52 or abs(distinct[-1]) > 2**52 or np.any(distinct % 1):
+        return None
+    step = int(np.gcd.reduce(np.diff(distinct).astype(np.int64)))
+    slots = int((distinct[-1] - distinct[0]) // step) + 1
+    if slots > max(64 * len(distinct), 1 << 16) or slots > DENSE_CODES:
+        return None
+    codes = np.full(slots, -1, dtype=np.int64)
+    codes[((distinct - distinct[0]) // step).astype(np.int64)] = np.arange(len(distinct))
+    return float(distinct[0]), float(step), codes
 
 
 def _own_codes(column: Column, index: _KeyIndex) -> np.ndarray:
@@ -176,7 +194,14 @@ def _source_codes(column: Column, index: _KeyIndex) -> np.ndarray:
         found = pc.index_in(uniques, value_set=side).fill_null(-1)
         per_unique = np.append(found.to_numpy(zero_copy_only=False).astype(np.int64), -1)
         return per_unique[column.codes]  # code -1 (missing) reads the -1 appended
-    return _search(np.asarray(column, dtype=np.float64), index.values)
+    values = np.asarray(column, dtype=np.float64)
+    if index.grid is None:
+        return _search(values, index.values)
+    first, step, codes = index.grid
+    position = (values - first) / step
+    inside = (position >= 0) & (position < len(codes))  # False for NaN
+    slot = np.where(inside, position, 0).astype(np.int64)
+    return np.where(inside & (slot == position), codes[slot], -1)
 
 
 def _search(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:

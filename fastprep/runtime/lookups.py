@@ -45,7 +45,8 @@ def read_lookup(name: str, lookup: Lookup, columns: list[str]) -> LookupTable:
         broken = [f.message() for f in result.findings if f.action == "quarantine"]
         raise DataValidationError(
             f"{where}: {len(result.quarantine):,} row(s) break the lookup's schema (a side "
-            "table's rows are never dropped):\n  " + "\n  ".join(broken)
+            "table's rows are never dropped):\n  "
+            + "\n  ".join(broken)
             + "\nfix the table, or declare the column nullable / on_invalid='repair' or 'warn'"
         )
     table = result.table

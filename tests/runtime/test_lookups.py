@@ -230,7 +230,10 @@ def test_a_duplicated_key_names_the_key_values_and_rows(flights, tmp_path):
 def test_a_duplicated_two_column_key(flights, tmp_path):
     weather = pd.read_parquet(WEATHER)
     pd.concat([weather, weather.iloc[[5]]], ignore_index=True).to_parquet(tmp_path / "w.parquet")
-    with pytest.raises(fp.DataValidationError, match=r"origin='EWR', time_hour='2013-01-01T11:00:00.000000' at rows 5, 26115"):
+    with pytest.raises(
+        fp.DataValidationError,
+        match=r"origin='EWR', time_hour='2013-01-01T11:00:00.000000' at rows 5, 26115",
+    ):
         pipeline(weather=tmp_path / "w.parquet").fit(flights)
 
 
@@ -260,4 +263,6 @@ def test_a_side_table_in_memory(flights):
     p = fp.Pipeline(SCHEMA, [fp.col("planes.seats") >> fp.FillMissing(0)], lookups={
         "planes": fp.Lookup(frame, key={"tailnum": "tailnum"}, schema=PLANES_SCHEMA)})  # fmt: skip
     out = p.fit_transform(flights)
-    np.testing.assert_array_equal(out.X[:, 0], joined(flights)["seats"].fillna(0).to_numpy(np.float32))
+    np.testing.assert_array_equal(
+        out.X[:, 0], joined(flights)["seats"].fillna(0).to_numpy(np.float32)
+    )

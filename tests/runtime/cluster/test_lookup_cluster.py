@@ -18,12 +18,30 @@ SAMPLES = REPO / "data_samples"
 
 
 def _pipeline(folder) -> fp.Pipeline:
-    schema = fp.Schema({"tailnum": fp.String(nullable=True), "origin": fp.Category(),
-                        "time_hour": fp.Datetime(tz="UTC"), "dep_delay": fp.Float(nullable=True)})
-    planes = fp.Schema({"tailnum": fp.String(), "year": fp.Int(nullable=True),
-                        "seats": fp.Int(), "manufacturer": fp.String()})
-    weather = fp.Schema({"origin": fp.Category(), "time_hour": fp.Datetime(tz="UTC"),
-                         "temp": fp.Float(nullable=True), "visib": fp.Float()})
+    schema = fp.Schema(
+        {
+            "tailnum": fp.String(nullable=True),
+            "origin": fp.Category(),
+            "time_hour": fp.Datetime(tz="UTC"),
+            "dep_delay": fp.Float(nullable=True),
+        }
+    )
+    planes = fp.Schema(
+        {
+            "tailnum": fp.String(),
+            "year": fp.Int(nullable=True),
+            "seats": fp.Int(),
+            "manufacturer": fp.String(),
+        }
+    )
+    weather = fp.Schema(
+        {
+            "origin": fp.Category(),
+            "time_hour": fp.Datetime(tz="UTC"),
+            "temp": fp.Float(nullable=True),
+            "visib": fp.Float(),
+        }
+    )
     return fp.Pipeline(schema, [
         fp.expr("plane_age = 2013 - planes.year") >> fp.FillMissing("median") >> fp.Standardize(),
         fp.col("planes.seats") >> fp.FillMissing("mean"),
