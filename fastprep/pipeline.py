@@ -186,8 +186,11 @@ class Pipeline:
         ``$FASTPREP_MEMORY_BUDGET`` or the available memory less headroom) is fitted on Dask
         partitions (``scheduler``: an address, "local", or "off" to refuse instead).
         """
-        fitted = self._with_lookup_tables()._fit(source, backend, client, rows_per_partition,
-                                                 memory_budget, scheduler, progress)  # fmt: skip
+        bound = self._with_lookup_tables()
+        fitted = bound._fit(source, backend, client, rows_per_partition, memory_budget,
+                            scheduler, progress)  # fmt: skip
+        if bound is not self:  # a later fit of fitted.pipeline reads the side tables again
+            bound._fitting = False
         _alert(self, fitted.fit_report, on_alert, "fit")
         return fitted
 
@@ -293,11 +296,13 @@ class Pipeline:
         ``save=False``: an in-memory result is returned unsaved (the caller writes it)."""
         bound = self._with_lookup_tables()
         if bound is not self:  # the side tables read once, for this fit
-            return bound.fit_and_transform(
+            result = bound.fit_and_transform(
                 source, backend=backend, out_dtype=out_dtype, on_overflow=on_overflow,
                 on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
                 output_dir=output_dir, compress=compress, save=save,
             )  # fmt: skip
+            bound._fitting = False
+            return result
         precision = Precision(out_dtype, on_overflow)
         dtype = precision.compute_dtype
         plan = self.optimized
@@ -371,7 +376,7 @@ class Pipeline:
         from fastprep.runtime.lookups import load_tables
 
         bound = copy.copy(self)
-        bound.schema = load_tables(self.schema, self.optimized.columns)
+        bound.schema = load_tables(self.schema.unbound(), self.optimized.columns)
         bound._fitting = True
         return bound
 

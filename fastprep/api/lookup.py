@@ -136,6 +136,10 @@ class JoinedSchema(Schema):
         """This schema with the fitted side tables (read and validated at fit)."""
         return JoinedSchema(self.source, self.lookups, tables)
 
+    def unbound(self) -> JoinedSchema:
+        """This schema without fitted tables (a fit reads them afresh)."""
+        return self if self.tables is None else JoinedSchema(self.source, self.lookups)
+
     def resolved(self, folder: str | os.PathLike[str]) -> JoinedSchema:
         lookups = {n: lk.resolved(folder) for n, lk in self.lookups.items()}
         return JoinedSchema(self.source, lookups, self.tables)

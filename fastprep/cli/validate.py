@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastprep.api.lookup import JoinedSchema
 from fastprep.data.sources import Source
 from fastprep.errors import DataValidationError
 from fastprep.pipeline import Pipeline
@@ -54,7 +55,12 @@ def run_checks(pipeline: Pipeline, source: Source, *, phase: str = "fit") -> Che
     """Validate ``source`` as ``pipeline`` would at ``phase`` (``fit`` requires the target)."""
     plan = pipeline.optimized
     try:
-        prepared = execute.prepare(plan, pipeline.schema, source, phase=phase, backend="pandas")
+        schema = pipeline.schema
+        if isinstance(schema, JoinedSchema) and schema.tables is None:
+            from fastprep.runtime.lookups import load_tables
+
+            schema = load_tables(schema, plan.columns)  # the side tables are checked too
+        prepared = execute.prepare(plan, schema, source, phase=phase, backend="pandas")
     except DataValidationError as exc:
         return CheckResult(Report(), exc)
     report = prepared.report

@@ -266,3 +266,41 @@ def test_a_side_table_in_memory(flights):
     np.testing.assert_array_equal(
         out.X[:, 0], joined(flights)["seats"].fillna(0).to_numpy(np.float32)
     )
+
+
+def test_zoned_keys_match_the_same_instant_whatever_the_declared_zone(flights):
+    """flights' ``time_hour`` declared in New York time still matches weather's UTC stamps:
+    zone-aware timestamps compare as instants."""
+    local = fp.Schema({**dict(SCHEMA.items()), "time_hour": fp.Datetime(tz="America/New_York")})
+    features = [fp.col("weather.temp") >> fp.FillMissing(-99)]
+    utc = fp.Pipeline(SCHEMA, features, lookups=lookups()).fit_transform(flights)
+    ny = fp.Pipeline(local, features, lookups=lookups()).fit_transform(flights)
+    assert_same_matrix(ny.X, utc.X)
+    np.testing.assert_array_equal(
+        utc.X[:, 0], joined(flights)["temp"].fillna(-99).to_numpy(np.float32)
+    )
+
+
+def test_each_fit_reads_the_side_table_again(flights, tmp_path):
+    planes = pd.read_parquet(PLANES)
+    planes.to_parquet(tmp_path / "planes.parquet")
+    p = fp.Pipeline(SCHEMA, [fp.col("planes.seats") >> fp.FillMissing(0)],
+                    lookups=lookups(planes=tmp_path / "planes.parquet"))  # fmt: skip
+    first = p.fit(flights)
+    planes.assign(seats=planes["seats"] * 2).to_parquet(tmp_path / "planes.parquet")
+    second = p.fit(flights)
+    third = first.pipeline.fit(flights)
+    before = first.transform(flights).X[:, 0]
+    np.testing.assert_array_equal(second.transform(flights).X[:, 0], before * 2)
+    np.testing.assert_array_equal(third.transform(flights).X[:, 0], before * 2)
+    np.testing.assert_array_equal(first.transform(flights).X[:, 0], before)  # its own state
+
+
+def test_validate_command_checks_the_side_tables_too(flights, tmp_path):
+    from fastprep.cli.validate import run_checks
+
+    planes = pd.read_parquet(PLANES)
+    pd.concat([planes, planes.iloc[[0]]]).to_parquet(tmp_path / "planes.parquet")
+    assert run_checks(pipeline(), flights).error is None
+    result = run_checks(pipeline(planes=tmp_path / "planes.parquet"), flights)
+    assert "not unique" in str(result.error)
