@@ -17,7 +17,13 @@ import numpy as np
 from fastprep.api import pipeline_file
 from fastprep.api.builders import FeatureBuilder
 from fastprep.api.check import check_plan
-from fastprep.api.lookup import JoinedSchema, Lookup, check_qualified_names, schema_from_dict
+from fastprep.api.lookup import (
+    JoinedSchema,
+    Lookup,
+    check_qualified_names,
+    describe_lookups,
+    schema_from_dict,
+)
 from fastprep.api.resolve import resolve_plan
 from fastprep.api.schema import Schema, column_facts
 from fastprep.backends import stages as stage_backends
@@ -111,9 +117,13 @@ class Pipeline:
             raise PipelineDefinitionError(f"explain(stage={stage!r}): 'logical' or 'optimized'")
         logical = replace(self.plan, facts=column_facts(self.schema))
         if stage == "logical":
-            return logical.tree()
+            return logical.tree() + describe_lookups(self.schema, logical.columns)
         optimized = self.optimized
-        text = optimized.tree() + "\n" + "\n".join(describe_rewrites(logical, optimized))
+        text = optimized.tree() + describe_lookups(self.schema, optimized.columns)
+        read = None  # with lookups: the source's columns, not the joined ones
+        if isinstance(self.schema, JoinedSchema):
+            read = self.schema.read_columns(optimized.columns)
+        text += "\n" + "\n".join(describe_rewrites(logical, optimized, read))
         if source is None:
             return text
         source = collect_once(source, self.schema.read_columns(optimized.columns))
@@ -713,9 +723,13 @@ def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[
                     raise StateFormatError(str(exc)) from None
 
 
-def describe_rewrites(before: LogicalPlan, after: LogicalPlan) -> list[str]:
-    """One line per thing the optimizer changed, for ``explain``."""
-    lines = [f"passes: read {len(after.columns)} column(s): {', '.join(after.columns)}"]
+def describe_rewrites(
+    before: LogicalPlan, after: LogicalPlan, read: Sequence[str] | None = None
+) -> list[str]:
+    """One line per thing the optimizer changed, for ``explain`` (``read``: the source's
+    columns read, when they are not the plan's own, e.g. lookup keys)."""
+    read = after.columns if read is None else read
+    lines = [f"passes: read {len(read)} column(s): {', '.join(read)}"]
     for old, new in zip(before.features, after.features, strict=True):
         for a, b in zip(old.inputs, new.inputs, strict=True):
             if a.expr != b.expr:

@@ -179,6 +179,23 @@ class JoinedSchema(Schema):
         }
 
 
+def describe_lookups(schema: Schema, columns: Iterable[str]) -> str:
+    """Lines for ``explain``: each lookup the plan uses, its key and the joined columns."""
+    if not isinstance(schema, JoinedSchema):
+        return ""
+    lines = []
+    for name, used in schema.used(columns).items():
+        lookup = schema.lookups[name]
+        key = ", ".join(left if left == right else f"{left} = {name}.{right}"
+                        for left, right in lookup.key)  # fmt: skip
+        where = lookup.path if lookup.path is not None else "a table in memory"
+        fitted = schema.tables is not None and name in schema.tables
+        rows = f", {schema.tables[name].n_rows:,} rows fitted" if fitted else ""
+        lines.append(f"\n└─ lookup {name} ({where}{rows}): left join by {key} -> "
+                     + ", ".join(f"{name}.{c}" for c in used))  # fmt: skip
+    return "".join(lines)
+
+
 def schema_from_dict(data: Mapping[str, Any]) -> Schema:
     """A saved schema: a :class:`JoinedSchema` (unbound) if it has lookups."""
     lookups = data.get("lookups") if isinstance(data, Mapping) else None

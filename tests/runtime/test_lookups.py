@@ -196,10 +196,17 @@ def test_batches_and_shards(flights, tmp_path):
     np.testing.assert_array_equal(fp.open_output(tmp_path / "shards").whole().X, whole)
 
 
-def test_explain_shows_the_lookup_columns(flights):
-    text = pipeline().explain("logical")
-    assert "2013 - `planes.year`" in text or "2013 - planes.year" in text
-    assert "weather.visib" in text
+def test_explain_shows_the_lookups(flights):
+    p = pipeline()
+    text = p.explain()
+    assert "plane_age = 2013 - `planes.year`" in text
+    assert "lookup planes (" in text and "left join by tailnum -> planes.year, planes.seats" in text
+    assert "left join by origin, time_hour -> weather.temp" in text
+    assert "passes: read 4 column(s): distance, tailnum, origin, time_hour" in text
+    fitted = p.fit(flights)
+    assert "3,322 rows fitted" in fitted.pipeline.explain("logical")
+    analyzed = p.explain(SAMPLES / "flights.parquet", analyze=True)
+    assert "lookup weather" in analyzed and "join" in analyzed
 
 
 def test_a_target_from_a_lookup_column(flights):
