@@ -113,6 +113,9 @@ class JoinedSchema(Schema):
             raise PipelineDefinitionError(
                 'Pipeline(lookups=...) takes a dict {"planes": fp.Lookup(...)}'
             )
+        if isinstance(source, JoinedSchema):  # more lookups on a joined schema: one level
+            lookups = {**source.lookups, **lookups}
+            source = source.source
         columns: dict[str, ColumnType] = dict(source.items())
         for name, lookup in lookups.items():
             _check_lookup(name, lookup, source)

@@ -311,3 +311,17 @@ def test_validate_command_checks_the_side_tables_too(flights, tmp_path):
     assert run_checks(pipeline(), flights).error is None
     result = run_checks(pipeline(planes=tmp_path / "planes.parquet"), flights)
     assert "not unique" in str(result.error)
+
+
+def test_as_a_scikit_learn_transformer(flights):
+    from sklearn.base import clone
+
+    from fastprep.sklearn import FastprepTransformer
+
+    model = FastprepTransformer(pipeline())
+    X = model.fit_transform(flights)
+    check(type("Out", (), {"X": X, "feature_names": model.get_feature_names_out()}), flights,
+          flights)  # fmt: skip
+    again = clone(model).set_params(features__0__0__value=-2).fit(flights).transform(flights)
+    np.testing.assert_array_equal(again[:, 1:], X[:, 1:])
+    np.testing.assert_array_equal(again[:, 0] == -2, X[:, 0] == -1)
