@@ -13,6 +13,7 @@ binary search). A source row whose key is missing or absent from the side table 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +122,14 @@ class LookupTable:
                 dense[side[present]] = present
             self._index = (indexes, side, dense)
         return self._index
+
+    def digest(self) -> str:
+        """A hash of the table's names and arrays (a resumed job's outputs must match it)."""
+        digest = hashlib.sha256(repr((self.name, self.key, sorted(self.values))).encode())
+        for column in (*self.key_values, *(self.values[n] for n in sorted(self.values))):
+            for part in _column_to_dict(column).values():
+                digest.update(np.ascontiguousarray(part).tobytes())
+        return digest.hexdigest()
 
     # ---------------------------------------------------------------- fitted state
     def to_dict(self) -> dict[str, Any]:

@@ -77,3 +77,11 @@ def test_duplicates_are_named():
     side = LookupTable("p", ("k", "t"), (text(["a", "a", "b", "a"]), np.array([1.0, 2, 1, 1])), {})
     with pytest.raises(ValueError, match=r"k='a', t=1.0 at rows 10, 13"):
         side.check_unique(np.array([10, 11, 12, 13]))
+
+
+def test_digest_follows_the_content():
+    side = LookupTable("p", ("k",), (text(["a", "b"]),), {"n": np.array([1.0, 2.0])})
+    again = LookupTable.from_dict(side.to_dict())
+    assert again.digest() == side.digest()
+    other = LookupTable("p", ("k",), (text(["a", "b"]),), {"n": np.array([1.0, 3.0])})
+    assert other.digest() != side.digest()

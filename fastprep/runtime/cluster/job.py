@@ -150,7 +150,10 @@ def transform(
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
                                          bars)  # fmt: skip
-    fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
+    fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
+    if getattr(schema, "tables", None):  # a refit side table changes the output too
+        fitted += tuple(t.digest() for _, t in sorted(schema.tables.items()))
+    fingerprint = _token(fitted)
     names = make_layout(plan, params).names(plan, params)
     # the client claims the folder for the whole job: its tasks' files are never taken
     # for a killed writer's leftovers by another writer's publish
