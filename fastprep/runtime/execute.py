@@ -233,6 +233,7 @@ def prepare(
     # tells, without a second look at the source)
     target_only = _target_only(plan) if phase == "transform" else []
     columns = schema.read_columns(plan.columns)  # + key columns, for uniqueness
+    target_only = [c for c in target_only if c in columns]  # not a lookup's (joined) column
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
     with report.stage("read"):
         raw, source_info = read_source(source, columns, text, optional=target_only)

@@ -217,6 +217,8 @@ def test_a_target_from_a_lookup_column(flights):
     keep = seats.notna().to_numpy()  # a missing target quarantines the row
     assert out.report.rows_quarantined == int((~keep).sum())
     np.testing.assert_array_equal(out.y, (seats[keep] > 150).to_numpy(np.float32))
+    again = p.fit(flights).transform(flights)  # at transform too, from the fitted table
+    np.testing.assert_array_equal(again.y, out.y)
 
 
 # ---------------------------------------------------------------- bad side tables
