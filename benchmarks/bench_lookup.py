@@ -3,8 +3,9 @@
 Usage: python benchmarks/bench_lookup.py [--input flights.parquet] [--repeat 5]
 
 Each method reads the flights file (the columns it needs), left-joins ``planes`` by
-``tailnum`` and ``weather`` by ``origin`` + ``time_hour`` (flights holds ISO text, weather a
-UTC timestamp: both parse the text), computes the same features with statistics fitted on
+``tailnum`` and ``weather`` by ``origin`` + ``time_hour`` (ISO text in both files, parsed to
+UTC instants on both sides by every method: fastprep validates them as ``fp.Datetime``),
+computes the same features with statistics fitted on
 the rows, and returns a float32 matrix:
 
 - ``pandas``: ``pd.read_parquet`` → ``pd.to_datetime`` → two ``DataFrame.merge(how="left")``
@@ -69,6 +70,7 @@ def with_pandas(path: str) -> np.ndarray:
     weather = pd.read_parquet(WEATHER, columns=["origin", "time_hour", "temp", "wind_speed",
                                                 "precip", "visib"])  # fmt: skip
     flights["time_hour"] = pd.to_datetime(flights["time_hour"], utc=True)
+    weather["time_hour"] = pd.to_datetime(weather["time_hour"], utc=True)
     m = flights.merge(planes, on="tailnum", how="left").merge(
         weather, on=["origin", "time_hour"], how="left"
     )
@@ -95,7 +97,9 @@ def with_polars(path: str) -> np.ndarray:
     )
     planes = pl.read_parquet(PLANES, columns=["tailnum", "year", "seats", "engines"])
     weather = pl.read_parquet(WEATHER, columns=["origin", "time_hour", "temp", "wind_speed",
-                                                "precip", "visib"])  # fmt: skip
+                                                "precip", "visib"]).with_columns(
+        pl.col("time_hour").str.to_datetime(time_zone="UTC", time_unit="us")
+    )  # fmt: skip
     m = flights.join(planes, on="tailnum", how="left").join(
         weather, on=["origin", "time_hour"], how="left"
     )

@@ -39,13 +39,11 @@ def main() -> None:
 
 def make_side_tables() -> None:
     """``planes`` and ``weather`` whole (lookup tables for flights): the package's CSVs as
-    Parquet; weather's ``time_hour`` as a UTC timestamp (flights keeps its ISO text), so a
-    join by ``origin`` + ``time_hour`` matches the same instant across two encodings."""
+    Parquet, columns as pandas reads them (``time_hour`` stays ISO text, as in flights)."""
     folder = flights_csv_path().parent
     planes = pd.read_csv(folder / "planes.csv")
     planes.to_parquet(HERE / "planes.parquet", index=False)
     weather = pd.read_csv(folder / "weather.csv")
-    weather["time_hour"] = pd.to_datetime(weather["time_hour"], utc=True)
     weather.to_parquet(HERE / "weather.parquet", index=False)
     print(f"wrote {len(planes):,} planes and {len(weather):,} weather rows")
 

