@@ -27,16 +27,24 @@ _RESERVED = {"nan", "inf", "pi", "e", "where", "log", "isnull", "True", "False"}
 
 
 class Lookup:
-    """A side table joined onto the source by ``key`` ({source column: lookup column}).
+    """A side table joined onto the source by ``key`` ({source column: lookup column}; a
+    name or list of names when both sides name the key columns alike).
 
     ``source``: a Parquet/CSV path (relative: to the pipeline file when loaded from one,
     else to the current folder at fit) or a table in memory (pandas / pyarrow / Polars).
     ``schema`` declares and validates the side table's columns; its key must be unique.
     """
 
-    def __init__(self, source: Any, key: Mapping[str, str], schema: Schema) -> None:
+    def __init__(
+        self, source: Any, key: Mapping[str, str] | str | list[str] | tuple[str, ...],
+        schema: Schema,
+    ) -> None:  # fmt: skip
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
+        if isinstance(key, str):
+            key = {key: key}
+        elif isinstance(key, (list, tuple)) and all(isinstance(k, str) for k in key):
+            key = {k: k for k in key}
         if not isinstance(schema, Schema):
             raise PipelineDefinitionError("fp.Lookup(schema=...) needs an fp.Schema({...})")
         if not isinstance(key, Mapping) or not key:

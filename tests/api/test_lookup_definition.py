@@ -125,3 +125,10 @@ def test_an_unfitted_run_and_the_explained_plan():
     assert "planes.seats" in p.explain("logical")
     with pytest.raises(fp.PipelineDefinitionError, match="not fitted"):
         p.transform("x.parquet")
+
+
+def test_a_key_named_alike_on_both_sides():
+    one = fp.Lookup("p.parquet", key="tailnum", schema=PLANES)
+    two = fp.Lookup("w.parquet", key=["origin", "time_hour"], schema=WEATHER)
+    assert one.key == (("tailnum", "tailnum"),)
+    assert two.key == (("origin", "origin"), ("time_hour", "time_hour"))
