@@ -230,9 +230,10 @@ def check_qualified_names(columns: Iterable[str], schema: Schema) -> None:
             )
         declared = ", ".join(lookups) if lookups else "none"
         raise ExprSyntaxError(
-            f"{name!r}: attribute access is not allowed in fp.expr, and {lookup!r} is not a "
-            f"declared lookup table (Pipeline(lookups=...): {declared}); a source column "
-            "whose name has a dot is written in backticks and must be in the schema"
+            f"{name!r} is not a schema column, and {lookup!r} is not a declared lookup table "
+            f"(Pipeline(lookups=...): {declared}); `a.b` in fp.expr names a lookup's column "
+            "and attribute access is not allowed otherwise (a source column whose name has "
+            "a dot is declared in the schema, and written in backticks in fp.expr)"
         )
 
 
