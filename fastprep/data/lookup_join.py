@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 from fastprep.data.columns import Column, RowIds, TextColumn
 from fastprep.errors import DataValidationError, StateFormatError
 
-#: a combined key space up to this size is joined through a dense array of side rows
+#: a combined key space up to this size (and a few times the side's rows) is joined
+#: through a dense array of side rows (8 bytes a slot)
 DENSE_CODES = 1 << 25
 #: duplicated keys an error lists
 SHOW_DUPLICATES = 5
@@ -116,7 +117,7 @@ class LookupTable:
                              indexes)  # fmt: skip
             space = int(np.prod([max(ix.size, 1) for ix in indexes], dtype=np.float64))
             dense = None
-            if space <= DENSE_CODES:
+            if space <= min(DENSE_CODES, 8 * len(side) + (1 << 16)):
                 dense = np.full(space + 1, -1, dtype=np.int64)  # the last slot: no match
                 present = np.flatnonzero(side >= 0)
                 dense[side[present]] = present
