@@ -383,10 +383,10 @@ class Pipeline:
         reads the side tables afresh."""
         if not isinstance(self.schema, JoinedSchema) or getattr(self, "_fitting", False):
             return self
-        from fastprep.runtime.lookups import load_tables
+        from fastprep.runtime.lookups import schema_for_fit
 
         bound = copy.copy(self)
-        bound.schema = load_tables(self.schema.unbound(), self.optimized.columns)
+        bound.schema = schema_for_fit(self.schema, self.optimized.columns)
         bound._fitting = True
         return bound
 

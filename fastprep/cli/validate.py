@@ -14,6 +14,7 @@ from fastprep.data.sources import Source
 from fastprep.errors import DataValidationError
 from fastprep.pipeline import Pipeline
 from fastprep.runtime import execute
+from fastprep.runtime.lookups import schema_for_fit
 from fastprep.runtime.report import Report
 from fastprep.validate.alerts import anomaly_patterns
 
@@ -57,9 +58,7 @@ def run_checks(pipeline: Pipeline, source: Source, *, phase: str = "fit") -> Che
     try:
         schema = pipeline.schema
         if isinstance(schema, JoinedSchema) and schema.tables is None:
-            from fastprep.runtime.lookups import load_tables
-
-            schema = load_tables(schema, plan.columns)  # the side tables are checked too
+            schema = schema_for_fit(schema, plan.columns)  # the side tables are checked too
         prepared = execute.prepare(plan, schema, source, phase=phase, backend="pandas")
     except DataValidationError as exc:
         return CheckResult(Report(), exc)

@@ -12,13 +12,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fastprep.api.lookup import JoinedSchema, Lookup, qualified
-from fastprep.api.schema import Datetime
+from fastprep.api.schema import Datetime, Schema
 from fastprep.data.columns import RowRange, Table
 from fastprep.data.lookup_join import LookupTable, as_stored
 from fastprep.data.sources import raw_len, read_source
 from fastprep.errors import DataValidationError, FastprepError, PipelineDefinitionError
 from fastprep.plan.dtypes import LType
 from fastprep.validate import validate_frame
+
+
+def schema_for_fit(schema: Schema, columns: Iterable[str]) -> Schema:
+    """The schema a fit runs with: with lookups, bound to their side tables read afresh
+    (only those ``columns`` use); any other schema as it is."""
+    if not isinstance(schema, JoinedSchema):
+        return schema
+    return load_tables(schema.unbound(), columns)
 
 
 def load_tables(schema: JoinedSchema, columns: Iterable[str]) -> JoinedSchema:
