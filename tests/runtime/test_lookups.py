@@ -197,15 +197,15 @@ def test_batches_and_shards(flights, tmp_path):
     np.testing.assert_array_equal(fp.open_output(tmp_path / "shards").whole().X, whole)
 
 
-def test_explain_shows_the_lookups(flights):
+def test_explain_shows_the_lookups(flights, tmp_path):
     p = pipeline()
     text = p.explain()
     assert "plane_age = 2013 - `planes.year`" in text
     assert "lookup planes (" in text and "left join by tailnum -> planes.year, planes.seats" in text
     assert "left join by origin, time_hour -> weather.temp" in text
     assert "passes: read 4 column(s): distance, tailnum, origin, time_hour" in text
-    fitted = p.fit(flights)
-    assert "3,322 rows fitted" in fitted.pipeline.explain("logical")
+    p.fit(flights).save(tmp_path / "p.fastprep")
+    assert "3,322 rows fitted" in fp.load(tmp_path / "p.fastprep").pipeline.explain("logical")
     analyzed = p.explain(SAMPLES / "flights.parquet", analyze=True)
     assert "lookup weather" in analyzed and "join" in analyzed
 
