@@ -1,13 +1,14 @@
 """Which backend module runs each execution stage: the one asked for, or the planner's.
 
-``backend="auto"`` asks :mod:`fastprep.planning.planner` per stage (predictions from the cost model
-and the kernels' readiness); any other name runs every stage on that backend. The choices
-and the measured stage times go into the run report (``report.plan``).
+Which backends may run at all is :mod:`fastprep.backends.registry`'s answer (``forced``,
+``candidates``); among the candidates, ``backend="auto"`` asks
+:mod:`fastprep.planning.planner` per stage (predictions from the cost model and the
+kernels' readiness). The choices and the measured stage times go into the run report
+(``report.plan``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.backends.reference import backend as reference
-from fastprep.backends.registry import load_backend, resolve
+from fastprep.backends.registry import candidates, forced, load_backend, resolve
 from fastprep.data.columns import Table
 from fastprep.native.kernel_files import numba_cached, numba_loaded
 from fastprep.plan.nodes import LogicalPlan, Stage
@@ -27,11 +28,10 @@ def choose_stage_backends(
     plan: LogicalPlan, table: Table, backend: str
 ) -> list[planner.StageChoice]:
     """One choice per stage of ``plan`` for ``table``'s rows (forced unless ``auto``)."""
-    forced = None if backend == "auto" else resolve(backend).name  # unknown names: an error
+    pinned = forced(backend)  # unknown names: an error
     for feature in plan.features:  # a pinned feature names a real backend (or fails here)
         if feature.backend is not None:
             resolve(feature.backend)
-    usable = ["pandas"] + (["numba"] if importlib.util.find_spec("numba") is not None else [])
     if planner.numba_imported() or planner.job_imports_numba(table.n_rows):
         readiness = lambda _number, stage: _readiness(plan, stage, table)  # noqa: E731
     else:  # a job too small to repay importing numba need not look at its kernels
@@ -40,8 +40,8 @@ def choose_stage_backends(
         plan,
         table.n_rows,
         readiness=readiness,
-        forced=forced,
-        available=usable,
+        forced=pinned,
+        available=candidates(),
         numba_imported=planner.numba_imported(),
     )
 
@@ -50,7 +50,7 @@ def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
     """Loaded, in Numba's disk cache, or to be compiled — found without importing Numba
     (whether Numba is imported is the planner's separate question)."""
     if planner.stage_work(plan, stage)[0] == "hash":
-        return _hash_readiness()
+        return hash_readiness()
     if stage.kind != "fused":
         return planner.READY  # the numba backend runs encoders by the reference code
     return load_backend("numba").kernel_readiness(plan, stage, table)
@@ -77,9 +77,9 @@ def target_values(
 
 def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:
     assert plan.target is not None
-    forced = None if backend == "auto" else resolve(backend).name
-    if forced is not None or importlib.util.find_spec("numba") is None:
-        return "numba" if forced == "numba" else "pandas"
+    pinned = forced(backend)
+    if pinned is not None or "numba" not in candidates():
+        return "numba" if pinned == "numba" else "pandas"
     if not planner.job_imports_numba(table.n_rows):
         return "pandas"  # importing numba for the target alone never pays
     readiness = load_backend("numba").target_readiness(plan.target, table)
@@ -87,7 +87,7 @@ def _target_backend(plan: LogicalPlan, table: Table, backend: str) -> str:
     return min(predicted, key=lambda b: (predicted[b], b != "pandas"))
 
 
-def _hash_readiness() -> str:
+def hash_readiness() -> str:
     """The hashing kernels (MurmurHash3 over row bytes, then CSR by sorting or by
     counting): loaded by an earlier call in this process, in Numba's disk cache, or not."""
     from fastprep.backends.numba import hash_csr

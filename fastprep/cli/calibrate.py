@@ -72,7 +72,7 @@ def calibrate(
     pipeline = sample_pipeline()
     frames = {n: sample_frame(n) for n in sizes}
     # one-time costs: the kernels' compile or disk-cache load times of a first numba run
-    hash_cold = stage_backends._hash_readiness() != planner.READY
+    hash_cold = stage_backends.hash_readiness() != planner.READY
     first_report = pipeline.fit_transform(frames[sizes[0]], backend="numba").report
     first = first_report.kernels
     first_hash = sum(

@@ -127,7 +127,7 @@ def test_hash_kernels_count_as_loaded_only_after_their_first_call(flights_pipeli
     from fastprep.backends import stages as stage_backends
 
     flights_pipeline.fit_transform(flights_sample, backend="numba")  # runs the murmur kernels
-    assert stage_backends._hash_readiness() == planner.READY
+    assert stage_backends.hash_readiness() == planner.READY
     profile = planner.CostProfile()
     loaded = planner.predict(profile, "hash", 2, 1_000, planner.READY)["numba"]
     cached = planner.predict(profile, "hash", 2, 1_000, planner.CACHED)["numba"]

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends.numba import dict_encode
 from fastprep.backends.numba import kernels as nk
 from fastprep.backends.numba.codegen import (
     Chain,
@@ -27,36 +26,20 @@ from fastprep.backends.numba.codegen import (
     median_gather_program,
     transform_program,
 )
-from fastprep.backends.numba.hashing import hash_columns
+from fastprep.backends.numba.ops import NUMBA
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference.datetime_parts import zone_table
 from fastprep.backends.reference.expressions import evaluate as evaluate_expr
 from fastprep.backends.reference.expressions import per_code_table
-from fastprep.backends.reference.scalers import maxabs_from_range, needs_values
 from fastprep.backends.reference.stats import (
-    minmax_from_range,
     require_values,
-    standardize_from_moments,
 )
 from fastprep.data.columns import Table, TextColumn
-from fastprep.data.dict_column import DictColumn
-from fastprep.emit.blocks import SparseBlock
-from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.native import kernel_files
 from fastprep.native.arena import ARENA
-from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
-from fastprep.plan.steps import (
-    Bin,
-    Clip,
-    FillMissing,
-    Hash,
-    MaxAbsScale,
-    MinMax,
-    Standardize,
-    Step,
-    Vectorize,
-)
+from fastprep.plan.nodes import Input, LogicalPlan, Stage
+from fastprep.plan.steps import Step
 from fastprep.validate.number_checks import moments_only
 
 #: fixed chunk count for statistics: results do not depend on the number of threads
@@ -88,15 +71,18 @@ def _text_columns(table: Table) -> set[str]:
 def fit_stage(
     plan: LogicalPlan, stage: Stage, table: Table, log: reference.Repairs | None = None
 ) -> dict[int, reference.FeatureParams]:
-    """Fit a stage: fused stages by fit rounds, other stages by the reference code."""
+    """Fit a stage: fused stages by fit rounds, other stages feature by feature (an
+    encoder's own fit, else the reference's)."""
     if stage.kind != "fused":
-        vectorized = [i for i in stage.features if isinstance(plan.features[i].encoder, Vectorize)]
-        rest = Stage(stage.kind, tuple(i for i in stage.features if i not in vectorized))
-        fitted = reference.fit_stage(plan, rest, table) if rest.features else {}
-        for i in vectorized:  # the vocabulary from the flattened entries
-            name = plan.features[i].inputs[0].name
-            fitted[i] = {name: [{"vocabulary": dict_encode.fit_vocabulary(table[name])}]}
-        return dict(sorted(fitted.items()))
+        fitted: dict[int, reference.FeatureParams] = {}
+        for index in stage.features:
+            feature = plan.features[index]
+            ops = [NUMBA.op(step, "fit") for step in feature.steps]
+            own = ops[-1].fit if feature.encoder is not None else None
+            fitted[index] = (
+                own(plan, index, table) if own else reference.fit_feature(feature, table)
+            )
+        return fitted
     chains = chains_of(plan, stage)
     learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
     _static_params(chains, learned)
@@ -107,7 +93,7 @@ def fit_stage(
             if not positions:
                 continue
             s = positions.pop(0)
-            if needs_values(chains[k].steps[s]):
+            if _stat_kind(chains[k].steps[s]) == "values":
                 direct.append((k, s))
                 continue
             targets.append((k, s, _stat_kind(chains[k].steps[s])))
@@ -117,7 +103,7 @@ def fit_stage(
                     targets.append((k, s, "moments"))
                 folded.append((k, s))
         extremes = frozenset(  # a fill folded into a MinMax learns its range too
-            (k, s) for k, s in folded if isinstance(chains[k].steps[s + 1], MinMax)
+            (k, s) for k, s in folded if _stat_kind(chains[k].steps[s + 1]) == "range"
         )
         for k, s in direct:  # quantiles or a likelihood search: numpy on the values
             learned[k][s] = _fit_on_values(plan, chains[k], s, learned[k], table)
@@ -167,10 +153,11 @@ def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> boo
     the fill's pass: its statistics are those of the present values plus the copies of the
     fill value (one pass over the data instead of two)."""
     return (
-        isinstance(steps[s], FillMissing)
+        NUMBA.op(steps[s], "fit").fills
+        and steps[s].needs_fit
         and bool(pending)
         and pending[0] == s + 1
-        and isinstance(steps[s + 1], (Standardize, MinMax))
+        and NUMBA.op(steps[s + 1], "fit").folds_after_fill
     )
 
 
@@ -188,25 +175,20 @@ def _params_after_fill(
         mean = mean + delta * filled / total if count else fill
         m2 = m2 + delta * delta * count * filled / total
         lo, hi = (min(lo, fill), max(hi, fill)) if count else (fill, fill)
-    if isinstance(step, Standardize):
-        return standardize_from_moments(total, mean, m2 / total, what)
-    return minmax_from_range(lo, hi, *step.feature_range)
+    return NUMBA.entry(step, "params")(step, (total, mean, m2, lo, hi), what)
 
 
-def _stat_kind(step: Step) -> str:
-    if isinstance(step, FillMissing) and step.value == "median":
-        return "median"
-    return "range" if isinstance(step, (MinMax, MaxAbsScale)) else "moments"
+def _stat_kind(step: Step) -> str | None:
+    """What a fit round computes for a fitted ``step``."""
+    return NUMBA.entry(step, "stat")(step)
 
 
 def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> None:
-    """Parameters known without data (fill constants, fixed bin edges); clip bounds come
-    from the step."""
+    """Parameters known without data (fill constants, fixed bin edges), by the reference's
+    fit of a step that learns nothing from its values."""
     for chain, params in zip(chains, learned):
         for s, step in enumerate(chain.steps):
-            if isinstance(step, FillMissing) and not step.needs_fit:
-                params[s] = {"fill": step.value}
-            elif isinstance(step, Bin) and not step.needs_fit:
+            if not step.needs_fit:
                 params[s] = reference.fit_step(step, np.empty(0), step.describe())
 
 
@@ -217,13 +199,7 @@ def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any
         return {"fill": value}
     count, mean, m2, lo, hi = (float(v) for v in result[:5])
     require_values(int(count), -1, what)
-    if isinstance(step, Standardize):
-        return standardize_from_moments(int(count), mean, m2 / count, what)
-    if isinstance(step, MinMax):
-        return minmax_from_range(lo, hi, *step.feature_range)
-    if isinstance(step, MaxAbsScale):
-        return maxabs_from_range(lo, hi)
-    return {"fill": mean}
+    return NUMBA.entry(step, "params")(step, (int(count), mean, m2, lo, hi), what)
 
 
 def _run_fit(
@@ -310,15 +286,14 @@ def run_stage(
 ) -> set[int]:
     """Run a stage into ``sink``; a fused stage reports its features checked finite."""
     if stage.kind != "fused":
-        rest = [
-            i for i in stage.features
-            if not isinstance(plan.features[i].encoder, (Hash, Vectorize))
-        ]  # fmt: skip
         for index in stage.features:
-            if index not in rest:
-                sink.put(index, hash_feature(plan.features[index], params[index], table, log))
-        if rest:
-            reference.run_stage(plan, Stage(stage.kind, tuple(rest)), params, table, sink, log)
+            feature = plan.features[index]
+            ops = [NUMBA.op(step, "encode") for step in feature.steps]
+            own = ops[-1].encode if feature.encoder is not None else None
+            if own is not None:
+                own(feature, params[index], table, sink, index, log)
+            else:
+                reference.run_stage(plan, Stage(stage.kind, (index,)), params, table, sink, log)
         return set()
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
@@ -374,49 +349,6 @@ def target_readiness(target: Input, table: Table) -> str:
         [chain], _text_columns(table), table.selection is not None, _tabled(table, [chain])
     )
     return _readiness_of(program.key)
-
-
-def hash_feature(
-    feature: Feature, fitted: reference.FeatureParams, table: Table, log: reference.Repairs
-) -> SparseBlock:
-    """The Numba MurmurHash3 kernel straight to CSR (bit-identical to FeatureHasher).
-
-    Text columns are already dictionary-encoded: each distinct value is hashed once and
-    gathered by code; quarantined rows are skipped by gathering the selected codes.
-    """
-    encoder = feature.encoder
-    name = feature.inputs[0].name
-    if isinstance(table.columns.get(name), DictColumn):  # fp.Dict >> Hash / Vectorize
-        if isinstance(encoder, Vectorize):
-            vocabulary = fitted[name][-1]["vocabulary"]
-            return SparseBlock(f"{name}:", dict_encode.vectorize_dicts(table[name], vocabulary))
-        assert isinstance(encoder, Hash)
-        hashed = dict_encode.hash_dicts(
-            table[name], encoder.n_features, alternate_sign=encoder.alternate_sign
-        )
-        return SparseBlock(hash_prefix(feature), hashed)
-    assert isinstance(encoder, Hash)
-    if len(feature.steps) > 1:  # numeric inputs go through the steps before the hash
-        values = {i.name: reference.input_values(i, table, log) for i in feature.inputs}
-        values = reference.before_encoder(feature, fitted, values, log)
-        columns = list(values.items())
-    else:
-        columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
-    kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}
-    if feature.cross:
-        matrix = hash_columns([], encoder.n_features, crosses=[columns], **kwargs)
-    else:
-        matrix = hash_columns(columns, encoder.n_features, **kwargs)
-    return SparseBlock(hash_prefix(feature), matrix)
-
-
-def _hash_input(item: Input, table: Table) -> Any:
-    """A hashed input as the hashing kernels take it: numbers as an array, text as its
-    ``TextColumn`` (dictionary codes of the selected rows: no Arrow round trip)."""
-    if not item.is_plain_column:  # a derived text column stays dictionary-encoded
-        value = reference.input_values(item, table, reference.Repairs())
-        return value if isinstance(value, TextColumn) else np.asarray(value)
-    return table[item.name]
 
 
 # ---------------------------------------------------------------------------- plumbing
@@ -544,8 +476,8 @@ def _param_array(
         elif key.startswith("affine_"):
             a, b = compose_affine(chains[k].steps, learned[k], s, int(key.split(":")[1]))
             values[slot] = a if key.startswith("affine_a") else b
-        elif isinstance(step, Clip):
-            values[slot] = step.lower if key == "lower" else step.upper
+        elif NUMBA.has(step, "constants"):  # e.g. a clip's bounds
+            values[slot] = NUMBA.entry(step, "constants")(step)[key]
         else:
             values[slot] = learned[k][s][key]
     return np.concatenate([values, *arrays]) if arrays else values

@@ -18,6 +18,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
+from fastprep.backends.numba.ops import NUMBA, log1p_code
 from fastprep.backends.reference.datetime_parts import PART_CODES
 from fastprep.native.kernel_files import indent, source_key
 from fastprep.plan.expr import (
@@ -34,19 +35,7 @@ from fastprep.plan.expr import (
     Where,
     walk,
 )
-from fastprep.plan.steps import (
-    Bin,
-    Clip,
-    FillMissing,
-    Log1p,
-    MaxAbsScale,
-    MinMax,
-    PowerTransform,
-    QuantileTransform,
-    RobustScale,
-    Standardize,
-    Step,
-)
+from fastprep.plan.steps import Step
 
 #: rows per statistics block in fit kernels (a few KiB per chain: stays in cache)
 BLOCK = 1024
@@ -394,25 +383,23 @@ def chain_code(emitter: _Emitter, index: int, chain: Chain, upto: int, counted: 
         elif (
             s == 0
             and chain.plain
-            and isinstance(steps[0], Log1p)
+            and NUMBA.has(steps[0], "hoist")
             and chain.name not in emitter.text_columns
-        ):
-            bump = emitter.count(index, "log1p_domain", counted)
-            lines += _log1p_code(emitter.hoist("log1p", chain.name), v, bump)
+        ):  # the ufunc of the whole column by numpy's SIMD loop, ahead of the kernel
+            func = NUMBA.entry(steps[0], "hoist")
+            bump = emitter.count(index, f"{func}_domain", counted)
+            lines += log1p_code(emitter.hoist(func, chain.name), v, bump)
         else:
             lines += _step_code(emitter, index, s, steps[s], v, counted)
         s += run
     return lines
 
 
-_AFFINE = (Standardize, MinMax, MaxAbsScale, RobustScale)
-
-
 def _affine_run(steps: tuple[Step, ...], start: int) -> int:
     """How many consecutive affine steps (Standardize, MinMax, MaxAbsScale, RobustScale)
     begin at ``start``."""
     end = start
-    while end < len(steps) and isinstance(steps[end], _AFFINE):
+    while end < len(steps) and NUMBA.has(steps[end], "affine"):
         end += 1
     return max(end - start, 1)
 
@@ -423,78 +410,14 @@ def compose_affine(
     """``(a, b)`` with ``a * x + b`` equal to steps ``first..last`` applied in order."""
     a, b = 1.0, 0.0
     for step, fitted in zip(steps[first : last + 1], params[first : last + 1]):
-        if isinstance(step, Standardize):
-            mean = fitted["mean"] if step.with_mean else 0.0
-            scale = fitted["scale"] if step.with_std else 1.0
-            a, b = a / scale, (b - mean) / scale
-        elif isinstance(step, MaxAbsScale):
-            a, b = a / fitted["scale"], b / fitted["scale"]
-        elif isinstance(step, RobustScale):
-            center = fitted["center"] if step.with_centering else 0.0
-            scale = fitted["scale"] if step.with_scaling else 1.0
-            a, b = a / scale, (b - center) / scale
-        else:
-            a, b = a * fitted["scale"], b * fitted["scale"] + fitted["min"]
+        a, b = NUMBA.entry(step, "affine")(step, fitted, a, b)
     return a, b
 
 
 def _step_code(
     emitter: _Emitter, index: int, s: int, step: Step, v: str, counted: bool
 ) -> list[str]:
-    p = lambda key: emitter.param(index, s, key)  # noqa: E731
-    if isinstance(step, FillMissing):
-        return [f"if {v} != {v}:", f"    {v} = {p('fill')}"]
-    if isinstance(step, Clip):
-        lines = []
-        if step.lower is not None:
-            lines += [f"if {v} < {p('lower')}:", f"    {v} = {p('lower')}"]
-        if step.upper is not None:
-            lines += [f"if {v} > {p('upper')}:", f"    {v} = {p('upper')}"]
-        return lines
-    if isinstance(step, Log1p):
-        return _log1p_code(f"np.log1p({v})", v, emitter.count(index, "log1p_domain", counted))
-    if isinstance(step, Standardize):
-        lines = [f"{v} = {v} - {p('mean')}"] if step.with_mean else []
-        return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_std else [])
-    if isinstance(step, MinMax):
-        return [f"{v} = {v} * {p('scale')}", f"{v} = {v} + {p('min')}"]
-    if isinstance(step, MaxAbsScale):
-        return [f"{v} = {v} / {p('scale')}"]
-    if isinstance(step, RobustScale):
-        lines = [f"{v} = {v} - {p('center')}"] if step.with_centering else []
-        return lines + ([f"{v} = {v} / {p('scale')}"] if step.with_scaling else [])
-    if isinstance(step, Bin):  # the fitted edges are read from the parameter array
-        return [f"{v} = bin_of(p, np.int64({p('off:edges')}), np.int64({p('len:edges')}), {v})"]
-    if isinstance(step, QuantileTransform):
-        q, r, n = p("off:quantiles"), p("off:references"), p("len:quantiles")
-        helper = f"quantile_{step.output_distribution}"  # quantile_uniform / quantile_normal
-        return [f"{v} = {helper}(p, np.int64({q}), np.int64({r}), np.int64({n}), {v})"]
-    if isinstance(step, PowerTransform):
-        if step.method == "box-cox":  # the reference's rule: a value <= 0 -> missing
-            lines = [
-                f"if {v} <= 0.0:",
-                f"    {emitter.count(index, 'boxcox_domain', counted)}",
-                f"    {v} = np.nan",
-                "else:",
-                f"    {v} = box_cox({v}, {p('lambda')})",
-            ]
-        else:
-            lines = [f"{v} = yeo_johnson({v}, {p('lambda')})"]
-        if step.standardize:
-            lines += [f"{v} = {v} - {p('mean')}", f"{v} = {v} / {p('scale')}"]
-        return lines
-    raise NotImplementedError(f"no fused code for {step.describe()}")
-
-
-def _log1p_code(value: str, v: str, bump: str) -> list[str]:
-    """log1p with the reference's rule: a non-finite result of a present value -> missing."""
-    return [
-        f"lg = {value}",
-        f"if not np.isfinite(lg) and {v} == {v}:",
-        f"    {bump}",
-        "    lg = np.nan",
-        f"{v} = lg",
-    ]
+    return NUMBA.entry(step, "code")(emitter, index, s, step, v, counted)
 
 
 def _header(emitter: _Emitter, extra: str) -> str:

@@ -2,16 +2,21 @@
 
 Every other backend must produce the same X as this one. Steps never modify their input
 in place (an input may be a column of the validated table, shared by other features).
+What it does per step type is one entry of its table ``REFERENCE`` (at the end of this
+module; see :mod:`fastprep.backends.base` for adding a step).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from fastprep.backends.base import Dispatch
+from fastprep.backends.base import FeatureParams as FeatureParams  # the reference API
 from fastprep.backends.reference import dict_columns as dict_reference
 from fastprep.backends.reference import hashing as hashref
 from fastprep.backends.reference import scalers
@@ -29,7 +34,6 @@ from fastprep.data.dict_column import DictColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
-from fastprep.errors import BackendError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
     Bin,
@@ -49,8 +53,6 @@ from fastprep.plan.steps import (
     Step,
     Vectorize,
 )
-
-FeatureParams = dict[str, list[dict[str, Any]]]
 
 
 @dataclass
@@ -113,78 +115,15 @@ def fit_feature(feature: Feature, table: Table) -> FeatureParams:
 
 
 def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str, Any]:
-    if isinstance(step, FillMissing):
-        if step.needs_fit:
-            return {"fill": fill_value(values, step.value, what)}
-        return {"fill": step.value}
-    if isinstance(step, Standardize):
-        return standardize_params(values, what)
-    if isinstance(step, MinMax):
-        return minmax_params(values, *step.feature_range, what)
-    if isinstance(step, (OneHot, Categorify)):
-        return fit_categories(values, step.min_frequency, step.max_categories)
-    if isinstance(step, MaxAbsScale):
-        return scalers.maxabs_params(values, what)  # type: ignore[arg-type]
-    if isinstance(step, RobustScale):
-        return scalers.robust_params(step, values, what)  # type: ignore[arg-type]
-    if isinstance(step, Bin):
-        return scalers.bin_params(step, values, what)  # type: ignore[arg-type]
-    if isinstance(step, QuantileTransform):
-        return scalers.quantile_params(step, values, what)  # type: ignore[arg-type]
-    if isinstance(step, PowerTransform):
-        return scalers.power_params(step, values, what)  # type: ignore[arg-type]
-    if isinstance(step, (Clip, Log1p, Hash, Map)):
-        return {}
-    if isinstance(step, Vectorize):
-        return {"vocabulary": dict_reference.fit_vocabulary(values)}  # type: ignore[arg-type]
-    raise BackendError(f"pandas backend has no fit for {step.describe()}")
+    """What ``step`` learns from ``values`` (its fitted parameters)."""
+    return REFERENCE.entry(step, "fit")(step, values, what)
 
 
 def apply_step(
     step: Step, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
 ) -> np.ndarray:
     """One element-wise step; returns a new array."""
-    if isinstance(values, TextColumn):  # the check allows only a text fill here
-        assert isinstance(step, FillMissing) and step.fills_text
-        return fill_text(values, str(params["fill"]))
-    if isinstance(step, FillMissing):
-        return np.where(np.isnan(values), params["fill"], values)
-    if isinstance(step, Clip):
-        out = values if step.lower is None else np.maximum(values, step.lower)
-        return out if step.upper is None else np.minimum(out, step.upper)
-    if isinstance(step, Log1p):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.log1p(values)
-        bad = ~np.isfinite(out) & ~np.isnan(values)
-        repairs.add(output, "log1p_domain", int(np.count_nonzero(bad)))
-        out[bad] = np.nan
-        return out
-    if isinstance(step, Standardize):
-        out = values - params["mean"] if step.with_mean else values.copy()
-        if step.with_std:
-            out /= params["scale"]
-        return out
-    if isinstance(step, MinMax):
-        out = values * params["scale"]
-        out += params["min"]
-        return out
-    if isinstance(step, MaxAbsScale):
-        return values / params["scale"]
-    if isinstance(step, RobustScale):
-        return scalers.robust_apply(step, params, values)
-    if isinstance(step, Bin):
-        return scalers.bin_codes(params, values)
-    if isinstance(step, QuantileTransform):
-        return scalers.quantile_apply(step, params, values)
-    if isinstance(step, PowerTransform):
-        out, outside = scalers.power_apply(step, params, values)
-        repairs.add(output, "boxcox_domain", outside)
-        return out
-    if isinstance(step, Map):
-        out, bad = apply_map(step.func, values)
-        repairs.add(output, "map_not_finite", bad)
-        return out
-    raise BackendError(f"pandas backend has no element-wise apply for {step.describe()}")
+    return REFERENCE.entry(step, "apply")(step, params, values, output, repairs)
 
 
 def fit_stage(
@@ -216,29 +155,8 @@ def run_stage(
                 with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
                     view[:, j] = apply_chain(feature.steps, fitted[item.name], values[item.name],
                                              item.name, repairs)  # fmt: skip
-        elif isinstance(encoder, OneHot):
-            sink.put(index, onehot_block(feature, fitted, values))
-        elif isinstance(encoder, Categorify):
-            view = sink.numeric_view(index)
-            for j, item in enumerate(feature.inputs):
-                view[:, j] = categorify_codes(values[item.name], fitted[item.name][-1])
-        elif isinstance(encoder, Hash) and isinstance(values[feature.inputs[0].name], DictColumn):
-            hashed = dict_reference.hash_dicts(
-                values[feature.inputs[0].name], encoder.n_features, encoder.alternate_sign
-            )
-            sink.put(index, SparseBlock(hash_prefix(feature), hashed))
-        elif isinstance(encoder, Bin):
-            sink.put(index, bin_block(feature, fitted, values))
-        elif isinstance(encoder, Vectorize):
-            name = feature.inputs[0].name
-            vocabulary = fitted[name][-1]["vocabulary"]
-            matrix = dict_reference.vectorize_dicts(values[name], vocabulary)
-            sink.put(index, SparseBlock(f"{name}:", matrix))
-        elif isinstance(encoder, Hash):
-            hashed = hash_features(encoder, values, table.n_rows, cross=feature.cross)
-            sink.put(index, SparseBlock(hash_prefix(feature), hashed))
         else:
-            raise BackendError(f"pandas backend has no encoder {encoder.describe()}")
+            REFERENCE.entry(encoder, "encode")(feature, fitted, values, table, sink, index)
     return set()
 
 
@@ -353,3 +271,208 @@ def _cross_tokens(values: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[
     combination = np.full(len(present), -1, np.int64)
     combination[present] = inverse
     return present, combination, ["^".join(row) for row in zip(*labels)]
+
+
+# ---------------------------------------------------------------- the step table
+# One function per (step type, feature); ``REFERENCE`` maps each step type to them.
+
+
+def _fit_fill(step: FillMissing, values: Any, what: str) -> dict[str, Any]:
+    if step.needs_fit:
+        return {"fill": fill_value(values, str(step.value), what)}
+    return {"fill": step.value}
+
+
+def _fit_standardize(step: Standardize, values: Any, what: str) -> dict[str, Any]:
+    return standardize_params(values, what)
+
+
+def _fit_minmax(step: MinMax, values: Any, what: str) -> dict[str, Any]:
+    return minmax_params(values, *step.feature_range, what)
+
+
+def _fit_vocabulary(step: OneHot | Categorify, values: Any, what: str) -> dict[str, Any]:
+    return fit_categories(values, step.min_frequency, step.max_categories)
+
+
+def _fit_maxabs(step: MaxAbsScale, values: Any, what: str) -> dict[str, Any]:
+    return scalers.maxabs_params(values, what)
+
+
+def _fit_dict_vocabulary(step: Vectorize, values: Any, what: str) -> dict[str, Any]:
+    return {"vocabulary": dict_reference.fit_vocabulary(values)}
+
+
+def no_fit(step: Step, values: Any, what: str) -> dict[str, Any]:
+    """A step that learns nothing."""
+    return {}
+
+
+def _apply_fill(
+    step: FillMissing, params: dict[str, Any], values: Any, output: str, repairs: Repairs
+) -> Any:
+    if isinstance(values, TextColumn):  # the definition check allows only a text fill here
+        assert step.fills_text
+        return fill_text(values, str(params["fill"]))
+    return np.where(np.isnan(values), params["fill"], values)
+
+
+def _apply_clip(
+    step: Clip, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    out = values if step.lower is None else np.maximum(values, step.lower)
+    return out if step.upper is None else np.minimum(out, step.upper)
+
+
+def _apply_log1p(
+    step: Log1p, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.log1p(values)
+    bad = ~np.isfinite(out) & ~np.isnan(values)
+    repairs.add(output, "log1p_domain", int(np.count_nonzero(bad)))
+    out[bad] = np.nan
+    return out
+
+
+def _apply_standardize(
+    step: Standardize, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    out = values - params["mean"] if step.with_mean else values.copy()
+    if step.with_std:
+        out /= params["scale"]
+    return out
+
+
+def _apply_minmax(
+    step: MinMax, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    out = values * params["scale"]
+    out += params["min"]
+    return out
+
+
+def _apply_maxabs(
+    step: MaxAbsScale, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    return values / params["scale"]
+
+
+def _apply_robust(
+    step: RobustScale, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    return scalers.robust_apply(step, params, values)
+
+
+def _apply_bin(
+    step: Bin, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    return scalers.bin_codes(params, values)
+
+
+def _apply_quantile(
+    step: QuantileTransform, params: dict[str, Any], values: np.ndarray, output: str,
+    repairs: Repairs,
+) -> np.ndarray:  # fmt: skip
+    return scalers.quantile_apply(step, params, values)
+
+
+def _apply_power(
+    step: PowerTransform, params: dict[str, Any], values: np.ndarray, output: str,
+    repairs: Repairs,
+) -> np.ndarray:  # fmt: skip
+    out, outside = scalers.power_apply(step, params, values)
+    repairs.add(output, "boxcox_domain", outside)
+    return out
+
+
+def _apply_map(
+    step: Map, params: dict[str, Any], values: np.ndarray, output: str, repairs: Repairs
+) -> np.ndarray:
+    out, bad = apply_map(step.func, values)
+    repairs.add(output, "map_not_finite", bad)
+    return out
+
+
+def _encode_onehot(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    sink.put(index, onehot_block(feature, fitted, values))
+
+
+def _encode_categorify(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    view = sink.numeric_view(index)
+    for j, item in enumerate(feature.inputs):
+        view[:, j] = categorify_codes(values[item.name], fitted[item.name][-1])
+
+
+def _encode_bin(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    sink.put(index, bin_block(feature, fitted, values))
+
+
+def _encode_vectorize(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    name = feature.inputs[0].name
+    vocabulary = fitted[name][-1]["vocabulary"]
+    sink.put(
+        index, SparseBlock(f"{name}:", dict_reference.vectorize_dicts(values[name], vocabulary))
+    )
+
+
+def _encode_hash(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    encoder = feature.encoder
+    assert isinstance(encoder, Hash)
+    first = values[feature.inputs[0].name]
+    if isinstance(first, DictColumn):  # fp.Dict >> Hash: the dict's entries are the pairs
+        hashed = dict_reference.hash_dicts(first, encoder.n_features, encoder.alternate_sign)
+    else:
+        hashed = hash_features(encoder, values, table.n_rows, cross=feature.cross)
+    sink.put(index, SparseBlock(hash_prefix(feature), hashed))
+
+
+@dataclass(frozen=True)
+class ReferenceOp:
+    """What the reference backend does for one step type.
+
+    ``fit(step, values, what) -> params``; ``apply(step, params, values, output, repairs)
+    -> values`` for an element-wise or fitted step; ``encode(feature, fitted, values,
+    table, sink, index)`` writes an encoder's block into the sink.
+    """
+
+    fit: Callable[..., dict[str, Any]]
+    apply: Callable[..., Any] | None = None
+    encode: Callable[..., None] | None = None
+
+
+REFERENCE: Dispatch[ReferenceOp] = Dispatch(
+    "pandas",
+    {
+        FillMissing: ReferenceOp(_fit_fill, apply=_apply_fill),
+        Clip: ReferenceOp(no_fit, apply=_apply_clip),
+        Log1p: ReferenceOp(no_fit, apply=_apply_log1p),
+        Standardize: ReferenceOp(_fit_standardize, apply=_apply_standardize),
+        MinMax: ReferenceOp(_fit_minmax, apply=_apply_minmax),
+        MaxAbsScale: ReferenceOp(_fit_maxabs, apply=_apply_maxabs),
+        RobustScale: ReferenceOp(scalers.robust_params, apply=_apply_robust),
+        Bin: ReferenceOp(scalers.bin_params, apply=_apply_bin, encode=_encode_bin),
+        QuantileTransform: ReferenceOp(scalers.quantile_params, apply=_apply_quantile),
+        PowerTransform: ReferenceOp(scalers.power_params, apply=_apply_power),
+        Map: ReferenceOp(no_fit, apply=_apply_map),
+        OneHot: ReferenceOp(_fit_vocabulary, encode=_encode_onehot),
+        Categorify: ReferenceOp(_fit_vocabulary, encode=_encode_categorify),
+        Hash: ReferenceOp(no_fit, encode=_encode_hash),
+        Vectorize: ReferenceOp(_fit_dict_vocabulary, encode=_encode_vectorize),
+    },
+)
