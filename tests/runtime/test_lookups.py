@@ -136,10 +136,15 @@ def test_transform_new_rows_with_the_fitted_statistics(flights, backend, tmp_pat
     assert_same_matrix(loaded.transform(new_rows, backend=backend).X, out.X)
 
 
-def test_the_parquet_file_and_a_frame_give_the_same_output(flights):
-    fitted = pipeline().fit(SAMPLES / "flights.parquet")
-    assert_same_matrix(fitted.transform(flights).X,
-                       fitted.transform(str(SAMPLES / "flights.parquet")).X)  # fmt: skip
+def test_every_kind_of_source_gives_the_same_output(flights):
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    path = SAMPLES / "flights.parquet"
+    fitted = pipeline().fit(path)
+    expected = fitted.transform(flights).X
+    for source in (str(path), pq.read_table(path), pl.read_parquet(path), pl.scan_parquet(path)):
+        assert_same_matrix(fitted.transform(source).X, expected)
 
 
 def test_only_the_used_lookup_columns_are_kept(flights, tmp_path):
