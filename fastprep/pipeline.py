@@ -1,15 +1,15 @@
 """``fp.Pipeline``: the declared pipeline, and ``FittedPipeline``: it plus fitted state.
 
-This module sits at the orchestration layer (it calls :mod:`fastprep.runtime.execute`), so the
-DSL builders below it never import a backend.
+A thin façade: declaring and checking a pipeline, saving and loading a fitted one; every run
+is delegated to the engine (:mod:`fastprep.runtime.engine`: where it executes, then read →
+validate → fit / transform → precision → alerts), which works on a
+:class:`~fastprep.runtime.fitted.FittedState` that ``FittedPipeline`` wraps.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,19 +25,18 @@ from fastprep.api.lookup import (
     schema_from_dict,
 )
 from fastprep.api.resolve import resolve_plan
-from fastprep.api.schema import Schema, column_facts
-from fastprep.backends import stages as stage_backends
-from fastprep.data.sources import Source, collect_once
+from fastprep.api.schema import Schema
+from fastprep.data.sources import Source
 from fastprep.emit.precision import Precision
 from fastprep.emit.quantize import Quantization, calibrate
 from fastprep.errors import PipelineDefinitionError, StateFormatError
-from fastprep.optimize import optimize
-from fastprep.plan.expr import Col, to_source
+from fastprep.optimize.explain import explain_plan
+from fastprep.plan.expr import Col
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.params import check_step_params
-from fastprep.planning.planner import load_profile
-from fastprep.runtime import execute, preflight
-from fastprep.runtime import route as auto_cluster
+from fastprep.planning.physical import annotated_plan, physical_plan
+from fastprep.runtime import engine, execute
+from fastprep.runtime.fitted import FittedState
 from fastprep.storage.output_format import published_pipeline
 from fastprep.storage.state import (
     decode_floats,
@@ -48,7 +47,8 @@ from fastprep.storage.state import (
     write_state,
 )
 from fastprep.validate import alerts as alerting
-from fastprep.validate import drift
+
+__all__ = ["FittedPipeline", "Pipeline", "load", "load_pipeline_file"]
 
 
 class Pipeline:
@@ -115,57 +115,21 @@ class Pipeline:
             stage, source = source, None  # explain("logical"): a stage name, positionally
         if stage not in ("logical", "optimized"):
             raise PipelineDefinitionError(f"explain(stage={stage!r}): 'logical' or 'optimized'")
-        logical = replace(self.plan, facts=column_facts(self.schema))
+        logical = annotated_plan(self.plan, self.schema)
         if stage == "logical":
             return logical.tree() + describe_lookups(self.schema, logical.columns)
         optimized = self.optimized
-        text = optimized.tree() + describe_lookups(self.schema, optimized.columns)
         read = None  # with lookups: the source's columns, not the joined ones
         if isinstance(self.schema, JoinedSchema):
             read = self.schema.read_columns(optimized.columns)
-        text += "\n" + "\n".join(describe_rewrites(logical, optimized, read))
+        text = explain_plan(logical, optimized, read=read,
+                            notes=describe_lookups(self.schema, optimized.columns))  # fmt: skip
         if source is None:
             return text
-        source = collect_once(source, self.schema.read_columns(optimized.columns))
-        # as ``fastprep run`` would run it: the output written to a folder, not gathered
-        from fastprep.runtime.levels import count_order_targets, count_passes
+        from fastprep.runtime.explain import explain_source
 
-        pre = preflight.run_preflight(optimized, self.schema, source, budget=memory_budget,
-                                      whole_output=False, passes=count_passes(optimized),
-                                      order_statistics=count_order_targets(optimized))  # fmt: skip
-        text += "\n" + "\n".join(pre.lines())
-        if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
-            return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
-        return text + "\n" + self._explain_backends(source, analyze, backend)
-
-    def _explain_backends(self, source: Source, analyze: bool, backend: str) -> str:
-        plan = self.optimized
-        schema = self._with_lookup_tables().schema
-        prepared = execute.prepare(plan, schema, source, phase="fit", backend=backend)
-        if analyze:
-            params = execute.fit_prepared(plan, prepared, backend)
-            execute.transform_prepared(plan, params, prepared, np.float32, backend)
-            choices = prepared.report.plan
-        else:
-            choices = [
-                c.to_dict()
-                for c in stage_backends.choose_stage_backends(plan, prepared.table, backend)
-            ]
-        rows = prepared.table.n_rows
-        lines = [f"backends for {rows:,} validated rows ({load_profile().source} cost profile):"]
-        for choice in choices:
-            lines.append(f"├─ stage {choice['stage']}: {choice['reason']}")
-            if choice.get("measured_seconds"):
-                measured = ", ".join(
-                    f"{phase} {seconds:.3g} s"
-                    for phase, seconds in choice["measured_seconds"].items()
-                )
-                lines.append(f"│    measured: {measured}")
-        lines += [f"├─ {line}" for line in stage_backends.describe_paths()]
-        if analyze:
-            stages = ", ".join(f"{k} {v:.3g} s" for k, v in prepared.report.stages.items())
-            lines.append(f"└─ run: {stages}")
-        return "\n".join(lines)
+        return text + "\n" + explain_source(optimized, self._fit_schema(), source, analyze=analyze,
+                                            backend=backend, memory_budget=memory_budget)  # fmt: skip
 
     def fit(
         self,
@@ -196,62 +160,11 @@ class Pipeline:
         ``$FASTPREP_MEMORY_BUDGET`` or the available memory less headroom) is fitted on Dask
         partitions (``scheduler``: an address, "local", or "off" to refuse instead).
         """
-        bound = self._with_lookup_tables()
-        fitted = bound._fit(source, backend, client, rows_per_partition, memory_budget,
-                            scheduler, progress)  # fmt: skip
-        if bound is not self:  # a later fit of fitted.pipeline reads the side tables again
-            bound._fitting = False
-        _alert(self, fitted.fit_report, on_alert, "fit")
-        return fitted
-
-    def _fit(
-        self, source: Source, backend: str, client: Any, rows_per_partition: int | None,
-        memory_budget: int | str | None, scheduler: str | None, progress: Any,
-    ) -> FittedPipeline:  # fmt: skip
-        """:meth:`fit` without sending alerts (the caller sends them once per run)."""
-        plan = self.optimized
-        if client is None:  # a LazyFrame's query runs once: pre-flight and read share it
-            source = collect_once(source, self.schema.read_columns(plan.columns))
-            with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
-                                    scheduler=scheduler, whole_output=False, fit_only=True,
-                                    ) as (pre, auto):  # fmt: skip
-                if auto is not None:
-                    rows = rows_per_partition or pre.rows_per_partition
-                    fitted = self._fit(source, backend, auto, rows, None, None, progress)
-                    fitted.fit_report.notes.append(auto_cluster.note(pre))
-                    return fitted
-                if pre is not None and pre.execution == "streamed":
-                    return self._fit_streamed(source, backend, pre, rows_per_partition)
-        if client is not None:
-            from fastprep.runtime import cluster as distributed
-
-            params, report = distributed.fit(
-                client, plan, self.schema, source, backend=backend, progress=progress,
-                **_partition_size(rows_per_partition),
-            )  # fmt: skip
-            return FittedPipeline(self, params, backend=backend, fit_report=report)
-        with execute.cyclic_gc_paused():
-            prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
-            profile = _profile(prepared)
-            params = execute.fit_prepared(plan, prepared, backend)
-            fit_report = execute.snapshot_fit_report(prepared)
-        return FittedPipeline(self, params, backend=backend, fit_report=fit_report, profile=profile)
-
-    def _fit_streamed(
-        self, source: Source, backend: str, pre: Any, rows_per_partition: int | None,
-        partitions: Any = None,
-    ) -> FittedPipeline:  # fmt: skip
-        """The fit streamed partition by partition in this process (the pre-flight's
-        choice); no drift profile (it would need the whole validated table)."""
-        from fastprep.runtime import streamed
-
-        rows = rows_per_partition or pre.rows_per_partition
-        spare = pre.chosen.kept_bytes if pre.chosen is not None else 0
-        params, report = streamed.fit(self.optimized, self.schema, source, backend=backend,
-                                      rows_per_partition=rows, partitions=partitions,
-                                      spare_bytes=spare)  # fmt: skip
-        report.notes.append(auto_cluster.note(pre))
-        return FittedPipeline(self, params, backend=backend, fit_report=report)
+        run = engine.Run(backend=backend, on_alert=on_alert, client=client,
+                         rows_per_partition=rows_per_partition, memory_budget=memory_budget,
+                         scheduler=scheduler, progress=progress)  # fmt: skip
+        state = engine.fit(self.optimized, self._fit_schema(), source, run, name=self.name)
+        return FittedPipeline._wrap(self, state)
 
     def fit_transform(
         self,
@@ -304,91 +217,20 @@ class Pipeline:
         ``memory_budget`` / ``scheduler``: as :meth:`fit`; ``output_dir`` / ``compress``:
         as :meth:`fit_transform` (an output over the budget is written, never gathered).
         ``save=False``: an in-memory result is returned unsaved (the caller writes it)."""
-        bound = self._with_lookup_tables()
-        if bound is not self:  # the side tables read once, for this fit
-            result = bound.fit_and_transform(
-                source, backend=backend, out_dtype=out_dtype, on_overflow=on_overflow,
-                on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
-                output_dir=output_dir, compress=compress, save=save,
-            )  # fmt: skip
-            bound._fitting = False
-            return result
-        precision = Precision(out_dtype, on_overflow)
-        dtype = precision.compute_dtype
-        plan = self.optimized
-        source = collect_once(source, self.schema.read_columns(plan.columns))
-        with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
-                                scheduler=scheduler, whole_output=output_dir is None,
-                                ) as (pre, auto):  # fmt: skip
-            if auto is not None or (pre is not None and pre.execution == "streamed"):
-                return self._partitioned_fit_transform(
-                    source, pre, auto, backend, out_dtype, on_overflow, on_alert, output_dir,
-                    compress,
-                )  # fmt: skip
-        with execute.cyclic_gc_paused():
-            prepared = execute.prepare(plan, self.schema, source, phase="fit", backend=backend)
-            profile = _profile(prepared)
-            params = execute.fit_prepared(plan, prepared, backend)
-            fit_report = execute.snapshot_fit_report(prepared)
-            output = execute.transform_prepared(plan, params, prepared, dtype, backend)
-            execute.apply_precision(output, precision)
-        _record_anomaly_patterns(output)
-        _alert(self, output.report, on_alert, "fit")
-        fitted = FittedPipeline(
-            self, params, backend=backend, fit_report=fit_report, profile=profile
-        )
-        if output_dir is not None and save:
-            output.save(output_dir, compress=compress, pipeline=fitted)
-        return fitted, output
+        run = engine.Run(backend=backend, precision=Precision(out_dtype, on_overflow),
+                         on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
+                         output_dir=output_dir, compress=compress)  # fmt: skip
+        return engine.fit_transform(self.optimized, self._fit_schema(), source, run,
+                                    name=self.name,
+                                    wrap=lambda state: FittedPipeline._wrap(self, state),
+                                    save=save)  # fmt: skip
 
-    def _partitioned_fit_transform(
-        self, source: Source, pre: Any, client: Any, backend: str, out_dtype: str,
-        on_overflow: str, on_alert: alerting.AlertCallback | None,
-        output_dir: str | os.PathLike[str] | None, compress: str | bool | None,
-    ) -> tuple[FittedPipeline, Any]:  # fmt: skip
-        """Fit, then transform into ``output_dir`` shard by shard, partition by partition
-        (streamed here, or on the Dask ``client``); the output comes back mapped."""
-        from fastprep.storage.shards import open_output
-
-        if output_dir is None:  # the pre-flight refuses this before routing here
-            raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
-        rows = pre.rows_per_partition
-        if client is None:
-            from fastprep.runtime import streamed
-
-            parts = streamed.Partitions(source, rows, streamed.job_for(self.optimized,
-                                                                      self.schema, backend))  # fmt: skip
-            _check_streamable(out_dtype, on_overflow)  # before the fit's passes, not after
-            fitted = self._fit_streamed(source, backend, pre, rows, parts)
-            opened = streamed.transform(
-                self.optimized, self.schema, fitted.params, source, output_dir,
-                backend=backend, out_dtype=out_dtype, compress=compress, pipeline=fitted,
-                partitions=parts, notes=(auto_cluster.note(pre),),
-            )  # fmt: skip
-        else:
-            fitted = self._fit(source, backend, client, rows, None, None, False)
-            fitted._transform(source, backend=backend, out_dtype=out_dtype,
-                              on_overflow=on_overflow, client=client, output_dir=output_dir,
-                              rows_per_partition=rows, compress=compress, pipeline=fitted)  # fmt: skip
-            opened = open_output(output_dir)
-            opened.notes.append(auto_cluster.note(pre))
-        # the fit's report holds what only the fit finds (a constant column...), the
-        # published output's the transform's: a rule in both is sent once
-        _alert(self, fitted.fit_report, on_alert, "fit", _run_report(opened))
-        return fitted, opened
-
-    def _with_lookup_tables(self) -> Pipeline:
-        """This pipeline with its lookup tables read and validated (a copy that the fitted
-        pipeline keeps); itself when it has no lookups or is such a copy already. Each fit
-        reads the side tables afresh."""
-        if not isinstance(self.schema, JoinedSchema) or getattr(self, "_fitting", False):
-            return self
+    def _fit_schema(self) -> Schema:
+        """The schema a fit runs with: with lookups, bound to the side tables, read afresh
+        by each fit (the fitted state keeps them)."""
         from fastprep.runtime.lookups import schema_for_fit
 
-        bound = copy.copy(self)
-        bound.schema = schema_for_fit(self.schema, self.optimized.columns)
-        bound._fitting = True
-        return bound
+        return schema_for_fit(self.schema, self.optimized.columns)
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(
@@ -398,7 +240,11 @@ class Pipeline:
 
 
 class FittedPipeline:
-    """A pipeline with its fitted statistics; transforms new data the same way every time."""
+    """A pipeline with its fitted statistics; transforms new data the same way every time.
+
+    It wraps a :class:`~fastprep.runtime.fitted.FittedState` (``.state``), which the run
+    engine, ``batches`` and the torch dataset consume; ``params``, ``backend``,
+    ``fit_report``, ``profile`` and ``quantization`` read and write that state."""
 
     def __init__(
         self,
@@ -410,22 +256,65 @@ class FittedPipeline:
         profile: dict[str, Any] | None = None,
     ) -> None:
         self.pipeline = pipeline
-        self.params = params
-        self.backend = backend
-        self.fit_report = fit_report
-        #: per input column at fit: null rate, mean/std or vocabulary (drift reference)
-        self.profile = profile
-        #: per-column int8/uint8 scale and zero point (``calibrate_quantization``), or None
-        self.quantization: Quantization | None = None
+        self.state = FittedState(pipeline.optimized, pipeline.schema, params, backend,
+                                 fit_report, profile, name=pipeline.name)  # fmt: skip
+
+    @classmethod
+    def _wrap(cls, pipeline: Pipeline, state: FittedState) -> FittedPipeline:
+        fitted = cls.__new__(cls)
+        fitted.pipeline, fitted.state = pipeline, state
+        return fitted
 
     @property
     def plan(self) -> LogicalPlan:
         """The plan that runs (optimized unless the pipeline says ``optimize=False``)."""
-        return self.pipeline.optimized
+        return self.state.plan
 
     @property
     def schema(self) -> Schema:
-        return self.pipeline.schema
+        return self.state.schema
+
+    @property
+    def params(self) -> execute.Params:
+        return self.state.params
+
+    @params.setter
+    def params(self, params: execute.Params) -> None:
+        self.state.params = params
+
+    @property
+    def backend(self) -> str:
+        return self.state.backend
+
+    @backend.setter
+    def backend(self, backend: str) -> None:
+        self.state.backend = backend
+
+    @property
+    def fit_report(self) -> Any:
+        return self.state.fit_report
+
+    @fit_report.setter
+    def fit_report(self, report: Any) -> None:
+        self.state.fit_report = report
+
+    @property
+    def profile(self) -> dict[str, Any] | None:
+        """Per input column at fit: null rate, mean/std or vocabulary (drift reference)."""
+        return self.state.profile
+
+    @profile.setter
+    def profile(self, profile: dict[str, Any] | None) -> None:
+        self.state.profile = profile
+
+    @property
+    def quantization(self) -> Quantization | None:
+        """Per-column int8/uint8 scale and zero point (``calibrate_quantization``), or None."""
+        return self.state.quantization
+
+    @quantization.setter
+    def quantization(self, quantization: Quantization | None) -> None:
+        self.state.quantization = quantization
 
     def transform(
         self,
@@ -461,84 +350,14 @@ class FittedPipeline:
         ``partitions=``, ``progress=`` as in :meth:`Pipeline.fit`; ``compress=``,
         ``pipeline=`` for the folder).
         """
-        out = self._transform(source, backend=backend, out_dtype=out_dtype,
-                              on_overflow=on_overflow, drift_thresholds=drift_thresholds,
-                              client=client, output_dir=output_dir,
-                              rows_per_partition=rows_per_partition,
-                              memory_budget=memory_budget, scheduler=scheduler,
-                              **distributed_options)  # fmt: skip
-        _alert(self.pipeline, _run_report(out), on_alert, "transform")
-        return out
-
-    def _transform(
-        self, source: Source, *, backend: str | None = None, out_dtype: str = "float32",
-        on_overflow: str = "raise", drift_thresholds: dict[str, float] | None = None,
-        client: Any = None, output_dir: str | os.PathLike[str] | None = None,
-        rows_per_partition: int | None = None, memory_budget: int | str | None = None,
-        scheduler: str | None = None, **distributed_options: Any,
-    ) -> Any:  # fmt: skip
-        """:meth:`transform` without sending alerts (the caller sends them once per run)."""
-        backend = backend or self.backend
-        precision = Precision(out_dtype, on_overflow)
-        plan = self.plan
-        if client is None:  # the memory pre-flight: Dask partitions if it would not fit
-            source = collect_once(source, self.schema.read_columns(plan.columns))
-            with auto_cluster.route(plan, self.schema, source, budget=memory_budget,
-                                    scheduler=scheduler, whole_output=output_dir is None,
-                                    ) as (pre, auto):  # fmt: skip
-                if auto is not None:
-                    out = self._transform(source, backend=backend, out_dtype=out_dtype,
-                                         on_overflow=on_overflow, client=auto,
-                                         output_dir=output_dir,
-                                         rows_per_partition=rows_per_partition
-                                         or pre.rows_per_partition,
-                                         **distributed_options)  # fmt: skip
-                    if hasattr(out, "report"):
-                        out.report.notes.append(auto_cluster.note(pre))
-                    return out
-                if pre is not None and pre.execution == "streamed" and output_dir is not None:
-                    from fastprep.runtime import streamed
-
-                    _check_streamable(out_dtype, on_overflow)
-                    return streamed.transform(
-                        plan, self.schema, self.params, source, output_dir, backend=backend,
-                        out_dtype=out_dtype, compress=distributed_options.get("compress"),
-                        pipeline=distributed_options.get("pipeline"),
-                        rows_per_partition=rows_per_partition or pre.rows_per_partition,
-                        notes=(auto_cluster.note(pre),),
-                    )  # fmt: skip
-        if client is not None:
-            from fastprep.runtime import cluster as distributed
-
-            if precision.quantized or on_overflow != "raise":
-                raise PipelineDefinitionError(
-                    f"out_dtype={out_dtype!r} with on_overflow={on_overflow!r} is not supported "
-                    "on a cluster yet: use float32/float64/float16/bfloat16 with 'raise'"
-                )
-            return distributed.transform(
-                client, plan, self.schema, self.params, source,
-                output_dir=None if output_dir is None else os.fspath(output_dir),
-                backend=backend, out_dtype=out_dtype, **_partition_size(rows_per_partition),
-                **distributed_options,
-            )  # fmt: skip
-        with execute.cyclic_gc_paused():
-            prepared = execute.prepare(
-                plan, self.schema, source, phase="transform", backend=backend
-            )
-            if self.profile is not None:
-                with prepared.report.stage("drift"):
-                    prepared.report.drift = drift.compare(
-                        self.profile, prepared.table, drift_thresholds
-                    )
-            output = execute.transform_prepared(
-                plan, self.params, prepared, precision.compute_dtype, backend
-            )
-            execute.apply_precision(output, precision, self.quantization)
-        _record_anomaly_patterns(output)
-        if output_dir is not None:  # it fitted in memory: the folder a cluster run writes
-            output.save(output_dir, compress=distributed_options.get("compress"),
-                        pipeline=distributed_options.get("pipeline"))  # fmt: skip
-        return output
+        options = dict(distributed_options)
+        compress, publish = options.pop("compress", None), options.pop("pipeline", None)
+        run = engine.Run(backend=backend, precision=Precision(out_dtype, on_overflow),
+                         on_alert=on_alert, client=client, output_dir=output_dir,
+                         rows_per_partition=rows_per_partition, memory_budget=memory_budget,
+                         scheduler=scheduler, compress=compress)  # fmt: skip
+        return engine.transform(self.state, source, run, drift_thresholds=drift_thresholds,
+                                publish=publish, cluster_options=options)  # fmt: skip
 
     def calibrate_quantization(
         self, source: Source, dtype: str = "uint8", *, backend: str | None = None
@@ -546,7 +365,7 @@ class FittedPipeline:
         """Learn each output column's int8/uint8 scale and zero point from ``source``'s
         transformed rows (dense output only); kept in the fitted state, so that
         ``transform(..., out_dtype=dtype)`` quantizes every later source the same way."""
-        out = self._transform(source, backend=backend)
+        out = engine.transform(self.state, source, engine.Run(backend=backend), alert=False)
         self.quantization = calibrate(out.X, dtype)
         return self
 
@@ -559,7 +378,7 @@ class FittedPipeline:
         a pass (its findings totalled over the partitions; alerts sent once at its end)."""
         from fastprep.runtime.batches import BatchStream
 
-        return BatchStream(self, source, **options)
+        return BatchStream(self.state, source, **options)
 
     def write_shards(
         self, source: Source, folder: str | os.PathLike[str], *,
@@ -570,36 +389,15 @@ class FittedPipeline:
         :meth:`Output.save`; open with ``fp.open_output``. Options as :meth:`batches`
         (``rows_per_partition``, ``out_dtype``, ...); returns the
         :class:`~fastprep.runtime.batches.BatchStats` of the pass."""
-        from fastprep.runtime.batches import BatchStream
-        from fastprep.storage.shards import ShardWriter
-
-        stream = BatchStream(self, source, **options)
-        writer: ShardWriter | None = None
-        try:
-            for output in stream.partition_outputs():
-                if writer is None:
-                    writer = ShardWriter(folder, output.feature_names,
-                                         stream.precision.out_dtype, compress=compress)  # fmt: skip
-                writer.add(output.X, output.y, output.row_ids, output.quarantine)
-            assert writer is not None  # a source has at least one partition
-            stats = stream.stats
-            counts = {"rows_in": stats.rows_in, "rows_out": stats.rows_out,
-                      "rows_quarantined": stats.rows_quarantined}  # fmt: skip
-            summary = stats.to_dict()  # findings totalled over the partitions, as a run's
-            writer.close({**counts, "findings": summary["findings"], "batches": summary},
-                         pipeline=self)  # fmt: skip
-        except BaseException:
-            if writer is not None:
-                writer.discard()  # never published: the folder keeps its earlier output
-            raise
-        return stream.stats
+        return engine.write_shards(self.state, source, folder, compress=compress, publish=self,
+                                   **options)  # fmt: skip
 
     def torch_dataset(self, source: Source, **options: Any) -> Any:
         """A ``torch.utils.data.IterableDataset`` over :meth:`batches` (``fastprep[torch]``);
         each pass is a new epoch (reshuffled when ``shuffle=True``)."""
         from fastprep.integrations.torch import BatchDataset
 
-        return BatchDataset(self, source, **options)
+        return BatchDataset(self.state, source, **options)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save as JSON + .npz in one zip file (never pickle); load with ``fp.load``."""
@@ -674,39 +472,6 @@ def _with_stored_tables(schema: Schema, doc: dict[str, Any], arrays: Any) -> Sch
     return schema.bind({str(n): LookupTable.from_dict(t) for n, t in stored.items()})
 
 
-def _profile(prepared: execute.Prepared) -> dict[str, Any]:
-    """The fit's drift reference, timed as its own report stage."""
-    with prepared.report.stage("profile"):
-        return drift.profile(prepared.table)
-
-
-def _record_anomaly_patterns(output: execute.Output) -> None:
-    """Patterns among the quarantined rows' reasons, in the report (none to look for, and
-    no quarantine frame built, when no row was quarantined)."""
-    if output.report.rows_quarantined:
-        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
-
-
-def _run_report(out: Any) -> Any:
-    """The run's report object: a published output keeps it as a dict (``to_dict()``)."""
-    if not isinstance(out.report, dict):
-        return out.report
-    from fastprep.runtime.shards import combine_reports
-
-    return combine_reports([out.report], [], str(out.report.get("source", "")))
-
-
-def _alert(
-    pipeline: Pipeline, report: Any, on_alert: alerting.AlertCallback | None, phase: str,
-    *more: Any,
-) -> None:  # fmt: skip
-    """Send the run's alerts: one per rule, every run (see :mod:`fastprep.validate.alerts`);
-    ``more``: other reports of the same run, a rule in several sent once."""
-    seen: set[tuple[str, str, str]] = set()
-    for each in (report, *more):
-        alerting.send(pipeline, each, on_alert, phase, seen)
-
-
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:
     where = os.fspath(path)
     for feature, fitted in zip(plan.features, params, strict=True):
@@ -721,38 +486,6 @@ def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[
                     check_step_params(step, step_params, f"{where!r}, input {item.name!r}")
                 except ValueError as exc:
                     raise StateFormatError(str(exc)) from None
-
-
-def describe_rewrites(
-    before: LogicalPlan, after: LogicalPlan, read: Sequence[str] | None = None
-) -> list[str]:
-    """One line per thing the optimizer changed, for ``explain`` (``read``: the source's
-    columns read, when they are not the plan's own, e.g. lookup keys)."""
-    read = after.columns if read is None else read
-    lines = [f"passes: read {len(read)} column(s): {', '.join(read)}"]
-    for old, new in zip(before.features, after.features, strict=True):
-        for a, b in zip(old.inputs, new.inputs, strict=True):
-            if a.expr != b.expr:
-                lines.append(f"  folded {a.name}: {to_source(a.expr)}  ->  {to_source(b.expr)}")
-        if old.steps != new.steps:
-            was = " >> ".join(s.describe() for s in old.steps) or "(none)"
-            now = " >> ".join(s.describe() for s in new.steps) or "(none)"
-            lines.append(
-                f"  simplified [{', '.join(i.name for i in new.inputs)}]: {was}  ->  {now}"
-            )
-    for stage in after.execution_stages():
-        if stage.kind == "fused" and len(stage.features) > 1:
-            names = [i.name for f in stage.features for i in after.features[f].inputs]
-            lines.append(
-                f"  fused {len(names)} element-wise output(s) into one kernel: {', '.join(names)}"
-            )
-    return lines
-
-
-def physical_plan(plan: LogicalPlan, schema: Schema, run_optimizer: bool) -> LogicalPlan:
-    """Attach the schema's facts and run the optimizer (deterministic: same plan, same result)."""
-    annotated = replace(plan, facts=column_facts(schema))
-    return optimize(annotated) if run_optimizer else annotated
 
 
 def _as_feature(item: FeatureBuilder | Feature, index: int) -> Feature:
@@ -778,20 +511,6 @@ def _as_target(target: FeatureBuilder | str | None) -> Input | None:
             )
         return target.inputs[0]
     raise PipelineDefinitionError(f"target must be a column name or fp.expr(...), got {target!r}")
-
-
-def _partition_size(rows: int | None) -> dict[str, int]:
-    return {} if rows is None else {"rows_per_partition": rows}
-
-
-def _check_streamable(out_dtype: str, on_overflow: str) -> None:
-    """Partitioned runs do not quantize or clip on overflow yet: refused before any pass."""
-    if Precision(out_dtype, on_overflow).quantized or on_overflow != "raise":
-        raise PipelineDefinitionError(
-            f"out_dtype={out_dtype!r} with on_overflow={on_overflow!r} is not supported "
-            "when the run is partitioned (over the memory budget) yet: use "
-            "float32/float64/float16/bfloat16 with 'raise', or raise memory_budget="
-        )
 
 
 def load_pipeline_file(path: str | os.PathLike[str]) -> Pipeline:

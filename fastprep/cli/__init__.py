@@ -148,25 +148,17 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
                      started: float) -> int:  # fmt: skip
     """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
     shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise PipelineDefinitionError(
-            "--scheduler needs dask.distributed: pip install 'fastprep[distributed]'"
-        ) from None
-    cluster = LocalCluster() if args.scheduler == "local" else None  # sized to the machine
-    try:
-        with Client(cluster or args.scheduler) as client:
-            progress = "auto" if args.progress is None else args.progress
-            fitted = pipeline.fit(source, backend=args.backend, client=client, progress=progress)
-            manifest = fitted.transform(
-                source, backend=args.backend, out_dtype=args.out_dtype,
-                on_overflow=args.on_overflow, client=client, output_dir=args.output,
-                progress=progress, compress=args.compress, pipeline=fitted,
-            )  # fmt: skip
-    finally:
-        if cluster is not None:
-            cluster.close()
+    from fastprep.runtime.cluster.local import connect
+
+    # "local": the LocalCluster a run over its memory budget gets too (one place starts it)
+    with connect(args.scheduler) as (client, _where):
+        progress = "auto" if args.progress is None else args.progress
+        fitted = pipeline.fit(source, backend=args.backend, client=client, progress=progress)
+        manifest = fitted.transform(
+            source, backend=args.backend, out_dtype=args.out_dtype,
+            on_overflow=args.on_overflow, client=client, output_dir=args.output,
+            progress=progress, compress=args.compress, pipeline=fitted,
+        )  # fmt: skip
     print(f"fastprep: {source} on {args.scheduler}")
     print(manifest.report.summary())
     print(f"total {time.perf_counter() - started:.3f}s")

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fastprep.api.lookup import JoinedSchema
 from fastprep.data.sources import Source
 from fastprep.errors import DataValidationError
 from fastprep.pipeline import Pipeline
-from fastprep.runtime import execute
+from fastprep.runtime import engine
 from fastprep.runtime.lookups import schema_for_fit
 from fastprep.runtime.report import Report
-from fastprep.validate.alerts import anomaly_patterns
 
 
 @dataclass
@@ -54,19 +52,10 @@ class CheckResult:
 
 def run_checks(pipeline: Pipeline, source: Source, *, phase: str = "fit") -> CheckResult:
     """Validate ``source`` as ``pipeline`` would at ``phase`` (``fit`` requires the target)."""
-    plan = pipeline.optimized
     try:
-        schema = pipeline.schema
-        if isinstance(schema, JoinedSchema) and schema.tables is None:
-            schema = schema_for_fit(schema, plan.columns)  # the side tables are checked too
-        prepared = execute.prepare(plan, schema, source, phase=phase, backend="pandas")
+        plan = pipeline.optimized  # lookups: the side tables are checked too
+        schema = schema_for_fit(pipeline.schema, plan.columns)
+        report = engine.validate_only(plan, schema, source, phase=phase)
     except DataValidationError as exc:
         return CheckResult(Report(), exc)
-    report = prepared.report
-    report.rows_out = prepared.table.n_rows
-    report.rows_quarantined = len(prepared.quarantine)
-    report.check_accounting()
-    report.anomaly_patterns = anomaly_patterns(
-        prepared.quarantine.to_frame(prepared.raw, prepared.row_offset)
-    )
     return CheckResult(report)

@@ -51,7 +51,7 @@ from fastprep.validate.findings import Finding, merge_findings
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-    from fastprep.pipeline import FittedPipeline
+    from fastprep.runtime.fitted import FittedState
 
 #: buffers kept for dense batches: one being filled while the consumer uses the other
 POOL_SIZE = 2
@@ -93,7 +93,7 @@ class BatchStream:
 
     def __init__(
         self,
-        fitted: FittedPipeline,
+        fitted: FittedState,
         source: Source,
         *,
         batch_size: int = 1024,
@@ -177,7 +177,7 @@ class BatchStream:
             del output
         # the whole pass is one run: its findings, totalled, alert once
         report = Report(source=_describe(self.source, stats.rows_in), findings=stats.findings)
-        send_alerts(fitted.pipeline, report, self.on_alert, "transform", self.alerts_seen)
+        send_alerts(fitted, report, self.on_alert, "transform", self.alerts_seen)
         stats.alerts = report.alerts
 
 

@@ -36,6 +36,7 @@ from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.planning import planner
+from fastprep.runtime.fitted import Params
 from fastprep.runtime.report import Report
 from fastprep.storage.files import write_output
 from fastprep.validate import Quarantine, validate_frame
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 log = logging.getLogger("fastprep")
-Params = list[dict[str, list[dict[str, Any]]]]
 
 
 @dataclass
@@ -109,9 +109,9 @@ class Output:
         Needs ``pip install fastprep[torch]``; ``device="cuda"`` falls back to CPU with a
         warning when no GPU is available.
         """
-        from fastprep.integrations.torch import output_to_torch
+        from fastprep.emit.tensors import to_tensors
 
-        return output_to_torch(self, device)
+        return to_tensors(self.X, self.y, self.out_dtype, device)
 
     def save(
         self,
@@ -379,7 +379,7 @@ def transform_prepared(
     ]
     report.rows_out = len(row_ids)
     report.rows_quarantined = len(quarantine)
-    report.output = _describe(X)
+    report.output = describe_output(X)
     report.check_accounting()
     names = layout.names(plan, params)
     return Output(X, y, names, report, _quarantine_rows(prepared), row_ids)
@@ -461,7 +461,7 @@ def apply_precision(
             X, info = cast_dense(X, precision, output.feature_names)
     output.X = X
     output.report.precision = info
-    output.report.output = {**_describe(X), "dtype": precision.out_dtype}
+    output.report.output = {**describe_output(X), "dtype": precision.out_dtype}
     return output
 
 
@@ -503,7 +503,8 @@ def _quarantine_non_finite(
     return ~bad_any if bad_any.any() else None
 
 
-def _describe(X: np.ndarray | sp.csr_matrix) -> dict[str, Any]:
+def describe_output(X: np.ndarray | sp.csr_matrix) -> dict[str, Any]:
+    """``report.output``: X's shape, layout and dtype (and ``nnz`` for CSR)."""
     import scipy.sparse as sp
 
     if sp.issparse(X):

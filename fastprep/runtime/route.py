@@ -5,8 +5,8 @@ Before a fit / transform without ``client=``, :func:`route` runs the memory pre-
 run would not fit it, the run is streamed partition by partition in this process
 (:mod:`fastprep.runtime.streamed`) or goes to a Dask cluster, whichever is predicted faster within
 the budget: the one at ``scheduler=`` / ``$DASK_SCHEDULER_ADDRESS``, else a
-``LocalCluster`` sized to the machine (one single-threaded worker per core; its scheduler,
-nannies and workers counted against the budget), closed afterwards.
+``LocalCluster`` (:mod:`fastprep.runtime.cluster.local`: one single-threaded worker per core;
+its scheduler, nannies and workers counted against the budget), closed afterwards.
 
 Opt out with ``scheduler="off"`` (or ``$FASTPREP_SCHEDULER=off``): a run that would not fit
 is then refused with a :class:`~fastprep.errors.MemoryBudgetError` before anything is
@@ -100,27 +100,12 @@ def route(
     if result is None or result.execution != "dask":
         yield result, None
         return
-    from distributed import Client, LocalCluster
+    from fastprep.runtime.cluster.local import connect
 
     setting = scheduler_setting(scheduler)
-    if setting not in (None, "local"):
-        with Client(setting) as client:
-            result.decisions[-1] = _where(result, f"the cluster at {setting}")
-            yield result, client
-        return
-    workers = max(1, os.cpu_count() or 1)
-    # the budget sizes the partitions (data); each worker's own limit stays Dask's default
-    # share of the machine (a worker process alone needs a few hundred MB of imports)
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=":0")  # fmt: skip
-    try:
-        with Client(cluster) as client:
-            result.decisions[-1] = _where(
-                result, f"a LocalCluster of {workers} worker(s) (started for this run)"
-            )
-            yield result, client
-    finally:
-        cluster.close()
+    with connect(setting or "local") as (client, where):
+        result.decisions[-1] = _where(result, where)
+        yield result, client
 
 
 def _where(result: Preflight, where: str) -> Any:

@@ -193,6 +193,6 @@ def load_shards(folder: str | Path) -> execute.Output:
                         X.shape) if hasattr(X, "indptr") else np.array(X))  # fmt: skip
         y = None if y is None else np.array(y)
         row_ids = np.array(row_ids)
-    report.output = execute._describe(X)
+    report.output = execute.describe_output(X)
     return execute.Output(X, y, opened.feature_names, report, opened.quarantine, row_ids,
                           out_dtype=opened.out_dtype)  # fmt: skip

@@ -1,8 +1,9 @@
 """Run a pipeline on a ``dask.distributed`` cluster: distributed fit, sharded transform.
 
 Needs the ``distributed`` extra (``pip install 'fastprep[distributed]'``). The names below
-load on first use: the per-partition functions (:mod:`.tasks`, :mod:`.levels`) also run
-in one process (:mod:`fastprep.runtime.streamed`), which never imports Dask.
+load on first use: the per-partition functions (:mod:`fastprep.runtime.partition_tasks`,
+:mod:`fastprep.runtime.levels`) also run in one process (:mod:`fastprep.runtime.streamed`),
+which never imports Dask. A LocalCluster is started only by :mod:`.local`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Fit and transform on a ``dask.distributed`` cluster, one task per partition.
 
 Fit is a few full passes (one per level of fitted steps in the longest chain, plus one for
-each level with a median); each pass maps :func:`tasks.fit_partials` over the partitions
-and merges the partial aggregates here, in partition order. Transform maps
-:func:`tasks.transform_partition` and either gathers the outputs into one matrix or writes
-shards and a manifest (see :mod:`fastprep.runtime.shards`).
+each level with a median); each pass maps
+:func:`~fastprep.runtime.partition_tasks.fit_partials` over the partitions and merges the
+partial aggregates here, in partition order. Transform maps
+:func:`~fastprep.runtime.partition_tasks.transform_partition` and either gathers the outputs
+into one matrix or writes shards and a manifest (see :mod:`fastprep.runtime.shards`).
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def _gather(
     report = shards.combine_reports([o.report.to_dict() for o in outputs], notes, source)
     quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
     row_ids = np.concatenate([o.row_ids for o in outputs])
-    report.output = execute._describe(X)
+    report.output = execute.describe_output(X)
     return execute.Output(X, y, names, report, quarantine, row_ids)
 
 
