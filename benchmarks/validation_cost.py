@@ -1,4 +1,4 @@
-"""Validation's share of a whole flights pipeline run (issue #9: target <= 20%).
+"""Validation's share of a whole flights pipeline run (target: <= 20%).
 
     python benchmarks/validation_cost.py --rows 336776,3367760 --backend numba --repeat 3
 

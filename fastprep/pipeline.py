@@ -395,7 +395,7 @@ class FittedPipeline:
     def torch_dataset(self, source: Source, **options: Any) -> Any:
         """A ``torch.utils.data.IterableDataset`` over :meth:`batches` (``fastprep[torch]``);
         each pass is a new epoch (reshuffled when ``shuffle=True``)."""
-        from fastprep.integrations.torch import BatchDataset
+        from fastprep.runtime.torch_batches import BatchDataset
 
         return BatchDataset(self.state, source, **options)
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository, the bundled flights samples, and the example pipeline."""
+"""Shared fixtures: the repository, the bundled flights samples, and the example pipelines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import REPO, assert_same_matrix, to_dense  # noqa: F401  (re-exported)
+from support import REPO, assert_same_matrix, dense_flights_pipeline, to_dense  # noqa: F401
 
 SAMPLES = REPO / "data_samples"
 
@@ -69,3 +69,9 @@ def flights_pipeline():
     from fastprep.cli import load_pipeline_file
 
     return load_pipeline_file(REPO / "pipelines" / "flights.py")
+
+
+@pytest.fixture
+def dense_pipeline():
+    """``pipelines/flights.py`` without the hashed block: every column dense (25 columns)."""
+    return dense_flights_pipeline()

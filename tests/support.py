@@ -1,4 +1,5 @@
-"""Helpers shared by test modules (``from support import ...``): comparing outputs.
+"""Helpers shared by test modules (``from support import ...``): comparing outputs, and the
+dense variant of the bundled flights pipeline.
 
 Test modules never import ``conftest``: with one conftest per folder, which of them answers
 to that module name depends on collection order.
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+import fastprep as fp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,3 +33,29 @@ def assert_same_matrix(a, b) -> None:
         assert np.array_equal(a.data, b.data)
     else:
         assert np.array_equal(a, b)
+
+
+def dense_flights_pipeline() -> fp.Pipeline:
+    """``pipelines/flights.py`` without the hashed block: every column dense (25 columns)."""
+    schema = fp.Schema({
+        "dep_delay": fp.Float(nullable=True, min=-120, max=2000),
+        "arr_delay": fp.Float(nullable=False),
+        "air_time": fp.Float(nullable=True, min=0),
+        "distance": fp.Float(min=0),
+        "hour": fp.Int(min=0, max=24), "minute": fp.Int(min=0, max=59),
+        "origin": fp.Category(["EWR", "JFK", "LGA"]),
+        "carrier": fp.Category(),
+    })  # fmt: skip
+    return fp.Pipeline(
+        schema=schema,
+        features=[
+            fp.cols("dep_delay") >> fp.FillMissing(0) >> fp.Clip(-60, 600) >> fp.Standardize(),
+            fp.col("distance") >> fp.Log1p() >> fp.Standardize(),
+            fp.expr("speed = distance / air_time * 60")
+            >> fp.FillMissing("median")
+            >> fp.Standardize(),
+            fp.expr("dep_hour = hour + minute / 60") >> fp.MinMax(),
+            fp.cols("origin", "carrier") >> fp.OneHot(),
+        ],
+        target=fp.expr("late = arr_delay > 15"),
+    )

@@ -65,7 +65,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
 
         return from_bench_args(args, command)
     if args.list:
-        print("\n".join([*impls.all_names(), *(f"{n} (planned)" for n in impls.PLANNED)]))
+        elsewhere = [
+            f"{name} (not a competitor here: --impl {name} says where)" for name in impls.ELSEWHERE
+        ]
+        print("\n".join([*impls.all_names(), *elsewhere]))
         return 0
     try:
         for name in args.impl or []:

@@ -12,7 +12,7 @@
    transform untimed on the same rows (kernels loaded or compiled, lazy imports done),
    releases what it retained (``fastprep.release_memory()``), then runs once more: peak −
    RSS before that run is ``working_mib``. The cold peak includes the one-time costs;
-   issue #3's memory target ("excluding one-time compilation") does not, so it is judged
+   the memory target (one-time compilation excluded) does not, so it is judged
    on this number. It is not a timing sample.
 """
 

@@ -1,8 +1,9 @@
 """The competitors by name: how to build each one's ``run(df) -> (X, y)`` from a pipeline.
 
-Extension point: :func:`register_implementation`. The Dask issue adds ``"dask-ml"`` here
-(a ``dask_ml`` ``ColumnTransformer`` over a ``dask.dataframe``); until then asking for it
-raises ``NotImplementedError`` with that pointer instead of silently skipping it.
+Extension point: :func:`register_implementation`. ``"dask-ml"`` is not one of this
+single-machine comparison's competitors (it runs on a Dask cluster, in
+``benchmarks/bench_distributed.py``): asking for it raises ``NotImplementedError`` saying so
+instead of silently skipping it.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ class Implementation:
 
 
 _REGISTRY: dict[str, Implementation] = {}
-#: names reserved for later issues: asking for them explains where they will come from
-PLANNED: dict[str, str] = {
-    "dask-ml": "dask-ml belongs to the Dask issue: register it with "
+#: names that are not competitors here: asking for one explains where it is compared
+ELSEWHERE: dict[str, str] = {
+    "dask-ml": "dask-ml runs on a Dask cluster: it is compared in "
+    "benchmarks/bench_distributed.py; to time it here, register it with "
     "fastprep.bench.impls.register_implementation(Implementation('dask-ml', ...))",
 }
 
@@ -99,8 +101,8 @@ def get(name: str) -> Implementation:
         return Implementation(name, f"fastprep, backend={backend}", fastprep_factory(backend))
     if name in _REGISTRY:
         return _REGISTRY[name]
-    if name in PLANNED:
-        raise NotImplementedError(PLANNED[name])
+    if name in ELSEWHERE:
+        raise NotImplementedError(ELSEWHERE[name])
     raise KeyError(f"unknown implementation {name!r}; known: {', '.join(all_names())}")
 
 

@@ -6,7 +6,7 @@ A naive time measured on a sample is scaled per row to the full size and says so
 
 Memory comes two ways. *Peak RSS* is the cold run's: it includes one-time costs (kernels
 loaded or compiled, first imports). *Working MiB (kernels loaded)* is measured after those
-(see :mod:`fastprep.bench.harness`, step 4), and is what issue #3's memory target is judged
+(see :mod:`fastprep.bench.harness`, step 4), and is what the memory target is judged
 on: peak ≤ input columns + output matrix + 10%, i.e. working memory (above the loaded
 input) ≤ output + 10% of (input + output).
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from fastprep.bench.impls import IDIOMATIC, NAIVE
 
-#: issue #3: "peak memory no more than the input columns + the output matrix + 10%"
+#: the memory target: peak memory no more than the input columns + the output matrix + 10%
 TARGET_SLACK = 0.10
 
 
@@ -113,7 +113,7 @@ def size_table(size: dict[str, Any]) -> str:
 
 
 def memory_target(size: dict[str, Any], rows: dict[str, dict[str, Any]] | None = None) -> str:
-    """One line: issue #3's memory target at this size and each fastprep variant against it."""
+    """One line: the memory target at this size and each fastprep variant against it."""
     rows = summarize(size) if rows is None else rows
     mib_in, mib_out = size["input_bytes"] / 2**20, size["output_bytes"] / 2**20
     allowed = mib_out + TARGET_SLACK * (mib_in + mib_out)
@@ -130,7 +130,7 @@ def memory_target(size: dict[str, Any], rows: dict[str, dict[str, Any]] | None =
             verdict = f"{working:,.1f} MiB, **over by {working - allowed:,.1f} MiB**"
         verdicts.append(f"{row['label']}: {verdict}")
     return (
-        f"Memory target (issue #3's formula, set there for the numeric part: peak ≤ input "
+        f"Memory target (set for the numeric part: peak ≤ input "
         f"columns + output + {TARGET_SLACK:.0%}, one-time kernel loading excluded): input {mib_in:,.1f} MiB, output {mib_out:,.1f} MiB (X + y as "
         f"emitted) → allowed working memory = output + {TARGET_SLACK:.0%} of (input + output) = "
         f"{allowed:,.1f} MiB; {'; '.join(verdicts) or 'no fastprep variant run'}."
@@ -173,7 +173,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"{_warmup_rows(results)} (kernels loaded or compiled, imports done), releases what "
         "it retained (fastprep.release_memory(): arena, cached row ids, free heap "
         "pages), then runs once more: that run's peak RSS minus the RSS just before it "
-        "(input loaded), median over rounds. Not a timing sample; issue #3's memory target "
+        "(input loaded), median over rounds. Not a timing sample; the memory target "
         "is judged on it (the line under each table).",
     ]
     for size in results["sizes"]:

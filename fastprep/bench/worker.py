@@ -19,8 +19,8 @@ once, untimed and unmeasured, on that head of the frame, drops the result, calls
 ids, and glibc's free heap pages, go back to the system; harmless for the other
 competitors) and only then measures. Why: the cold run's peak also holds one-time costs —
 JIT kernels loaded or compiled (some only past a size: parallel passes, the parallel
-median), lazily imported modules, thread pools started — that issue #3's memory target
-excludes ("excluding one-time compilation"). Warming up on the same rows loads exactly the
+median), lazily imported modules, thread pools started — that the memory target
+excludes (it is judged without one-time compilation). Warming up on the same rows loads exactly the
 kernels the measured run uses; releasing afterwards keeps the measured run from reusing
 the warm-up's memory and under-reporting. The harness uses it with ``runs: 1`` for the
 **working memory** of a run: peak − RSS before it, with everything loaded.

@@ -162,7 +162,7 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
     print(f"fastprep: {source} on {args.scheduler}")
     print(manifest.report.summary())
     print(f"total {time.perf_counter() - started:.3f}s")
-    print(f"wrote {args.output}: {len(manifest.partitions)} shard(s), manifest.json, {STATE_FILE}")
+    print(_wrote(args.output))
     return 0
 
 
@@ -189,8 +189,7 @@ def _transform(args: argparse.Namespace) -> int:
     if not isinstance(output, Output):
         _print_published(output, source, seconds)
         return 0
-    written = {p.name: str(p) for p in Path(folder).iterdir() if p.is_file()}
-    _write(output, fitted, folder, source, seconds, args.compress, written)
+    _write(output, fitted, folder, source, seconds, args.compress, saved=True)
     return 0
 
 
@@ -236,9 +235,7 @@ def _print_published(output: OpenedOutput, source: object, seconds: float) -> No
     for note in output.notes:
         print(f"note: {note}")
     print(f"total {seconds:.3f}s")
-    print(f"wrote {output.folder}: manifest.json + {len(output)} shard(s) "
-          f"({output.manifest['rows']:,} x {output.manifest['width']:,} "
-          f"{output.manifest['layout']}), {STATE_FILE}")  # fmt: skip
+    print(_wrote(output.folder))
 
 
 def _write(
@@ -248,18 +245,33 @@ def _write(
     source: object,
     seconds: float,
     compress: str | None = None,
-    written: dict[str, str] | None = None,
+    saved: bool = False,
 ) -> None:
     # the fitted pipeline is published with the arrays: the folder never mixes two runs
-    if written is None:
-        written = output.save(folder, compress=compress, pipeline=fitted)
+    if not saved:
+        output.save(folder, compress=compress, pipeline=fitted)
     print(f"fastprep: {source}")
     print(output.report.summary())
     print(f"total {seconds:.3f}s")
-    data = [p for name, p in written.items() if name not in ("manifest", "pipeline")]
-    size = sum(os.path.getsize(p) for p in data) / 2**20
-    print(f"wrote {folder}: manifest.json + {len(data)} files ({size:,.1f} MiB"
-          f"{', ' + compress if compress else ''}), fitted pipeline {STATE_FILE}")  # fmt: skip
+    print(_wrote(folder))
+
+
+def _wrote(folder: str | os.PathLike[str]) -> str:
+    """What the user got, from the published manifest (the same line for every run):
+    the files it names (arrays, quarantine, report) apart from the fitted pipeline, and
+    the shards when there are several; never the folder's locks or the pipeline alias."""
+    from fastprep.storage.output_format import named_files
+    from fastprep.storage.shards import open_output
+
+    opened = open_output(folder)
+    pipeline = opened.pipeline_path
+    data = named_files(opened.manifest) - ({pipeline.name} if pipeline is not None else set())
+    size = sum((opened.folder / name).stat().st_size for name in data) / 2**20
+    codec = f", {opened.codec}" if opened.codec else ""
+    shards = f" in {len(opened)} shards" if len(opened) > 1 else ""
+    state = f", fitted pipeline {STATE_FILE}" if pipeline is not None else ""
+    return (f"wrote {os.fspath(folder)}: manifest.json + {len(data)} files ({size:,.1f} MiB"
+            f"{codec}){shards}{state}")  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -279,13 +291,6 @@ def _parser() -> argparse.ArgumentParser:
         "writes shards + manifest.json",
     )
     run.add_argument(
-        "--memory-budget",
-        help="the whole job's memory (every process), e.g. 1.5GB (default: "
-        "$FASTPREP_MEMORY_BUDGET, else the available memory less headroom); a source over "
-        "it is streamed partition by partition into --output, or refused with the "
-        "smallest budget that would work",
-    )  # fmt: skip
-    run.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="with --scheduler: a progress bar per stage on stderr (default: when stderr "
         "is a terminal)",
@@ -301,11 +306,6 @@ def _parser() -> argparse.ArgumentParser:
         "never the state's own folder)",
     )  # fmt: skip
     _common(transform, FLOAT_DTYPES + QUANTIZED_DTYPES)
-    transform.add_argument(
-        "--memory-budget",
-        help="as for run: a source over it is streamed partition by partition into the "
-        "output folder, or refused with the smallest budget that would work",
-    )  # fmt: skip
     transform.set_defaults(handler=_transform)
     for p in (run, transform):
         p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -433,6 +433,13 @@ def _common(parser: argparse.ArgumentParser, out_dtypes: tuple[str, ...]) -> Non
     parser.add_argument(
         "--compress", choices=["zstd", "lz4"], default=None,
         help="compress the output arrays (default: plain memory-mappable .npy)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-budget",
+        help="the whole job's memory (every process), e.g. 1.5GB (default: "
+        "$FASTPREP_MEMORY_BUDGET, else the available memory less headroom); a source over "
+        "it is streamed partition by partition into the output folder, or refused with "
+        "the smallest budget that would work",
     )  # fmt: skip
 
 

@@ -34,11 +34,11 @@ from fastprep.data.sources import (
     Raw,
     Source,
     _filtered,
-    _format_of,
     _read_file,
-    _read_in_memory,
     _require,
     _without_views,
+    format_of,
+    read_in_memory,
     resolve_files,
     source_kind,
 )
@@ -126,7 +126,7 @@ def plan_partitions(
     specs: list[PartitionSpec] = []
     offset: int | None = 0
     for path in resolve_files(source):
-        if _format_of(path) == "parquet":
+        if format_of(path) == "parquet":
             for groups, rows in _group_row_groups(path, rows_per_partition):
                 specs.append(PartitionSpec(len(specs), "parquet", path, groups, n_rows=rows,
                                            row_offset=offset))  # fmt: skip
@@ -231,8 +231,8 @@ def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw
         return source.schema.empty_table().select(columns)
     length = None if stop is None else stop - start
     if kind == "collected":  # zero-copy slices of the one result
-        return _read_in_memory(source, kind, columns).slice(start, length)
-    return _without_views(_read_in_memory(source.slice(start, length), kind, columns))
+        return read_in_memory(source, kind, columns).slice(start, length)
+    return _without_views(read_in_memory(source.slice(start, length), kind, columns))
 
 
 def _read_fragment(dataset: Any, spec: PartitionSpec, columns: list[str]) -> pa.Table:
@@ -294,7 +294,7 @@ def source_size(source: Source) -> SourceSize:
     rows, exact, size = 0, True, 0
     for path in files:
         size += os.path.getsize(path)
-        if _format_of(path) == "parquet":
+        if format_of(path) == "parquet":
             try:
                 rows += pq.ParquetFile(path).metadata.num_rows
             except (pa.ArrowInvalid, OSError) as exc:

@@ -111,7 +111,7 @@ def collect_once(source: Source, columns: Iterable[str]) -> Source:
         return source  # its fragments are read one at a time; counting reads no data
     names = source_columns(source) or []
     wanted = [c for c in dict.fromkeys(columns) if c in names]
-    return CollectedQuery(_without_views(_read_in_memory(source, kind, wanted)), tuple(names), kind)
+    return CollectedQuery(_without_views(read_in_memory(source, kind, wanted)), tuple(names), kind)
 
 
 def _filtered(dataset: Any) -> bool:
@@ -146,7 +146,7 @@ def read_source(
             f"DataFrame ({len(source):,} rows × {source.shape[1]} columns)"
         )
     if kind != "path":
-        table = _without_views(_read_in_memory(source, kind, columns))
+        table = _without_views(read_in_memory(source, kind, columns))
         return table, SourceInfo(f"{_kind_name(source)} ({table.num_rows:,} rows)")
     files = resolve_files(source)
     text = set(text_columns)
@@ -177,7 +177,7 @@ def _kind_name(source: Any) -> str:
     return _KIND_NAMES[source_kind(source)]
 
 
-def _read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
+def read_in_memory(source: Any, kind: str, columns: list[str]) -> pa.Table:
     """The columns of an Arrow-backed source as a pyarrow Table: a Table's own columns, a
     Polars frame's Arrow export (zero-copy), a LazyFrame with only ``columns`` selected
     before it is collected, a Dataset scanned for ``columns`` in fragment order, a
@@ -292,7 +292,7 @@ def source_columns(source: Source) -> list[str] | None:
         return None
     first = files[0]
     try:
-        if _format_of(first) == "parquet":
+        if format_of(first) == "parquet":
             return list(pq.read_schema(first).names)
         return _csv_header(first)
     except (pa.ArrowInvalid, OSError):
@@ -306,7 +306,7 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
         files = sorted(p for p in globlib.glob(text, recursive=True) if os.path.isfile(p))
     elif os.path.isdir(text):
         files = sorted(
-            str(p) for p in Path(text).rglob("*") if p.is_file() and _format_of(str(p)) is not None
+            str(p) for p in Path(text).rglob("*") if p.is_file() and format_of(str(p)) is not None
         )
     elif os.path.isfile(text):
         files = [text]
@@ -314,7 +314,7 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
         raise SourceError(f"source {text!r} does not exist")
     if not files:
         raise SourceError(f"source {text!r} matched no CSV or Parquet files")
-    unknown = [f for f in files if _format_of(f) is None]
+    unknown = [f for f in files if format_of(f) is None]
     if unknown:
         raise SourceError(
             f"cannot tell the format of {unknown[0]!r}: use a .csv(.gz) or .parquet file"
@@ -322,7 +322,7 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
     return files
 
 
-def _format_of(path: str) -> str | None:
+def format_of(path: str) -> str | None:
     lower = path.lower()
     if lower.endswith(PARQUET_SUFFIXES):
         return "parquet"
@@ -341,7 +341,7 @@ def _read_file_and_names(
     """``columns`` of one file (those of ``optional`` only if it has them), and the names
     of all its columns."""
     try:
-        if _format_of(path) == "parquet":
+        if format_of(path) == "parquet":
             # one footer read for the names and the data; ParquetFile, not pq.read_table:
             # the latter imports pyarrow.dataset (~0.25 s of a fresh process) for the same
             # column-pruned read

@@ -70,12 +70,16 @@ class CostProfile:
     #: less this fraction (unless ``memory_budget=`` / ``FASTPREP_MEMORY_BUDGET`` says)
     memory_headroom: float = 0.25
     #: peak working memory of an in-memory fit + transform, in multiples of the used
-    #: columns' in-memory bytes (read frame + validated table + one step's temporaries)
-    memory_working_copies: float = 4.0
-    #: a whole in-process fit + transform per row (read, validate, every stage, emit),
-    #: against Dask: starting a LocalCluster, the fixed cost of one partition task, and a
-    #: row's cost on one worker thread (the fit's extra passes re-read each partition)
-    run_row_seconds: float = 3.0e-6
+    #: columns' in-memory bytes (read frame + validated table + one step's temporaries;
+    #: measured 4.7 on numpy paths, flights at 336k-1M rows, 2026-12-05; the pre-flight
+    #: takes ``NUMBA_WORKING_COPIES_SAVED`` off when the job's kernels are Numba's)
+    memory_working_copies: float = 4.7
+    #: a whole in-process fit + transform per row (read, validate, every stage, emit:
+    #: 1.1-1.3 s of CPU at 1M flights rows on numpy paths, 3.0 s at 3.4M on Numba's, 2-core
+    #: VM, 2026-12-05), against Dask: starting a LocalCluster, the fixed cost of one
+    #: partition task, and a row's cost on one worker thread (the fit's extra passes
+    #: re-read each partition)
+    run_row_seconds: float = 1.0e-6
     dask_cluster_start_seconds: float = 3.0
     dask_task_seconds: float = 0.05
     dask_row_seconds: float = 9.0e-6

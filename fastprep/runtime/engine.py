@@ -86,7 +86,7 @@ class Place:
 @contextmanager
 def placed(
     plan: LogicalPlan, schema: Schema, source: Source, run: Run, *, whole_output: bool,
-    fit_only: bool = False,
+    fit_only: bool = False, transform_only: bool = False,
 ) -> Iterator[Place]:  # fmt: skip
     """The one place that decides where a run executes (a cluster the pre-flight started
     lives until the block ends)."""
@@ -95,7 +95,8 @@ def placed(
         return
     source = collect_once(source, schema.read_columns(plan.columns))  # read once, shared
     with route.route(plan, schema, source, budget=run.memory_budget, scheduler=run.scheduler,
-                     whole_output=whole_output, fit_only=fit_only) as (pre, client):  # fmt: skip
+                     whole_output=whole_output, fit_only=fit_only,
+                     transform_only=transform_only) as (pre, client):  # fmt: skip
         if client is not None:
             kind = "cluster"
         elif pre is not None and pre.execution == "streamed":
@@ -130,17 +131,19 @@ def _fit_at(
 
         params, report = cluster.fit(place.client, plan, schema, place.source, backend=backend,
                                      progress=run.progress, **_partition_size(rows))  # fmt: skip
+        profile = None  # the cluster's tasks are not asked for their drift profiles yet
     else:
         from fastprep.runtime import streamed
 
         assert place.pre is not None and rows is not None  # the pre-flight chose streaming
         spare = place.pre.chosen.kept_bytes if place.pre.chosen is not None else 0
-        params, report = streamed.fit(plan, schema, place.source, backend=backend,
-                                      rows_per_partition=rows, partitions=partitions,
-                                      spare_bytes=spare)  # fmt: skip
+        # the drift profile: the partitions' profiles, merged
+        params, report, profile = streamed.fit_with_profile(
+            plan, schema, place.source, backend=backend, rows_per_partition=rows,
+            partitions=partitions, spare_bytes=spare,
+        )  # fmt: skip
     report.notes.extend(place.notes())
-    # partitioned: no drift profile (it would need the whole validated table)
-    return FittedState(plan, schema, params, backend, report, name=name)
+    return FittedState(plan, schema, params, backend, report, profile, name=name)
 
 
 def _fit_in_memory(
@@ -278,7 +281,8 @@ def _transform(
 ) -> Any:  # fmt: skip
     backend = run.backend or state.backend
     plan, schema = state.plan, state.schema
-    with placed(plan, schema, source, run, whole_output=run.output_dir is None) as place:
+    with placed(plan, schema, source, run, whole_output=run.output_dir is None,
+                transform_only=True) as place:  # fmt: skip
         rows = place.rows(run)
         if place.kind == "cluster":
             out = _cluster_transform(state, place, run, backend, rows, publish, cluster_options)
@@ -292,7 +296,8 @@ def _transform(
             return streamed.transform(
                 plan, schema, state.params, place.source, run.output_dir, backend=backend,
                 out_dtype=run.precision.out_dtype, compress=run.compress, pipeline=publish,
-                rows_per_partition=rows, notes=place.notes(),
+                rows_per_partition=rows, notes=place.notes(), profile=state.profile,
+                drift_thresholds=drift_thresholds,
             )  # fmt: skip
         source = place.source
     with execute.cyclic_gc_paused():
@@ -417,7 +422,9 @@ def _run_report(out: Any) -> Any:
         return out.report
     from fastprep.runtime.shards import combine_reports
 
-    return combine_reports([out.report], [], str(out.report.get("source", "")))
+    report = combine_reports([out.report], [], str(out.report.get("source", "")))
+    report.drift = dict(out.report.get("drift", {}))  # its drift alerts are sent too
+    return report
 
 
 def _send(

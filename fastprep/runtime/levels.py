@@ -42,18 +42,33 @@ def fitted_levels(plan: LogicalPlan) -> tuple[dict[Any, list[int]], dict[Any, se
     return levels, folds
 
 
+def level_targets(plan: LogicalPlan) -> list[list[Target]]:
+    """Per level of fitted steps, what its pass computes: one target per (input, step) of
+    that level (a median as its summary, ``"summary"``), plus the folded step after a fill
+    (``"unfilled"``). A level with a median or a percentile takes a second pass."""
+    levels, folds = fitted_levels(plan)
+    out: list[list[Target]] = []
+    for level in range(max((len(p) for p in levels.values()), default=0)):
+        targets: list[Target] = []
+        for (f, name), positions in levels.items():
+            if level < len(positions):
+                kind = stat_kind(plan.features[f].steps[positions[level]])
+                targets.append((f, name, positions[level], "summary" if kind == "median"
+                                else kind, None))  # fmt: skip
+                if positions[level] + 1 in folds.get((f, name), ()):
+                    targets.append((f, name, positions[level] + 1, "unfilled", None))
+        out.append(targets)
+    return out
+
+
+def _by_order(targets: list[Target]) -> list[Target]:
+    """The targets whose level needs a second pass (medians, percentiles)."""
+    return [t for t in targets if t[3] in ("summary", "order")]
+
+
 def count_passes(plan: LogicalPlan) -> int:
     """Full passes over the source the fit needs (at least one: validation)."""
-    levels, _ = fitted_levels(plan)
-    depth = max((len(p) for p in levels.values()), default=0)
-    total = 0
-    for level in range(depth):
-        medians = any(
-            level < len(p) and stat_kind(plan.features[f].steps[p[level]]) in ("median", "order")
-            for (f, _), p in levels.items()
-        )
-        total += 2 if medians else 1
-    return max(total, 1)
+    return max(sum(2 if _by_order(t) else 1 for t in level_targets(plan)), 1)
 
 
 def fit_levels(
@@ -69,28 +84,19 @@ def fit_levels(
         for f, feature in enumerate(plan.features)
         for item in feature.inputs
     }
-    levels, folds = fitted_levels(plan)
-    for (f, name), positions in levels.items():
-        for q in positions:
-            if stat_kind(plan.features[f].steps[q]) == "values":
+    passes = level_targets(plan)
+    for targets in passes:
+        for f, name, q, kind, _ in targets:
+            if kind == "values":
                 agg.check_gather_size(plan.features[f].steps[q], name, rows)
     report: Report | None = None
     retries = 0
-    for level in range(max((len(p) for p in levels.values()), default=0)):
-        targets: list[Target] = []
-        for (f, name), positions in levels.items():
-            if level < len(positions):
-                step = plan.features[f].steps[positions[level]]
-                kind = stat_kind(step)
-                targets.append((f, name, positions[level], "summary" if kind == "median"
-                                else kind, None))  # fmt: skip
-                if positions[level] + 1 in folds.get((f, name), ()):
-                    targets.append((f, name, positions[level] + 1, "unfilled", None))
+    for level, targets in enumerate(passes):
         results = run_pass(learned, targets, f"fit level {level}")
         retries += sum(r["retries"] for r in results)
         if report is None:
             report = _fit_report(results, source)
-        medians = [t for t in targets if t[3] in ("summary", "order")]
+        medians = _by_order(targets)
         _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
                learned, report)  # fmt: skip
         if medians:
@@ -125,13 +131,17 @@ def fit_levels(
         _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
     if report is None:
         report = _fit_report(run_pass(learned, [], "validate"), source)
-    if retries:
-        report.notes.append(f"{retries} transient read error(s) retried")
+    report.notes.extend(retry_notes(retries))
     params = [
         {item.name: learned[(f, item.name)] for item in feature.inputs}
         for f, feature in enumerate(plan.features)
     ]
     return params, report
+
+
+def retry_notes(retries: int) -> list[str]:
+    """The report's note on the transient read errors a run retried (none: no note)."""
+    return [f"{retries} transient read error(s) retried"] if retries else []
 
 
 def _folds(plan: LogicalPlan, levels: dict[tuple[int, str], list[int]]) -> dict[Any, set[int]]:
@@ -188,7 +198,12 @@ def _merge(
                 parts, step.min_frequency, step.max_categories
             )
         elif kind == "values":
+            # the gathered values are let go once fitted, not held through the rest of the
+            # level (its median pass reads every partition again)
+            for r in results:
+                del r["partials"][(f, name, position)]
             learned[(f, name)][position] = agg.params_from_values(step, parts, what)
+            del parts
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(
@@ -234,9 +249,7 @@ def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
 
 def count_order_targets(plan: LogicalPlan) -> int:
     """How many (input, step) order statistics (medians, percentiles) the fit learns."""
-    levels, _ = fitted_levels(plan)
-    return sum(stat_kind(plan.features[f].steps[q]) in ("median", "order")
-               for (f, _), positions in levels.items() for q in positions)  # fmt: skip
+    return sum(len(_by_order(targets)) for targets in level_targets(plan))
 
 
 def check_fittable(plan: LogicalPlan) -> None:

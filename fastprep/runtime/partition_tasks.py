@@ -31,6 +31,7 @@ from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Bin, FillMissing, Step
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, shards
+from fastprep.validate import drift
 
 
 @dataclass(frozen=True)
@@ -134,12 +135,16 @@ Target = tuple[int, str, int, str, Any]
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
+    profile: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """One fit pass over one partition: a partial aggregate per target, plus row counts.
     ``keep``: also return the values behind each order-statistic target (``"values"``), so
-    that a caller holding them can compute the next pass's windows without a re-read."""
+    that a caller holding them can compute the next pass's windows without a re-read.
+    ``profile``: also return the partition's drift profile (``"profile"``; the
+    partitions' merge is the whole source's, :func:`drift.merge_profiles`)."""
     prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
+    drift_profile = drift.profile(table) if profile else None
     repairs = reference.Repairs()
     partials: dict[tuple[int, str, int], Any] = {}
     kept: dict[tuple[int, str, int], np.ndarray] = {}
@@ -169,6 +174,8 @@ def fit_partials(
     }
     if keep:
         out["values"] = kept
+    if drift_profile is not None:
+        out["profile"] = drift_profile
     return out
 
 
@@ -220,10 +227,16 @@ def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:
 def transform_partition(
     job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
-    codec: str | None = None,
+    codec: str | None = None, profile: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Transform one partition; write its shard (or return its arrays when gathering)."""
+    """Transform one partition; write its shard (or return its arrays when gathering).
+    ``profile``: the fit's drift profile; the partition's measures against it are the
+    entry's ``"drift"`` (merged over partitions by :func:`drift.merge_profiles`)."""
     prepared, retries = load_prepared(job, spec, "transform", part)
+    measures = None
+    if profile is not None:
+        with prepared.report.stage("drift"):
+            measures = drift.profile_for_drift(prepared.table, profile)
     precision = Precision(dtype_name)
     output = execute.transform_prepared(
         job.plan, params, prepared, precision.compute_dtype, job.backend
@@ -244,6 +257,8 @@ def transform_partition(
         "pid": os.getpid(),
         "report": output.report.to_dict(),
     }
+    if measures is not None:
+        entry["drift"] = measures
     if output_dir is None:
         return {"entry": entry, "output": output}
     return {"entry": shards.write_partition(Path(output_dir), entry, output, codec)}

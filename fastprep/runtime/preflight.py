@@ -37,12 +37,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
-from fastprep.data.partitions import ROWS_PER_PARTITION, in_memory_rows, source_size
+from fastprep.backends.reference.scalers import needs_values
+from fastprep.data.partitions import (
+    ROWS_PER_PARTITION,
+    in_memory_rows,
+    plan_partitions,
+    source_size,
+)
 from fastprep.data.sources import (
     Source,
-    _format_of,
-    _read_in_memory,
+    format_of,
     is_path,
+    read_in_memory,
     resolve_files,
     source_kind,
 )
@@ -50,9 +56,10 @@ from fastprep.errors import MemoryBudgetError, PipelineDefinitionError, SourceEr
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Categorify, Hash, OneHot
-from fastprep.planning.planner import CostProfile, load_profile
+from fastprep.plan.steps import Bin, Categorify, Hash, OneHot, PowerTransform
+from fastprep.planning.planner import NUMBA_JOB_ROW_SAVING, CostProfile, load_profile
 from fastprep.planning.sketch import HyperLogLog
+from fastprep.runtime.aggregates import by_order
 
 #: rows of a CSV file's head read for bytes per row and the cardinality sketch
 CSV_SAMPLE_ROWS = 100_000
@@ -227,13 +234,15 @@ def run_preflight(
     cluster: str | None = None,
     passes: int | None = None,
     order_statistics: int = 0,
+    transform_only: bool = False,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
     ``distributable``: Dask partitions are an option (installed and not opted out).
     ``sketch="needed"``: sketch only the columns whose cardinality could break the budget
     (inputs of ``OneHot(sparse=False)``; every vocabulary when even one entry per row would
-    not fit), so a routine run reads no column data."""
+    not fit), so a routine run reads no column data. ``transform_only``: a fitted
+    pipeline's transform (no fit: nothing gathered for a fit on all values)."""
     profile = profile or load_profile()
     limit, where = memory_budget(budget, profile)
     n_rows, exact, kind = _rows(source)
@@ -250,8 +259,10 @@ def run_preflight(
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
+    gathered = (0, 0) if transform_only else gathered_bytes(plan, n_rows)
     _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
-                        whole_output, fit_only, cluster, 8.0 * order_statistics)  # fmt: skip
+                        whole_output, fit_only, cluster, 8.0 * order_statistics,
+                        gathered)  # fmt: skip
     return result
 
 
@@ -260,7 +271,7 @@ def _rows(source: Source) -> tuple[int, bool, str]:
     if not is_path(source):
         return size.n_rows, True, type(source).__name__
     files = resolve_files(source)
-    fmt = _format_of(files[0]) or "csv"
+    fmt = format_of(files[0]) or "csv"
     return (
         size.n_rows,
         size.exact,
@@ -290,7 +301,7 @@ def _source_bytes(columns: list[str], schema: Schema, source: Source) -> dict[st
     if not is_path(source):
         return _arrow_column_bytes(source, columns, text)
     files = resolve_files(source)
-    if _format_of(files[0]) == "parquet":
+    if format_of(files[0]) == "parquet":
         meta = pq.ParquetFile(files[0]).metadata
         names = pq.read_schema(files[0]).names
         sizes = dict.fromkeys(columns, 0)
@@ -419,14 +430,14 @@ def cardinality(source: Source, column: str) -> Cardinality:
         method = "HyperLogLog over the column"
     elif not is_path(source):
         kind = source_kind(source)
-        column_data = _read_in_memory(source, kind, [column]).column(0)
+        column_data = read_in_memory(source, kind, [column]).column(0)
         for chunk in column_data.chunks:
             values = chunk.dictionary if isinstance(chunk, pa.DictionaryArray) else chunk
             sketch.add(np.asarray(pa.compute.unique(values.drop_null()).to_pylist(), object))
         method = "HyperLogLog over the column"
     else:
         files = resolve_files(source)
-        if _format_of(files[0]) == "parquet":
+        if format_of(files[0]) == "parquet":
             for path in files:
                 _sketch_parquet(path, column, sketch)
             method = "HyperLogLog over the Parquet row groups' dictionaries"
@@ -543,20 +554,37 @@ def _vocabulary_decisions(
     return out
 
 
-#: resident memory of a fastprep process before any data: the interpreter, numpy, pandas,
-#: pyarrow and the compiled kernels loaded (measured 355-360 MB after a warm-up run of the
-#: flights job on the 2-core VM, 2026-12-04; ~200 MB after imports alone once kernels
-#: load lazily, ~400 MB at the peak of a 50k-row-partition run)
-PROCESS_BASE_BYTES = 360 * 10**6
-#: working memory of a run beyond its rows: Arrow/NumPy pools, kernel scratch (measured
-#: ~53 MB as the intercept of peak over partition rows, 50k..1M-row partitions)
-RUN_FIXED_BYTES = 64 * 10**6
+#: resident memory of a fastprep process before any data, without Numba: the interpreter,
+#: numpy, pandas, pyarrow (measured 161 MB after a 20k-row flights run on numpy paths, 121 MB
+#: after ``import fastprep``; 2-core VM, 2026-12-05)
+PROCESS_BASE_BYTES = 170 * 10**6
+#: Numba and the kernels it loads from the disk cache, resident once a job is large enough
+#: to import it (measured 350 MB after the same run with every stage on Numba: +190 MB)
+NUMBA_RESIDENT_BYTES = 190 * 10**6
+#: working memory of a run beyond its rows: Arrow/NumPy pools, the prefetch thread, the
+#: shard writer's buffer (the intercept of peak over partition rows: 246 MB less the base,
+#: streamed partitions of 50k..1M flights rows; 184 MB less the base in memory)
+RUN_FIXED_BYTES = 80 * 10**6
 #: a streamed partition's peak per row, in multiples of its used columns' in-memory bytes
 #: plus its X bytes (read frame, validated table, step temporaries, X, its shard write;
-#: measured 389 B per flights row = 2.8 x (68 + 72))
-STREAM_WORKING_COPIES = 3.0
+#: measured 492 B per flights row = 3.1 x (68 + 72) + the prefetched 68, least squares
+#: over 50k..1M-row partitions of 2M rows, peaks 278 / 305 / 359 / 475 / 748 MB)
+STREAM_WORKING_COPIES = 3.1
+#: an in-memory run whose kernels are Numba's holds fewer working copies than
+#: ``memory_working_copies`` (numpy paths: measured 385 B per flights row at 336k-1M rows
+#: = 4.7 x 67 + 72; Numba: 292 B per row at 2M and 10M = 3.3 x 67 + 72)
+NUMBA_WORKING_COPIES_SAVED = 1.4
 #: the next partition's columns, read ahead while the current one is computed
 STREAM_PREFETCH_COPIES = 1.0
+#: a fit on all of a column's values, per value, beyond the values it is given (the present
+#: values' copy, numpy's percentile / scipy's likelihood search): measured with
+#: tracemalloc on 2M log-normal values, 5% missing (2026-12-05, 2-core VM): quantile
+#: 15.3 B (uniform or normal), Yeo-Johnson 52.8 B, Box-Cox 208 B (scipy's boxcox_normmax)
+#: and on 20k / 200k / 1M values without missing: Yeo-Johnson 40-41 B, Box-Cox 219-228 B
+GATHERED_FIT_BYTES = {"quantile": 16.0, "yeo-johnson": 56.0, "box-cox": 230.0}
+#: a power transform's fit imports scipy.stats (its likelihood search): 47 MB resident
+#: measured on top of ``import fastprep``
+GATHERED_FIT_IMPORT_BYTES = {"quantile": 0, "yeo-johnson": 50 * 10**6, "box-cox": 50 * 10**6}
 #: plans keep this fraction of the budget free (allocator fragmentation, sampling noise)
 BUDGET_MARGIN = 0.1
 #: a Dask job's processes besides its workers: the scheduler, and per worker a nanny
@@ -584,6 +612,8 @@ class Option:
     impossible: str | None = None
     #: bytes reserved for the values behind order statistics (a streamed fit keeps them)
     kept_bytes: int = 0
+    #: bytes a fit on all values (quantile / power transforms) gathers and works in
+    gathered_bytes: int = 0
 
     def describe(self, budget: int) -> str:
         size = (f"{self.partitions} partition(s) of ≤{self.rows_per_partition:,} rows, "
@@ -592,8 +622,54 @@ class Option:
         why = f" ({self.impossible})" if self.impossible else ""
         if self.kept_bytes:
             why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
+        if self.gathered_bytes:
+            why += (f" (incl. {format_bytes(self.gathered_bytes)} for the fit on all values "
+                    "of its quantile/power transforms)")  # fmt: skip
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
+
+
+def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
+    """What the fit of the steps fitted on all values at once (``QuantileTransform``,
+    ``PowerTransform``) needs over ``n_rows`` rows: ``(partitioned, in_memory)``. A
+    partitioned fit gathers 8 bytes a row per such step (held from their pass to their
+    fit) and concatenates each (8 more), then fits: the largest fit's working memory
+    (:data:`GATHERED_FIT_BYTES`; :data:`GATHERED_FIT_IMPORT_BYTES` for what it imports)
+    on top; an in-memory fit has its values already, and needs that working memory only."""
+    # one fit per (input, step), as the fit's levels gather them (their "values" targets:
+    # fitted on all values, neither by order statistics nor by moments)
+    steps = [step for feature in plan.features for _ in feature.inputs for step in feature.steps
+             if step.needs_fit and needs_values(step) and not by_order(step)
+             and not isinstance(step, Bin)]  # fmt: skip
+    if not steps:
+        return 0, 0
+    kinds = [s.method if isinstance(s, PowerTransform) else "quantile" for s in steps]
+    fitting = max(int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds) + max(
+        GATHERED_FIT_IMPORT_BYTES[k] for k in kinds)  # fmt: skip
+    return 8 * (len(steps) + 1) * n_rows + fitting, fitting
+
+
+def imports_numba(rows: int, profile: CostProfile) -> bool:
+    """Whether a job over ``rows`` rows imports Numba (the planner's rule,
+    :func:`fastprep.planning.planner.job_imports_numba`, for a fresh process: the
+    pre-flight predicts the job's processes, not this one's state)."""
+    return rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
+
+
+def _planned(source: Source, rows: int) -> tuple[int, int] | None:
+    """The partitions a Parquet source is cut into for ``rows`` rows each (row groups are
+    packed whole, so there can be more of them, smaller), and the largest one's rows; None
+    where sizes are known only once read (CSV) or the source is not files."""
+    if not is_path(source):
+        return None
+    try:
+        specs = plan_partitions(source, rows)
+    except (SourceError, OSError, ValueError, pa.ArrowException):
+        return None
+    sizes = [s.n_rows for s in specs]
+    if not sizes or any(n is None for n in sizes):
+        return None
+    return len(specs), max(int(n) for n in sizes if n is not None)
 
 
 def smallest_partition_rows(source: Source) -> int:
@@ -605,7 +681,7 @@ def smallest_partition_rows(source: Source) -> int:
             in_memory_rows(source), MIN_PARTITION_ROWS)  # fmt: skip
     largest = 0
     for path in resolve_files(source):
-        if _format_of(path) == "parquet":
+        if format_of(path) == "parquet":
             meta = pq.ParquetFile(path).metadata
             groups = (meta.row_group(g).num_rows for g in range(meta.num_row_groups))
             largest = max(largest, *groups, 0)
@@ -617,10 +693,15 @@ def smallest_partition_rows(source: Source) -> int:
 def _options(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool, passes: int,
     fit_only: bool = False, cluster: str | None = None, kept_per_row: float = 0.0,
+    gathered: tuple[int, int] = (0, 0),
 ) -> list[Option]:  # fmt: skip
     """In memory, streamed in this process, on a local Dask cluster: each one's predicted
-    peak summed over every process of the job, and time."""
+    peak summed over every process of the job, and time. ``gathered``: what a fit on all
+    values needs, partitioned and in memory (:func:`gathered_bytes`)."""
     n = max(result.n_rows, 1)
+    # a partitioned fit holds the gathered values in this process (a cluster's client)
+    # until it fits on them: that memory is there beside every partition's
+    gather, fitting = gathered
     usable = result.budget * (1 - BUDGET_MARGIN)
     # a collected query (LazyFrame, filtered Dataset) is a table in memory by now, too
     resident = not is_path(source) and source_kind(source) in (
@@ -630,31 +711,38 @@ def _options(
     per_row = (STREAM_WORKING_COPIES * (result.input_bytes + result.output_bytes)
                + STREAM_PREFETCH_COPIES * result.input_bytes) / n  # fmt: skip
     smallest = max(1, smallest_partition_rows(source))
-    working = int(result.input_bytes * profile.memory_working_copies)
+    # Numba is counted in by the job's rows, for a partitioned job too: a streamed job
+    # imports it by its own rows (``streamed.numba_for_the_job``), and a worker's partition
+    # goes to Numba once the planner has learned that its kernels repay it
+    numba = imports_numba(n, profile)
+    base = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
+    copies = profile.memory_working_copies - (NUMBA_WORKING_COPIES_SAVED if numba else 0.0)
+    working = int(result.input_bytes * max(copies, 1.0))
     x_bytes = 0 if fit_only else result.output_bytes  # an in-memory run builds all of X
-    out = [Option("in-memory", PROCESS_BASE_BYTES + RUN_FIXED_BYTES + working + x_bytes,
-                  n * profile.run_row_seconds)]  # fmt: skip
+    out = [Option("in-memory", base + RUN_FIXED_BYTES + working + x_bytes + fitting,
+                  n * profile.run_row_seconds, gathered_bytes=fitting)]  # fmt: skip
 
     def partitioned(name: str, fixed: int, workers: int, start: float, task: float,
                     row: float, impossible: str | None = None) -> Option:  # fmt: skip
         room = (usable - fixed - frame) / workers - RUN_FIXED_BYTES
         rows = int(min(ROWS_PER_PARTITION, max(room / max(per_row, 1), MIN_PARTITION_ROWS)))
         rows = max(rows, smallest)
-        parts = max(1, math.ceil(n / rows))
-        peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(rows, n) * per_row))
+        parts, largest = _planned(source, rows) or (max(1, math.ceil(n / rows)), rows)
+        peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(largest, n) * per_row))
         seconds = start + parts * task + n * row / min(workers, parts)
-        return Option(name, int(peak), seconds, rows, parts, impossible)
+        return Option(name, int(peak), seconds, rows, parts, impossible,
+                      gathered_bytes=gather)  # fmt: skip
 
     stream_row = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * passes)
-    streamed = partitioned("streamed in this process", PROCESS_BASE_BYTES, 1, 0.0, 0.02,
+    streamed = partitioned("streamed in this process", base + gather, 1, 0.0, 0.02,
                            stream_row)  # fmt: skip
     if kept_per_row and passes > 1:
         # the values behind the order statistics kept from the first pass (one read
         # fewer), when that leaves the partitions at least half their size
         kept = int(kept_per_row * n)
         faster = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * (passes - 1))
-        keeping = partitioned("streamed in this process", PROCESS_BASE_BYTES + kept, 1, 0.0,
-                              0.02, faster)  # fmt: skip
+        keeping = partitioned("streamed in this process", base + gather + kept, 1, 0.0, 0.02,
+                              faster)  # fmt: skip
         if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
             streamed = replace(keeping, kept_bytes=kept)
     out.append(streamed)
@@ -663,11 +751,12 @@ def _options(
     if why is None and not is_path(source):
         why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"
     if cluster == "external":  # its processes are the cluster's machines', not this one's
-        out.append(partitioned("Dask partitions on the scheduler named", PROCESS_BASE_BYTES, 1, 0.0,
-                               profile.dask_task_seconds, profile.dask_row_seconds, why))  # fmt: skip
+        out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
+                               0.0, profile.dask_task_seconds, profile.dask_row_seconds,
+                               why))  # fmt: skip
         return out
-    dask_fixed = PROCESS_BASE_BYTES * (1 + workers) + DASK_SCHEDULER_BYTES + (
-        DASK_NANNY_BYTES * workers)  # fmt: skip
+    dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
+        DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
                            profile.dask_cluster_start_seconds, profile.dask_task_seconds,
                            profile.dask_row_seconds, why))  # fmt: skip
@@ -678,13 +767,14 @@ def _execution_decision(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool,
     passes: int = 2, whole_output: bool = False, fit_only: bool = False,
     cluster: str | None = None, kept_per_row: float = 0.0,
+    gathered: tuple[int, int] = (0, 0),
 ) -> None:  # fmt: skip
     """Memory first — every process of the job counted, against the budget — then
     predicted time: in memory, streamed partition by partition in this process, or Dask.
     ``cluster``: "local" or "external" when the caller named a scheduler: over the budget,
     the cluster is then preferred to streaming (if its peak fits)."""
     options = _options(result, source, profile, distributable, passes, fit_only, cluster,
-                       kept_per_row)  # fmt: skip
+                       kept_per_row, gathered)  # fmt: skip
     result.options = options
     usable = result.budget * (1 - BUDGET_MARGIN)
     feasible = [o for o in options if o.impossible is None and o.peak_bytes <= usable]
@@ -700,6 +790,13 @@ def _execution_decision(
                 f"; a partition is at least {smallest_partition_rows(source):,} rows "
                 "(a Parquet row group, a CSV file): smaller row groups or files lower it"
             )
+        gathering = max((o.gathered_bytes for o in possible[1:]), default=0)
+        if gathering > least / 2:
+            hint += (
+                f"; the fit of its quantile/power transforms on all values holds "
+                f"~{format_bytes(gathering)}: fit on a sample (pipeline.fit(sample)), then "
+                "transform under the budget"
+            )  # fmt: skip
         result.decisions.append(Decision(
             "execution", "refused",
             f"{table}: none fits the {format_bytes(result.budget)} budget (less "

@@ -56,9 +56,11 @@ def check(
     scheduler: str | None = None,
     whole_output: bool = True,
     fit_only: bool = False,
+    transform_only: bool = False,
 ) -> Preflight | None:
     """The pre-flight for this run (refusals raised); sketches only when memory is tight.
-    None when the source's facts cannot be read (the run itself then says why)."""
+    None when the source's facts cannot be read (the run itself then says why).
+    ``transform_only``: a fitted pipeline's transform (no fit's memory is counted)."""
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
     from fastprep.runtime.levels import count_order_targets, count_passes  # (on use)
@@ -66,7 +68,8 @@ def check(
     cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable,
                    fit_only=fit_only, cluster=cluster, passes=count_passes(plan),
-                   order_statistics=count_order_targets(plan))  # fmt: skip
+                   order_statistics=count_order_targets(plan),
+                   transform_only=transform_only)  # fmt: skip
     try:
         result = run_preflight(plan, schema, source, sketch="needed", **options)
         if result.peak_bytes > SKETCH_FRACTION * result.budget:
@@ -92,11 +95,13 @@ def route(
     scheduler: str | None = None,
     whole_output: bool = True,
     fit_only: bool = False,
+    transform_only: bool = False,
 ) -> Iterator[tuple[Preflight | None, Any]]:
     """``(preflight, client)``: ``client`` is None for a run in this process (in memory, or
     streamed partition by partition: ``preflight.execution`` says which)."""
     result = check(plan, schema, source, budget=budget, scheduler=scheduler,
-                   whole_output=whole_output, fit_only=fit_only)  # fmt: skip
+                   whole_output=whole_output, fit_only=fit_only,
+                   transform_only=transform_only)  # fmt: skip
     if result is None or result.execution != "dask":
         yield result, None
         return

@@ -10,7 +10,10 @@ validates and transforms one partition at a time with the compiled kernels
 (:func:`fastprep.runtime.partition_tasks.transform_partition`; their ``prange`` loops use every
 core) and writes it as a shard of the one output format (:class:`ShardWriter`) before the
 next is read. So nothing holds all of the input or all of X: the memory is the
-interpreter's and one partition's (see :func:`fastprep.runtime.preflight.streaming_peak`).
+interpreter's and one partition's (predicted with
+:data:`fastprep.runtime.preflight.STREAM_WORKING_COPIES`). The drift profile and drift
+measures are taken per partition and merged (:func:`fastprep.validate.drift.merge_profiles`),
+as the fit's statistics are.
 
 Row ids and the quarantine are the in-memory run's: a partition's rows are numbered from its
 offset in the source (a CSV file's, once the files before it were read).
@@ -19,6 +22,7 @@ offset in the source (a CSV file's, once the files before it were read).
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -38,7 +42,13 @@ from fastprep.emit import make_layout
 from fastprep.emit.precision import Precision
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute
-from fastprep.runtime.levels import Learned, check_fittable, count_order_targets, fit_levels
+from fastprep.runtime.levels import (
+    Learned,
+    check_fittable,
+    count_order_targets,
+    fit_levels,
+    retry_notes,
+)
 from fastprep.runtime.partition_tasks import (
     Job,
     RetryPolicy,
@@ -50,6 +60,7 @@ from fastprep.runtime.partition_tasks import (
     transform_partition,
 )
 from fastprep.runtime.report import Report
+from fastprep.validate import drift
 from fastprep.validate.findings import Finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
 
@@ -68,16 +79,18 @@ class Partitions:
         self.specs = plan_partitions(source, rows_per_partition)
         self.job = job
 
-    def _read(self, spec: PartitionSpec) -> Any:
-        """One partition's columns: a file's read with retries; a table in memory sliced."""
+    def _read(self, spec: PartitionSpec) -> tuple[Any, int]:
+        """One partition's columns and how many transient errors its read retried: a
+        file's read with retries; a table in memory sliced."""
         columns, text = read_columns(self.job)
         if is_path(self.source):
-            return read_with_retries(spec, columns, text, self.job.retry)[0]
-        return read_partition(spec, columns, text, self.source)
+            return read_with_retries(spec, columns, text, self.job.retry)
+        return read_partition(spec, columns, text, self.source), 0
 
     def each(self, run: Any) -> list[Any]:
         """``run(spec, part)`` per partition in order; returns the results. ``run`` must
-        return a dict with ``rows_in`` (to number the next partition's rows)."""
+        return a dict with ``rows_in`` (to number the next partition's rows); the read's
+        retries are added to its ``retries`` (as a worker's task counts its own)."""
         results, offset = [], 0
         with ThreadPoolExecutor(1, thread_name_prefix="fastprep-prefetch") as pool:
             ahead = pool.submit(self._read, self.specs[0]) if self.specs else None
@@ -85,16 +98,29 @@ class Partitions:
                 if spec.row_offset is None:
                     spec = self.specs[i] = replace(spec, row_offset=offset)
                 assert ahead is not None
-                part = ahead.result()
+                part, retries = ahead.result()
                 ahead = pool.submit(self._read, self.specs[i + 1]) if i + 1 < len(
                     self.specs) else None  # fmt: skip
                 result = run(spec, part)
                 del part
+                counts = result.get("entry", result)
+                counts["retries"] = counts.get("retries", 0) + retries
                 offset = spec.row_offset + _rows_in(result)
                 results.append(result)
                 del result
                 gc.collect(0)
         return results
+
+
+def numba_for_the_job(rows: int) -> None:
+    """Import Numba up front when the whole job's rows repay it, as an in-memory run of the
+    same source decides: the planner decides per table, and a partition alone is below its
+    threshold, so every kernel of a big streamed job would otherwise stay on numpy."""
+    from fastprep.planning import planner
+
+    if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
+            and importlib.util.find_spec("numba") is not None):  # fmt: skip
+        import numba  # noqa: F401
 
 
 def _rows_in(result: dict[str, Any]) -> int:
@@ -108,7 +134,22 @@ def fit(
     rows_per_partition: int = ROWS_PER_PARTITION, partitions: Partitions | None = None,
     spare_bytes: int = 0,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
-    """The cluster fit's passes, one partition at a time in this process.
+    """:func:`fit_with_profile` without the drift profile."""
+    params, report, _ = fit_with_profile(
+        plan, schema, source, backend=backend, rows_per_partition=rows_per_partition,
+        partitions=partitions, spare_bytes=spare_bytes,
+    )  # fmt: skip
+    return params, report
+
+
+def fit_with_profile(
+    plan: LogicalPlan, schema: Schema, source: Source, *, backend: str = "auto",
+    rows_per_partition: int = ROWS_PER_PARTITION, partitions: Partitions | None = None,
+    spare_bytes: int = 0,
+) -> tuple[execute.Params, Report, dict[str, Any]]:  # fmt: skip
+    """The cluster fit's passes, one partition at a time in this process; the fitted
+    parameters, the fit's report and the drift profile of the source (each partition's,
+    profiled in the first pass, merged: what a later transform's drift is measured against).
 
     ``spare_bytes``: memory the budget leaves beside the partitions. When the values behind
     the order statistics (a median fill: 8 bytes a row per column) fit in it, the first
@@ -119,8 +160,10 @@ def fit(
     job = job_for(plan, schema, backend)
     parts = partitions or Partitions(source, rows_per_partition, job)
     rows = sum(s.n_rows or 0 for s in parts.specs)
+    numba_for_the_job(rows)
     kept: list[dict[Any, Any]] = []
     keep = bool(rows) and 8 * rows * count_order_targets(plan) <= spare_bytes
+    profiles: list[dict[str, Any]] = []
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         if kept and targets and all(t[3] in ("window", "windows") for t in targets):
@@ -129,11 +172,16 @@ def fit(
             kept.clear()
             return results
         hold = keep and any(t[3] in ("summary", "order") for t in targets)
-        results = parts.each(
-            lambda spec, part: fit_partials(job, spec, learned, targets, part, keep=hold)
-        )
+        first = not profiles  # the first pass profiles each partition (validation's scan)
+
+        def one(spec: PartitionSpec, part: Any) -> dict[str, Any]:
+            return fit_partials(job, spec, learned, targets, part, keep=hold, profile=first)
+
+        results = parts.each(one)
         if hold:
             kept[:] = [r.pop("values") for r in results]
+        if first:
+            profiles[:] = [r.pop("profile") for r in results] or [{}]
         return results
 
     params, report = fit_levels(plan, source, run_pass, rows)
@@ -144,7 +192,7 @@ def fit(
         size = 8 * rows * count_order_targets(plan) / 1e6
         held = f"; order statistics from values kept in memory ({size:.0f} MB), one read fewer"
     report.notes.append(f"streamed in one process: {len(parts.specs)} partition(s){held}")
-    return params, report
+    return params, report, drift.merge_profiles([p for p in profiles if p])
 
 
 def transform(
@@ -152,10 +200,13 @@ def transform(
     output_dir: str | os.PathLike[str], *, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, compress: str | bool | None = None,
     pipeline: Any = None, partitions: Partitions | None = None, notes: tuple[str, ...] = (),
+    profile: dict[str, Any] | None = None, drift_thresholds: dict[str, float] | None = None,
 ) -> Any:  # fmt: skip
     """Each partition transformed and written as a shard as it finishes; the output is
     published when every shard is on disk and returned mapped (``fp.open_output``).
-    ``pipeline``: a fitted pipeline published with the shards."""
+    ``pipeline``: a fitted pipeline published with the shards. ``profile``: the fit's drift
+    profile: each partition is measured against it and the merged measures are the report's
+    ``drift``, as an in-memory transform's (``drift_thresholds`` as there)."""
     from fastprep.runtime.shards import combine_reports
     from fastprep.storage.shards import ShardWriter, open_output
 
@@ -163,19 +214,23 @@ def transform(
     unexpected = unexpected_column_findings(schema, source_columns(source), "transform")
     job = job_for(plan, schema, backend)
     parts = partitions or Partitions(source, rows_per_partition, job)
+    numba_for_the_job(sum(s.n_rows or 0 for s in parts.specs))
     names = make_layout(plan, params).names(plan, params)
     writer = ShardWriter(output_dir, names, out_dtype, compress=compress)
 
     def one(spec: PartitionSpec, part: pd.DataFrame | None) -> dict[str, Any]:
-        result = transform_partition(job, spec, params, "", None, out_dtype, part)
+        result = transform_partition(job, spec, params, "", None, out_dtype, part,
+                                     profile=profile)  # fmt: skip
         output = result.pop("output")
         writer.add(output.X, output.y, output.row_ids, output.quarantine)
         return result
 
     try:
         entries = [r["entry"] for r in parts.each(one)]
-        report = combine_reports([e["report"] for e in entries], list(notes), str(source))
+        retried = retry_notes(sum(int(e["retries"]) for e in entries))
+        report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source))
         _add_findings(report, unexpected)
+        _add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
         report.backend = "streamed"
         rows = sum(int(e["shape"][0]) for e in entries)
         layout = entries[0]["layout"] if entries else "dense"
@@ -197,6 +252,22 @@ def _add_findings(report: Report, whole_source: list[Finding]) -> None:
     a partition reads only the columns the plan uses, so it never sees them."""
     if whole_source:
         report.findings = merge_findings([*whole_source, *report.findings])
+
+
+def _add_drift(
+    report: Report, profile: dict[str, Any] | None, measures: list[dict[str, Any] | None],
+    thresholds: dict[str, float] | None,
+) -> None:  # fmt: skip
+    """The partitions' drift measures merged and compared with the fit's profile (none
+    without one, as in memory); a profiled column no partition could measure is named."""
+    if profile is None:
+        return
+    merged = drift.merge_profiles([m for m in measures if m])
+    report.drift = drift.judge(profile, merged, thresholds)
+    unmeasured = [name for name in profile if name not in merged]
+    if unmeasured:
+        report.notes.append(f"drift not measured for {', '.join(map(repr, unmeasured))}: "
+                            "no partition held a measurable column of that name")  # fmt: skip
 
 
 def job_for(plan: LogicalPlan, schema: Schema, backend: str = "auto") -> Job:

@@ -321,8 +321,6 @@ def publish(
 def _check_named(folder: Path, doc: dict[str, Any]) -> None:
     """Every file ``doc`` names is there with its size (never publish a manifest naming a
     file that another writer's publish removed, e.g. a re-used partition of its output)."""
-    from fastprep.storage.shards import check_files, check_size
-
     try:
         for entry in doc["shards"]:
             check_files(folder, entry)
@@ -330,6 +328,33 @@ def _check_named(folder: Path, doc: dict[str, Any]) -> None:
             check_size(folder, info)
     except StateFormatError as exc:
         raise StateFormatError(f"not published: {exc}") from None
+
+
+def check_files(root: Path, entry: dict[str, Any]) -> None:
+    """Every file a shard entry names is there with the size written."""
+    for info in entry["arrays"].values():
+        check_size(root, info)
+    if entry.get("quarantine"):
+        check_size(root, entry["quarantine"])
+
+
+def check_size(root: Path, info: dict[str, Any]) -> None:
+    name = info["file"]
+    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        raise StateFormatError(f"{root}: the manifest names {name!r}, not a file of this folder")
+    path = root / name
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise StateFormatError(
+            f"{root}: incomplete output: the manifest names {info['file']}, which is missing "
+            "(removed, or the folder was copied in part); write the output again"
+        ) from None
+    if size != info["bytes"]:
+        raise StateFormatError(
+            f"{root}: corrupt output: {info['file']} has {size:,} bytes, the manifest says "
+            f"{info['bytes']:,} (truncated or overwritten); write the output again"
+        )
 
 
 class Writing:

@@ -22,6 +22,7 @@ import numpy as np
 from fastprep.emit.names import FeatureNames
 from fastprep.errors import SourceError, StateFormatError
 from fastprep.storage import output_format as fmt
+from fastprep.storage.output_format import check_files, check_size
 
 
 class Shard:
@@ -172,7 +173,17 @@ class OpenedOutput:
     def stacked_X(self) -> StackedX:
         """Every shard's X as one matrix of ``n_rows`` rows, stacked lazily: indexing it
         reads only the shards holding the rows asked for (no copy of the rest)."""
-        return StackedX([s.X for s in self.shards], self.manifest["width"])
+        shards = self.shards
+        return StackedX([lambda s=s: s.X for s in shards], self.manifest["width"],
+                        rows=[s.rows for s in shards], dtype=self._x_dtype(),
+                        sparse=self.manifest["layout"] == "csr")  # fmt: skip
+
+    def _x_dtype(self) -> np.dtype:
+        """X's stored dtype, from the manifest (bfloat16 is uint16 bits)."""
+        if not self.shards:
+            return np.dtype(np.float32)
+        arrays = self.shards[0].entry["arrays"]
+        return np.dtype((arrays.get("X") or arrays["X.data"])["dtype"])
 
     def batches(
         self, batch_size: int = 1024, *, shuffle: bool = False, seed: int = 0, epoch: int = 0,
@@ -206,10 +217,7 @@ class OpenedOutput:
             return self.shards[0]
         if not self.shards:
             raise ValueError("this output has no shards")
-        import scipy.sparse as sp
-
-        Xs = [s.X for s in self.shards]
-        X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
+        X = self.stacked_X.materialize()
         ys = [s.y for s in self.shards]
         y = None if any(v is None for v in ys) else np.concatenate(ys)
         return Shard.of(X, y, np.concatenate([s.row_ids for s in self.shards]))
@@ -237,17 +245,35 @@ class StackedX:
     ``X[i]``, ``X[a:b]`` and ``X[row_array]`` gather just those rows from the shards that
     hold them (a CSR X gives CSR rows, a dense one an ndarray, in the order asked);
     :meth:`blocks` yields each shard's ``(first_row, X)``; :meth:`materialize` stacks all
-    of it in memory (one copy) when that is really wanted."""
+    of it in memory (one copy) when that is really wanted.
+
+    A block is an array or a function returning one (with ``rows=`` its row counts): such a
+    block is opened only when a row of it is asked for (a compressed shard is decompressed
+    then, not when the view is made)."""
 
     ndim = 2
 
-    def __init__(self, blocks: Sequence[Any], width: int) -> None:
+    def __init__(
+        self, blocks: Sequence[Any], width: int, *, rows: Sequence[int] | None = None,
+        dtype: Any = None, sparse: bool | None = None,
+    ) -> None:  # fmt: skip
         self._blocks = list(blocks)
-        sizes = [int(b.shape[0]) for b in self._blocks]
+        sizes = [int(n) for n in rows] if rows is not None else [
+            int(b.shape[0]) for b in self._blocks]  # fmt: skip
+        if len(sizes) != len(self._blocks):
+            raise ValueError(f"{len(self._blocks)} blocks, {len(sizes)} row counts")
         self._starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.shape = (int(self._starts[-1]), int(width))
-        self.dtype = self._blocks[0].dtype if self._blocks else np.dtype(np.float32)
-        self.sparse = bool(self._blocks) and hasattr(self._blocks[0], "indptr")
+        first = self._block(0) if self._blocks and (dtype is None or sparse is None) else None
+        self.dtype = np.dtype(dtype if dtype is not None else (
+            first.dtype if first is not None else np.float32))  # fmt: skip
+        self.sparse = bool(sparse) if sparse is not None else hasattr(first, "indptr")
+
+    def _block(self, b: int) -> Any:
+        block = self._blocks[b]
+        if callable(block):
+            block = self._blocks[b] = block()  # opened once, kept (mapped: no copy)
+        return block
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -259,13 +285,14 @@ class StackedX:
 
     @property
     def nnz(self) -> int:
+        blocks = (self._block(b) for b in range(len(self._blocks)))
         if self.sparse:
-            return int(sum(b.nnz for b in self._blocks))
-        return int(sum(np.count_nonzero(b) for b in self._blocks))
+            return int(sum(b.nnz for b in blocks))
+        return int(sum(np.count_nonzero(b) for b in blocks))
 
     def blocks(self) -> Iterator[tuple[int, Any]]:
-        for start, block in zip(self._starts[:-1], self._blocks):
-            yield int(start), block
+        for b, start in enumerate(self._starts[:-1]):
+            yield int(start), self._block(b)
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, tuple):
@@ -285,25 +312,36 @@ class StackedX:
             raise IndexError(f"row index out of range for {self.shape[0]:,} rows")
         which = np.searchsorted(self._starts, rows, side="right") - 1
         order = np.argsort(which, kind="stable")
+        # each block's rows are one run of the sorted block numbers: O(rows) in all, not a
+        # full-length mask per block
+        bounds = np.searchsorted(which[order], np.arange(len(self._blocks) + 1))
         parts = []
-        for b in np.unique(which):
-            picked = order[which[order] == b]
-            parts.append(self._blocks[b][rows[picked] - self._starts[b]])
+        for b in np.flatnonzero(np.diff(bounds)):
+            picked = order[bounds[b] : bounds[b + 1]]
+            parts.append(self._block(b)[rows[picked] - self._starts[b]])
+        stacked = self._stack(parts)
+        if np.all(order[1:] > order[:-1]):  # asked in block order: already in place
+            return stacked
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return stacked[inverse]
+
+    def _stack(self, parts: list[Any]) -> Any:
+        """Blocks (or pieces of them) one under the other, in memory: the one place rows
+        of several shards are joined (:meth:`materialize`, row gathers, ``whole()``)."""
         if self.sparse:
             import scipy.sparse as sp
 
-            stacked = sp.vstack(parts, format="csr") if parts else sp.csr_matrix(
-                (0, self.shape[1]), dtype=self.dtype)  # fmt: skip
-        else:
-            stacked = np.concatenate(parts) if parts else np.empty((0, self.shape[1]),
-                                                                   self.dtype)  # fmt: skip
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(order.size)
-        return stacked[inverse] if not np.array_equal(order, np.arange(order.size)) else stacked
+            if not parts:
+                return sp.csr_matrix((0, self.shape[1]), dtype=self.dtype)
+            return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        if not parts:
+            return np.empty((0, self.shape[1]), self.dtype)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def materialize(self) -> Any:
-        """All rows in memory, one matrix (one copy)."""
-        return self[0 : self.shape[0]]
+        """All rows in memory, one matrix (one copy; a single block is returned as it is)."""
+        return self._stack([self._block(b) for b in range(len(self._blocks))])
 
 
 class ShardWriter:
@@ -462,33 +500,6 @@ def _what_instead(root: Path) -> str:
         return ("no manifest.json: an output was being written here but never published "
                 "(the writer stopped); run it again (a cluster job resumes)")  # fmt: skip
     return "no manifest.json: not a fastprep output folder"
-
-
-def check_files(root: Path, entry: dict[str, Any]) -> None:
-    """Every file a shard entry names is there with the size written."""
-    for info in entry["arrays"].values():
-        check_size(root, info)
-    if entry.get("quarantine"):
-        check_size(root, entry["quarantine"])
-
-
-def check_size(root: Path, info: dict[str, Any]) -> None:
-    name = info["file"]
-    if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
-        raise StateFormatError(f"{root}: the manifest names {name!r}, not a file of this folder")
-    path = root / name
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise StateFormatError(
-            f"{root}: incomplete output: the manifest names {info['file']}, which is missing "
-            "(removed, or the folder was copied in part); write the output again"
-        ) from None
-    if size != info["bytes"]:
-        raise StateFormatError(
-            f"{root}: corrupt output: {info['file']} has {size:,} bytes, the manifest says "
-            f"{info['bytes']:,} (truncated or overwritten); write the output again"
-        )
 
 
 def _dtype_shape(info: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...]]:

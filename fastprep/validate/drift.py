@@ -125,8 +125,16 @@ def compare(
     fitted: dict[str, dict[str, Any]], table: Table, thresholds: dict[str, float] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Per column: the measures, and ``alerts``: the names of those beyond their threshold."""
+    return judge(fitted, profile_for_drift(table, fitted), thresholds)
+
+
+def judge(
+    fitted: dict[str, dict[str, Any]], now: dict[str, dict[str, Any]],
+    thresholds: dict[str, float] | None = None,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """:func:`compare` on measures already taken (:func:`profile_for_drift`, or the merge of
+    a partitioned run's, :func:`merge_profiles`)."""
     limits = {**THRESHOLDS, **(thresholds or {})}
-    now = profile_for_drift(table, fitted)
     out: dict[str, dict[str, Any]] = {}
     for name, seen in now.items():
         before = fitted[name]
@@ -154,6 +162,45 @@ def compare(
         entry["alerts"] = alerts
         out[name] = entry
     return out
+
+
+def merge_profiles(parts: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """One profile (or one set of measures) from those of consecutive partitions of a
+    source, as :func:`profile` / :func:`profile_for_drift` measure the whole: counts summed,
+    mean and std merged from each partition's present count, mean and std (Chan's update:
+    equal to the whole's up to rounding), vocabularies united (none kept once the union
+    passes ``MAX_VOCABULARY`` or a partition kept none), unseen shares weighted by each
+    partition's present values, the first examples kept."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(n for part in parts for n in part):
+        entries = [part[name] for part in parts if name in part]
+        rows = sum(int(e["rows"]) for e in entries)
+        present = [int(e["rows"]) - round(e["null_rate"] * int(e["rows"])) for e in entries]
+        merged: dict[str, Any] = {"rows": rows,
+                                  "null_rate": (rows - sum(present)) / rows if rows else 0.0}  # fmt: skip
+        if all("mean" in e for e in entries):
+            merged.update(_merged_moments(entries, present))
+        if all("vocabulary" in e for e in entries):
+            vocabulary = sorted(set().union(*(e["vocabulary"] for e in entries)))
+            if len(vocabulary) <= MAX_VOCABULARY:
+                merged["vocabulary"] = vocabulary
+        if entries and all("unseen_share" in e for e in entries):
+            unseen = sum(round(e["unseen_share"] * n) for e, n in zip(entries, present))
+            merged["unseen_share"] = unseen / sum(present) if sum(present) else 0.0
+            examples = dict.fromkeys(x for e in entries for x in e["unseen_examples"])
+            merged["unseen_examples"] = list(examples)[:3]
+        out[name] = merged
+    return out
+
+
+def _merged_moments(entries: list[dict[str, Any]], present: list[int]) -> dict[str, float]:
+    counted = [(n, e["mean"], e["std"]) for e, n in zip(entries, present) if n]
+    total = sum(n for n, _, _ in counted)
+    if not total:
+        return {"mean": math.nan, "std": math.nan}
+    mean = sum(n * m for n, m, _ in counted) / total
+    var = sum(n * (s * s + (m - mean) ** 2) for n, m, s in counted) / total
+    return {"mean": mean, "std": math.sqrt(var)}
 
 
 def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,8 @@ import fastprep as fp
 from fastprep.backends.registry import available
 
 BACKENDS = [b for b in available() if b != "pandas"]
+#: examples of the large random pipelines in the default suite (the slow run takes 150)
+BOUNDED_EXAMPLES = 15
 
 
 def assert_close_float32(a: np.ndarray, b: np.ndarray) -> None:
@@ -289,14 +291,31 @@ def test_random_pipelines_agree_across_backends(expressions, chains, seed) -> No
         assert_same(expected, pipeline.fit(frame, backend=backend).transform(frame), exact=False)
 
 
+#: the large random pipelines: deeper expressions, up to four features
+LARGE = {
+    "expressions": st.lists(exprs(4), min_size=1, max_size=4),
+    "chains": st.lists(STEPS, min_size=3, max_size=3),
+    "seed": st.integers(0, 2**16),
+}
+
+
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    expressions=st.lists(exprs(4), min_size=1, max_size=4),
-    chains=st.lists(STEPS, min_size=3, max_size=3),
-    seed=st.integers(0, 2**16),
-)
+@given(**LARGE)
 def test_many_random_pipelines_agree_across_backends(expressions, chains, seed) -> None:
+    test_random_pipelines_agree_across_backends.hypothesis.inner_test(expressions, chains, seed)
+
+
+@settings(
+    max_examples=BOUNDED_EXAMPLES,
+    derandomize=True,  # the same examples on every run: the default suite is not a lottery
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(**LARGE)
+def test_large_random_pipelines_agree_across_backends_bounded(expressions, chains, seed) -> None:
+    """The slow test's strategies in the default suite, bounded: a fixed set of examples."""
     test_random_pipelines_agree_across_backends.hypothesis.inner_test(expressions, chains, seed)
 
 

@@ -240,7 +240,7 @@ def test_torch_tests_skip_cleanly_where_torch_is_absent(tmp_path):
     """)
     )
     result = subprocess.run(
-        [sys.executable, str(runner), "tests/storage/test_torch.py", "-q", "-rs",
+        [sys.executable, str(runner), "tests/integrations/test_torch.py", "-q", "-rs",
          "-p", "no:cacheprovider"],
         capture_output=True, text=True, cwd=REPO, timeout=300,
     )  # fmt: skip

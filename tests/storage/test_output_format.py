@@ -106,9 +106,14 @@ def test_cli_run_and_transform_folders_open(tmp_path, flights_pipeline, flights_
     assert_same_output(opened, fitted.transform(SAMPLE))
     code = main(["transform", str(tmp_path / "r" / "pipeline.fastprep"), "--input", str(BROKEN),
                  "--output", str(tmp_path / "t"), "--compress", "zstd"])  # fmt: skip
-    assert code == 0 and "zstd" in capsys.readouterr().out
+    wrote = capsys.readouterr().out.splitlines()[-1]
+    assert code == 0 and "zstd" in wrote
     opened = fp.open_output(tmp_path / "t")
     assert opened.codec == "zstd"
+    # what the user got, counted as `run` counts it: not the manifest, the locks or the alias
+    data = fmt.named_files(opened.manifest) - {opened.pipeline_path.name}
+    assert wrote.startswith(f"wrote {tmp_path / 't'}: manifest.json + {len(data)} files ("), wrote
+    assert wrote.endswith(", fitted pipeline pipeline.fastprep"), wrote
     assert_same_output(opened, fitted.transform(BROKEN))
 
 

@@ -1,4 +1,5 @@
-"""The one-pass column scan (validation + drift moments) and the numeric shortcuts of #3."""
+"""The one-pass column scan (validation + drift moments) and the numeric shortcuts: lazy row
+ranges, value tables for small-range integers, the parallel median, zero-copy reads."""
 
 import numpy as np
 import pandas as pd

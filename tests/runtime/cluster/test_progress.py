@@ -40,7 +40,7 @@ def test_callback_counts_completed_partitions_per_stage(pipeline, flights_row_gr
     stages = _by_stage(events)
     # flights: level 0 (with a median on speed), its median pass; the Standardize after the
     # fill is folded into them (no level 1)
-    assert list(stages) == ["fit level 0", "fit level 0 median"]  # level 1 folded (#6)
+    assert list(stages) == ["fit level 0", "fit level 0 median"]  # level 1 folded away
     for ticks in stages.values():
         assert ticks == [(n, 4) for n in range(5)]  # start at 0, one tick per partition
     events.clear()

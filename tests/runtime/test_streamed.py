@@ -206,3 +206,44 @@ def test_order_statistics_from_kept_values_fit_the_same_state(grouped, reference
                                      spare_bytes=10**9)  # fmt: skip
     assert "kept in memory" in kept_report.notes[-1] and "kept" not in report.notes[-1]
     assert json.dumps(encode_floats(kept)) == json.dumps(encode_floats(reread))
+
+
+def test_the_partitions_predicted_are_the_partitions_read(reference, tmp_path):
+    """Row groups are packed whole: a partition of 5,000-row row groups holds one of them
+    below 10,000 rows; the pre-flight counts (and sizes the peak by) the partitions the run
+    really reads, for every budget that streams."""
+    from fastprep.runtime import streamed
+
+    pipeline, _ = reference
+    path = tmp_path / "flights_5k.parquet"
+    pq.write_table(pq.read_table(REPO / "data_samples" / "flights.parquet"), path,
+                   row_group_size=5_000)  # fmt: skip
+    job = streamed.job_for(pipeline.optimized, pipeline.schema)
+    seen = set()
+    for mb in range(281, 300):
+        pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, str(path),
+                                      budget=mb * 10**6, whole_output=False)  # fmt: skip
+        chosen = pre.chosen
+        if chosen is None or not chosen.name.startswith("streamed"):
+            continue
+        parts = streamed.Partitions(str(path), chosen.rows_per_partition, job)
+        assert chosen.partitions == len(parts.specs), mb
+        seen.add((chosen.rows_per_partition // 5_000, len(parts.specs)))
+    assert (1, 4) in seen  # 5,000..9,999 rows a partition: four partitions, not 20,000 / rows
+
+
+def test_a_streamed_job_imports_numba_by_its_own_rows():
+    """A partition is below the planner's Numba threshold on its own: the streamed job
+    imports Numba when the whole job's rows repay it, as an in-memory run would (a fresh
+    process: this one may have imported it already)."""
+    code = ("import sys\n"
+            "from fastprep.runtime.streamed import numba_for_the_job\n"
+            "numba_for_the_job(100_000)\n"
+            "small = 'numba' in sys.modules\n"
+            "numba_for_the_job(10_000_000)\n"
+            "print(small, 'numba' in sys.modules)\n")  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert done.stdout.split() == ["False", "True"], done.stderr

@@ -142,12 +142,12 @@ def test_declared_dense_onehot_over_budget_is_refused_before_loading(
     flights_pipeline, grouped_parquet
 ):
     pipeline = tailnum_pipeline(flights_pipeline, sparse=False)
-    with pytest.raises(MemoryBudgetError, match=r"X \(dense\) ~2\d\d MB \+ ~4\d\d MB for the "
-                       r"process > budget 600 MB") as exc:  # fmt: skip
-        pipeline.fit_transform(grouped_parquet, memory_budget="600MB")
+    with pytest.raises(MemoryBudgetError, match=r"X \(dense\) ~2\d\d MB \+ ~2\d\d MB for the "
+                       r"process > budget 450 MB") as exc:  # fmt: skip
+        pipeline.fit_transform(grouped_parquet, memory_budget="450MB")
     assert "sparse=None would give CSR" in str(exc.value) and "write_shards" in str(exc.value)
     # the fit alone needs no X: it runs, and the layout stays the declared dense one
-    fitted = pipeline.fit(grouped_parquet, memory_budget="600MB")
+    fitted = pipeline.fit(grouped_parquet, memory_budget="450MB")
     assert fitted.fit_report.rows_out == 19_430
 
 

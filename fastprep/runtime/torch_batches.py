@@ -1,0 +1,76 @@
+"""Training batches as PyTorch tensors: an ``IterableDataset`` over a :class:`BatchStream`.
+
+Why in the run layer: ``FittedPipeline.torch_dataset`` (the façade) hands out this class,
+and the façade imports only downward; the PyTorch integration
+(:mod:`fastprep.integrations.torch`, which wraps the façade's objects) re-exports it. torch
+(large and optional) is imported only when ``BatchDataset`` is first asked for; the tensors
+are made by :mod:`fastprep.emit.tensors`, as ``Output.to_torch`` makes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from fastprep.emit.tensors import require_torch, to_tensor
+from fastprep.runtime.batches import BatchStream
+
+if TYPE_CHECKING:
+    from fastprep.runtime.fitted import FittedState
+
+
+def _make_dataset_class() -> type:
+    torch = require_torch()
+
+    class BatchDataset(torch.utils.data.IterableDataset):
+        """Batches of :meth:`FittedPipeline.batches` (a :class:`BatchStream` over the fitted
+        state) as ``(X, y)`` tensors.
+
+        Use with ``DataLoader(dataset, batch_size=None)`` (the batches are already made).
+        Every pass over the dataset is the next epoch (reshuffled when ``shuffle=True``);
+        ``set_epoch(n)`` picks one. With ``num_workers=k`` each worker streams every k-th
+        partition. ``stats`` is the last pass's :class:`~fastprep.runtime.batches.BatchStats`.
+        """
+
+        def __init__(
+            self, fitted: FittedState, source: Any, *, device: Any = "cpu", **options: Any
+        ) -> None:
+            super().__init__()
+            self.fitted, self.source, self.device = fitted, source, device
+            self.epoch = int(options.pop("epoch", 0))
+            self.options = options
+            self.stats: Any = None
+            self.alerts_seen: set[tuple[str, str, str]] = set()  # its epochs alert once
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = epoch
+
+        def __iter__(self) -> Iterator[tuple[Any, Any]]:
+            info = torch.utils.data.get_worker_info()
+            shard = None if info is None else (info.id, info.num_workers)
+            stream = BatchStream(
+                self.fitted, self.source, epoch=self.epoch, shard=shard,
+                alerts_seen=self.alerts_seen, **self.options,
+            )  # fmt: skip
+            self.epoch += 1
+            dtype = stream.precision.out_dtype
+            for batch in stream:
+                X = to_tensor(batch[0], dtype, self.device)
+                rest = tuple(
+                    None if a is None else to_tensor(a, "float32", self.device) for a in batch[1:]
+                )
+                yield (X, *rest)
+            self.stats = stream.stats
+
+    return BatchDataset
+
+
+_CLASSES: dict[str, type] = {}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BatchDataset":
+        if name not in _CLASSES:
+            _CLASSES[name] = _make_dataset_class()
+        return _CLASSES[name]
+    raise AttributeError(name)
