@@ -354,3 +354,11 @@ def test_as_a_scikit_learn_transformer(flights):
     again = clone(model).set_params(features__0__0__value=-2).fit(flights).transform(flights)
     np.testing.assert_array_equal(again[:, 1:], X[:, 1:])
     np.testing.assert_array_equal(again[:, 0] == -2, X[:, 0] == -1)
+
+
+def test_a_declared_side_column_absent_from_the_file_names_the_lookup(flights):
+    schema = fp.Schema({**dict(PLANES_SCHEMA.items()), "wings": fp.Int()})
+    p = fp.Pipeline(SCHEMA, [fp.col("planes.wings") >> fp.FillMissing(0)], lookups={
+        "planes": fp.Lookup(PLANES, key="tailnum", schema=schema)})  # fmt: skip
+    with pytest.raises(fp.SchemaError, match=r"lookup 'planes'.*wings"):
+        p.fit(flights)
