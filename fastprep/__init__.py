@@ -36,6 +36,7 @@ from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -47,6 +48,7 @@ from fastprep.plan.steps import (
     QuantileTransform,
     RobustScale,
     Standardize,
+    TargetEncode,
     Vectorize,
 )
 from fastprep.runtime.execute import Output
@@ -63,6 +65,7 @@ __all__ = [
     "Categorify",
     "Category",
     "Clip",
+    "CountEncode",
     "DataValidationError",
     "Datetime",
     "Dict",
@@ -94,6 +97,7 @@ __all__ = [
     "Standardize",
     "StateFormatError",
     "String",
+    "TargetEncode",
     "Vectorize",
     "col",
     "cols",

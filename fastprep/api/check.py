@@ -45,6 +45,7 @@ def check_plan(plan: LogicalPlan, types: Mapping[str, LType]) -> None:
                     f"{where}); give the expr a distinct name"
                 )
             seen_outputs[item.name] = where
+    _check_target_encoding(plan, types)
     if plan.target is not None:
         target_type = infer_type(plan.target.expr, types, f"target {plan.target.name!r}")
         if not target_type.is_numeric:
@@ -103,10 +104,11 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
 
 
 def _check_vocabulary_input(feature: Feature, name: str, found: LType, where: str) -> None:
-    """Categorify encodes text, integers and booleans; a float column has no vocabulary."""
-    from fastprep.plan.steps import Categorify
+    """Categorify (and target/count encoding) encode text, integers and booleans; a float
+    column has no vocabulary."""
+    from fastprep.plan.steps import SUFFIXED_ENCODERS, Categorify
 
-    if isinstance(feature.encoder, Categorify) and found == LType.FLOAT:
+    if isinstance(feature.encoder, (Categorify, *SUFFIXED_ENCODERS)) and found == LType.FLOAT:
         raise PipelineDefinitionError(
             f"{where}: {feature.encoder.describe()} needs a text, integer or boolean input, "
             f"but {name!r} is float; declare it fp.Int() if its values are whole numbers, "
@@ -274,3 +276,28 @@ def _check_dict_feature(feature: Feature, types: Mapping[str, LType], where: str
             "fp.Vectorize() (no other step applies to a dict)"
         )
     return True
+
+
+def _check_target_encoding(plan: LogicalPlan, types: Mapping[str, LType]) -> None:
+    """A step fitted against the target needs one: binary (``Bool``) or continuous (a
+    number); a text target would be multiclass, which target encoding does not do."""
+    for index, feature in enumerate(plan.features):
+        for step in feature.steps:
+            if not getattr(step, "needs_target", False):
+                continue
+            where = f"feature {index + 1} {feature.describe()}"
+            if plan.target is None:
+                raise PipelineDefinitionError(
+                    f"{where}: {step.describe()} learns from the pipeline's target, and this "
+                    'pipeline has none: add target=... (e.g. fp.expr("late = arr_delay > 15") '
+                    "for a binary target, or a numeric column)"
+                )
+            name = plan.target.name
+            found = infer_type(plan.target.expr, types, f"target {name!r}")
+            if not found.is_numeric:
+                raise PipelineDefinitionError(
+                    f"{where}: {step.describe()} needs a binary (Bool) or continuous (numeric) "
+                    f"target, but target {name!r} is {found.value} (multiclass target encoding "
+                    'is not supported); use a comparison such as fp.expr("late = arr_delay > '
+                    '15") or a numeric target'
+                )

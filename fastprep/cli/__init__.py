@@ -149,7 +149,11 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
     """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
     shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
     from fastprep.runtime.cluster.local import connect
+    from fastprep.runtime.levels import refuse_partitioned_cross_fit
 
+    # the run below fits, then transforms: refused before connecting for a step whose
+    # fit rows need other values (a run's fit rows are those of a fit_transform)
+    refuse_partitioned_cross_fit(pipeline.optimized, f"--scheduler {args.scheduler}")
     # "local": the LocalCluster a run over its memory budget gets too (one place starts it)
     with connect(args.scheduler) as (client, _where):
         progress = "auto" if args.progress is None else args.progress

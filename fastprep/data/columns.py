@@ -181,6 +181,19 @@ def release_row_range() -> int:
     return released
 
 
+@dataclass(frozen=True)
+class FitTarget:
+    """The target over a table's rows when those rows are the ones a fit learns from."""
+
+    #: float64, one value per selected row (a ``Bool`` target as 0.0 / 1.0)
+    values: np.ndarray
+    #: a ``Bool`` target (a binary classification target), else continuous
+    binary: bool
+    #: what every input encoded against this target shares (its folds, their means),
+    #: computed once per fit by the step that needs it
+    shared: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
 @dataclass
 class Table:
     """Validated columns, fastprep's own row ids, and the selected rows (None = all)."""
@@ -192,6 +205,11 @@ class Table:
     #: values computed from raw columns over all rows, kept for the table's lifetime (e.g.
     #: a column's log1p, needed by every fit round and by the transform); see ``derive``
     _derived: dict[Any, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    #: set when these rows are a fit's own rows: steps fitted against the target read it,
+    #: and a cross-fitted step (target encoding) gives these rows out-of-fold values when
+    #: they are transformed too (``fit_transform``); None for rows only transformed. Not
+    #: carried over by :meth:`take` (other rows, another target).
+    fit_target: FitTarget | None = field(default=None, repr=False)
 
     def derive(self, key: Any, source: np.ndarray, compute: Any) -> np.ndarray:
         """``compute()`` once per ``key`` and source array (a repaired column is new)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.plan.nodes import Feature, LogicalPlan
-from fastprep.plan.steps import Bin, Categorify, Hash, OneHot, Vectorize
+from fastprep.plan.steps import SUFFIXED_ENCODERS, Bin, Categorify, Hash, OneHot, Vectorize
 
 #: above this many categories in one input, ``OneHot(sparse=None)`` emits CSR
 SPARSE_ONEHOT_MIN_CATEGORIES = 64
@@ -20,7 +20,8 @@ INFREQUENT_LABEL = "<infrequent>"
 class FeatureSlot:
     """One feature's place in X: ``kind`` is "numeric", "onehot" or "hash".
 
-    ``Categorify`` features are "numeric": one dense column per input, named by the input."""
+    ``Categorify`` features are "numeric": one dense column per input, named by the input;
+    so are ``TargetEncode``/``CountEncode``, named ``<input>:target`` / ``<input>:count``."""
 
     kind: str
     offset: int
@@ -40,7 +41,8 @@ class Layout:
         parts: list[Sequence[str]] = []
         for feature, slot, fitted in zip(plan.features, self.slots, params):
             if slot.kind == "numeric":
-                parts.append([i.name for i in feature.inputs])
+                suffix = getattr(feature.encoder, "output_suffix", "")  # ``<col>:target``
+                parts.append([i.name + suffix for i in feature.inputs])
             elif slot.kind == "onehot" and isinstance(feature.encoder, Bin):
                 for item in feature.inputs:
                     parts.append(bin_names(item.name, fitted[item.name][-1]))
@@ -67,7 +69,7 @@ def make_layout(plan: LogicalPlan, params: list[dict[str, Any]]) -> Layout:
 
 def _slot(feature: Feature, fitted: dict[str, Any], offset: int) -> FeatureSlot:
     encoder = feature.encoder
-    if encoder is None or isinstance(encoder, Categorify):
+    if encoder is None or isinstance(encoder, (Categorify, *SUFFIXED_ENCODERS)):
         return FeatureSlot("numeric", offset, len(feature.inputs), False)
     if isinstance(encoder, OneHot):
         widths = [category_count(fitted[i.name][-1]) for i in feature.inputs]

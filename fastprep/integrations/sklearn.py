@@ -164,7 +164,16 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def _features_only(self) -> Pipeline:
         """The pipeline without its target: ``y`` comes from the caller."""
-        return rebuild(self._checked_pipeline(), target=None)
+        pipeline = self._checked_pipeline()
+        for feature in pipeline.plan.features:
+            for step in feature.steps:
+                if getattr(step, "needs_target", False):  # it would be fitted without y
+                    raise PipelineDefinitionError(
+                        f"{step.describe()} learns from the pipeline's target, which this "
+                        "scikit-learn adapter does not use (y comes from the caller); fit "
+                        "the fastprep pipeline itself: pipeline.fit_transform(frame)"
+                    )
+        return rebuild(pipeline, target=None)
 
     def _frame(self, X: Any, *, reset: bool) -> pd.DataFrame:
         """``X`` as a DataFrame with named columns (arrays: ``x0, x1, ...`` or the names

@@ -15,6 +15,7 @@ from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -27,6 +28,7 @@ from fastprep.plan.steps import (
     RobustScale,
     Standardize,
     Step,
+    TargetEncode,
     Vectorize,
 )
 
@@ -63,6 +65,8 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
             raise ValueError(f"{where}: {step.describe()} needs a list of feature names")
         if names != sorted(set(names)):
             raise ValueError(f"{where}: {step.describe()} feature names must be sorted, distinct")
+    elif isinstance(step, (TargetEncode, CountEncode)):
+        _check_encoded_values(step, params, where)
     elif isinstance(step, Bin):
         edges = _sorted_array(step, params, "edges", where)
         inner = edges[1:-1]
@@ -138,3 +142,47 @@ def _check_vocabulary(step: OneHot | Categorify, params: dict[str, Any], where: 
         )
     if step.max_categories is not None and len(counts) > step.max_categories:
         raise ValueError(f"{where}: {step.describe()} keeps more than max_categories categories")
+
+
+def _check_encoded_values(
+    step: TargetEncode | CountEncode, params: dict[str, Any], where: str
+) -> None:
+    """Sorted distinct categories with one fitted value each: an encoding (float) or a
+    count (int); the missing value's (None: not seen) and the target mean or row total."""
+    categories = params.get("categories")
+    numeric = params.get("numeric")
+    if not isinstance(categories, list) or not isinstance(numeric, bool):
+        raise ValueError(f"{where}: {step.describe()} needs a category list")
+    kind = (int, float) if numeric else str
+    if not all(isinstance(c, kind) and not isinstance(c, bool) for c in categories):
+        raise ValueError(f"{where}: {step.describe()} has categories of the wrong type")
+    if any(c != c for c in categories):
+        raise ValueError(f"{where}: {step.describe()} has a NaN category (missing is apart)")
+    if len(set(categories)) != len(categories) or categories != sorted(categories):
+        raise ValueError(f"{where}: {step.describe()} categories must be sorted and distinct")
+    if isinstance(step, CountEncode):
+        counts = params.get("counts")
+        numbers = [params.get("missing"), params.get("total")]
+        if (
+            not isinstance(counts, list)
+            or len(counts) != len(categories)
+            or not all(
+                isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                for c in [*counts, *numbers]
+            )
+        ):
+            raise ValueError(f"{where}: {step.describe()} needs one count per category")
+        if sum(counts) + params["missing"] != params["total"]:
+            raise ValueError(f"{where}: {step.describe()} counts do not add up to the total")
+        return
+    encodings = params.get("encodings")
+    if (
+        not isinstance(encodings, np.ndarray)
+        or encodings.dtype != np.float64
+        or encodings.shape != (len(categories),)
+        or not np.isfinite(encodings).all()
+    ):
+        raise ValueError(f"{where}: {step.describe()} needs one finite encoding per category")
+    _check_numbers(step, params, ("target_mean",), where)
+    if params.get("missing") is not None:
+        _check_numbers(step, params, ("missing",), where)

@@ -407,6 +407,77 @@ class Vectorize(Step):
         return "Vectorize()"
 
 
+# ---------------------------------------------------------------- target and count encoding
+
+
+@dataclass(frozen=True)
+class TargetEncode(_Vocabulary):
+    """Each category's shrunk mean of the pipeline's target, like scikit-learn's
+    ``TargetEncoder`` (binary when the target is ``Bool``, continuous otherwise): one output
+    column per input, named ``<col>:target``. Missing is its own category; a category
+    unseen at fit gets the target's mean. ``smooth="auto"`` is the empirical Bayes
+    shrinkage, a number the fixed weight of the mean.
+
+    The fit's own rows get cross-fitted values (``fit_transform``, ``fastprep run``): each
+    row the encoding learned on the other folds of ``KFold(cv, shuffle=True,
+    random_state=seed)`` (``StratifiedKFold`` for a binary target); every later transform
+    uses the encodings learned on all fitted rows.
+    """
+
+    kind: ClassVar[str] = "encoder"
+    needs_fit: ClassVar[bool] = True
+    #: fitted against the pipeline's target (the fit reads y)
+    needs_target: ClassVar[bool] = True
+    #: its output on the fit's own rows differs from its transform of them
+    fit_transform_differs: ClassVar[bool] = True
+    output_suffix: ClassVar[str] = ":target"
+    smooth: float | str = "auto"
+    cv: int = 5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        smooth = self.smooth
+        if smooth != "auto":
+            if (
+                isinstance(smooth, bool)
+                or not isinstance(smooth, (int, float))
+                or not math.isfinite(smooth)
+                or smooth < 0
+            ):
+                raise PipelineDefinitionError(
+                    f"TargetEncode(smooth={smooth!r}): 'auto' or a finite number >= 0"
+                )
+            object.__setattr__(self, "smooth", float(smooth))
+        cv = self.cv
+        if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
+            raise PipelineDefinitionError(f"TargetEncode(cv={cv!r}): an integer >= 2 (folds)")
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise PipelineDefinitionError(
+                f"TargetEncode(seed={seed!r}): an integer in [0, 2**32 - 1]"
+            )
+
+
+@dataclass(frozen=True)
+class CountEncode(_Vocabulary):
+    """Each value's number of rows at fit (``normalize=True``: its share of the fitted
+    rows), like pandas ``value_counts(dropna=False)`` mapped onto the rows: one output
+    column per input, named ``<col>:count``. Missing is counted as its own value; a value
+    unseen at fit gives 0."""
+
+    kind: ClassVar[str] = "encoder"
+    needs_fit: ClassVar[bool] = True
+    output_suffix: ClassVar[str] = ":count"
+    normalize: bool = False
+
+    def __post_init__(self) -> None:
+        _require_bools(self, "normalize")
+
+
+#: the encoders whose output is one dense column per input, named ``<col><suffix>``
+SUFFIXED_ENCODERS: tuple[type[Step], ...] = (TargetEncode, CountEncode)
+
+
 #: functions ``fp.Map`` steps were built with in this process, by the digest of their code
 FUNCTIONS: dict[str, Callable[[float], float]] = {}
 
@@ -495,6 +566,8 @@ STEP_TYPES: dict[str, type[Step]] = {
         Bin,
         QuantileTransform,
         PowerTransform,
+        TargetEncode,
+        CountEncode,
     )
 }
 AnyStep = (
@@ -513,6 +586,8 @@ AnyStep = (
     | Bin
     | QuantileTransform
     | PowerTransform
+    | TargetEncode
+    | CountEncode
 )
 
 

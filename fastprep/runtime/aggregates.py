@@ -21,6 +21,13 @@ Each fitted statistic has a small, mergeable partial:
   percentile) a window; the parameters are rebuilt from those order statistics with
   numpy's percentile arithmetic replayed (``scalers.params_from_order``). Uniform ``Bin``
   edges need only the extremes (moments).
+- target encoding (``TargetEncode``): each partition sends its rows' categories (codes
+  into its distinct values) and target values; the job renumbers them into one dictionary,
+  concatenates in partition order and fits as one process does (same rows, same order:
+  the same sums, so the same encodings). 12 bytes per row and input on the client, capped
+  like the gathered values below.
+- value counts (``CountEncode``): each distinct value's count and the missing count per
+  partition, summed exactly.
 - many quantiles or a likelihood search (``QuantileTransform``, ``PowerTransform``): each
   partition sends its present values; the job concatenates them in partition order and
   fits as one process does — the same values in the same order, so the same parameters.
@@ -43,7 +50,7 @@ from fastprep.backends.reference.stats import (
     require_values,
     standardize_from_moments,
 )
-from fastprep.data.columns import TextColumn
+from fastprep.data.columns import FitTarget, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
     Bin,
@@ -53,6 +60,7 @@ from fastprep.plan.steps import (
     RobustScale,
     Standardize,
     Step,
+    TargetEncode,
 )
 
 #: exact order statistics each partition sends for the median's first pass
@@ -337,3 +345,79 @@ def params_from_values(step: Step, parts: list[np.ndarray], what: str) -> dict[s
 
     values = np.concatenate(parts) if parts else np.empty(0)
     return fit_step(step, values, what)
+
+
+# ---------------------------------------------------------------- target and count encoding
+
+
+@dataclass(frozen=True)
+class TargetRows:
+    """One partition's rows for target encoding: each row's category as a code into
+    ``uniques`` (text; -1 missing) or its number (NaN missing), and the target."""
+
+    codes: np.ndarray | None
+    uniques: tuple[str, ...]
+    numbers: np.ndarray | None
+    target: np.ndarray
+    binary: bool
+
+
+def target_rows_of(values: np.ndarray | TextColumn, target: FitTarget | None) -> TargetRows:
+    if target is None:
+        raise FitError("target encoding on a partition without the target (no target column)")
+    if isinstance(values, TextColumn):
+        return TargetRows(values.codes, tuple(str(u) for u in values.uniques), None,
+                          target.values, target.binary)  # fmt: skip
+    return TargetRows(None, (), np.asarray(values, dtype=np.float64), target.values, target.binary)
+
+
+def params_from_target_rows(step: Step, parts: list[TargetRows], what: str) -> dict[str, Any]:
+    """The single-process fit on the partitions' rows, renumbered into one dictionary and
+    concatenated in partition order."""
+    from fastprep.backends.reference.target_encoding import fit_target_encoding
+
+    assert isinstance(step, TargetEncode)
+    y = np.concatenate([p.target for p in parts]) if parts else np.empty(0)
+    target = FitTarget(y, bool(parts and parts[0].binary))
+    if parts and parts[0].codes is None:
+        values: np.ndarray | TextColumn = np.concatenate([p.numbers for p in parts])  # type: ignore[misc]
+    else:
+        values = _text_rows(parts)
+    return fit_target_encoding(step, values, target, what)
+
+
+def _text_rows(parts: list[TargetRows]) -> TextColumn:
+    """The partitions' text rows as one dictionary-encoded column."""
+    index: dict[str, int] = {}
+    codes = []
+    for part in parts:
+        assert part.codes is not None
+        mapping = np.array([index.setdefault(u, len(index)) for u in part.uniques] + [-1],
+                           dtype=np.int32)  # fmt: skip
+        codes.append(mapping[part.codes])  # code -1 reads the trailing -1
+    uniques = np.empty(len(index), dtype=object)
+    uniques[:] = list(index)
+    return TextColumn(np.concatenate(codes) if codes else np.empty(0, np.int32), uniques)
+
+
+def counts_of(values: np.ndarray | TextColumn) -> dict[str, Any]:
+    """One partition's value counts (``CountEncode``'s fitted state on its rows)."""
+    from fastprep.backends.reference.target_encoding import fit_counts
+
+    return fit_counts(values)
+
+
+def params_from_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The partitions' counts summed: the fitted state of one process on all rows."""
+    merged: dict[Any, int] = {}
+    for part in parts:
+        for value, count in zip(part["categories"], part["counts"]):
+            merged[value] = merged.get(value, 0) + count
+    categories = sorted(merged)
+    return {
+        "categories": categories,
+        "numeric": parts[0]["numeric"] if parts else False,
+        "counts": [merged[c] for c in categories],
+        "missing": sum(p["missing"] for p in parts),
+        "total": sum(p["total"] for p in parts),
+    }

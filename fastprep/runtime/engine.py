@@ -198,7 +198,9 @@ def transform_fitted_rows(
 
     The engine asks for it here, never as ``transform(fit(...))`` spelled out: today every
     step transforms its own fit rows as it transforms any rows, so this is that; a step
-    that gives its fit rows other values (``FIT_OUTPUT_DIFFERS``) is computed here."""
+    that gives its fit rows other values (``FIT_OUTPUT_DIFFERS``) is computed here: the
+    prepared table of a fit carries the fit's target (``Table.fit_target``), from which
+    such a step (target encoding) encodes these rows out of fold."""
     return execute.transform_prepared(plan, params, prepared, dtype, backend)
 
 
@@ -212,7 +214,7 @@ def _fit_transform_partitioned(
 
     if run.output_dir is None:  # the pre-flight refuses this before routing here
         raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
-    _check_fit_output_same(plan)
+    _check_fit_output_same(plan, place.kind)
     backend = run.backend or "auto"
     rows = place.rows(run)
     if place.kind == "streamed":
@@ -242,16 +244,12 @@ def _fit_transform_partitioned(
     return fitted, opened
 
 
-def _check_fit_output_same(plan: LogicalPlan) -> None:
+def _check_fit_output_same(plan: LogicalPlan, how: str) -> None:
     """A partitioned fit-and-transform runs the transform after the fit: refused for a
     step whose fit rows get other values (not computed partition by partition yet)."""
-    for feature in plan.features:
-        for step in feature.steps:
-            if getattr(step, FIT_OUTPUT_DIFFERS, False):
-                raise PipelineDefinitionError(
-                    f"{step.describe()}: a fit_transform over the memory budget is not "
-                    "supported with it yet; raise memory_budget=, or fit on a sample"
-                )
+    from fastprep.runtime.levels import refuse_partitioned_cross_fit
+
+    refuse_partitioned_cross_fit(plan, how)
 
 
 # --- transform ------------------------------------------------------------------------

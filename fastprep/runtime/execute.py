@@ -19,7 +19,7 @@ from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.registry import resolve
-from fastprep.data.columns import RowIds, RowRange, Table
+from fastprep.data.columns import FitTarget, RowIds, RowRange, Table
 from fastprep.data.sources import (
     Raw,
     Source,
@@ -263,7 +263,26 @@ def prepare(
     )  # fmt: skip
     if plan.target is not None:
         _quarantine_missing_target(plan, prepared, backend)
+        if phase == "fit" and needs_target(plan):
+            prepared.table.fit_target = fit_target(plan, schema, prepared.table)
     return prepared
+
+
+def needs_target(plan: LogicalPlan) -> bool:
+    """Some step is fitted against the target (target encoding)."""
+    return any(getattr(s, "needs_target", False) for f in plan.features for s in f.steps)
+
+
+def fit_target(plan: LogicalPlan, schema: Schema, table: Table) -> FitTarget:
+    """The target over the fit's rows in float64 (not ``y``'s float32: a step fitted on
+    it averages the values as given), and whether it is binary (a ``Bool`` target)."""
+    from fastprep.api.check import infer_type
+
+    assert plan.target is not None
+    types = {name: spec.ltype for name, spec in schema.items()}
+    binary = infer_type(plan.target.expr, types, f"target {plan.target.name!r}") == LType.BOOL
+    values = reference.input_values(plan.target, table, reference.Repairs())
+    return FitTarget(np.asarray(values, dtype=np.float64), binary)
 
 
 def _target_only(plan: LogicalPlan) -> list[str]:

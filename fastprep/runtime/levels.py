@@ -87,7 +87,7 @@ def fit_levels(
     passes = level_targets(plan)
     for targets in passes:
         for f, name, q, kind, _ in targets:
-            if kind == "values":
+            if kind in ("values", "target"):  # gathered on the client
                 agg.check_gather_size(plan.features[f].steps[q], name, rows)
     report: Report | None = None
     retries = 0
@@ -204,6 +204,13 @@ def _merge(
                 del r["partials"][(f, name, position)]
             learned[(f, name)][position] = agg.params_from_values(step, parts, what)
             del parts
+        elif kind == "target":  # gathered rows, let go once fitted as the values above
+            for r in results:
+                del r["partials"][(f, name, position)]
+            learned[(f, name)][position] = agg.params_from_target_rows(step, parts, what)
+            del parts
+        elif kind == "counts":
+            learned[(f, name)][position] = agg.params_from_counts(parts)
         else:
             total = agg.merge_moments(parts)
             learned[(f, name)][position] = agg.params_from_moments(
@@ -261,3 +268,22 @@ def check_fittable(plan: LogicalPlan) -> None:
             "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
         )
+
+
+def refuse_partitioned_cross_fit(plan: LogicalPlan, how: str) -> None:
+    """A fit-and-transform over partitions (``how``: streamed, on Dask) is refused up
+    front for a step whose fit rows get other values than its transform gives them
+    (``fit_transform_differs``: out-of-fold target encoding): those need the folds of all
+    the validated rows, which the partition-by-partition transform does not compute."""
+    for feature in plan.features:
+        for step in feature.steps:
+            if getattr(step, "fit_transform_differs", False):
+                names = ", ".join(repr(i.name) for i in feature.inputs)
+                raise PipelineDefinitionError(
+                    f"{step.describe()} on {names}: fit_transform gives the fitted rows "
+                    f"out-of-fold values, which a partitioned run ({how}) does not compute: "
+                    "not supported with it yet. Fit, then transform: fitted = "
+                    "pipeline.fit(source) (partitions are fine), then fitted.transform(source) "
+                    "(the encodings learned on all rows); or run in memory (raise "
+                    "memory_budget=)"
+                )

@@ -28,7 +28,7 @@ from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, FillMissing, Step
+from fastprep.plan.steps import Bin, CountEncode, FillMissing, Step, TargetEncode
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, shards
 from fastprep.validate import drift
@@ -159,6 +159,8 @@ def fit_partials(
         for step, step_params in zip(feature.steps[:upto], params):
             if step.kind != "encoder":
                 values = reference.apply_step(step, step_params, values, name, repairs)
+        if kind == "target":  # target encoding: the rows' categories with their target
+            extra = table.fit_target
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
         if keep and kind in ("summary", "order"):
             kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
@@ -198,6 +200,10 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
         return agg.window_of(values, *extra)
     if kind == "values":
         return agg.values_of(values)
+    if kind == "target":
+        return agg.target_rows_of(values, extra)
+    if kind == "counts":
+        return agg.counts_of(values)
     raise ValueError(f"unknown partial {kind!r}")
 
 
@@ -208,6 +214,10 @@ def stat_kind(step: Step) -> str:
         return "moments"
     if scalers.needs_values(step):
         return "values"
+    if isinstance(step, TargetEncode):  # categories and target of every row, gathered
+        return "target"
+    if isinstance(step, CountEncode):  # exact counts per category, summed
+        return "counts"
     if step.kind == "encoder":
         return "vocabulary"
     if isinstance(step, FillMissing) and step.value == "median":

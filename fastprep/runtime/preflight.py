@@ -624,9 +624,15 @@ class Option:
             why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
         if self.gathered_bytes:
             why += (f" (incl. {format_bytes(self.gathered_bytes)} for the fit on all values "
-                    "of its quantile/power transforms)")  # fmt: skip
+                    "of its quantile/power transforms or target encodings)")  # fmt: skip
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
+
+
+#: a partitioned target-encoding fit's working bytes a row beyond the gathered rows: the
+#: concatenated codes and target (12), slots (8), a bincount temporary (8), the encoded
+#: target (8) — an estimate from the arrays the fit allocates, not a measurement
+TARGET_GATHER_ROW_BYTES = 36
 
 
 def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
@@ -641,12 +647,18 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     steps = [step for feature in plan.features for _ in feature.inputs for step in feature.steps
              if step.needs_fit and needs_values(step) and not by_order(step)
              and not isinstance(step, Bin)]  # fmt: skip
+    # target encoding gathers each input's rows (a 4-byte code and the 8-byte target a row),
+    # held through its pass, then concatenates one input's and fits on it (slots and
+    # bincount temporaries): TARGET_GATHER_ROW_BYTES a row on top, for the largest
+    encoded = sum(len(f.inputs) for f in plan.features for s in f.steps
+                  if getattr(s, "needs_target", False))  # fmt: skip
+    target = (12 * encoded + TARGET_GATHER_ROW_BYTES) * n_rows if encoded else 0
     if not steps:
-        return 0, 0
+        return target, 0
     kinds = [s.method if isinstance(s, PowerTransform) else "quantile" for s in steps]
     fitting = max(int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds) + max(
         GATHERED_FIT_IMPORT_BYTES[k] for k in kinds)  # fmt: skip
-    return 8 * (len(steps) + 1) * n_rows + fitting, fitting
+    return 8 * (len(steps) + 1) * n_rows + fitting + target, fitting
 
 
 def imports_numba(rows: int, profile: CostProfile) -> bool:

@@ -3,7 +3,7 @@ imported) and reports what breaks the layering in docs/architecture.md.
 
 Every import counts: at module level, inside functions, under ``if TYPE_CHECKING:``, absolute
 and relative (``from ..runtime import x``). A violation is a :class:`Violation` whose ``key`` is
-a stable one-line string (what a pending list names) and whose ``detail`` says where.
+a stable one-line string (what a failure lists) and whose ``detail`` says where.
 
 The rules:
 
@@ -54,7 +54,7 @@ LAYERS = {
 
 @dataclass(frozen=True)
 class Violation:
-    key: str  # stable: what a pending list names
+    key: str  # stable: one line naming the violation
     detail: str = field(default="", compare=False)  # where it happens, for the failure message
 
     def __str__(self) -> str:

@@ -23,6 +23,7 @@ from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -35,6 +36,7 @@ from fastprep.plan.steps import (
     RobustScale,
     Standardize,
     Step,
+    TargetEncode,
     Vectorize,
 )
 
@@ -266,5 +268,9 @@ NUMBA: Dispatch[NumbaOp] = Dispatch(
         Categorify: BY_REFERENCE,
         Hash: NumbaOp(encode=encode.encode_hash),
         Vectorize: NumbaOp(fit=encode.fit_vectorize, encode=encode.encode_vectorize),
+        # the reference code, whose cross-fit takes Numba's one pass over all folds
+        # (backends/fold_kernels.py) where the planner's helper path says so
+        TargetEncode: BY_REFERENCE,
+        CountEncode: BY_REFERENCE,
     },
 )

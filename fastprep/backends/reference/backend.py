@@ -19,7 +19,7 @@ from fastprep.backends.base import Dispatch
 from fastprep.backends.base import FeatureParams as FeatureParams  # the reference API
 from fastprep.backends.reference import dict_columns as dict_reference
 from fastprep.backends.reference import hashing as hashref
-from fastprep.backends.reference import scalers
+from fastprep.backends.reference import scalers, target_encoding
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -34,11 +34,13 @@ from fastprep.data.dict_column import DictColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
+from fastprep.errors import FitError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
     Bin,
     Categorify,
     Clip,
+    CountEncode,
     FillMissing,
     Hash,
     Log1p,
@@ -51,6 +53,7 @@ from fastprep.plan.steps import (
     RobustScale,
     Standardize,
     Step,
+    TargetEncode,
     Vectorize,
 )
 
@@ -107,6 +110,10 @@ def fit_feature(feature: Feature, table: Table) -> FeatureParams:
         learned: list[dict[str, Any]] = []
         for step in feature.steps:
             what = f"{step.describe()} on {item.name!r}"
+            if REFERENCE.has(step, "fit_target"):  # fitted against the fit's target
+                fit = REFERENCE.entry(step, "fit_target")
+                learned.append(fit(step, values, table.fit_target, what))
+                continue
             learned.append(fit_step(step, values, what))
             if step.kind != "encoder":
                 values = apply_step(step, learned[-1], values, item.name, repairs)
@@ -303,6 +310,10 @@ def _fit_dict_vocabulary(step: Vectorize, values: Any, what: str) -> dict[str, A
     return {"vocabulary": dict_reference.fit_vocabulary(values)}
 
 
+def _fit_counts(step: CountEncode, values: Any, what: str) -> dict[str, Any]:
+    return target_encoding.fit_counts(values)
+
+
 def no_fit(step: Step, values: Any, what: str) -> dict[str, Any]:
     """A step that learns nothing."""
     return {}
@@ -442,18 +453,41 @@ def _encode_hash(
     sink.put(index, SparseBlock(hash_prefix(feature), hashed))
 
 
+def _fit_needs_target(step: Step, values: Any, what: str) -> dict[str, Any]:
+    raise FitError(f"{what}: fitted against the pipeline's target, which this fit has not")
+
+
+def _encode_by_value(
+    feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
+    sink: OutputSink, index: int,
+) -> None:  # fmt: skip
+    """One column per input: its value's target encoding or count (the fit's own rows,
+    when the table carries the fit's target, out of fold)."""
+    encoder = feature.encoder
+    assert isinstance(encoder, (TargetEncode, CountEncode))
+    view = sink.numeric_view(index)
+    for j, item in enumerate(feature.inputs):
+        view[:, j] = target_encoding.encode(
+            encoder, fitted[item.name][-1], values[item.name], table.fit_target,
+            f"{encoder.describe()} on {item.name!r}",
+        )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ReferenceOp:
     """What the reference backend does for one step type.
 
     ``fit(step, values, what) -> params``; ``apply(step, params, values, output, repairs)
     -> values`` for an element-wise or fitted step; ``encode(feature, fitted, values,
-    table, sink, index)`` writes an encoder's block into the sink.
+    table, sink, index)`` writes an encoder's block into the sink. A step fitted against
+    the pipeline's target has ``fit_target(step, values, target, what)`` (``target``: the
+    table's ``fit_target``), used instead of ``fit``.
     """
 
     fit: Callable[..., dict[str, Any]]
     apply: Callable[..., Any] | None = None
     encode: Callable[..., None] | None = None
+    fit_target: Callable[..., dict[str, Any]] | None = None
 
 
 REFERENCE: Dispatch[ReferenceOp] = Dispatch(
@@ -474,5 +508,11 @@ REFERENCE: Dispatch[ReferenceOp] = Dispatch(
         Categorify: ReferenceOp(_fit_vocabulary, encode=_encode_categorify),
         Hash: ReferenceOp(no_fit, encode=_encode_hash),
         Vectorize: ReferenceOp(_fit_dict_vocabulary, encode=_encode_vectorize),
+        TargetEncode: ReferenceOp(
+            _fit_needs_target,
+            encode=_encode_by_value,
+            fit_target=target_encoding.fit_target_encoding,
+        ),
+        CountEncode: ReferenceOp(_fit_counts, encode=_encode_by_value),
     },
 )
