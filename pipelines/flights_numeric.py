@@ -1,4 +1,4 @@
-"""The numeric part of the flights pipeline alone: what the compiler issue benchmarks.
+"""The numeric part of the flights pipeline alone: the kernel benchmarks' dense, fused workload.
 
 Fill, clip, log1p, two derived expressions and standardize/min-max of 4 outputs, plus the
 target; every step element-wise or a fitted affine map, so it runs as one fused stage.

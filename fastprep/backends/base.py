@@ -15,12 +15,15 @@ Adding a step
 1. The frozen step class in ``fastprep/plan/steps.py``.
 2. The reference backend (``backends/reference/backend.py``, table ``REFERENCE``): one
    ``ReferenceOp`` entry with ``fit`` (what it learns; ``no_fit`` when nothing) and
-   ``apply`` (an element-wise or fitted step) or ``encode`` (an encoder: its output block).
-   Every other backend must give the same X as this one.
+   ``apply`` (an element-wise or fitted step) or ``encode`` (an encoder: its output block);
+   a fitted step also ``partial`` (what each partition of a streamed or cluster fit
+   computes) and, for ``"moments"``, ``from_moments``. Every other backend must give the
+   same X as this one.
 3. The Numba backend (``backends/numba/ops.py``, table ``NUMBA``): one ``NumbaOp`` entry.
    ``NumbaOp.reference()`` runs the step by the reference code (what an encoder or a
    step without a kernel does); a fusable step also gives ``code`` (its lines in the fused
-   kernel) and ``stat`` (the statistic a fit round computes, or ``"values"``).
+   kernel), ``stat`` (the statistic a fit round computes, or ``"values"``) and ``params``
+   (usually the reference's ``from_moments``).
 4. The numexpr backend runs the reference table for everything but element-wise
    expressions: nothing to add.
 

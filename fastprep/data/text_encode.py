@@ -27,12 +27,12 @@ pass (merging would redo the whole work).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
 from fastprep.data.columns import TextColumn
+from fastprep.native import threads
 from fastprep.native.arena import ARENA
 from fastprep.native.kernel_files import jit as njit  # made on first use: no numba import
 from fastprep.native.kernel_files import numba_cached, numba_loaded, prange
@@ -54,7 +54,6 @@ _LONG = np.uint64(1) << np.uint64(63)
 #: ``_encode_until_full`` stopped because: the rows are done, the table is half full, the
 #: next new value does not fit the distinct values' byte buffer
 _DONE, _TABLE_FULL, _BYTES_FULL = 0, 1, 2
-_POOL: ThreadPoolExecutor | None = None
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -69,14 +68,7 @@ _NO_WORDS = _read_only(np.zeros(0, dtype=np.uint64))
 
 
 def _workers() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=_workers())
-    return _POOL
+    return min(threads.workers(), 8)
 
 
 @njit(cache=True, nogil=True)
@@ -487,7 +479,7 @@ def _encode_by_hash(
     distinct bytes are gathered in that order. Merging per-range tables instead would redo
     the whole work serially, as every value is new to the merged table."""
     pieces = _pieces(chunks, 1)[0]
-    tables = list(_pool().map(lambda o: _run_part(pieces, codes, 0, o, owners), range(owners)))
+    tables = threads.map_all(lambda o: _run_part(pieces, codes, 0, o, owners), range(owners))
     used = [t[4] for t in tables]
     rank = np.full(max(used) * owners, -1, dtype=np.int32)
     order = np.empty(sum(used), dtype=np.int64)
@@ -560,7 +552,7 @@ def _run(pieces: list[list[tuple]], codes: np.ndarray, probe_rows: int) -> list[
     """Each part's table (slots, keys, distinct bytes, offsets, count or -1), in parallel."""
     if len(pieces) == 1:
         return [_run_part(pieces[0], codes, probe_rows)]
-    return list(_pool().map(lambda part: _run_part(part, codes, probe_rows), pieces))
+    return threads.map_all(lambda part: _run_part(part, codes, probe_rows), pieces)
 
 
 def _run_part(

@@ -157,7 +157,7 @@ def _materialize_module(name: str) -> None:
 
 def _bind_lazy(module: ModuleType) -> None:
     """A generated module's imported lazy kernels (``from fastprep.backends.numba.kernels
-    import merge_block``), made real: its Numba kernels call them."""
+    import merge_range``), made real: its Numba kernels call them."""
     for attribute, value in list(vars(module).items()):
         if isinstance(value, LazyKernel):
             setattr(module, attribute, materialize(value))

@@ -2,11 +2,10 @@
 
 Each fitted statistic has a small, mergeable partial:
 
-- moments (``Standardize``, ``MinMax``, ``FillMissing("mean")``): count, mean, M2, min,
-  max per partition, merged in partition order with Chan's parallel update
-  (``delta = mean_b - mean_a``; ``M2 = M2_a + M2_b + delta² · n_a n_b / n``). Counts,
-  min and max are exact; mean and variance agree with the single-machine two-pass sums to
-  ~1e-15 relative (float64 rounding of a different summation order).
+- moments (``Standardize``, ``MinMax``, ``FillMissing("mean")``): count, the exact sum
+  and sum of squares, min and max per partition (:mod:`fastprep.backends.moments`),
+  merged by adding integers: the fitted mean and variance are bit-identical to the
+  single-machine fit's, whatever the partitioning.
 - vocabularies (``OneHot``, ``Categorify``): each distinct value with its count; merged
   exactly, then ``min_frequency`` / ``max_categories`` are applied to the global counts.
 - medians (``FillMissing("median")``): **exact**, in two passes with bounded memory, not a
@@ -42,23 +41,14 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import moments
+from fastprep.backends.moments import require_values
 from fastprep.backends.reference import scalers
+from fastprep.backends.reference.backend import REFERENCE
 from fastprep.backends.reference.encoders import kept_positions
-from fastprep.backends.reference.scalers import maxabs_from_range
-from fastprep.backends.reference.stats import (
-    minmax_from_range,
-    require_values,
-    standardize_from_moments,
-)
 from fastprep.data.columns import FitTarget, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
-    Bin,
-    FillMissing,
-    MaxAbsScale,
-    MinMax,
-    RobustScale,
-    Standardize,
     Step,
     TargetEncode,
 )
@@ -69,71 +59,18 @@ SUMMARY_POINTS = 2049
 MAX_GATHERED_VALUES = 100_000_000
 
 
-@dataclass(frozen=True)
-class Moments:
-    """Count, mean, M2 (sum of squared deviations), min and max of the present values."""
-
-    count: int
-    mean: float
-    m2: float
-    low: float
-    high: float
-
-
-def moments_of(values: np.ndarray) -> Moments:
-    """The partition's moments (two-pass within the partition, like sklearn's first pass)."""
-    present = values[~np.isnan(values)]
-    n = len(present)
-    if n == 0:
-        return Moments(0, 0.0, 0.0, np.inf, -np.inf)
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean = float(np.sum(present) / n)
-        temp = present - mean
-        correction = float(np.sum(temp))
-        m2 = float(np.sum(temp * temp) - correction**2 / n)
-    return Moments(n, mean, m2, float(present.min()), float(present.max()))
-
-
-def merge_moments(parts: list[Moments]) -> Moments:
-    """Chan et al.'s pairwise update, applied in partition order (deterministic)."""
-    total = Moments(0, 0.0, 0.0, np.inf, -np.inf)
-    for part in parts:
-        if part.count == 0:
-            continue
-        if total.count == 0:
-            total = part
-            continue
-        n = total.count + part.count
-        delta = part.mean - total.mean
-        mean = total.mean + delta * part.count / n
-        m2 = total.m2 + part.m2 + delta * delta * total.count * part.count / n
-        total = Moments(n, mean, m2, min(total.low, part.low), max(total.high, part.high))
-    return total
-
-
-def with_fill(present: Moments, fill: float, rows: int) -> Moments:
-    """The moments of ``rows`` values after the missing ones were set to ``fill``: the
-    present values' moments merged with ``rows - present.count`` copies of ``fill``
-    (mean ``fill``, M2 0) by the same Chan update — no pass over the filled values."""
-    missing = rows - present.count
-    if missing <= 0:
-        return present
-    return merge_moments([present, Moments(missing, float(fill), 0.0, float(fill), float(fill))])
+#: a partition's moments (count, exact sums, extremes) and their merge: exact, so the
+#: merged statistics are those of the in-memory fit whatever the partitioning
+Moments = moments.Moments
+moments_of = moments.of
+merge_moments = moments.merge
+with_fill = moments.with_fill
 
 
 def params_from_moments(step: Step, total: Moments, rows: int, what: str) -> dict[str, Any]:
     """The step's fitted parameters, in the shape the single-machine fit gives them."""
     require_values(total.count, rows, what)
-    if isinstance(step, Standardize):
-        return standardize_from_moments(total.count, total.mean, total.m2 / total.count, what)
-    if isinstance(step, MinMax):
-        return minmax_from_range(total.low, total.high, *step.feature_range)
-    if isinstance(step, MaxAbsScale):
-        return maxabs_from_range(total.low, total.high)
-    if isinstance(step, Bin):  # uniform: from the extremes
-        return scalers.bin_from_range(step, total.low, total.high, what)
-    assert isinstance(step, FillMissing)
-    return {"fill": total.mean}
+    return REFERENCE.entry(step, "from_moments")(step, total, what)
 
 
 # ---------------------------------------------------------------- vocabularies
@@ -301,12 +238,11 @@ def value_at(parts: list[Window], rank: int) -> float:
     return float(values[order][np.searchsorted(cumulative, rank - below, side="right")])
 
 
-def by_order(step: Step) -> bool:
-    """Steps fitted from a few exact order statistics (medians, percentiles), found like
-    the median: two passes, bounded memory, no gather."""
-    return isinstance(step, RobustScale) or (
-        isinstance(step, Bin) and step.needs_fit and step.strategy == "quantile"
-    )
+def partial_kind(step: Step) -> str:
+    """What each partition computes for fitted ``step`` (the reference's table says):
+    ``"order"`` for steps fitted from a few exact order statistics (percentiles), found
+    like the median: two passes, bounded memory, no gather."""
+    return REFERENCE.entry(step, "partial")(step)
 
 
 def params_from_order(

@@ -22,13 +22,12 @@ import scipy.sparse as sp
 
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
-from fastprep.backends.reference import scalers
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, CountEncode, FillMissing, Step, TargetEncode
+from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, shards
 from fastprep.validate import drift
@@ -208,21 +207,10 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
 
 
 def stat_kind(step: Step) -> str:
-    if agg.by_order(step):  # medians, percentiles: exact order statistics, two passes
-        return "order"
-    if isinstance(step, Bin) and step.needs_fit:  # uniform edges: the extremes
-        return "moments"
-    if scalers.needs_values(step):
-        return "values"
-    if isinstance(step, TargetEncode):  # categories and target of every row, gathered
-        return "target"
-    if isinstance(step, CountEncode):  # exact counts per category, summed
-        return "counts"
-    if step.kind == "encoder":
-        return "vocabulary"
-    if isinstance(step, FillMissing) and step.value == "median":
-        return "median"
-    return "moments"
+    """What each partition computes for fitted ``step``: ``"moments"``, ``"median"``,
+    ``"order"`` (percentiles: exact order statistics, two passes), ``"values"``
+    (gathered), ``"vocabulary"`` — the reference backend's table says."""
+    return agg.partial_kind(step)
 
 
 def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:

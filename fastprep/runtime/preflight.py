@@ -37,7 +37,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
-from fastprep.backends.reference.scalers import needs_values
 from fastprep.data.partitions import (
     ROWS_PER_PARTITION,
     in_memory_rows,
@@ -56,10 +55,10 @@ from fastprep.errors import MemoryBudgetError, PipelineDefinitionError, SourceEr
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, Categorify, Hash, OneHot, PowerTransform
+from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform
 from fastprep.planning.planner import NUMBA_JOB_ROW_SAVING, CostProfile, load_profile
 from fastprep.planning.sketch import HyperLogLog
-from fastprep.runtime.aggregates import by_order
+from fastprep.runtime.aggregates import partial_kind
 
 #: rows of a CSV file's head read for bytes per row and the cardinality sketch
 CSV_SAMPLE_ROWS = 100_000
@@ -645,8 +644,7 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     # one fit per (input, step), as the fit's levels gather them (their "values" targets:
     # fitted on all values, neither by order statistics nor by moments)
     steps = [step for feature in plan.features for _ in feature.inputs for step in feature.steps
-             if step.needs_fit and needs_values(step) and not by_order(step)
-             and not isinstance(step, Bin)]  # fmt: skip
+             if step.needs_fit and partial_kind(step) == "values"]  # fmt: skip
     # target encoding gathers each input's rows (a 4-byte code and the 8-byte target a row),
     # held through its pass, then concatenates one input's and fits on it (slots and
     # bincount temporaries): TARGET_GATHER_ROW_BYTES a row on top, for the largest

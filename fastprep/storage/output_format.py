@@ -44,6 +44,7 @@ import numpy as np
 
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.errors import PipelineDefinitionError, StateFormatError
+from fastprep.native import threads
 from fastprep.storage.direct_io import write_npy
 
 try:
@@ -113,7 +114,8 @@ class FileWriter:
 
     def __init__(self, folder: Path, codec: str | None = None) -> None:
         self.folder, self.codec = folder, codec
-        self._compress = ThreadPoolExecutor(os.cpu_count() or 2) if codec else None
+        # one thread for the file work (fsync, the quarantine), apart from the shared pool:
+        # it must start at once, not queue behind the compute it is meant to overlap
         self._background = ThreadPoolExecutor(1)
         self._pending: list[Future[Any]] = []
 
@@ -156,8 +158,7 @@ class FileWriter:
             return pa.compress(piece, codec=self.codec, asbytes=False)
 
         sizes = []
-        assert self._compress is not None
-        for block in self._compress.map(compress, pieces):
+        for block in threads.imap(compress, pieces):
             handle.write(block)  # written in order while later chunks compress
             sizes.append(block.size)
         return sizes
@@ -179,8 +180,6 @@ class FileWriter:
         for future in self._pending:
             future.exception()
         self._background.shutdown()
-        if self._compress is not None:
-            self._compress.shutdown()
 
 
 def _sync(handle: Any) -> None:

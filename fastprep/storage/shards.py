@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from fastprep.emit.names import FeatureNames
 from fastprep.errors import SourceError, StateFormatError
+from fastprep.native import threads
 from fastprep.storage import output_format as fmt
 from fastprep.storage.output_format import check_files, check_size
 
@@ -542,8 +542,7 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
         raw[begin : begin + size] = np.frombuffer(block, np.uint8)
 
     try:
-        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-            list(pool.map(one, range(len(sizes))))
+        threads.map_all(one, range(len(sizes)))
     except (pa.ArrowException, ValueError) as exc:
         raise StateFormatError(f"{path}: cannot be decompressed ({exc}); write the output "
                                "again") from None  # fmt: skip

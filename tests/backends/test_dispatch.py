@@ -62,3 +62,22 @@ def test_a_pipeline_with_an_unknown_step_fails_naming_it(flights_sample):
         pipeline = fp.Pipeline(schema, [fp.col("distance") >> Unknown()])
         with pytest.raises(UnsupportedOperation, match="Unknown"):
             pipeline.fit(flights_sample, backend=backend)
+
+
+def test_every_fitted_step_says_how_a_partitioned_fit_learns_it():
+    """A new fitted step without ``partial`` fails here, not as wrong parameters later."""
+    fitted = [
+        fp.FillMissing("mean"), fp.FillMissing("median"), fp.Standardize(), fp.MinMax(),
+        fp.MaxAbsScale(), fp.RobustScale(), fp.Bin(), fp.Bin(strategy="uniform"),
+        fp.QuantileTransform(), fp.PowerTransform(), fp.OneHot(), fp.Categorify(),
+        fp.Vectorize(),
+    ]  # fmt: skip
+    for step in fitted:
+        kind = REFERENCE.entry(step, "partial")(step)
+        assert kind in ("moments", "median", "order", "values", "vocabulary"), step
+        if kind == "moments":
+            assert REFERENCE.has(step, "from_moments"), step
+    for step_type in STEP_TYPES.values():
+        if REFERENCE.has(step_type.__new__(step_type), "partial"):
+            continue
+        assert step_type.__name__ in ("Clip", "Log1p", "Map", "Hash"), step_type

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from fastprep.backends import moments
+from fastprep.backends.moments import require_values
 from fastprep.backends.numba import kernels as nk
 from fastprep.backends.numba.codegen import (
     Chain,
@@ -31,12 +32,9 @@ from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference.datetime_parts import zone_table
 from fastprep.backends.reference.expressions import evaluate as evaluate_expr
 from fastprep.backends.reference.expressions import per_code_table
-from fastprep.backends.reference.stats import (
-    require_values,
-)
 from fastprep.data.columns import Table, TextColumn
 from fastprep.emit.sink import OutputSink
-from fastprep.native import kernel_files
+from fastprep.native import kernel_files, threads
 from fastprep.native.arena import ARENA
 from fastprep.plan.nodes import Input, LogicalPlan, Stage
 from fastprep.plan.steps import Step
@@ -162,20 +160,13 @@ def _folds_into_fill(steps: tuple[Step, ...], s: int, pending: list[int]) -> boo
 
 
 def _params_after_fill(
-    step: Step, present: Any, fill: float, n_rows: int, what: str
+    step: Step, present: moments.Moments, fill: float, n_rows: int, what: str
 ) -> dict[str, Any]:
-    """``step``'s parameters over the filled values: Chan's merge of the present values'
-    (count, mean, M2) with ``n_rows - count`` copies of ``fill`` (M2 of copies is 0)."""
-    count, mean, m2, lo, hi = (float(v) for v in present[:5])
-    filled = n_rows - int(count)
-    total = int(count) + filled
-    require_values(total, -1, what)
-    if filled:
-        delta = fill - mean if count else 0.0
-        mean = mean + delta * filled / total if count else fill
-        m2 = m2 + delta * delta * count * filled / total
-        lo, hi = (min(lo, fill), max(hi, fill)) if count else (fill, fill)
-    return NUMBA.entry(step, "params")(step, (total, mean, m2, lo, hi), what)
+    """``step``'s parameters over the filled values: the present values' moments with
+    ``n_rows - count`` copies of ``fill`` (exact: as if the pass had seen them)."""
+    total = moments.with_fill(present, fill, n_rows)
+    require_values(total.count, -1, what)
+    return NUMBA.entry(step, "params")(step, total, what)
 
 
 def _stat_kind(step: Step) -> str | None:
@@ -197,9 +188,8 @@ def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any
         value, count = result
         require_values(count, -1, what)
         return {"fill": value}
-    count, mean, m2, lo, hi = (float(v) for v in result[:5])
-    require_values(int(count), -1, what)
-    return NUMBA.entry(step, "params")(step, (int(count), mean, m2, lo, hi), what)
+    require_values(result.count, -1, what)
+    return NUMBA.entry(step, "params")(step, result, what)
 
 
 def _run_fit(
@@ -208,17 +198,18 @@ def _run_fit(
     learned: list[list[dict[str, Any]]],
     table: Table,
     log: reference.Repairs | None,
-) -> tuple[list[np.ndarray], list[tuple[float, int]]]:
+) -> tuple[list[moments.Moments], list[tuple[float, int]]]:
     import numba
 
     n_moments = sum(1 for t in program.stats if t[2] != "median")
     n_medians = len(program.stats) - n_moments
-    acc = nk.new_accumulators(N_CHUNKS, max(n_moments, 1))
+    acc = moments.new_accumulators(N_CHUNKS, max(n_moments, 1))
     parallel = table.n_rows >= PARALLEL_MIN_ROWS
     lanes = max(1, min(numba.get_num_threads(), N_CHUNKS)) if parallel else 1
+    sums, squares = moments.new_bins(lanes, max(n_moments, 1))  # per lane: exact sums
     hists = [np.zeros((lanes, nk.BUCKETS), np.int64) for _ in range(n_medians)]  # per lane
     args = [*_arrays(program, table), _param_array(program, chains, learned), table.n_rows,
-            _selection(table), acc, *hists, N_CHUNKS, lanes]  # fmt: skip
+            _selection(table), acc, sums, squares, *hists, N_CHUNKS, lanes]  # fmt: skip
     module = _load(program, args, log)
     if parallel:
         module.kernel(*args)
@@ -227,15 +218,14 @@ def _run_fit(
         head = args[:-2]
         for c in range(N_CHUNKS):
             module.rows(*head, c, c * size, min(table.n_rows, c * size + size), 0)
-    merged = nk.merge_chunks(acc)
-    moments = [merged[i] for i in range(n_moments)]
+    found = [moments.from_kernel(acc, sums, squares, k) for k in range(n_moments)]
     medians = [
         nk.median_by_buckets(
             hist.sum(axis=0), _bucket_gatherer(chains, k, s, learned, table, hist, log)
         )
         for hist, (k, s, _) in zip(hists, program.stats[n_moments:])
     ]
-    return moments, medians
+    return found, medians
 
 
 def _bucket_gatherer(
@@ -247,7 +237,7 @@ def _bucket_gatherer(
     hist: np.ndarray,
     log: reference.Repairs | None,
 ) -> Any:
-    """``gather(bucket)`` for :func:`numba_kernels.median_by_buckets`: the median target's
+    """``gather(bucket)`` for :func:`fastprep.backends.numba.kernels.median_by_buckets`: the median target's
     values in ``bucket``, computed again from the inputs in one pass whose lanes are the
     fit round's (lane ``t`` writes its ``hist[t, bucket]`` values from its offset), and
     the largest value in an earlier bucket."""
@@ -439,22 +429,19 @@ def _ufunc(func: str, values: np.ndarray) -> np.ndarray:
     """``np.<func>(values)`` as float64 into retained memory, split across threads for
     large columns (numpy's ufuncs release the GIL; element-wise, so bit-identical)."""
     out = ARENA.empty(len(values), np.float64)
-    threads = min(os.cpu_count() or 1, 8)
-    if len(values) < UFUNC_THREADS_MIN or threads == 1:
+    parts = min(threads.workers(), 8)
+    if len(values) < UFUNC_THREADS_MIN or parts == 1:
         _ufunc_into(func, values, out, 0, len(values))
         return out
-    step = -(-len(values) // threads // UFUNC_ALIGN) * UFUNC_ALIGN
+    step = -(-len(values) // parts // UFUNC_ALIGN) * UFUNC_ALIGN
     starts = range(0, len(values), step)
-    list(_POOL.map(lambda lo: _ufunc_into(func, values, out, lo, lo + step), starts))
+    threads.map_all(lambda lo: _ufunc_into(func, values, out, lo, lo + step), starts)
     return out
 
 
 def _ufunc_into(func: str, values: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
     with np.errstate(all="ignore"):  # per thread: the missing/invalid are counted later
         getattr(np, func)(values[lo:hi], out=out[lo:hi], dtype=np.float64)
-
-
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fastprep-ufunc")
 
 
 def _param_array(

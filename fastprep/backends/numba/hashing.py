@@ -16,6 +16,7 @@ from fastprep.backends.numba import hash_csr
 from fastprep.backends.numba.hash_csr import DIRECT, GATHERED, NUMBER
 from fastprep.data import text_encode
 from fastprep.data.columns import TextColumn
+from fastprep.native import threads
 from fastprep.native.arena import ARENA
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ _INT32_MAX = 2**31 - 1
 #: to find those present) when there are at most this many or a 16th of the rows
 _HASH_ALL_COMBINATIONS = 1 << 16
 _TASK = 16384  # rows per parallel task
-_POOL = None
-_POOL_SIZE = 0
 _NO_BITMAP = np.frombuffer(b"\xff", dtype=np.uint8)
 
 
@@ -280,20 +279,7 @@ def _run_hash(mm, sep, sep_off, arrays, fm, out) -> None:
         for args in calls:
             mm.hash_rows(*args)
         return
-    pool = _pool(workers)
-    for f in [pool.submit(mm.hash_rows, *args) for args in calls]:
-        f.result()
-
-
-def _pool(workers: int):
-    """A lazily created, reused thread pool (the kernel releases the GIL)."""
-    global _POOL, _POOL_SIZE
-    if _POOL is None or workers > _POOL_SIZE:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL = ThreadPoolExecutor(workers, thread_name_prefix="fastprep-hash")
-        _POOL_SIZE = workers
-    return _POOL
+    threads.map_all(lambda args: mm.hash_rows(*args), calls)  # the kernel releases the GIL
 
 
 def hash_columns(

@@ -1,8 +1,9 @@
-"""Fixed Numba helpers the generated kernels call: block moments, Chan merges, selection.
+"""Fixed Numba helpers the generated kernels call: block extremes, selection, bins,
+quantiles, power transforms.
 
-Statistics are computed per block of rows held in a small buffer (two passes over the
-buffer, which sits in cache), then merged across blocks and chunks with Chan's update:
-one pass over memory, numerically stable, deterministic (fixed chunking, merged in order).
+A fit round's statistics are computed per block of rows held in a small buffer (it sits
+in cache): means and variances by :func:`fastprep.backends.moments.fold_block` (exact
+sums, so they do not depend on the chunking or the threads), ranges here.
 """
 
 from __future__ import annotations
@@ -12,42 +13,18 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends.moments import COUNT, HIGH, LOW
 from fastprep.native.kernel_files import jit as njit  # made on first use
 from fastprep.native.kernel_files import prange
 
 #: rows per statistics block (the buffer is a few KiB, so it stays in cache)
 BLOCK = 1024
-#: statistics accumulator fields; MEAN is relative to SHIFT (a data value near the mean)
-N, MEAN, M2, MIN, MAX, SHIFT = 0, 1, 2, 3, 4, 5
-FIELDS = 6
-
-
-@njit(cache=True, error_model="numpy")
-def merge_block(acc, k, buf, m, extremes):  # pragma: no cover - compiled
-    """Fold the first ``m`` values of ``buf`` (NaN = missing) into ``acc[k]``; their min
-    and max too when ``extremes`` (a ``Standardize`` or a mean needs neither).
-
-    Sums are taken relative to a shift (the first value the accumulator saw), so a column
-    far from zero (1e9 ± 1) keeps its variance to ~1e-12 instead of ~1e-8, and block
-    means merge as small numbers (Chan's update on relative means).
-    """
-    if acc[k, N] == 0.0:
-        for j in range(m):
-            if buf[j] == buf[j]:
-                acc[k, SHIFT] = buf[j]
-                break
-    shift = acc[k, SHIFT]
-    count, total, lo, hi = _block_sums(buf, m, shift, extremes)
-    if count == 0.0:
-        return
-    mean = total / count
-    _chan(acc, k, count, mean, _block_m2(buf, m, shift, mean), lo, hi)
 
 
 @njit(cache=True, error_model="numpy")
 def merge_range(acc, k, buf, m):  # pragma: no cover - compiled
-    """:func:`merge_block` for a ``MinMax``: the count and extremes of ``buf[:m]``'s
-    present values (mean and M2 stay 0)."""
+    """A ``MinMax``'s block ``buf[:m]``: the count and extremes of its present values
+    into ``acc[k]`` (fields as :func:`fastprep.backends.moments.fold_block`)."""
     c0 = c1 = 0.0
     lo0 = lo1 = np.inf
     hi0 = hi1 = -np.inf
@@ -65,128 +42,9 @@ def merge_range(acc, k, buf, m):  # pragma: no cover - compiled
         c0 += 1.0 if a == a else 0.0
         lo0 = a if a < lo0 else lo0
         hi0 = a if a > hi0 else hi0
-    acc[k, N] += c0 + c1
-    acc[k, MIN] = min(acc[k, MIN], min(lo0, lo1))
-    acc[k, MAX] = max(acc[k, MAX], max(hi0, hi1))
-
-
-@njit(cache=True, error_model="numpy")
-def _block_sums(buf, m, shift, extremes):  # pragma: no cover - compiled
-    """(count, sum of ``v - shift``, min, max) of the present values of ``buf[:m]``
-    (min and max stay ±inf unless ``extremes``: the loop is unswitched on it).
-
-    Four independent lanes (rows ``j % 4``), added in a fixed order at the end: one
-    running sum waits ~4 cycles per value for the previous addition (without fastmath,
-    LLVM may not reorder it), so the fit kernel spent most of its time in this loop."""
-    c0 = c1 = c2 = c3 = 0.0
-    t0 = t1 = t2 = t3 = 0.0
-    lo0 = lo1 = lo2 = lo3 = np.inf
-    hi0 = hi1 = hi2 = hi3 = -np.inf
-    m4 = m - m % 4
-    for j in range(0, m4, 4):
-        a, b, c, d = buf[j], buf[j + 1], buf[j + 2], buf[j + 3]
-        c0 += 1.0 if a == a else 0.0
-        c1 += 1.0 if b == b else 0.0
-        c2 += 1.0 if c == c else 0.0
-        c3 += 1.0 if d == d else 0.0
-        t0 += a - shift if a == a else 0.0
-        t1 += b - shift if b == b else 0.0
-        t2 += c - shift if c == c else 0.0
-        t3 += d - shift if d == d else 0.0
-        if extremes:
-            lo0 = a if a < lo0 else lo0  # NaN compares False: missing values never win
-            lo1 = b if b < lo1 else lo1
-            lo2 = c if c < lo2 else lo2
-            lo3 = d if d < lo3 else lo3
-            hi0 = a if a > hi0 else hi0
-            hi1 = b if b > hi1 else hi1
-            hi2 = c if c > hi2 else hi2
-            hi3 = d if d > hi3 else hi3
-    for j in range(m4, m):
-        a = buf[j]
-        c0 += 1.0 if a == a else 0.0
-        t0 += a - shift if a == a else 0.0
-        if extremes:
-            lo0 = a if a < lo0 else lo0
-            hi0 = a if a > hi0 else hi0
-    count = (c0 + c1) + (c2 + c3)
-    total = (t0 + t1) + (t2 + t3)
-    return count, total, min(min(lo0, lo1), min(lo2, lo3)), max(max(hi0, hi1), max(hi2, hi3))
-
-
-@njit(cache=True, error_model="numpy")
-def _block_m2(buf, m, shift, mean):  # pragma: no cover - compiled
-    """Sum of ``(v - shift - mean)**2`` over the present values of ``buf[:m]`` (``mean``
-    relative to ``shift``; four lanes, as :func:`_block_sums`)."""
-    s0 = s1 = s2 = s3 = 0.0
-    m4 = m - m % 4
-    for j in range(0, m4, 4):
-        a = buf[j] - shift - mean
-        b = buf[j + 1] - shift - mean
-        c = buf[j + 2] - shift - mean
-        d = buf[j + 3] - shift - mean
-        s0 += a * a if a == a else 0.0
-        s1 += b * b if b == b else 0.0
-        s2 += c * c if c == c else 0.0
-        s3 += d * d if d == d else 0.0
-    for j in range(m4, m):
-        a = buf[j] - shift - mean
-        s0 += a * a if a == a else 0.0
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(cache=True, error_model="numpy")
-def _chan(acc, k, count, mean, m2, lo, hi):  # pragma: no cover - compiled
-    """Chan et al.'s parallel update of (n, mean, M2) with another group's moments."""
-    n_a = acc[k, N]
-    if n_a == 0.0:
-        acc[k, N] = count
-        acc[k, MEAN] = mean
-        acc[k, M2] = m2
-    else:
-        n = n_a + count
-        delta = mean - acc[k, MEAN]
-        acc[k, MEAN] = acc[k, MEAN] + delta * (count / n)
-        acc[k, M2] = acc[k, M2] + m2 + delta * delta * (n_a * count / n)
-        acc[k, N] = n
-    if lo < acc[k, MIN]:
-        acc[k, MIN] = lo
-    if hi > acc[k, MAX]:
-        acc[k, MAX] = hi
-
-
-@njit(cache=True, error_model="numpy")
-def merge_chunks(parts):  # pragma: no cover - compiled
-    """Merge per-chunk accumulators ``parts[chunk, k, field]`` in chunk order.
-
-    Returns ``out[k] = (n, mean, M2, min, max, shift)`` with an absolute mean.
-    """
-    n_chunks, n_stats = parts.shape[0], parts.shape[1]
-    out = np.zeros((n_stats, FIELDS))
-    for k in range(n_stats):
-        out[k, MIN] = np.inf
-        out[k, MAX] = -np.inf
-        out[k, SHIFT] = np.nan
-    for c in range(n_chunks):
-        for k in range(n_stats):
-            if parts[c, k, N] > 0.0:
-                if out[k, N] == 0.0:
-                    out[k, SHIFT] = parts[c, k, SHIFT]
-                # re-express the chunk's mean relative to the common shift
-                relative = parts[c, k, MEAN] + (parts[c, k, SHIFT] - out[k, SHIFT])
-                _chan(out, k, parts[c, k, N], relative, parts[c, k, M2],
-                      parts[c, k, MIN], parts[c, k, MAX])  # fmt: skip
-    for k in range(n_stats):
-        if out[k, N] > 0.0:
-            out[k, MEAN] = out[k, SHIFT] + out[k, MEAN]
-    return out
-
-
-def new_accumulators(n_chunks: int, n_stats: int) -> np.ndarray:
-    acc = np.zeros((n_chunks, n_stats, FIELDS))
-    acc[:, :, MIN] = np.inf
-    acc[:, :, MAX] = -np.inf
-    return acc
+    acc[k, COUNT] += c0 + c1
+    acc[k, LOW] = min(acc[k, LOW], min(lo0, lo1))
+    acc[k, HIGH] = max(acc[k, HIGH], max(hi0, hi1))
 
 
 @njit(cache=True)

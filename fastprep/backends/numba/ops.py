@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastprep.backends.base import Dispatch
+from fastprep.backends.moments import Moments
 from fastprep.backends.numba import encode
-from fastprep.backends.reference.scalers import maxabs_from_range
-from fastprep.backends.reference.stats import minmax_from_range, standardize_from_moments
+from fastprep.backends.reference import backend as reference
 from fastprep.plan.steps import (
     Bin,
     Categorify,
@@ -42,8 +42,6 @@ from fastprep.plan.steps import (
 
 #: lines of a fused kernel: (emitter, chain index, step index, step, variable, counted)
 Code = Callable[[Any, int, int, Any, str, bool], list[str]]
-#: a fit round's statistic of a step's input: (count, mean, m2, min, max)
-Stats = tuple[int, float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -68,7 +66,7 @@ class NumbaOp:
 
     code: Code | None = None
     stat: Callable[[Any], str | None] | None = None
-    params: Callable[[Any, Stats, str], dict[str, Any]] | None = None
+    params: Callable[[Any, Moments, str], dict[str, Any]] | None = None
     fills: bool = False
     folds_after_fill: bool = False
     affine: Callable[[Any, dict[str, Any], float, float], tuple[float, float]] | None = None
@@ -189,23 +187,6 @@ def _bin_stat(step: Bin) -> str | None:
     return "values" if step.needs_fit else None
 
 
-def _fill_params(step: FillMissing, stats: Stats, what: str) -> dict[str, Any]:
-    return {"fill": stats[1]}
-
-
-def _standardize_params(step: Standardize, stats: Stats, what: str) -> dict[str, Any]:
-    count, mean, m2, _, _ = stats
-    return standardize_from_moments(count, mean, m2 / count, what)
-
-
-def _minmax_params(step: MinMax, stats: Stats, what: str) -> dict[str, Any]:
-    return minmax_from_range(stats[3], stats[4], *step.feature_range)
-
-
-def _maxabs_params(step: MaxAbsScale, stats: Stats, what: str) -> dict[str, Any]:
-    return maxabs_from_range(stats[3], stats[4])
-
-
 # ---------------------------------------------------------------- affine runs
 # ``(a, b)`` of the steps so far, then this one: the arithmetic of applying it to a * x + b
 
@@ -239,25 +220,25 @@ def _robust_affine(
 NUMBA: Dispatch[NumbaOp] = Dispatch(
     "numba",
     {
-        FillMissing: NumbaOp(_fill_code, _fill_stat, _fill_params, fills=True),
+        FillMissing: NumbaOp(_fill_code, _fill_stat, reference.fill_from_moments, fills=True),
         Clip: NumbaOp(_clip_code, constants=lambda s: {"lower": s.lower, "upper": s.upper}),
         Log1p: NumbaOp(_log1p_step_code, hoist="log1p"),
         Standardize: NumbaOp(
             _standardize_code,
             lambda s: "moments",
-            _standardize_params,
+            reference.standardize_from_moments,
             folds_after_fill=True,
             affine=_standardize_affine,
         ),
         MinMax: NumbaOp(
             _minmax_code,
             lambda s: "range",
-            _minmax_params,
+            reference.minmax_from_moments,
             folds_after_fill=True,
             affine=_minmax_affine,
         ),
         MaxAbsScale: NumbaOp(
-            _maxabs_code, lambda s: "range", _maxabs_params, affine=_maxabs_affine
+            _maxabs_code, lambda s: "range", reference.maxabs_from_moments, affine=_maxabs_affine
         ),
         RobustScale: NumbaOp(_robust_code, _values, affine=_robust_affine),
         Bin: NumbaOp(_bin_code, _bin_stat),

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import moments
 from fastprep.backends.base import Dispatch
 from fastprep.backends.base import FeatureParams as FeatureParams  # the reference API
 from fastprep.backends.reference import dict_columns as dict_reference
@@ -28,7 +29,12 @@ from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: 
 )
 from fastprep.backends.reference.expressions import evaluate
 from fastprep.backends.reference.map_step import apply_map
-from fastprep.backends.reference.stats import fill_value, minmax_params, standardize_params
+from fastprep.backends.reference.stats import (
+    fill_value,
+    minmax_from_range,
+    minmax_params,
+    standardize_params,
+)
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
@@ -473,13 +479,55 @@ def _encode_by_value(
         )  # fmt: skip
 
 
+# a partitioned fit: what each partition computes for a fitted step, and the parameters
+# from merged moments (the Numba fit rounds use the same functions)
+
+
+def _moments(step: Step) -> str:
+    return "moments"
+
+
+def _fill_partial(step: FillMissing) -> str:
+    return "median" if step.value == "median" else "moments"
+
+
+def _bin_partial(step: Bin) -> str:
+    return "order" if step.strategy == "quantile" else "moments"  # uniform: the extremes
+
+
+def fill_from_moments(step: FillMissing, total: moments.Moments, what: str) -> dict[str, Any]:
+    return {"fill": total.mean()}
+
+
+def standardize_from_moments(
+    step: Standardize, total: moments.Moments, what: str
+) -> dict[str, Any]:
+    return moments.standardize_params(total, what)
+
+
+def minmax_from_moments(step: MinMax, total: moments.Moments, what: str) -> dict[str, Any]:
+    return minmax_from_range(total.low, total.high, *step.feature_range)
+
+
+def maxabs_from_moments(step: MaxAbsScale, total: moments.Moments, what: str) -> dict[str, Any]:
+    return scalers.maxabs_from_range(total.low, total.high)
+
+
+def _bin_from_moments(step: Bin, total: moments.Moments, what: str) -> dict[str, Any]:
+    return scalers.bin_from_range(step, total.low, total.high, what)
+
+
 @dataclass(frozen=True)
 class ReferenceOp:
     """What the reference backend does for one step type.
 
     ``fit(step, values, what) -> params``; ``apply(step, params, values, output, repairs)
     -> values`` for an element-wise or fitted step; ``encode(feature, fitted, values,
-    table, sink, index)`` writes an encoder's block into the sink. A step fitted against
+    table, sink, index)`` writes an encoder's block into the sink. A partitioned fit
+    (streamed, or on a cluster) of a fitted step: ``partial(step)`` names what each
+    partition computes (``"moments"``, ``"median"``, ``"order"`` — exact order statistics
+    —, ``"values"`` — gathered, then ``fit`` —, ``"vocabulary"``) and, for ``"moments"``,
+    ``from_moments(step, merged, what) -> params``. A step fitted against
     the pipeline's target has ``fit_target(step, values, target, what)`` (``target``: the
     table's ``fit_target``), used instead of ``fit``.
     """
@@ -488,31 +536,61 @@ class ReferenceOp:
     apply: Callable[..., Any] | None = None
     encode: Callable[..., None] | None = None
     fit_target: Callable[..., dict[str, Any]] | None = None
+    partial: Callable[[Any], str] | None = None
+    from_moments: Callable[..., dict[str, Any]] | None = None
 
 
 REFERENCE: Dispatch[ReferenceOp] = Dispatch(
     "pandas",
     {
-        FillMissing: ReferenceOp(_fit_fill, apply=_apply_fill),
+        FillMissing: ReferenceOp(
+            _fit_fill, apply=_apply_fill, partial=_fill_partial, from_moments=fill_from_moments
+        ),
         Clip: ReferenceOp(no_fit, apply=_apply_clip),
         Log1p: ReferenceOp(no_fit, apply=_apply_log1p),
-        Standardize: ReferenceOp(_fit_standardize, apply=_apply_standardize),
-        MinMax: ReferenceOp(_fit_minmax, apply=_apply_minmax),
-        MaxAbsScale: ReferenceOp(_fit_maxabs, apply=_apply_maxabs),
-        RobustScale: ReferenceOp(scalers.robust_params, apply=_apply_robust),
-        Bin: ReferenceOp(scalers.bin_params, apply=_apply_bin, encode=_encode_bin),
-        QuantileTransform: ReferenceOp(scalers.quantile_params, apply=_apply_quantile),
-        PowerTransform: ReferenceOp(scalers.power_params, apply=_apply_power),
+        Standardize: ReferenceOp(
+            _fit_standardize,
+            apply=_apply_standardize,
+            partial=_moments,
+            from_moments=standardize_from_moments,
+        ),
+        MinMax: ReferenceOp(
+            _fit_minmax, apply=_apply_minmax, partial=_moments, from_moments=minmax_from_moments
+        ),
+        MaxAbsScale: ReferenceOp(
+            _fit_maxabs, apply=_apply_maxabs, partial=_moments, from_moments=maxabs_from_moments
+        ),
+        RobustScale: ReferenceOp(
+            scalers.robust_params, apply=_apply_robust, partial=lambda s: "order"
+        ),
+        Bin: ReferenceOp(
+            scalers.bin_params,
+            apply=_apply_bin,
+            encode=_encode_bin,
+            partial=_bin_partial,
+            from_moments=_bin_from_moments,
+        ),
+        QuantileTransform: ReferenceOp(
+            scalers.quantile_params, apply=_apply_quantile, partial=lambda s: "values"
+        ),
+        PowerTransform: ReferenceOp(
+            scalers.power_params, apply=_apply_power, partial=lambda s: "values"
+        ),
         Map: ReferenceOp(no_fit, apply=_apply_map),
-        OneHot: ReferenceOp(_fit_vocabulary, encode=_encode_onehot),
-        Categorify: ReferenceOp(_fit_vocabulary, encode=_encode_categorify),
+        OneHot: ReferenceOp(_fit_vocabulary, encode=_encode_onehot, partial=lambda s: "vocabulary"),
+        Categorify: ReferenceOp(
+            _fit_vocabulary, encode=_encode_categorify, partial=lambda s: "vocabulary"
+        ),
         Hash: ReferenceOp(no_fit, encode=_encode_hash),
-        Vectorize: ReferenceOp(_fit_dict_vocabulary, encode=_encode_vectorize),
+        Vectorize: ReferenceOp(
+            _fit_dict_vocabulary, encode=_encode_vectorize, partial=lambda s: "vocabulary"
+        ),
         TargetEncode: ReferenceOp(
             _fit_needs_target,
             encode=_encode_by_value,
             fit_target=target_encoding.fit_target_encoding,
+            partial=lambda s: "target",
         ),
-        CountEncode: ReferenceOp(_fit_counts, encode=_encode_by_value),
+        CountEncode: ReferenceOp(_fit_counts, encode=_encode_by_value, partial=lambda s: "counts"),
     },
 )

@@ -17,21 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends.reference.stats import require_values, standardize_params
+from fastprep.backends.moments import require_values
+from fastprep.backends.reference.stats import standardize_params
 from fastprep.errors import FitError
 from fastprep.plan.steps import Bin, PowerTransform, QuantileTransform, RobustScale, Step
 
 _EPS = np.finfo(np.float64).eps
 #: QuantileTransformer's tolerance at the ends of a normal output
 BOUNDS_THRESHOLD = 1e-7
-
-
-def needs_values(step: Step) -> bool:
-    """Steps fitted on all present values at once (quantiles, a likelihood search), not
-    on mergeable block statistics."""
-    return isinstance(step, (RobustScale, QuantileTransform, PowerTransform)) or (
-        isinstance(step, Bin) and step.needs_fit
-    )
 
 
 def _present(values: np.ndarray, what: str) -> np.ndarray:

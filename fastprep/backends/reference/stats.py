@@ -1,18 +1,18 @@
-"""Fitted statistics, computed exactly the way the sklearn peers compute them.
+"""Fitted statistics of the reference fit.
 
-``standardize_params`` follows ``StandardScaler`` (sklearn's ``_incremental_mean_and_var``
-on a first pass, and its ``_is_constant_feature`` tolerance for near-constant columns);
-``minmax_params`` follows ``MinMaxScaler``. Matching their arithmetic order keeps the
-float32 output bit-identical to the peers, not merely close.
+``standardize_params`` and a mean fill come from :mod:`fastprep.backends.moments`: exact
+sums, so the fitted mean and variance are the same bits however the rows are split (in
+memory, by the Numba kernels' chunks, or by partitions); each is the exact value rounded
+once, which is what ``StandardScaler``'s two-pass sums approximate. ``minmax_params``
+follows ``MinMaxScaler``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from fastprep.errors import FitError
+from fastprep.backends import moments
+from fastprep.backends.moments import require_values
 
 _EPS = np.finfo(np.float64).eps
 
@@ -23,41 +23,11 @@ def _present(values: np.ndarray, what: str) -> int:
     return count
 
 
-def require_values(count: int, total: int, what: str) -> None:
-    if count == 0:
-        counted = {0: " (the input has no rows)", -1: ""}.get(total, f" (all {total:,} missing)")
-        raise FitError(f"{what}: no non-missing values at fit time{counted}")
-
-
-def standardize_params(values: np.ndarray, what: str) -> dict[str, float]:
+def standardize_params(values: np.ndarray, what: str) -> dict[str, object]:
     """Mean and scale (population std; 1 for a constant or near-constant column)."""
-    count = _present(values, what)
-    has_nan = count != len(values)
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.float64(np.nansum(values) if has_nan else np.sum(values))
-        mean = float(total / count)
-        temp = values - mean
-        correction = np.float64(np.nansum(temp) if has_nan else np.sum(temp))
-        temp **= 2
-        unnormalized = np.float64(np.nansum(temp) if has_nan else np.sum(temp))
-        unnormalized -= correction**2 / count
-    return standardize_from_moments(count, mean, float(unnormalized / count), what)
-
-
-def standardize_from_moments(count: int, mean: float, var: float, what: str) -> dict[str, Any]:
-    """Scale from the population variance, with sklearn's near-constant tolerance.
-
-    Values so large that the variance overflows float64 (|x| ~ 1e154 and beyond) are a
-    :class:`FitError`, never a NaN scale that would silently quarantine every row.
-    """
-    if not (np.isfinite(mean) and np.isfinite(var)):
-        raise FitError(
-            f"{what}: the mean or variance is not finite (±inf values or magnitudes near "
-            "float64's limit); clip or log-transform the column first"
-        )
-    constant = var <= count * _EPS * var + (count * mean * _EPS) ** 2
-    scale = 1.0 if constant else float(np.sqrt(var))
-    return {"mean": mean, "var": var, "scale": scale, "count": count, "constant": bool(constant)}
+    found = moments.of(values)
+    require_values(found.count, len(values), what)
+    return moments.standardize_params(found, what)
 
 
 def minmax_params(values: np.ndarray, low: float, high: float, what: str) -> dict[str, float]:
@@ -83,6 +53,11 @@ def minmax_from_range(
 
 
 def fill_value(values: np.ndarray, how: str, what: str) -> float:
-    """The fitted mean or median of the non-missing values."""
+    """The fitted mean (rounded once from the exact sum) or median of the non-missing
+    values."""
+    if how == "mean":
+        found = moments.of(values)
+        require_values(found.count, len(values), what)
+        return found.mean()
     _present(values, what)
-    return float(np.nanmean(values) if how == "mean" else np.nanmedian(values))
+    return float(np.nanmedian(values))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import fastprep as fp
 from fastprep.backends.reference.encoders import fit_categories
 from fastprep.backends.reference.stats import standardize_params
 from fastprep.errors import FitError
@@ -55,16 +56,19 @@ def test_median_of_nothing_is_a_fit_error() -> None:
         agg.median_window(empty, 2, "FillMissing('median') on 'x'")
 
 
-def test_chan_moments_match_single_pass() -> None:
+def test_merged_moments_are_the_single_pass_bits() -> None:
+    """Exact sums: the partitions' merge is the in-memory fit, bit for bit, in any order."""
     rng = np.random.default_rng(1)
     values = rng.standard_normal(100_001) * 1e3 + 5e4
     values[rng.random(len(values)) < 0.1] = np.nan
     parts = _splits(len(values), 9, rng) + [slice(0, 0)]  # an empty partition too
     total = agg.merge_moments([agg.moments_of(values[p]) for p in parts])
-    reference = standardize_params(values, "x")
-    assert total.count == reference["count"]
-    assert total.mean == pytest.approx(reference["mean"], rel=1e-12)
-    assert total.m2 / total.count == pytest.approx(reference["var"], rel=1e-9)
+    assert total == agg.merge_moments([agg.moments_of(values[p]) for p in reversed(parts)])
+    assert total == agg.moments_of(values)
+    fitted = agg.params_from_moments(fp.Standardize(), total, len(values), "x")
+    assert fitted == standardize_params(values, "x")
+    assert fitted["mean"] == pytest.approx(np.nanmean(values), rel=1e-12)
+    assert fitted["var"] == pytest.approx(np.nanvar(values), rel=1e-9)
     assert (total.low, total.high) == (np.nanmin(values), np.nanmax(values))
 
 
@@ -90,10 +94,10 @@ def test_fill_folded_into_moments_matches_filled_values(seed: int) -> None:
     present = agg.merge_moments([agg.moments_of(values[p]) for p in parts])
     total = agg.with_fill(present, fill, len(values))
     filled = np.where(np.isnan(values), fill, values)
-    assert total.count == len(values)
+    assert total == agg.moments_of(filled)  # exact: as if the pass had seen the copies
     assert (total.low, total.high) == (filled.min(), filled.max())
-    assert np.isclose(total.mean, filled.mean(), rtol=1e-12)
-    assert np.isclose(total.m2 / total.count, filled.var(), rtol=1e-12)
+    assert np.isclose(total.mean(), filled.mean(), rtol=1e-12)
+    assert np.isclose(total.variance(), filled.var(), rtol=1e-12)
 
 
 def test_windows_from_one_sort_equal_one_filter_per_window(flights_parquet) -> None:

@@ -1,0 +1,96 @@
+"""Exact moments: the same integers from numpy and from the Numba kernel, and the same
+fitted mean and variance however the values are split."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from fastprep.backends import moments
+
+
+def _awkward(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Values that make float64 sums depend on their order: a large mean with a tiny
+    spread, magnitudes from subnormal to near float64's limit, signed zeros."""
+    values = np.concatenate([
+        rng.normal(1e6, 1e-3, n),
+        rng.standard_normal(n) * 10.0 ** rng.integers(-320, 308, n),
+        [0.0, -0.0, 5e-324, -5e-324, 3e-310, 1.7e308 / 4, -1e300, 2.0**400, 2.0**-401],
+    ])  # fmt: skip
+    rng.shuffle(values)
+    return values
+
+
+def _kernel_sums(values: np.ndarray) -> tuple[int, int]:
+    sums, squares = moments.new_bins()
+    moments.exact_kernel(sums, squares, values, len(values))
+    return moments.from_bins(sums), moments.from_bins(squares)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sums_are_exact_in_numpy_and_numba(seed: int) -> None:
+    values = _awkward(np.random.default_rng(seed), 2_000)
+    total, squares = moments.exact_sums(values)
+    assert Fraction(total, 2**-moments.EMIN) == sum(map(Fraction, values))
+    assert Fraction(squares, 2 ** (-2 * moments.EMIN)) == sum(Fraction(v) ** 2 for v in values)
+    assert _kernel_sums(values) == (total, squares)
+
+
+@pytest.mark.parametrize("value", [9.022988041621908e-185, 5e-324, 2.0**500, -1e300, 0.0])
+def test_a_lone_extreme_value(value: float) -> None:
+    """Only one of the scaled classes (tiny, huge) present: the others are empty."""
+    values = np.array([value])
+    expected = (Fraction(value) * 2**-moments.EMIN, Fraction(value) ** 2 * 2 ** (-2 * moments.EMIN))
+    assert moments.exact_sums(values) == expected == _kernel_sums(values)
+
+
+def test_kernel_carries_keep_long_runs_exact() -> None:
+    """Millions of values of one exponent: the register runs and the carry passes."""
+    values = np.full(3_000_000, 1.0 + 2.0**-52)
+    values[::7] = 1.5 - 2.0**-50
+    assert _kernel_sums(values) == moments.exact_sums(values)
+
+
+def test_any_split_in_any_order_gives_the_same_fitted_bits() -> None:
+    rng = np.random.default_rng(7)
+    values = rng.normal(3e7, 0.25, 200_001)
+    values[rng.random(len(values)) < 0.05] = np.nan
+    whole = moments.of(values)
+    for _ in range(5):
+        cuts = np.sort(rng.choice(len(values), size=int(rng.integers(1, 40)), replace=False))
+        parts = [moments.of(p) for p in np.split(values, cuts)]
+        rng.shuffle(parts)
+        merged = moments.merge(parts)
+        assert merged == whole
+        assert moments.standardize_params(merged, "x") == moments.standardize_params(whole, "x")
+
+
+def test_mean_and_variance_are_rounded_once() -> None:
+    values = np.array([0.1] * 1001 + [1e16, 1.0, -1e16])
+    m = moments.of(values)
+    exact = sum(map(Fraction, values)) / len(values)
+    assert m.mean() == float(exact)
+    var = sum((Fraction(v) - exact) ** 2 for v in values) / len(values)
+    assert m.variance() == float(var)
+
+
+def test_fill_copies_are_exact() -> None:
+    rng = np.random.default_rng(3)
+    values = rng.normal(50, 20, 10_001)
+    values[rng.random(len(values)) < 0.3] = np.nan
+    present = moments.of(values)
+    fill = present.mean()
+    filled = np.where(np.isnan(values), fill, values)
+    assert moments.with_fill(present, fill, len(values)) == moments.of(filled)
+
+
+def test_an_infinite_value_leaves_no_mean_and_a_clear_fit_error() -> None:
+    m = moments.of(np.array([1.0, np.inf, 2.0]))
+    assert m.count == 3 and not m.finite and np.isnan(m.mean())
+    with pytest.raises(moments.FitError, match="not finite"):
+        moments.standardize_params(m, "Standardize() on 'x'")
+    sums, squares = moments.new_bins()
+    assert moments.exact_kernel(sums, squares, np.array([1.0, np.inf, np.nan]), 3) == 2
+    assert sums[0, -1] == 1

@@ -1,0 +1,53 @@
+"""The process-wide thread pool: made on first use, no deadlock when a task fans out,
+a forked child makes its own, shut down and made again."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from fastprep.native import threads
+
+
+def test_map_all_keeps_order_and_runs_on_the_pool() -> None:
+    names = threads.map_all(lambda i: (i, threading.current_thread().name), range(8))
+    assert [i for i, _ in names] == list(range(8))
+    assert all(name.startswith("fastprep-worker") for _, name in names)
+    assert threads.pool()._max_workers == threads.workers()
+
+
+def test_a_task_that_fans_out_runs_its_pieces_inline() -> None:
+    """Every worker waiting on the pool from inside it would deadlock."""
+
+    def outer(i: int) -> list[int]:
+        return threads.map_all(lambda j: i * 10 + j, range(threads.workers() * 2))
+
+    out = threads.map_all(outer, range(threads.workers() * 2))
+    assert out[1][:3] == [10, 11, 12]
+
+
+def test_shutdown_then_a_new_pool() -> None:
+    first = threads.pool()
+    threads.shutdown()
+    assert threads.pool() is not first
+    assert threads.map_all(lambda x: x + 1, [1, 2]) == [2, 3]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_makes_its_own_pool() -> None:
+    parent = threads.pool()
+    threads.map_all(lambda x: x, range(4))  # the parent's threads exist
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's pool must be forgotten, a new one must work
+        try:
+            ok = threads._POOL is None and threads.map_all(lambda x: x * 2, [1, 2]) == [2, 4]
+            os.write(write, b"1" if ok and threads.pool() is not parent else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(pid, 0)
+    os.close(read)
