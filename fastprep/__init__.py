@@ -17,6 +17,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastprep.api import Dict, col, cols, cross, expr
+from fastprep.api.lookup import Lookup
 from fastprep.api.schema import Bool, Category, Datetime, DictOf, Float, Int, Schema, String
 from fastprep.errors import (
     BackendError,
@@ -80,6 +81,7 @@ __all__ = [
     "Hash",
     "Int",
     "Log1p",
+    "Lookup",
     "Map",
     "MaxAbsScale",
     "MinMax",

@@ -247,7 +247,9 @@ def run_preflight(
     n_rows, exact, kind = _rows(source)
     per_row = _bytes_per_row(plan, schema, source)
     input_bytes = int(sum(per_row.values()) * n_rows)
-    wanted = _categorical_inputs(plan)
+    read = set(schema.read_columns(plan.columns))
+    # a lookup column is joined, not read: its distinct values are at most its side table's
+    wanted = {c: k for c, k in _categorical_inputs(plan).items() if c in read}
     if sketch == "needed":
         wanted = _needed(plan, wanted, n_rows, limit)
     cards = _cardinalities(wanted, schema, source) if sketch else {}
@@ -277,8 +279,21 @@ def _rows(source: Source) -> tuple[int, bool, str]:
 
 
 def _bytes_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str, float]:
-    """In-memory bytes per row of each column the plan reads."""
+    """In-memory bytes per row of each column the plan reads (a lookup column: 8 bytes
+    joined onto every row; its key columns are read instead)."""
     columns = list(plan.columns)
+    read = schema.read_columns(columns)
+    joined = [c for c in columns if c not in read]
+    if joined:
+        keys = [c for c in read if c not in columns and c not in schema.keys_]
+        return {
+            **_source_bytes([c for c in columns if c in read] + keys, schema, source),
+            **dict.fromkeys(joined, 8.0),
+        }
+    return _source_bytes(columns, schema, source)
+
+
+def _source_bytes(columns: list[str], schema: Schema, source: Source) -> dict[str, float]:
     text = {c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)}
     if isinstance(source, pd.DataFrame):
         return {c: _frame_column_bytes(source[c]) for c in columns}
