@@ -25,6 +25,7 @@ def flights_csv_path() -> Path:
 
 
 def main() -> None:
+    make_side_tables()
     flights = pd.read_csv(flights_csv_path())
     rng = np.random.default_rng(SEED)
     rows = np.sort(rng.choice(len(flights), size=N_ROWS, replace=False))
@@ -34,6 +35,17 @@ def main() -> None:
     broken = make_broken(sample)
     broken.to_csv(HERE / "flights_broken.csv", index=False)
     print(f"wrote {len(sample):,} sample rows and {len(broken)} broken-sample rows")
+
+
+def make_side_tables() -> None:
+    """``planes`` and ``weather`` whole (lookup tables for flights): the package's CSVs as
+    Parquet, columns as pandas reads them (``time_hour`` stays ISO text, as in flights)."""
+    folder = flights_csv_path().parent
+    planes = pd.read_csv(folder / "planes.csv")
+    planes.to_parquet(HERE / "planes.parquet", index=False)
+    weather = pd.read_csv(folder / "weather.csv")
+    weather.to_parquet(HERE / "weather.parquet", index=False)
+    print(f"wrote {len(planes):,} planes and {len(weather):,} weather rows")
 
 
 def make_broken(sample: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from fastprep.api import Dict, Tags, col, cols, cross, expr
+from fastprep.api.lookup import Lookup
 from fastprep.api.schema import (
     Bool,
     Category,
@@ -47,6 +48,7 @@ from fastprep.plan.steps import (
     Clip,
     CountEncode,
     FillMissing,
+    GroupStats,
     Hash,
     Log1p,
     Map,
@@ -85,10 +87,12 @@ __all__ = [
     "FitError",
     "FittedPipeline",
     "Float",
+    "GroupStats",
     "Hash",
     "Int",
     "ListOf",
     "Log1p",
+    "Lookup",
     "Map",
     "MaxAbsScale",
     "MinMax",

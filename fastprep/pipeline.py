@@ -17,6 +17,13 @@ import numpy as np
 from fastprep.api import pipeline_file
 from fastprep.api.builders import FeatureBuilder
 from fastprep.api.check import check_plan
+from fastprep.api.lookup import (
+    JoinedSchema,
+    Lookup,
+    check_qualified_names,
+    describe_lookups,
+    schema_from_dict,
+)
 from fastprep.api.resolve import resolve_plan
 from fastprep.api.schema import Schema
 from fastprep.data.sources import Source
@@ -56,6 +63,7 @@ class Pipeline:
         sample: str | os.PathLike[str] | None = None,
         name: str | None = None,
         optimize: bool = True,
+        lookups: dict[str, Lookup] | None = None,
     ) -> None:
         if not isinstance(schema, Schema):
             raise PipelineDefinitionError("Pipeline(schema=...) needs an fp.Schema({...})")
@@ -64,11 +72,14 @@ class Pipeline:
         if not features:
             raise PipelineDefinitionError("Pipeline(features=[...]) needs at least one feature")
         built = tuple(_as_feature(f, i) for i, f in enumerate(features))
+        if lookups:  # ``planes.year`` then reads like a (nullable) source column
+            schema = JoinedSchema(schema, lookups)
         self.schema = schema
         self.plan = resolve_plan(LogicalPlan(built, _as_target(target)), dict(schema.items()))
         self.sample = None if sample is None else os.fspath(sample)
         self.name = name
         self.optimize = optimize
+        check_qualified_names(self.plan.columns, schema)
         check_plan(self.plan, {col: spec.ltype for col, spec in schema.items()})
 
     @property
@@ -106,14 +117,18 @@ class Pipeline:
             raise PipelineDefinitionError(f"explain(stage={stage!r}): 'logical' or 'optimized'")
         logical = annotated_plan(self.plan, self.schema)
         if stage == "logical":
-            return logical.tree()
+            return logical.tree() + describe_lookups(self.schema, logical.columns)
         optimized = self.optimized
-        text = explain_plan(logical, optimized)
+        read = None  # with lookups: the source's columns, not the joined ones
+        if isinstance(self.schema, JoinedSchema):
+            read = self.schema.read_columns(optimized.columns)
+        text = explain_plan(logical, optimized, read=read,
+                            notes=describe_lookups(self.schema, optimized.columns))  # fmt: skip
         if source is None:
             return text
         from fastprep.runtime.explain import explain_source
 
-        return text + "\n" + explain_source(optimized, self.schema, source, analyze=analyze,
+        return text + "\n" + explain_source(optimized, self._fit_schema(), source, analyze=analyze,
                                             backend=backend, memory_budget=memory_budget)  # fmt: skip
 
     def fit(
@@ -148,7 +163,7 @@ class Pipeline:
         run = engine.Run(backend=backend, on_alert=on_alert, client=client,
                          rows_per_partition=rows_per_partition, memory_budget=memory_budget,
                          scheduler=scheduler, progress=progress)  # fmt: skip
-        state = engine.fit(self.optimized, self.schema, source, run, name=self.name)
+        state = engine.fit(self.optimized, self._fit_schema(), source, run, name=self.name)
         return FittedPipeline._wrap(self, state)
 
     def fit_transform(
@@ -205,9 +220,17 @@ class Pipeline:
         run = engine.Run(backend=backend, precision=Precision(out_dtype, on_overflow),
                          on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
                          output_dir=output_dir, compress=compress)  # fmt: skip
-        return engine.fit_transform(self.optimized, self.schema, source, run, name=self.name,
+        return engine.fit_transform(self.optimized, self._fit_schema(), source, run,
+                                    name=self.name,
                                     wrap=lambda state: FittedPipeline._wrap(self, state),
                                     save=save)  # fmt: skip
+
+    def _fit_schema(self) -> Schema:
+        """The schema a fit runs with: with lookups, bound to the side tables, read afresh
+        by each fit (the fitted state keeps them)."""
+        from fastprep.runtime.lookups import schema_for_fit
+
+        return schema_for_fit(self.schema, self.optimized.columns)
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(
@@ -381,6 +404,7 @@ class FittedPipeline:
         arrays: dict[str, np.ndarray] = {}  # fitted arrays (bin edges) go to the npz file
         doc = {
             "schema": self.schema.to_dict(),
+            **_lookup_tables_doc(self.schema, arrays),
             "plan": self.pipeline.plan.to_dict(),
             "params": encode_floats(split_arrays(self.params, arrays)),
             "sample": self.pipeline.sample,
@@ -407,7 +431,7 @@ def load(
     """
     doc, arrays = read_state(published_pipeline(path))
     try:
-        schema = Schema.from_dict(doc["schema"])
+        schema = _with_stored_tables(schema_from_dict(doc["schema"]), doc, arrays)
         plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
         params = join_arrays(decode_floats(doc["params"]), arrays)
     except (KeyError, TypeError, ValueError) as exc:
@@ -427,6 +451,25 @@ def load(
     if doc.get("quantization") is not None:
         fitted.quantization = Quantization.from_dict(doc["quantization"])
     return fitted
+
+
+def _lookup_tables_doc(schema: Schema, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The fitted side tables for the state file (their arrays go to its npz part)."""
+    if not isinstance(schema, JoinedSchema) or schema.tables is None:
+        return {}
+    tables = {name: table.to_dict() for name, table in schema.tables.items()}
+    return {"lookup_tables": split_arrays(tables, arrays)}
+
+
+def _with_stored_tables(schema: Schema, doc: dict[str, Any], arrays: Any) -> Schema:
+    if not isinstance(schema, JoinedSchema):
+        return schema
+    from fastprep.data.lookup_join import LookupTable
+
+    stored = join_arrays(doc.get("lookup_tables") or {}, arrays)
+    if not isinstance(stored, dict):
+        raise StateFormatError("malformed lookup tables in the fitted state")
+    return schema.bind({str(n): LookupTable.from_dict(t) for n, t in stored.items()})
 
 
 def _check_params_match(plan: LogicalPlan, params: Any, path: str | os.PathLike[str]) -> None:

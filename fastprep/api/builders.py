@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastprep.api.expr_parser import parse_expr
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import Feature, Input
-from fastprep.plan.steps import Step, StepChain
+from fastprep.plan.steps import GroupStats, Step, StepChain
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,29 @@ class FeatureBuilder:
             raise PipelineDefinitionError(
                 f"cannot apply {other!r} with '>>'; expected an op such as fp.Standardize()"
             )
+        if any(isinstance(step, GroupStats) for step in added):
+            return self._group_stats(added)
         return FeatureBuilder(self.inputs, self.steps + added, self.cross, self.pinned, self.tags)
+
+    def _group_stats(self, added: tuple[Step, ...]) -> FeatureBuilder:
+        """``fp.cols(keys) >> fp.GroupStats(column)``: the selected columns become the step's
+        keys and the feature's inputs its output columns (each the summarized column, named
+        by its statistic), so the steps that follow apply to each output as to any number."""
+        step = added[0]
+        if self.steps or not isinstance(step, GroupStats) or self.cross:
+            raise PipelineDefinitionError(
+                "fp.GroupStats(...) follows the key columns directly: "
+                'fp.cols("carrier", "origin") >> fp.GroupStats("dep_delay") >> ...'
+            )
+        derived = [i.name for i in self.inputs if not i.is_plain_column]
+        if derived:
+            raise PipelineDefinitionError(
+                f"fp.GroupStats({step.column!r}): its keys are source columns; {derived[0]!r} is "
+                "an expression (declare the key as a column of the source)"
+            )
+        step = replace(step, keys=tuple(i.name for i in self.inputs))
+        inputs = tuple(Input(name, Col(step.column)) for name in step.outputs)
+        return FeatureBuilder(inputs, (step, *added[1:]), False, self.pinned)
 
     def build(self) -> Feature:
         return Feature(self.inputs, self.steps, self.cross, self.pinned, self.tags)

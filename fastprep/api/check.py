@@ -70,6 +70,9 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
             raise PipelineDefinitionError(
                 f"{where}: {step.describe()} produces a block of columns and must be the last step"
             )
+    if any(step.kind == "group" for step in feature.steps):
+        _check_group_stats(feature, types, where)
+        return
     if feature.cross:
         _check_cross(feature, types, where)
         return
@@ -349,3 +352,47 @@ def _check_target_encoding(plan: LogicalPlan, types: Mapping[str, LType]) -> Non
                     'is not supported); use a comparison such as fp.expr("late = arr_delay > '
                     '15") or a numeric target'
                 )
+
+
+def _check_group_stats(feature: Feature, types: Mapping[str, LType], where: str) -> None:
+    """``fp.cols(keys) >> fp.GroupStats(column) >> numeric steps``: keys of text, integer or
+    boolean type, a numeric summarized column, and no encoder after (the outputs are numbers)."""
+    from fastprep.plan.expr import Col
+    from fastprep.plan.steps import GroupStats
+
+    step = feature.steps[0]
+    if not isinstance(step, GroupStats) or any(s.kind == "group" for s in feature.steps[1:]):
+        raise PipelineDefinitionError(
+            f"{where}: fp.GroupStats(...) comes first, right after its key columns: "
+            'fp.cols("carrier", "origin") >> fp.GroupStats("dep_delay") >> ...'
+        )
+    expected = tuple(Input(name, Col(step.column)) for name in step.outputs)
+    if not step.keys or feature.inputs != expected or feature.cross:
+        raise PipelineDefinitionError(
+            f"{where}: build group statistics as fp.cols(key, ...) >> {step.describe()}"
+        )
+    for key in step.keys:
+        if key not in types:
+            raise PipelineDefinitionError(unknown_column_message(key, list(types), where))
+        found = types[key]
+        if found in (LType.FLOAT, LType.DICT):
+            raise PipelineDefinitionError(
+                f"{where}: group key {key!r} is {found.value}; group by text, category, integer "
+                "or boolean columns (declare it fp.Int() if its values are whole numbers)"
+            )
+    if step.column not in types:
+        raise PipelineDefinitionError(
+            unknown_column_message(step.column, list(types), f"{where}, {step.describe()}")
+        )
+    if not types[step.column].is_numeric:
+        raise PipelineDefinitionError(
+            f"{where}: {step.describe()} summarizes {step.column!r}, which is "
+            f"{types[step.column].value}; the statistics need a numeric column (declare it "
+            "fp.Float() or fp.Int())"
+        )
+    for later in feature.steps[1:]:
+        if later.kind == "encoder" or getattr(later, "fills_text", False):
+            raise PipelineDefinitionError(
+                f"{where}: {later.describe()} cannot follow {step.describe()}: its outputs are "
+                "numbers; use numeric steps (fp.FillMissing(0), fp.Standardize(), ...)"
+            )

@@ -17,8 +17,12 @@ Grammar (Python syntax, a small subset)::
                 | length | lower | upper | strip (text) | startswith | endswith
                   | contains (text, 'literal') | text + text
                 | nan | inf | pi | e | True | False
+                | lookup.column                    (a column of a declared lookup table)
 
-Anything else (attribute access, subscripts, other calls, lambdas, dunder names,
+``lookup.column`` (``planes.year``) is parsed as the column named ``"planes.year"``; the
+pipeline, which knows its lookups, refuses it unless ``planes`` is a declared lookup with
+that column (:func:`fastprep.api.lookup.check_qualified_names`). Anything else (other
+attribute access: dunders, chains, attributes of calls; subscripts, other calls, lambdas, dunder names,
 keyword arguments, starred args...) is rejected with the position of the offending part.
 """
 
@@ -185,6 +189,20 @@ class _Converter:
         if node.id in _FUNCTIONS:
             raise self.reject(node, f"the function name {node.id!r} without a call")
         return Col(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute, depth: int) -> Expr:
+        """Only ``name.name``: a qualified column reference, never an attribute lookup."""
+        owner = node.value
+        if not isinstance(owner, ast.Name) or not isinstance(node.ctx, ast.Load):
+            raise self.reject(node, "attribute access")
+        table = self.quoted.get(owner.id, owner.id)
+        column = self.quoted.get(node.attr, node.attr)
+        for part in (table, column):
+            if part.startswith("_"):
+                raise self.reject(node, "attribute access to a private or dunder name")
+        if owner.id in _FUNCTIONS or owner.id in _NAMED_CONSTANTS or owner.id in self.quoted:
+            raise self.reject(node, "attribute access")
+        return Col(f"{table}.{column}")
 
     def visit_UnaryOp(self, node: ast.UnaryOp, depth: int) -> Expr:
         operand = self.convert(node.operand, depth)

@@ -7,6 +7,7 @@ import runpy
 from pathlib import Path
 from typing import TypeVar
 
+from fastprep.api.lookup import JoinedSchema
 from fastprep.errors import FastprepError, PipelineDefinitionError
 
 P = TypeVar("P")
@@ -17,7 +18,8 @@ def load_pipeline_file(path: str | os.PathLike[str], kind: type[P]) -> P:
 
     The file's variable ``pipeline`` is used; otherwise its only instance of ``kind`` (the
     pipeline class, passed in by the layer that defines it).
-    A relative ``sample=`` path is resolved against the file's folder.
+    A relative ``sample=`` path, and a lookup table's relative path, are resolved
+    against the file's folder.
     """
     file = Path(path)
     if not file.is_file():
@@ -43,4 +45,7 @@ def load_pipeline_file(path: str | os.PathLike[str], kind: type[P]) -> P:
         # relative to the pipeline file, never to the current folder: the same file
         # names the same data wherever the command is run from
         pipeline.sample = str((file.parent / pipeline.sample).resolve())
+    schema = getattr(pipeline, "schema", None)
+    if isinstance(schema, JoinedSchema):  # lookup tables' relative paths: the same rule
+        pipeline.schema = schema.resolved(file.parent)  # type: ignore[attr-defined]
     return pipeline

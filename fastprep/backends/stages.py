@@ -52,6 +52,10 @@ def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
     if planner.stage_work(plan, stage)[0] == "hash":
         return hash_readiness()
     if stage.kind != "fused":
+        if any(plan.features[i].key_columns for i in stage.features):  # GroupStats' kernels
+            from fastprep.backends.numba import group_stats
+
+            return group_stats.readiness()
         return planner.READY  # the numba backend runs encoders by the reference code
     return load_backend("numba").kernel_readiness(plan, stage, table)
 

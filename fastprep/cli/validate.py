@@ -13,6 +13,7 @@ from fastprep.data.sources import Source
 from fastprep.errors import DataValidationError
 from fastprep.pipeline import Pipeline
 from fastprep.runtime import engine
+from fastprep.runtime.lookups import schema_for_fit
 from fastprep.runtime.report import Report
 
 
@@ -52,7 +53,9 @@ class CheckResult:
 def run_checks(pipeline: Pipeline, source: Source, *, phase: str = "fit") -> CheckResult:
     """Validate ``source`` as ``pipeline`` would at ``phase`` (``fit`` requires the target)."""
     try:
-        report = engine.validate_only(pipeline.optimized, pipeline.schema, source, phase=phase)
+        plan = pipeline.optimized  # lookups: the side tables are checked too
+        schema = schema_for_fit(pipeline.schema, plan.columns)
+        report = engine.validate_only(plan, schema, source, phase=phase)
     except DataValidationError as exc:
         return CheckResult(Report(), exc)
     return CheckResult(report)

@@ -3,13 +3,19 @@ optimized plan (columns read, expressions folded, steps simplified, stages fused
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastprep.plan.expr import to_source
 from fastprep.plan.nodes import LogicalPlan
 
 
-def describe_rewrites(before: LogicalPlan, after: LogicalPlan) -> list[str]:
-    """One line per thing the optimizer changed from ``before`` to ``after``."""
-    lines = [f"passes: read {len(after.columns)} column(s): {', '.join(after.columns)}"]
+def describe_rewrites(
+    before: LogicalPlan, after: LogicalPlan, read: Sequence[str] | None = None
+) -> list[str]:
+    """One line per thing the optimizer changed from ``before`` to ``after`` (``read``: the
+    source's columns read, when they are not the plan's own, e.g. lookup keys)."""
+    read = after.columns if read is None else read
+    lines = [f"passes: read {len(read)} column(s): {', '.join(read)}"]
     for old, new in zip(before.features, after.features, strict=True):
         for a, b in zip(old.inputs, new.inputs, strict=True):
             if a.expr != b.expr:
@@ -29,6 +35,10 @@ def describe_rewrites(before: LogicalPlan, after: LogicalPlan) -> list[str]:
     return lines
 
 
-def explain_plan(before: LogicalPlan, after: LogicalPlan) -> str:
-    """The optimized plan as a tree, followed by what the passes changed."""
-    return after.tree() + "\n" + "\n".join(describe_rewrites(before, after))
+def explain_plan(
+    before: LogicalPlan, after: LogicalPlan, *, read: Sequence[str] | None = None,
+    notes: str = "",
+) -> str:  # fmt: skip
+    """The optimized plan as a tree (then ``notes``, e.g. the lookups it joins), followed
+    by what the passes changed."""
+    return after.tree() + notes + "\n" + "\n".join(describe_rewrites(before, after, read))

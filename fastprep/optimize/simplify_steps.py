@@ -76,6 +76,8 @@ def _drop_unneeded_sides(step: Clip, facts: list[Facts]) -> Clip | None:
 
 def _after(step: Step, facts: Facts) -> Facts:
     """Facts of the value after ``step`` (unknown after fitted scalers and encoders)."""
+    if step.kind == "group":  # a group unseen at fit gives missing; count is not the value's
+        return Facts()
     if isinstance(step, FillMissing):
         fill = step.value if isinstance(step.value, float) else None
         if fill is None:  # fitted mean/median lies within the value's own range

@@ -59,7 +59,14 @@ class Feature:
         for item in self.inputs:
             for name in item.columns:
                 seen.setdefault(name)
+        for name in self.key_columns:
+            seen.setdefault(name)
         return tuple(seen)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """Columns a step reads besides the inputs (``GroupStats``' group keys)."""
+        return tuple(k for s in self.steps if s.kind == "group" for k in s.keys)  # type: ignore[attr-defined]
 
     @property
     def encoder(self) -> Step | None:
@@ -70,6 +77,8 @@ class Feature:
 
     def describe(self) -> str:
         names = ("^" if self.cross else ", ").join(i.name for i in self.inputs)
+        if self.key_columns:
+            names = ", ".join(self.key_columns)
         chain = " >> ".join(s.describe() for s in self.steps)
         head = _tags_head(names, self.tags)
         return head + (f" >> {chain}" if chain else "")
@@ -118,6 +127,9 @@ class LogicalPlan:
         for item in inputs:
             for name in item.columns:
                 seen.setdefault(name)
+        for feature in self.features:
+            for name in feature.key_columns:
+                seen.setdefault(name)
         return tuple(seen)
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +172,8 @@ class LogicalPlan:
             lines.append(f"├─ stage {number} ({stage.kind})")
             for index in stage.features:
                 lines.append(f"│  └─ feature {index}: {_feature_line(self.features[index])}")
+                notes = [s.fit_note() for s in self.features[index].steps if s.kind == "group"]
+                lines += [f"│     {note}" for note in notes]
             if self.release is not None and self.release[number]:
                 lines.append(f"│     release after: {', '.join(self.release[number])}")
         if self.target is not None:
@@ -168,6 +182,12 @@ class LogicalPlan:
 
 
 def _feature_line(feature: Feature) -> str:
+    if feature.key_columns:  # GroupStats: show the keys it groups by and the outputs
+        keys = ", ".join(feature.key_columns)
+        steps = " >> ".join(s.describe() for s in feature.steps)
+        outputs = ", ".join(i.name for i in feature.inputs)
+        pinned = f"  [backend={feature.backend}]" if feature.backend is not None else ""
+        return f"[{keys}] >> {steps} -> {outputs}{pinned}"
     inputs = ("^" if feature.cross else ", ").join(
         i.name if i.is_plain_column else f"{i.name} = {to_source(i.expr)}" for i in feature.inputs
     )

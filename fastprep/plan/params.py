@@ -17,6 +17,7 @@ from fastprep.plan.steps import (
     Clip,
     CountEncode,
     FillMissing,
+    GroupStats,
     Hash,
     Log1p,
     Map,
@@ -76,6 +77,8 @@ def check_step_params(step: Step, params: Any, where: str) -> None:
         quantiles = _sorted_array(step, params, "quantiles", where)
         if not 1 <= len(quantiles) <= step.n_quantiles or not np.isfinite(quantiles).all():
             raise ValueError(f"{where}: {step.describe()} needs 1..n_quantiles finite quantiles")
+    elif isinstance(step, GroupStats):
+        _check_group_params(step, params, where)
     elif not isinstance(
         step,
         (FillMissing, Standardize, MinMax, Clip, Log1p, Hash, Map, MaxAbsScale, RobustScale,
@@ -186,3 +189,31 @@ def _check_encoded_values(
     _check_numbers(step, params, ("target_mean",), where)
     if params.get("missing") is not None:
         _check_numbers(step, params, ("missing",), where)
+
+
+def _check_group_params(step: GroupStats, params: dict[str, Any], where: str) -> None:
+    """Levels per key (sorted distinct text, or a sorted float64 array), the groups' codes
+    (sorted, distinct, within the keys' code space) and one float64 statistic per group."""
+    what = f"{where}: {step.describe()}"
+    if params.get("stat") not in step.stats:
+        raise ValueError(f"{what} has an unknown statistic {params.get('stat')!r}")
+    levels = params.get("levels")
+    if not isinstance(levels, list) or len(levels) != len(step.keys):
+        raise ValueError(f"{what} needs one list of levels per key")
+    space = 1
+    for level in levels:
+        if isinstance(level, list):
+            if not all(isinstance(v, str) for v in level) or level != sorted(set(level)):
+                raise ValueError(f"{what} has text levels that are not sorted distinct strings")
+        elif not (isinstance(level, np.ndarray) and level.dtype == np.float64 and level.ndim == 1
+                  and not np.isnan(level).any() and (np.diff(level) > 0).all()):  # fmt: skip
+            raise ValueError(f"{what} has numeric levels that are not a sorted float64 array")
+        space *= len(level) + 1
+    groups, values = params.get("groups"), params.get("values")
+    if not (isinstance(groups, np.ndarray) and groups.dtype == np.int64 and groups.ndim == 1):
+        raise ValueError(f"{what} needs an int64 array of groups")
+    if len(groups) and (groups[0] < 0 or groups[-1] >= space or (np.diff(groups) <= 0).any()):
+        raise ValueError(f"{what} has groups that are not sorted, distinct codes of its keys")
+    if not (isinstance(values, np.ndarray) and values.dtype == np.float64
+            and values.shape == groups.shape):  # fmt: skip
+        raise ValueError(f"{what} needs one float64 statistic per group")

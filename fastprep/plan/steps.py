@@ -476,6 +476,74 @@ class CountEncode(_Vocabulary):
 
 #: the encoders whose output is one dense column per input, named ``<col><suffix>``
 SUFFIXED_ENCODERS: tuple[type[Step], ...] = (TargetEncode, CountEncode)
+# ---------------------------------------------------------------- group statistics
+
+#: the statistics ``GroupStats`` computes, each as pandas ``groupby(keys, dropna=False)`` does
+GROUP_STATS = ("mean", "std", "count", "min", "max", "median")
+
+
+@dataclass(frozen=True)
+class GroupStats(Step):
+    """Statistics of the numeric ``column`` per group of the key columns, learned at fit and
+    joined back onto every row: ``fp.cols("carrier", "origin") >> fp.GroupStats("dep_delay",
+    stats=("mean", "std"))`` gives one column per statistic, ``carrier,origin:dep_delay_mean``.
+
+    Like pandas ``groupby(keys, dropna=False)[column]``: a missing key is a group value of its
+    own; ``std`` is the population std (ddof=0); ``count`` counts present values; a group whose
+    values are all missing has count 0 and missing mean/std/min/max/median; a group unseen at
+    fit gives missing values. Steps that follow apply to each output column. ``keys`` is set
+    by ``fp.cols(...) >>`` (the columns the step follows).
+    """
+
+    kind: ClassVar[str] = "group"
+    needs_fit: ClassVar[bool] = True
+    fusable: ClassVar[bool] = False
+    column: str = ""
+    stats: tuple[str, ...] = ("mean",)
+    keys: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.column, str) or not self.column:
+            raise PipelineDefinitionError(
+                f"GroupStats({self.column!r}): name the numeric column to summarize, e.g. "
+                'fp.GroupStats("dep_delay")'
+            )
+        stats = (self.stats,) if isinstance(self.stats, str) else self.stats
+        try:
+            stats = tuple(stats)
+        except TypeError:
+            raise PipelineDefinitionError(
+                f"GroupStats(stats={self.stats!r}): a tuple of {', '.join(GROUP_STATS)}"
+            ) from None
+        unknown = [s for s in stats if s not in GROUP_STATS]
+        if not stats or unknown or len(set(stats)) != len(stats):
+            raise PipelineDefinitionError(
+                f"GroupStats(stats={self.stats!r}): name one or more distinct statistics "
+                f"among {', '.join(GROUP_STATS)}"
+                + (f" ({', '.join(map(repr, unknown))} is not one)" if unknown else "")
+            )
+        keys = tuple(self.keys)
+        if not all(isinstance(k, str) and k for k in keys) or len(set(keys)) != len(keys):
+            raise PipelineDefinitionError(f"GroupStats(keys={self.keys!r}): distinct column names")
+        object.__setattr__(self, "stats", stats)
+        object.__setattr__(self, "keys", keys)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The output column names, one per statistic: ``carrier,origin:dep_delay_mean``."""
+        prefix = ",".join(self.keys)
+        return tuple(f"{prefix}:{self.column}_{stat}" for stat in self.stats)
+
+    def describe(self) -> str:
+        return f"GroupStats({self.column!r}, stats={self.stats!r})"
+
+    def fit_note(self) -> str:
+        """How the fit learns the groups (``explain``)."""
+        note = ("fit: one pass over the rows (per group: count, mean, M2, min, max; a "
+                "partitioned fit merges the partitions' groups exactly")  # fmt: skip
+        if "median" in self.stats:
+            note += "; the exact median gathers each group's present values in that pass"
+        return note + ")"
 
 
 #: functions ``fp.Map`` steps were built with in this process, by the digest of their code
@@ -568,6 +636,7 @@ STEP_TYPES: dict[str, type[Step]] = {
         PowerTransform,
         TargetEncode,
         CountEncode,
+        GroupStats,
     )
 }
 AnyStep = (
@@ -588,6 +657,7 @@ AnyStep = (
     | PowerTransform
     | TargetEncode
     | CountEncode
+    | GroupStats
 )
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from fastprep.api.lookup import JoinedSchema
 from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
 from fastprep.backends.reference import backend as reference
@@ -233,6 +234,7 @@ def prepare(
     # tells, without a second look at the source)
     target_only = _target_only(plan) if phase == "transform" else []
     columns = schema.read_columns(plan.columns)  # + key columns, for uniqueness
+    target_only = [c for c in target_only if c in columns]  # not a lookup's (joined) column
     text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
     with report.stage("read"):
         raw, source_info = read_source(source, columns, text, optional=target_only)
@@ -248,6 +250,11 @@ def prepare(
     with report.stage("validate"):
         ids = RowRange(row_offset, raw_len(raw))
         result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
+    if isinstance(schema, JoinedSchema):  # lookup columns: joined onto the validated rows
+        from fastprep.runtime.lookups import join_lookups
+
+        with report.stage("join"):
+            join_lookups(result.table, schema, plan.columns)
     check_tag_usage(plan, result.table)  # a text column whose source holds lists: tags
     report.rows_in = result.rows_in
     report.findings.extend(unexpected + result.findings)

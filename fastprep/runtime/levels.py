@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends.reference import group_stats
 from fastprep.data.sources import Source
 from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.plan.nodes import LogicalPlan
@@ -87,8 +88,10 @@ def fit_levels(
     passes = level_targets(plan)
     for targets in passes:
         for f, name, q, kind, _ in targets:
-            if kind in ("values", "target"):  # gathered on the client
-                agg.check_gather_size(plan.features[f].steps[q], name, rows)
+            step = plan.features[f].steps[q]
+            gathers_median = kind == "groups" and "median" in getattr(step, "stats", ())
+            if kind in ("values", "target") or gathers_median:  # gathered on the client
+                agg.check_gather_size(step, name, rows)
     report: Report | None = None
     retries = 0
     for level, targets in enumerate(passes):
@@ -189,11 +192,16 @@ def _merge(
     plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
     report: Report,
 ) -> None:  # fmt: skip
+    grouped: dict[int, dict[str, Any]] = {}  # GroupStats: merged once for all outputs
     for f, name, position, kind, _ in targets:
         step = plan.features[f].steps[position]
         parts = [r["partials"][(f, name, position)] for r in results]
         what = f"{step.describe()} on {name!r}"
-        if kind == "vocabulary":
+        if kind == "groups":
+            if f not in grouped:
+                grouped[f] = group_stats.merge(step, parts)
+            learned[(f, name)][position] = grouped[f][name]
+        elif kind == "vocabulary":
             learned[(f, name)][position] = agg.params_from_vocabularies(
                 parts, step.min_frequency, step.max_categories
             )

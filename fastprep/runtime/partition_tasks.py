@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference import group_stats
 from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
@@ -148,20 +149,25 @@ def fit_partials(
     repairs = reference.Repairs()
     partials: dict[tuple[int, str, int], Any] = {}
     kept: dict[tuple[int, str, int], np.ndarray] = {}
+    grouped: dict[int, Any] = {}  # a GroupStats partial serves all its output columns
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
+        if kind == "groups":
+            if feature_index not in grouped:
+                grouped[feature_index] = group_stats.partial_of(
+                    feature.steps[position], table, _group_kernels(job.backend)
+                )
+            partials[(feature_index, name, position)] = grouped[feature_index]
+            continue
         item = next(i for i in feature.inputs if i.name == name)
-        if is_tags(feature, table):  # a tags OneHot: the vocabulary of the tags
-            values = tag_values(feature, item, table)
-        else:
-            values = reference.input_values(item, table, repairs)
         params = learned[(feature_index, name)]
         # "unfilled": the moments of the step's input *before* the fill just ahead of it
         # (the job folds the fill value in: no pass after the fill's own)
         upto = position - 1 if kind == "unfilled" else position
-        for step, step_params in zip(feature.steps[:upto], params):
-            if step.kind != "encoder":
-                values = reference.apply_step(step, step_params, values, name, repairs)
+        if is_tags(feature, table):  # a tags OneHot: the vocabulary of the tags
+            values = tag_values(feature, item, table)
+        else:
+            values = reference.chain_values(feature, item, table, params, upto, repairs)
         if kind == "target":  # target encoding: the rows' categories with their target
             extra = table.fit_target
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
@@ -208,6 +214,15 @@ def _partial(kind: str, values: Any, extra: Any) -> Any:
     if kind == "counts":
         return agg.counts_of(values)
     raise ValueError(f"unknown partial {kind!r}")
+
+
+def _group_kernels(backend: str) -> group_stats.GroupKernels | None:
+    """``GroupStats``' per-row work on the job's backend: the Numba twin's when asked."""
+    if backend != "numba":
+        return None
+    from fastprep.backends.numba import group_stats as twin
+
+    return twin.NUMBA
 
 
 def stat_kind(step: Step) -> str:

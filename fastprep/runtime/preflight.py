@@ -247,7 +247,9 @@ def run_preflight(
     n_rows, exact, kind = _rows(source)
     per_row = _bytes_per_row(plan, schema, source)
     input_bytes = int(sum(per_row.values()) * n_rows)
-    wanted = _categorical_inputs(plan)
+    read = set(schema.read_columns(plan.columns))
+    # a lookup column is joined, not read: its distinct values are at most its side table's
+    wanted = {c: k for c, k in _categorical_inputs(plan).items() if c in read}
     if sketch == "needed":
         wanted = _needed(plan, wanted, n_rows, limit)
     cards = _cardinalities(wanted, schema, source) if sketch else {}
@@ -277,8 +279,21 @@ def _rows(source: Source) -> tuple[int, bool, str]:
 
 
 def _bytes_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str, float]:
-    """In-memory bytes per row of each column the plan reads."""
+    """In-memory bytes per row of each column the plan reads (a lookup column: 8 bytes
+    joined onto every row; its key columns are read instead)."""
     columns = list(plan.columns)
+    read = schema.read_columns(columns)
+    joined = [c for c in columns if c not in read]
+    if joined:
+        keys = [c for c in read if c not in columns and c not in schema.keys_]
+        return {
+            **_source_bytes([c for c in columns if c in read] + keys, schema, source),
+            **dict.fromkeys(joined, 8.0),
+        }
+    return _source_bytes(columns, schema, source)
+
+
+def _source_bytes(columns: list[str], schema: Schema, source: Source) -> dict[str, float]:
     text = {c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)}
     if isinstance(source, pd.DataFrame):
         return {c: _frame_column_bytes(source[c]) for c in columns}
@@ -570,7 +585,12 @@ STREAM_PREFETCH_COPIES = 1.0
 #: tracemalloc on 2M log-normal values, 5% missing (2026-12-05, 2-core VM): quantile
 #: 15.3 B (uniform or normal), Yeo-Johnson 52.8 B, Box-Cox 208 B (scipy's boxcox_normmax)
 #: and on 20k / 200k / 1M values without missing: Yeo-Johnson 40-41 B, Box-Cox 219-228 B
-GATHERED_FIT_BYTES = {"quantile": 16.0, "yeo-johnson": 56.0, "box-cox": 230.0}
+GATHERED_FIT_BYTES = {
+    "quantile": 16.0,
+    "yeo-johnson": 56.0,
+    "box-cox": 230.0,
+    "group_median": 24.0,
+}  # a group median: the sort by (group, value)
 #: a power transform's fit imports scipy.stats (its likelihood search): 47 MB resident
 #: measured on top of ``import fastprep``
 GATHERED_FIT_IMPORT_BYTES = {"quantile": 0, "yeo-johnson": 50 * 10**6, "box-cox": 50 * 10**6}
@@ -613,7 +633,7 @@ class Option:
             why += f" (keeping {format_bytes(self.kept_bytes)} of median values: one read fewer)"
         if self.gathered_bytes:
             why += (f" (incl. {format_bytes(self.gathered_bytes)} for the fit on all values "
-                    "of its quantile/power transforms or target encodings)")  # fmt: skip
+                    "of its quantile/power transforms, target encodings or group medians)")  # fmt: skip
         return (f"{self.name}: {size}peak ~{format_bytes(self.peak_bytes)}{over}, "
                 f"~{self.seconds:.3g} s{why}")  # fmt: skip
 
@@ -641,12 +661,25 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     encoded = sum(len(f.inputs) for f in plan.features for s in f.steps
                   if getattr(s, "needs_target", False))  # fmt: skip
     target = (12 * encoded + TARGET_GATHER_ROW_BYTES) * n_rows if encoded else 0
+    # a group median gathers each present value with its group (16 bytes a row), then
+    # concatenates them (16 more) and sorts them by (group, value)
+    medians = group_medians(plan)
+    grouped = 32 * len(medians) * n_rows
+    grouped_fit = int(GATHERED_FIT_BYTES["group_median"] * n_rows) if medians else 0
     if not steps:
-        return target, 0
+        return target + grouped + grouped_fit, grouped_fit
     kinds = [s.method if isinstance(s, PowerTransform) else "quantile" for s in steps]
     fitting = max(int(GATHERED_FIT_BYTES[k] * n_rows) for k in kinds) + max(
         GATHERED_FIT_IMPORT_BYTES[k] for k in kinds)  # fmt: skip
-    return 8 * (len(steps) + 1) * n_rows + fitting + target, fitting
+    fitting = max(fitting, grouped_fit)
+    return 8 * (len(steps) + 1) * n_rows + fitting + target + grouped, fitting
+
+
+def group_medians(plan: LogicalPlan) -> list[Any]:
+    """The ``GroupStats`` steps with a median: their partitioned fit gathers every value
+    (one per step, whatever its outputs)."""
+    return [s for f in plan.features for s in f.steps
+            if s.kind == "group" and "median" in getattr(s, "stats", ())]  # fmt: skip
 
 
 def imports_numba(rows: int, profile: CostProfile) -> bool:

@@ -46,6 +46,20 @@ def to_epoch_seconds(
 
 
 def _parse_text(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarray, ...]:
+    """Parsed once per distinct text when values repeat (hourly stamps: ~9,000 distinct in
+    3.4M flights), then gathered by code; the same result as parsing every row."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    if len(uniques) * 2 > len(series):
+        return _parse_rows(name, series, spec)
+    seconds, bad_type, wrong_zone = _parse_rows(name, pd.Series(uniques, dtype=object), spec)
+    return (
+        np.append(seconds, np.nan)[codes],  # code -1 (missing) reads the appended slot
+        np.append(bad_type, False)[codes],
+        np.append(wrong_zone, False)[codes],
+    )
+
+
+def _parse_rows(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarray, ...]:
     present = series.notna().to_numpy()
     text = series.astype("str").str.strip().where(present)
     aware = text.str.contains(OFFSET, regex=True, na=False).to_numpy(dtype=bool)

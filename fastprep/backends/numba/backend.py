@@ -27,7 +27,7 @@ from fastprep.backends.numba.codegen import (
     median_gather_program,
     transform_program,
 )
-from fastprep.backends.numba.ops import NUMBA
+from fastprep.backends.numba.ops import NUMBA, NumbaOp
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference.datetime_parts import zone_table
 from fastprep.backends.reference.expressions import evaluate as evaluate_expr
@@ -36,7 +36,7 @@ from fastprep.data.columns import Table, TextColumn
 from fastprep.emit.sink import OutputSink
 from fastprep.native import kernel_files, threads
 from fastprep.native.arena import ARENA
-from fastprep.plan.nodes import Input, LogicalPlan, Stage
+from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import Step
 from fastprep.validate.number_checks import moments_only
 
@@ -66,6 +66,16 @@ def _text_columns(table: Table) -> set[str]:
 # ---------------------------------------------------------------------------- fit
 
 
+def _owner(feature: Feature, ops: list[NumbaOp]) -> NumbaOp | None:
+    """The entry that fits or encodes a whole feature outside fused stages: its encoder's,
+    or that of a first step making the chain's values from the table (``GroupStats``)."""
+    if feature.encoder is not None:
+        return ops[-1]
+    if feature.steps and feature.steps[0].kind == "group":
+        return ops[0]
+    return None
+
+
 def fit_stage(
     plan: LogicalPlan, stage: Stage, table: Table, log: reference.Repairs | None = None
 ) -> dict[int, reference.FeatureParams]:
@@ -75,8 +85,8 @@ def fit_stage(
         fitted: dict[int, reference.FeatureParams] = {}
         for index in stage.features:
             feature = plan.features[index]
-            ops = [NUMBA.op(step, "fit") for step in feature.steps]
-            own = ops[-1].fit if feature.encoder is not None else None
+            owner = _owner(feature, [NUMBA.op(step, "fit") for step in feature.steps])
+            own = owner.fit if owner is not None else None
             fitted[index] = (
                 own(plan, index, table) if own else reference.fit_feature(feature, table)
             )
@@ -276,15 +286,19 @@ def run_stage(
 ) -> set[int]:
     """Run a stage into ``sink``; a fused stage reports its features checked finite."""
     if stage.kind != "fused":
+        checked: set[int] = set()
         for index in stage.features:
             feature = plan.features[index]
-            ops = [NUMBA.op(step, "encode") for step in feature.steps]
-            own = ops[-1].encode if feature.encoder is not None else None
+            owner = _owner(feature, [NUMBA.op(step, "encode") for step in feature.steps])
+            own = owner.encode if owner is not None else None
             if own is not None:
-                own(feature, params[index], table, sink, index, log)
+                if own(feature, params[index], table, sink, index, log):
+                    checked.add(index)  # the feature's own encode checked it finite
             else:
-                reference.run_stage(plan, Stage(stage.kind, (index,)), params, table, sink, log)
-        return set()
+                checked |= reference.run_stage(
+                    plan, Stage(stage.kind, (index,)), params, table, sink, log
+                )
+        return checked
     chains = chains_of(plan, stage)
     learned = [params[c.feature][c.name] for c in chains]
     program = transform_program(

@@ -17,7 +17,7 @@ from typing import Any
 
 from fastprep.backends.base import Dispatch
 from fastprep.backends.moments import Moments
-from fastprep.backends.numba import encode, tags
+from fastprep.backends.numba import encode, group_stats, tags
 from fastprep.backends.reference import backend as reference
 from fastprep.plan.steps import (
     Bin,
@@ -25,6 +25,7 @@ from fastprep.plan.steps import (
     Clip,
     CountEncode,
     FillMissing,
+    GroupStats,
     Hash,
     Log1p,
     Map,
@@ -61,7 +62,9 @@ class NumbaOp:
     - ``hoist``: the numpy ufunc the step applies to a plain column (precomputed by numpy's
       SIMD loop when the step comes first);
     - ``fit(plan, index, table)`` / ``encode(feature, fitted, table, sink, index, log)``:
-      an encoder's own fit / block outside fused stages (else the reference's).
+      an encoder's own fit / block outside fused stages (else the reference's); also a
+      first step that makes the chain's values from the table (``GroupStats``), whose
+      ``encode`` returns whether it checked its outputs finite.
     """
 
     code: Code | None = None
@@ -253,5 +256,6 @@ NUMBA: Dispatch[NumbaOp] = Dispatch(
         # (backends/fold_kernels.py) where the planner's helper path says so
         TargetEncode: BY_REFERENCE,
         CountEncode: BY_REFERENCE,
+        GroupStats: NumbaOp(fit=group_stats.fit_feature, encode=group_stats.encode_feature),
     },
 )

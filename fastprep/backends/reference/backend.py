@@ -19,8 +19,8 @@ from fastprep.backends import moments
 from fastprep.backends.base import Dispatch
 from fastprep.backends.base import FeatureParams as FeatureParams  # the reference API
 from fastprep.backends.reference import dict_columns as dict_reference
+from fastprep.backends.reference import group_stats, scalers, target_encoding
 from fastprep.backends.reference import hashing as hashref
-from fastprep.backends.reference import scalers, target_encoding
 from fastprep.backends.reference import tags as tag_features
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
@@ -42,7 +42,7 @@ from fastprep.data.tag_column import TagColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
-from fastprep.errors import FitError
+from fastprep.errors import BackendError, FitError
 from fastprep.plan.nodes import Feature, Input, LogicalPlan, Stage
 from fastprep.plan.steps import (
     Bin,
@@ -50,6 +50,7 @@ from fastprep.plan.steps import (
     Clip,
     CountEncode,
     FillMissing,
+    GroupStats,
     Hash,
     Log1p,
     Map,
@@ -109,16 +110,30 @@ def finish_input(item: Input, value: np.ndarray, table: Table, repairs: Repairs)
     return value
 
 
-def fit_feature(feature: Feature, table: Table) -> FeatureParams:
-    """Learn each step's parameters, input by input, applying earlier steps as it goes."""
+def fit_feature(
+    feature: Feature, table: Table, kernels: group_stats.GroupKernels | None = None
+) -> FeatureParams:
+    """Learn each step's parameters, input by input, applying earlier steps as it goes.
+    ``kernels``: a ``GroupStats``' per-row work (default numpy's)."""
     if tag_features.is_tags(feature, table):  # the encoder learns from the rows' tag sets,
         return tag_features.fit_feature(feature, table)  # not from each input's values
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
+    grouped = _group_step(feature)
+    if grouped is not None:  # one fit of the group table for every output column
+        first, index = group_stats.fit(grouped, table, kernels)
     for item in feature.inputs:
-        values = input_values(item, table, repairs)
         learned: list[dict[str, Any]] = []
-        for step in feature.steps:
+        steps = feature.steps
+        if grouped is not None:
+            learned.append(first[item.name])
+            steps = steps[1:]
+            # the rows' statistics only when a later step learns from them
+            fitted_later = any(step.needs_fit for step in steps)
+            values = group_stats.gather(first[item.name], index) if fitted_later else np.empty(0)
+        else:
+            values = input_values(item, table, repairs)
+        for step in steps:
             what = f"{step.describe()} on {item.name!r}"
             if REFERENCE.has(step, "fit_target"):  # fitted against the fit's target
                 fit = REFERENCE.entry(step, "fit_target")
@@ -129,6 +144,32 @@ def fit_feature(feature: Feature, table: Table) -> FeatureParams:
                 values = apply_step(step, learned[-1], values, item.name, repairs)
         params[item.name] = learned
     return params
+
+
+def _group_step(feature: Feature) -> GroupStats | None:
+    """The feature's ``GroupStats`` (always its first step), or None."""
+    first = feature.steps[0] if feature.steps else None
+    return first if isinstance(first, GroupStats) else None
+
+
+def chain_values(
+    feature: Feature, item: Input, table: Table, fitted: list[dict[str, Any]], upto: int,
+    repairs: Repairs,
+) -> np.ndarray | TextColumn:  # fmt: skip
+    """``item``'s values after the feature's steps before position ``upto`` (``fitted``:
+    their parameters); a ``GroupStats`` first step gathers its statistic from the table."""
+    steps, params = feature.steps[:upto], fitted[:upto]
+    grouped = _group_step(feature)
+    if grouped is not None and upto > 0:
+        index = group_stats.rows_group(grouped, params[0], table)
+        values: np.ndarray | TextColumn = group_stats.gather(params[0], index)
+        steps, params = steps[1:], params[1:]
+    else:
+        values = input_values(item, table, repairs)
+    for step, step_params in zip(steps, params):
+        if step.kind != "encoder":
+            values = apply_step(step, step_params, values, item.name, repairs)  # type: ignore[arg-type]
+    return values
 
 
 def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str, Any]:
@@ -157,11 +198,19 @@ def run_stage(
     table: Table,
     sink: OutputSink,
     repairs: Repairs,
+    kernels: group_stats.GroupKernels | None = None,
 ) -> set[int]:
-    """Compute the stage's features into ``sink``; returns features already checked finite."""
+    """Compute the stage's features into ``sink``; returns features already checked finite.
+    ``kernels``: a ``GroupStats``' per-row work (default numpy's)."""
+    checked: set[int] = set()
     for index in stage.features:
         feature = plan.features[index]
         fitted = params[index]
+        grouped = _group_step(feature)
+        if grouped is not None:
+            if group_rows(feature, fitted, table, sink.numeric_view(index), repairs, kernels):
+                checked.add(index)
+            continue
         if feature.encoder is not None:
             encode_feature(feature, fitted, table, sink, index, repairs)
             continue
@@ -171,7 +220,40 @@ def run_stage(
             with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
                 view[:, j] = apply_chain(feature.steps, fitted[item.name], values, item.name,
                                          repairs)  # fmt: skip
-    return set()
+    return checked
+
+
+#: steps whose output counts repairs per row (a value turned missing): applied row by row
+_COUNTING = (Log1p, PowerTransform, Map)
+
+
+def group_rows(
+    feature: Feature, fitted: FeatureParams, table: Table, view: np.ndarray, repairs: Repairs,
+    kernels: group_stats.GroupKernels | None = None,
+) -> bool:  # fmt: skip
+    """A ``GroupStats`` feature into ``view``; whether every value written is finite.
+
+    The steps after the statistics are functions of the value alone and every row of a
+    group has its group's value: they run once per group (and once for the unseen group,
+    missing), then each row takes its group's outputs — unless a step counts its repairs
+    per row (``Log1p``' domain, ``Map``), which then runs row by row."""
+    step = feature.steps[0]
+    assert isinstance(step, GroupStats)
+    rest = feature.steps[1:]
+    index = group_stats.rows_group(step, fitted[step.outputs[0]][0], table, kernels)
+    if any(isinstance(s, _COUNTING) for s in rest):
+        for j, item in enumerate(feature.inputs):
+            values = group_stats.gather(fitted[item.name][0], index)
+            with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
+                view[:, j] = apply_chain(rest, fitted[item.name][1:], values, item.name, repairs)
+        return False
+    per_group = [
+        apply_chain(rest, fitted[item.name][1:],
+                    np.append(fitted[item.name][0]["values"], np.nan), item.name, repairs)
+        for item in feature.inputs
+    ]  # fmt: skip
+    with np.errstate(over="ignore"):
+        return group_stats.write_rows(view, np.column_stack(per_group), index, kernels)
 
 
 def encode_feature(
@@ -536,6 +618,12 @@ def _bin_from_moments(step: Bin, total: moments.Moments, what: str) -> dict[str,
     return scalers.bin_from_range(step, total.low, total.high, what)
 
 
+def _fit_group_stats(step: GroupStats, values: Any, what: str) -> dict[str, Any]:
+    """``GroupStats`` makes its chain's values from the table (its keys and column): it is
+    fitted and applied by :func:`fit_feature` / :func:`group_rows`, never from one value."""
+    raise BackendError(f"{what}: GroupStats is fitted from its key columns, not from values")
+
+
 @dataclass(frozen=True)
 class ReferenceOp:
     """What the reference backend does for one step type.
@@ -611,5 +699,6 @@ REFERENCE: Dispatch[ReferenceOp] = Dispatch(
             partial=lambda s: "target",
         ),
         CountEncode: ReferenceOp(_fit_counts, encode=_encode_by_value, partial=lambda s: "counts"),
+        GroupStats: ReferenceOp(_fit_group_stats, partial=lambda s: "groups"),
     },
 )

@@ -102,9 +102,10 @@ def fit(
     bars = Progress(progress)
     specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
     frames = _parts(client, source, specs)
+    shared = _shared(client, job)
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars)
+        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared)
 
     return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs))
 
@@ -112,12 +113,13 @@ def fit(
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
+    shared: Any = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     futures = [
         client.submit(
             fit_partials,
-            job,
+            job if shared is None else shared,
             spec,
             learned,
             targets,
@@ -149,7 +151,10 @@ def transform(
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
                                          bars)  # fmt: skip
-    fingerprint = _token((plan.to_dict(), encode_floats(params), out_dtype))
+    fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
+    if getattr(schema, "tables", None):  # a refit side table changes the output too
+        fitted += tuple(t.digest() for _, t in sorted(schema.tables.items()))
+    fingerprint = _token(fitted)
     names = make_layout(plan, params).names(plan, params)
     # the client claims the folder for the whole job: its tasks' files are never taken
     # for a killed writer's leftovers by another writer's publish
@@ -160,12 +165,13 @@ def transform(
             done = shards.completed(Path(output_dir), specs, fingerprint)
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
         todo = [s for s in specs if s.index not in done]
+        shared = _shared(client, job) if todo else job
         started = client.run_on_scheduler(_scheduler_time)
         where = _token([output_dir, codec])
         futures = [
             client.submit(
                 transform_partition,
-                job,
+                shared,
                 spec,
                 params,
                 fingerprint,
@@ -189,6 +195,15 @@ def transform(
     finally:
         if claim is not None:
             claim.release()
+
+
+def _shared(client: Client, job: Job) -> Any:
+    """The job as its tasks get it: with fitted lookup tables, scattered once to every
+    worker (``broadcast``), not serialized into each task; a worker that joins later
+    fetches it from the others."""
+    if getattr(job.schema, "tables", None):
+        return client.scatter(job, broadcast=True, hash=False)
+    return job
 
 
 def _gather(

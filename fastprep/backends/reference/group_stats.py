@@ -1,0 +1,409 @@
+"""``GroupStats``: statistics of a numeric column per group of key columns, fitted and then
+gathered back onto the rows (numpy; no pandas groupby, no per-row Python).
+
+Each key column is coded against its fitted *levels* (its sorted distinct present values;
+a missing key takes the code after them, so missing is a group value of its own, as in
+pandas ``groupby(dropna=False)``); the per-key codes combine into one int64 per row (mixed
+radix) and the fitted groups are the distinct combined codes, sorted. Count and sums come
+from ``np.bincount`` over group indexes (the mean, then the deviations from it: two passes,
+the second correcting the first's rounding), min/max from ``ufunc.at``, the median from
+one sort by (group, value). :class:`GroupKernels` names the per-row work; the Numba backend
+passes its twin's.
+
+Fitted parameters, per output column: ``{"stat", "levels", "groups", "values"}`` — the
+levels per key (a list of text values, or a float64 array), the groups' combined codes
+and the statistic per group. Every output of one step shares levels and groups.
+
+A partitioned fit merges per-partition :class:`GroupPartial` s: each partition's groups are
+recoded into the union of levels, then count/mean/M2/min/max merge by Chan's update in
+partition order (exact counts and extremes); the median needs every value of a group, so
+each partition sends its present values with their group (gathered on the client, in
+partition order): one pass over the data either way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fastprep.data.columns import Table, TextColumn
+from fastprep.errors import FitError
+from fastprep.plan.steps import GroupStats
+
+Levels = list[str] | np.ndarray
+#: combined codes up to this many possible groups index a dense table (else a sorted search)
+DENSE_GROUPS = 1 << 22
+
+
+# ---------------------------------------------------------------- key coding
+
+
+def fit_levels(column: np.ndarray | TextColumn) -> Levels:
+    """A key column's sorted distinct present values."""
+    if isinstance(column, TextColumn):
+        used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
+        return sorted(str(v) for v in column.uniques[used])
+    values = np.asarray(column, dtype=np.float64)
+    return np.unique(values[~np.isnan(values)])
+
+
+def key_parts(
+    column: np.ndarray | TextColumn, levels: Levels, kernels: GroupKernels | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
+    the column's own codes, -1 reading the lut's last slot, the missing code), or
+    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
+    ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
+    if isinstance(column, TextColumn):
+        import pandas as pd
+
+        found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
+        return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
+    values = np.asarray(column, dtype=np.float64)
+    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
+
+
+def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Per value: its index among the sorted ``levels``, ``len(levels)`` if NaN, else -1."""
+    position = np.searchsorted(levels, values)
+    clipped = np.minimum(position, max(len(levels) - 1, 0))
+    known = (position < len(levels)) & (levels[clipped] == values) if len(levels) else False
+    return np.where(np.isnan(values), len(levels), np.where(known, position, -1))
+
+
+def radices(levels: list[Levels], keys: tuple[str, ...]) -> list[int]:
+    """Per key, its number of codes (levels + missing); refuses a key space beyond int64."""
+    sizes = [len(lv) + 1 for lv in levels]
+    if math.prod(sizes) >= 2**62:
+        raise FitError(
+            f"GroupStats keys {', '.join(keys)}: {' x '.join(f'{s:,}' for s in sizes)} possible "
+            "key combinations do not fit a 62-bit group code; group by fewer or coarser keys"
+        )
+    return sizes
+
+
+def accumulate(
+    combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
+) -> np.ndarray:
+    """``combined * size + code`` per row (the first key: its code); -1 stays -1."""
+    code = codes.astype(np.int64) if lut is None else lut[codes]  # code -1: lut's last slot
+    if combined is None:
+        return code
+    out = combined * size + code
+    unseen = code < 0
+    if unseen.any() or (combined < 0).any():
+        out[unseen | (combined < 0)] = -1
+    return out
+
+
+def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
+    """``lookup[combined]`` (-1 reads the last slot)."""
+    return lookup[combined]
+
+
+def combine(
+    parts: list[tuple[np.ndarray, np.ndarray | None]], sizes: list[int],
+    kernels: GroupKernels | None = None,
+) -> np.ndarray:  # fmt: skip
+    """One int64 per row (mixed radix); -1 where some key is unseen."""
+    step = (kernels or NUMPY).accumulate
+    combined: np.ndarray | None = None
+    for (codes, lut), size in zip(parts, sizes):
+        combined = step(combined, codes, lut, size)
+    assert combined is not None
+    return combined
+
+
+def group_index(
+    combined: np.ndarray, groups: np.ndarray, space: int, kernels: GroupKernels | None = None
+) -> np.ndarray:
+    """Per row: the index of its combined code among the sorted ``groups``, -1 if absent."""
+    if space <= max(DENSE_GROUPS, 4 * len(combined)):
+        lookup = np.full(space + 1, -1, dtype=np.int64)  # the last slot: code -1
+        lookup[groups] = np.arange(len(groups))
+        return (kernels or NUMPY).take(lookup, combined)
+    if not len(groups):
+        return np.full(len(combined), -1, dtype=np.int64)
+    position = np.searchsorted(groups, combined)
+    clipped = np.minimum(position, len(groups) - 1)
+    return np.where((groups[clipped] == combined) & (combined >= 0), position, -1)
+
+
+def distinct_groups(
+    combined: np.ndarray, space: int, kernels: GroupKernels | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct codes and each row's index among them (all codes present)."""
+    if space <= max(DENSE_GROUPS, 4 * len(combined)):
+        seen = np.bincount(combined, minlength=space) if len(combined) else np.zeros(space, int)
+        groups = np.flatnonzero(seen).astype(np.int64)
+        return groups, group_index(combined, groups, space, kernels)
+    groups, inverse = np.unique(combined, return_inverse=True)
+    return groups.astype(np.int64), inverse.astype(np.int64)
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def group_statistics(
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """Each statistic per group (NaN where a group has no present value; count 0)."""
+    present = ~np.isnan(values)
+    g, x = index[present], values[present]
+    count = np.bincount(g, minlength=n_groups).astype(np.float64)
+    empty = count == 0
+    out: dict[str, np.ndarray] = {"count": count}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(g, x, minlength=n_groups) / count
+        # the deviations' own mean corrects the sum's rounding (a zero mean comes out 0)
+        deviation = x - mean[g]
+        correction = np.bincount(g, deviation, minlength=n_groups) / count
+        out["mean"] = mean + correction
+        if "std" in stats:
+            m2 = np.bincount(g, deviation * deviation, minlength=n_groups) - correction**2 * count
+            out["std"] = np.sqrt(np.maximum(m2, 0.0) / count)
+    if "median" in stats:
+        out.update(sorted_statistics(g, x, n_groups))
+    elif "min" in stats or "max" in stats:
+        low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+        np.minimum.at(low, g, x)
+        np.maximum.at(high, g, x)
+        out["min"], out["max"] = np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+    return {s: out[s] for s in stats}
+
+
+def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
+    """Min, max and median per group from the present values sorted by (group, value)."""
+    if n_groups <= np.iinfo(np.uint16).max:  # by value, then a stable radix sort by group
+        by_value = np.argsort(x)
+        ordered = x[by_value[np.argsort(g[by_value].astype(np.uint16), kind="stable")]]
+    else:
+        ordered = x[np.lexsort((x, g))]
+    count = np.bincount(g, minlength=n_groups)
+    start = np.cumsum(count) - count
+    filled = count > 0
+    out = {s: np.full(n_groups, np.nan) for s in ("min", "max", "median")}
+    first, n = start[filled], count[filled]
+    out["min"][filled] = ordered[first]
+    out["max"][filled] = ordered[first + n - 1]
+    out["median"][filled] = (ordered[first + (n - 1) // 2] + ordered[first + n // 2]) / 2
+    return out
+
+
+# ---------------------------------------------------------------- fit and transform
+
+
+def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn]:
+    return [table[key] for key in step.keys]
+
+
+#: ``(group index per row, values, groups, stats) -> {stat: per group}``: this module's
+#: numpy function, or its Numba twin (:mod:`fastprep.backends.numba.group_stats`)
+Statistics = Callable[[np.ndarray, np.ndarray, int, tuple[str, ...]], dict[str, np.ndarray]]
+
+
+def fit(
+    step: GroupStats, table: Table, kernels: GroupKernels | None = None
+) -> tuple[dict[str, dict[str, Any]], np.ndarray]:
+    """Per output column, its fitted parameters (one pass over the keys and values); and
+    each fitted row's group index."""
+    kernels = kernels or NUMPY
+    levels, groups, index = _groups(step, table, kernels)
+    values = np.asarray(table[step.column], dtype=np.float64)
+    stats = kernels.statistics(index, values, len(groups), step.stats)
+    return _params(step, levels, groups, stats), index
+
+
+def _groups(
+    step: GroupStats, table: Table, kernels: GroupKernels
+) -> tuple[list[Levels], np.ndarray, np.ndarray]:
+    """The fit rows' key levels, distinct groups, and each row's group."""
+    columns = _key_columns(step, table)
+    levels = [fit_levels(c) for c in columns]
+    sizes = radices(levels, step.keys)
+    combined = combine(
+        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
+    )
+    groups, index = distinct_groups(combined, math.prod(sizes), kernels)
+    return levels, groups, index
+
+
+def _params(
+    step: GroupStats, levels: list[Levels], groups: np.ndarray, stats: dict[str, np.ndarray]
+) -> dict[str, dict[str, Any]]:
+    return {
+        output: {"stat": stat, "levels": levels, "groups": groups, "values": stats[stat]}
+        for output, stat in zip(step.outputs, step.stats)
+    }
+
+
+def rows_group(
+    step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
+) -> np.ndarray:
+    """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
+    levels = fitted["levels"]
+    sizes = [len(lv) + 1 for lv in levels]
+    columns = _key_columns(step, table)
+    combined = combine(
+        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
+    )
+    return group_index(combined, fitted["groups"], math.prod(sizes), kernels)
+
+
+def gather(fitted: dict[str, Any], index: np.ndarray) -> np.ndarray:
+    """The statistic of each row's group; missing (NaN) for an unseen group."""
+    return np.append(np.asarray(fitted["values"], dtype=np.float64), np.nan)[index]
+
+
+#: ``(out view, per-group rows with the unseen slot last, group per row (-1: unseen))``
+Gather = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
+    """``out[i] = per_group[index[i]]`` (index -1: the last row, the unseen group's)."""
+    out[...] = per_group[index]
+
+
+def write_rows(
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None
+) -> bool:
+    """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
+    first: the same rounding as casting each row); whether every written value is finite."""
+    cast = np.ascontiguousarray(per_group, dtype=out.dtype)
+    (kernels or NUMPY).put_rows(out, cast, index)
+    slot_finite = np.isfinite(cast).all(axis=1)
+    return bool(slot_finite.all() or slot_finite[index].all())
+
+
+# ---------------------------------------------------------------- partitioned fit
+
+
+@dataclass(frozen=True)
+class GroupPartial:
+    """One partition's groups (codes in its own levels) with their moments; for a median,
+    its present values sorted by group, with each value's group."""
+
+    levels: list[Levels]
+    groups: np.ndarray
+    count: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    value_groups: np.ndarray | None = None
+    values: np.ndarray | None = None
+
+
+def partial_of(step: GroupStats, table: Table, kernels: GroupKernels | None = None) -> GroupPartial:
+    """One partition's partial (its groups in its own levels, their moments)."""
+    kernels = kernels or NUMPY
+    levels, groups, index = _groups(step, table, kernels)
+    values = np.asarray(table[step.column], dtype=np.float64)
+    moments = ("count", "mean", "std", "min", "max")
+    stats = kernels.statistics(index, values, len(groups), moments)
+    count = stats["count"].astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        m2 = np.where(count > 0, stats["std"] ** 2 * count, 0.0)
+    kept: dict[str, Any] = {}
+    if "median" in step.stats:
+        present = ~np.isnan(values)
+        kept = {"value_groups": index[present], "values": values[present]}
+    return GroupPartial(levels, groups, count, np.nan_to_num(stats["mean"]), m2,
+                        np.nan_to_num(stats["min"], nan=np.inf),
+                        np.nan_to_num(stats["max"], nan=-np.inf), **kept)  # fmt: skip
+
+
+def _union_levels(parts: list[list[Levels]], n_keys: int) -> list[Levels]:
+    out: list[Levels] = []
+    for k in range(n_keys):
+        each = [p[k] for p in parts]
+        if any(isinstance(lv, list) for lv in each):
+            out.append(sorted({str(v) for lv in each for v in lv}))
+        else:
+            out.append(np.unique(np.concatenate([np.asarray(lv, np.float64) for lv in each]
+                                                or [np.empty(0)])))  # fmt: skip
+    return out
+
+
+def _recode(part: GroupPartial, levels: list[Levels]) -> np.ndarray:
+    """``part``'s group codes in the merged levels' radix."""
+    local = [len(lv) + 1 for lv in part.levels]
+    codes = []
+    rest = part.groups.copy()
+    for size in reversed(local):
+        codes.append(rest % size)
+        rest //= size
+    codes.reverse()
+    mapped: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for code, own, merged in zip(codes, part.levels, levels):
+        if isinstance(merged, list):
+            table = _indexes(list(own), merged).astype(np.int64)
+        else:
+            table = np.searchsorted(merged, np.asarray(own, np.float64)).astype(np.int64)
+        mapped.append((np.append(table, np.int64(len(merged)))[code], None))
+    return combine(mapped, [len(lv) + 1 for lv in levels])
+
+
+def _indexes(values: list[str], levels: list[str]) -> np.ndarray:
+    import pandas as pd
+
+    return pd.Index(levels, dtype=object).get_indexer(values)
+
+
+def merge(step: GroupStats, parts: list[GroupPartial]) -> dict[str, dict[str, Any]]:
+    """The partitions' partials merged, in partition order, into the fitted parameters."""
+    levels = _union_levels([p.levels for p in parts], len(step.keys))
+    recoded = [_recode(p, levels) for p in parts]
+    groups = np.unique(np.concatenate(recoded)) if recoded else np.empty(0, np.int64)
+    n = len(groups)
+    count, mean, m2 = np.zeros(n, np.int64), np.zeros(n), np.zeros(n)
+    low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    for part, codes in zip(parts, recoded):
+        at = np.searchsorted(groups, codes)
+        b = part.count
+        a = count[at]
+        total = a + b
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = part.mean - mean[at]
+            share = np.where(total > 0, b / np.maximum(total, 1), 0.0)
+            mean[at] = np.where(a == 0, part.mean, mean[at] + delta * share)
+            m2[at] = m2[at] + part.m2 + np.where(a == 0, 0.0, delta * delta * a * share)
+        count[at] = total
+        low[at] = np.minimum(low[at], part.low)
+        high[at] = np.maximum(high[at], part.high)
+    empty = count == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = {
+            "count": count.astype(np.float64),
+            "mean": np.where(empty, np.nan, mean),
+            "std": np.where(empty, np.nan, np.sqrt(np.maximum(m2, 0.0) / count)),
+            "min": np.where(empty, np.nan, low),
+            "max": np.where(empty, np.nan, high),
+        }
+    if "median" in step.stats:
+        index = np.concatenate(
+            [np.searchsorted(groups, codes)[p.value_groups] for p, codes in zip(parts, recoded)]
+            or [np.empty(0, np.int64)]
+        )
+        values = np.concatenate([p.values for p in parts] or [np.empty(0)])
+        stats["median"] = sorted_statistics(index, values, n)["median"]
+    return _params(step, levels, groups.astype(np.int64), stats)
+
+
+@dataclass(frozen=True)
+class GroupKernels:
+    """The per-row work of ``GroupStats``: numpy's (:data:`NUMPY`) or the Numba twin's
+    (:data:`fastprep.backends.numba.group_stats.NUMBA`), the same values either way."""
+
+    accumulate: Callable[[np.ndarray | None, np.ndarray, np.ndarray | None, int], np.ndarray]
+    take: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    statistics: Statistics
+    put_rows: Gather
+    number_codes: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes)

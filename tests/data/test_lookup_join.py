@@ -1,0 +1,87 @@
+"""The vectorized left join of ``fastprep.data.lookup_join`` equals ``pandas.merge(how=
+"left")`` on every path: text keys (distinct values mapped, codes gathered), number keys on
+a regular grid (one division) and off it (binary search), several keys combined, the dense
+code space and the binary-searched one, missing and absent keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fastprep.data import lookup_join
+from fastprep.data.columns import TextColumn
+from fastprep.data.lookup_join import LookupTable
+
+
+def text(values) -> TextColumn:
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    return TextColumn(codes.astype(np.int32), np.asarray(uniques, dtype=object))
+
+
+def column(values, is_text):
+    return text(values) if is_text else np.asarray(values, dtype=np.float64)
+
+
+def peer(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> pd.Series:
+    merged = left.merge(right.assign(_row=np.arange(len(right))), on=keys, how="left")
+    assert len(merged) == len(left)
+    return merged["_row"].fillna(-1).to_numpy(np.int64)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize(
+    "kinds",
+    [("text",), ("grid",), ("float",), ("text", "grid"), ("grid", "float", "text")],
+)
+def test_rows_equal_pandas_merge(kinds, dense, monkeypatch):
+    if not dense:
+        monkeypatch.setattr(lookup_join, "DENSE_CODES", 1)
+    rng = np.random.default_rng(7)
+    n_side, n_rows = 400, 5_000
+    pools = {
+        "text": np.array([f"k{i}" for i in range(60)], dtype=object),
+        "grid": 1_357_020_000.0 + 3600.0 * np.arange(60),
+        "float": rng.normal(size=60).round(3),
+    }
+    side = pd.DataFrame({f"c{i}": rng.choice(pools[k], n_side) for i, k in enumerate(kinds)})
+    side = side.drop_duplicates().reset_index(drop=True)
+    keys = list(side.columns)
+    left = pd.DataFrame({f"c{i}": rng.choice(pools[k], n_rows) for i, k in enumerate(kinds)})
+    for name, kind in zip(keys, kinds, strict=True):  # absent, off-grid and missing values
+        absent = "zz" if kind == "text" else pools[kind][0] + 0.5
+        left.loc[rng.choice(n_rows, 200, replace=False), name] = absent
+        left.loc[rng.choice(n_rows, 200, replace=False), name] = None if kind == "text" else np.nan
+    table = LookupTable("t", tuple(keys),
+                        tuple(column(side[k], kd == "text") for k, kd in zip(keys, kinds)),
+                        {})  # fmt: skip
+    table.check_unique(np.arange(len(side)))
+    rows = table.rows_for([column(left[k], kd == "text") for k, kd in zip(keys, kinds)])
+    missing = left.isna().any(axis=1).to_numpy()
+    expected = peer(left, side, keys)
+    expected[missing] = -1  # pandas matches NaN keys to NaN keys; a lookup never has them
+    np.testing.assert_array_equal(rows, expected)
+
+
+def test_gathered_values_and_round_trip():
+    side = LookupTable("p", ("k",), (text(["a", "b", "c"]),),
+                       {"n": np.array([1.0, np.nan, 3.0]), "s": text(["x", None, "z"])})  # fmt: skip
+    joined = side.join([text(["c", None, "a", "q", "b"])], ["n", "s"])
+    np.testing.assert_array_equal(joined["n"], [3.0, np.nan, 1.0, np.nan, np.nan])
+    assert list(joined["s"].values()) == ["z", None, "x", None, None]
+    again = LookupTable.from_dict(side.to_dict())
+    np.testing.assert_array_equal(again.join([text(["b", "c"])], ["n"])["n"], [np.nan, 3.0])
+
+
+def test_duplicates_are_named():
+    side = LookupTable("p", ("k", "t"), (text(["a", "a", "b", "a"]), np.array([1.0, 2, 1, 1])), {})
+    with pytest.raises(ValueError, match=r"k='a', t=1.0 at rows 10, 13"):
+        side.check_unique(np.array([10, 11, 12, 13]))
+
+
+def test_digest_follows_the_content():
+    side = LookupTable("p", ("k",), (text(["a", "b"]),), {"n": np.array([1.0, 2.0])})
+    again = LookupTable.from_dict(side.to_dict())
+    assert again.digest() == side.digest()
+    other = LookupTable("p", ("k",), (text(["a", "b"]),), {"n": np.array([1.0, 3.0])})
+    assert other.digest() != side.digest()
