@@ -16,9 +16,19 @@ import os as _os
 # a value the user set wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from fastprep.api import Dict, col, cols, cross, expr
+from fastprep.api import Dict, Tags, col, cols, cross, expr
 from fastprep.api.lookup import Lookup
-from fastprep.api.schema import Bool, Category, Datetime, DictOf, Float, Int, Schema, String
+from fastprep.api.schema import (
+    Bool,
+    Category,
+    Datetime,
+    DictOf,
+    Float,
+    Int,
+    ListOf,
+    Schema,
+    String,
+)
 from fastprep.errors import (
     BackendError,
     DataValidationError,
@@ -80,6 +90,7 @@ __all__ = [
     "GroupStats",
     "Hash",
     "Int",
+    "ListOf",
     "Log1p",
     "Lookup",
     "Map",
@@ -99,6 +110,7 @@ __all__ = [
     "Standardize",
     "StateFormatError",
     "String",
+    "Tags",
     "TargetEncode",
     "Vectorize",
     "col",

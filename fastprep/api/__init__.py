@@ -1,6 +1,6 @@
 """The user-facing builders: ``cols``, ``col``, ``expr`` and ``>>``; they produce plan nodes."""
 
-from fastprep.api.builders import Dict, FeatureBuilder, col, cols, cross, expr
+from fastprep.api.builders import Dict, FeatureBuilder, Tags, col, cols, cross, expr
 from fastprep.api.check import check_plan
 
-__all__ = ["Dict", "FeatureBuilder", "check_plan", "col", "cols", "cross", "expr"]
+__all__ = ["Dict", "FeatureBuilder", "Tags", "check_plan", "col", "cols", "cross", "expr"]

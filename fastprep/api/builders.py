@@ -19,6 +19,7 @@ class FeatureBuilder:
     steps: tuple[Step, ...] = ()
     cross: bool = False
     pinned: str | None = None
+    tags: str | None = None
 
     def backend(self, name: str) -> FeatureBuilder:
         """Run this feature's stage on backend ``name`` (e.g. ``"pandas"``) whatever the
@@ -27,7 +28,7 @@ class FeatureBuilder:
             raise PipelineDefinitionError(
                 f".backend({name!r}): name a backend such as 'pandas' or 'numba'"
             )
-        return FeatureBuilder(self.inputs, self.steps, self.cross, name)
+        return FeatureBuilder(self.inputs, self.steps, self.cross, name, self.tags)
 
     def __rshift__(self, other: Step | StepChain) -> FeatureBuilder:
         if isinstance(other, Step):
@@ -44,7 +45,7 @@ class FeatureBuilder:
             )
         if any(isinstance(step, GroupStats) for step in added):
             return self._group_stats(added)
-        return FeatureBuilder(self.inputs, self.steps + added, self.cross, self.pinned)
+        return FeatureBuilder(self.inputs, self.steps + added, self.cross, self.pinned, self.tags)
 
     def _group_stats(self, added: tuple[Step, ...]) -> FeatureBuilder:
         """``fp.cols(keys) >> fp.GroupStats(column)``: the selected columns become the step's
@@ -67,7 +68,7 @@ class FeatureBuilder:
         return FeatureBuilder(inputs, (step, *added[1:]), False, self.pinned)
 
     def build(self) -> Feature:
-        return Feature(self.inputs, self.steps, self.cross, self.pinned)
+        return Feature(self.inputs, self.steps, self.cross, self.pinned, self.tags)
 
 
 def cols(*names: str) -> FeatureBuilder:
@@ -111,3 +112,18 @@ def Dict(name: str) -> FeatureBuilder:
     if not isinstance(name, str) or not name:
         raise PipelineDefinitionError(f"fp.Dict(...) takes one column name, got {name!r}")
     return cols(name)
+
+
+def Tags(*names: str, sep: str = "|") -> FeatureBuilder:
+    """Multi-valued text columns: ``fp.Tags("genres", sep="|") >> fp.OneHot()`` (multi-hot:
+    one column per tag seen at fit, like ``MultiLabelBinarizer``) or ``>> fp.Hash(n)``
+    (tokens ``genres=<tag>``, like ``FeatureHasher(input_type="string")``). A text column
+    is split on ``sep`` (literal text); a ``list<string>`` column (``fp.ListOf()``) is
+    already split, and ``sep`` is not used. Empty pieces are no tag, a repeated tag counts
+    once, a missing value has no tags."""
+    if not isinstance(sep, str) or not sep:
+        raise PipelineDefinitionError(
+            f"fp.Tags(..., sep={sep!r}): the separator must be non-empty text, e.g. sep='|'"
+        )
+    group = cols(*names)
+    return FeatureBuilder(group.inputs, tags=sep)

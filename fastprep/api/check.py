@@ -78,6 +78,8 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
         return
     if _check_dict_feature(feature, types, where):
         return
+    if _check_tags_feature(feature, types, where):
+        return
     # an encoder of numbers (Bin's one-hot) needs a numeric input like a scaler does
     element_steps = [
         s for s in feature.steps if s.kind != "encoder" or getattr(s, "numeric_input", False)
@@ -277,6 +279,52 @@ def _check_dict_feature(feature: Feature, types: Mapping[str, LType], where: str
         raise PipelineDefinitionError(
             f"{where}: {dicts[0]!r} is a column of dicts: end it with fp.Hash(n) or "
             "fp.Vectorize() (no other step applies to a dict)"
+        )
+    return True
+
+
+def _check_tags_feature(feature: Feature, types: Mapping[str, LType], where: str) -> bool:
+    """Tags (``fp.Tags`` on text, or ``fp.ListOf`` columns) are encoded whole, by
+    ``OneHot()`` (multi-hot) or ``Hash(n)`` alone. True when the feature is a tags feature
+    (and passed)."""
+    from fastprep.plan.steps import Hash, OneHot
+
+    found = {i.name: infer_type(i.expr, types, where) for i in feature.inputs}
+    lists = [name for name, t in found.items() if t == LType.LIST]
+    if feature.tags is None and not lists:
+        return False
+    if feature.tags is None and len(lists) < len(found):
+        other = next(name for name in found if name not in lists)
+        raise PipelineDefinitionError(
+            f"{where}: {lists[0]!r} is a list column and {other!r} is not; encode list "
+            f"columns in their own feature: fp.cols({lists[0]!r}) >> fp.OneHot() or fp.Hash(n)"
+        )
+    first = lists[0] if lists else next(iter(found))
+    for item in feature.inputs:
+        kind = found[item.name]
+        if not item.is_plain_column:
+            raise PipelineDefinitionError(
+                f"{where}: fp.Tags(...) takes source columns, not the expression "
+                f"{item.name!r}; split a source column: fp.Tags('genres', sep='|')"
+            )
+        if not (kind.is_text or kind == LType.LIST):
+            raise PipelineDefinitionError(
+                f"{where}: fp.Tags({item.name!r}) needs a text column (split on sep) or a "
+                f"list column (fp.ListOf()), but {item.name!r} is {kind.value}"
+            )
+    encoder = feature.steps[0] if len(feature.steps) == 1 else None
+    if not isinstance(encoder, (OneHot, Hash)):
+        chain = " >> ".join(s.describe() for s in feature.steps) or "no step"
+        raise PipelineDefinitionError(
+            f"{where}: {first!r} is multi-valued (tags) and is encoded whole: end it with "
+            f"fp.OneHot() (multi-hot) or fp.Hash(n) alone, not {chain} (no other step "
+            "applies to a list of tags)"
+        )
+    if isinstance(encoder, OneHot) and (encoder.min_frequency != 1 or encoder.max_categories):
+        raise PipelineDefinitionError(
+            f"{where}: {encoder.describe()} on tags: min_frequency/max_categories are not "
+            "supported for multi-valued columns (every tag seen at fit is a column, like "
+            "MultiLabelBinarizer); use fp.OneHot() or fp.Hash(n) for many tags"
         )
     return True
 

@@ -5,6 +5,7 @@
   ``distance / air_time * 60 > 400``). Every backend then computes derived columns from
   source columns, and a distributed fit or a saved plan needs nothing more. A schema
   column of the same name wins (it is what the name meant before any expr existed).
+- A feature of ``fp.ListOf`` columns is marked a tags feature (``tags=""``: already split).
 - A date part (``hour(time_hour)``, ``hour(time_hour + 3600)``) takes the declared zone of
   the ``fp.Datetime`` column its argument reads from the schema.
 """
@@ -17,8 +18,9 @@ from typing import Any
 
 from fastprep.api.schema import Datetime
 from fastprep.errors import PipelineDefinitionError
+from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col, DatePart, Expr, children, to_source, walk, with_children
-from fastprep.plan.nodes import Input, LogicalPlan
+from fastprep.plan.nodes import Feature, Input, LogicalPlan
 
 
 def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
@@ -30,7 +32,7 @@ def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
         for item in feature.inputs:
             _refuse_forward_reference(item, defined, later, schema)
         inputs = tuple(_resolve_input(item, defined, schema) for item in feature.inputs)
-        features.append(replace(feature, inputs=inputs))
+        features.append(replace(feature, inputs=inputs, tags=_tags(feature, schema)))
         for item in inputs:  # later features may use these outputs (not the same feature)
             if not isinstance(item.expr, Col) and item.name not in schema:
                 defined.setdefault(item.name, item.expr)
@@ -38,6 +40,16 @@ def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
     if target is not None:
         target = _resolve_input(target, defined, schema)
     return replace(plan, features=tuple(features), target=target)
+
+
+def _tags(feature: Feature, schema: Mapping[str, Any]) -> str | None:
+    """A feature of list columns (``fp.ListOf``) is a tags feature like ``fp.Tags`` (the
+    planner and the backends see it as one): its separator ``""``, for already split."""
+    if feature.tags is not None or not feature.inputs:
+        return feature.tags
+    kinds = [getattr(schema.get(i.name), "ltype", None) for i in feature.inputs]
+    plain = all(i.is_plain_column for i in feature.inputs)
+    return "" if plain and all(k == LType.LIST for k in kinds) else None
 
 
 def _refuse_forward_reference(

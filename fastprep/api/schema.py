@@ -202,8 +202,19 @@ class DictOf(ColumnType):
             )
 
 
+@dataclass(frozen=True)
+class ListOf(ColumnType):
+    """A column of lists of strings (Parquet/Arrow ``list<string>``, or Python lists in a
+    pandas column): a multi-valued column, encoded with ``fp.OneHot()`` (multi-hot) or
+    ``fp.Hash(n)``. A null or empty element is no tag, a repeated one counts once; a
+    missing row (None/NaN) has no tags if ``nullable=True``, else breaks the ``null`` rule;
+    a row that is not a list of strings breaks the ``type`` rule."""
+
+    ltype: ClassVar[LType] = LType.LIST
+
+
 COLUMN_TYPES: dict[str, type[ColumnType]] = {
-    cls.__name__: cls for cls in (Float, Int, Bool, Category, String, DictOf, Datetime)
+    cls.__name__: cls for cls in (Float, Int, Bool, Category, String, DictOf, Datetime, ListOf)
 }
 
 
@@ -230,8 +241,8 @@ class Schema(Mapping[str, ColumnType]):
             if not isinstance(spec, ColumnType):
                 hint = f"; did you mean fp.{spec.__name__}()?" if isinstance(spec, type) else ""
                 raise PipelineDefinitionError(
-                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String/DictOf, "
-                    f"got {spec!r}{hint}"
+                    f"schema column {name!r}: expected fp.Float/Int/Bool/Category/String/"
+                    f"DictOf/ListOf, got {spec!r}{hint}"
                 )
         self._columns = dict(columns)
         self.keys_: tuple[str, ...] = _check_keys(keys, self._columns)
@@ -360,7 +371,11 @@ def column_facts(schema: Schema) -> tuple[tuple[str, Facts], ...]:
     """
     out = []
     for name, spec in schema.items():
-        if spec.on_invalid == "warn" or spec.ltype.is_text or spec.ltype == LType.DICT:
+        if (
+            spec.on_invalid == "warn"
+            or spec.ltype.is_text
+            or spec.ltype in (LType.DICT, LType.LIST)
+        ):
             out.append((name, UNKNOWN))
         elif isinstance(spec, Datetime):
             out.append((name, Facts(-math.inf, math.inf, spec.nullable, True)))

@@ -43,6 +43,14 @@ def unsupported(impl: str, what: str) -> NotImplementedError:
     return NotImplementedError(f"{impl} translation cannot express {what}")
 
 
+def refuse_tags(pipeline: Any, impl: str) -> None:
+    """Tag features (``fp.Tags``, ``fp.ListOf`` columns) are not translated: a whole-value
+    one-hot of "a|b" would be a different computation, not a slower one."""
+    for feature in pipeline.plan.features:
+        if feature.tags is not None:
+            raise unsupported(impl, f"the tags feature {feature.describe()}")
+
+
 #: the expression grammar the peer translations express (the functions added later, text
 #: functions and date parts among them, are refused by name instead of mistranslated)
 TRANSLATED_UNARY = frozenset({"neg", "not", "isnull", "log", "log1p", "exp", "sqrt", "abs"})

@@ -25,6 +25,7 @@ from fastprep.bench.common import (
     minmax_scale,
     numeric_steps,
     onehot_sparse,
+    refuse_tags,
     stack_blocks,
     standardize_scale,
     text_columns,
@@ -170,6 +171,7 @@ def hash_rows(item_values: list[tuple[str, pd.Series, bool]]) -> tuple[list[Any]
 
 def make(pipeline: Any) -> RunFn:
     """The idiomatic pandas implementation of ``pipeline`` (fit, then transform)."""
+    refuse_tags(pipeline, "pandas")
     text = text_columns(pipeline)
     plan = pipeline.plan
 

@@ -34,6 +34,7 @@ from fastprep.bench.common import (
     minmax_scale,
     numeric_steps,
     onehot_sparse,
+    refuse_tags,
     stack_blocks,
     standardize_scale,
     text_columns,
@@ -179,6 +180,7 @@ def fit_exprs(frame: pl.DataFrame, items: dict[str, tuple[pl.Expr, list[Step]]])
 
 def make(pipeline: Any) -> RunFn:
     """The Polars lazy implementation of ``pipeline``."""
+    refuse_tags(pipeline, "polars")
     text = text_columns(pipeline)
     plan = pipeline.plan
 

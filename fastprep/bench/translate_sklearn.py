@@ -27,6 +27,7 @@ from fastprep.bench.common import (
     is_text_input,
     numeric_steps,
     plan_may_be_sparse,
+    refuse_tags,
     text_columns,
     unsupported,
 )
@@ -118,6 +119,7 @@ def build(pipeline: Any, sparse: bool) -> ColumnTransformer:
 
 def make(pipeline: Any) -> RunFn:
     """The sklearn implementation of ``pipeline`` (``fit_transform`` on the same frame)."""
+    refuse_tags(pipeline, "sklearn")
     text = text_columns(pipeline)
     target = pipeline.plan.target
     sparse = plan_may_be_sparse(pipeline)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.data.dict_column import DictColumn
+from fastprep.data.tag_column import TagColumn
 
 
 class TextColumn:
@@ -86,7 +87,7 @@ class TextColumn:
         return out
 
 
-Column = np.ndarray | TextColumn | DictColumn
+Column = np.ndarray | TextColumn | DictColumn | TagColumn
 
 #: ``row_range`` keeps one read-only ``arange`` up to this many rows (8 bytes per row)
 ROW_RANGE_CACHE_MAX = 1 << 28
@@ -242,7 +243,7 @@ class Table:
         if cached is not None:
             return cached
         column = self.columns[name]
-        if isinstance(column, (TextColumn, DictColumn)):
+        if isinstance(column, (TextColumn, DictColumn, TagColumn)):
             value: Column = column if self.selection is None else column.take(self.selection)
         else:
             value = column if self.selection is None else column[self.selection]

@@ -60,6 +60,8 @@ class OutputSink:
         """An encoder's output: written into X now (dense) or kept for CSR assembly."""
         if not self.layout.sparse and isinstance(block, CodesBlock):
             _write_codes(block, self.dense, self.layout.slots[feature].offset)
+        elif not self.layout.sparse:  # a CSR block in dense X (a multi-hot OneHot of tags)
+            _write_sparse(block.matrix, self.dense, self.layout.slots[feature].offset)
         else:
             self.blocks[feature] = block
 
@@ -136,6 +138,11 @@ def _write_codes(block: CodesBlock, out: np.ndarray, offset: int) -> None:
         present = codes >= 0
         out[rows[present], start + codes[present]] = 1
         start += width
+
+
+def _write_sparse(matrix: sp.csr_matrix, out: np.ndarray, offset: int) -> None:
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    out[rows, offset + matrix.indices] = matrix.data
 
 
 def _compact_rows(dense: np.ndarray, keep: np.ndarray) -> np.ndarray:

@@ -15,6 +15,8 @@ class LType(str, Enum):
     STRING = "string"
     #: a column of ``{str: number | str}`` dicts (``fp.DictOf``), hashed or vectorized
     DICT = "dict"
+    #: a column of lists of strings (``fp.ListOf``, Parquet ``list<string>``): tags
+    LIST = "list"
 
     @property
     def is_numeric(self) -> bool:

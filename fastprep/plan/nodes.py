@@ -49,6 +49,9 @@ class Feature:
     #: the backend this feature's stage must run on (``.backend("pandas")``), or None: the
     #: planner's choice
     backend: str | None = None
+    #: a tags feature: ``fp.Tags(..., sep=)`` splits each text input on this text; ``""``
+    #: for inputs that are lists already (``fp.ListOf`` columns)
+    tags: str | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -77,7 +80,8 @@ class Feature:
         if self.key_columns:
             names = ", ".join(self.key_columns)
         chain = " >> ".join(s.describe() for s in self.steps)
-        return f"[{names}]" + (f" >> {chain}" if chain else "")
+        head = _tags_head(names, self.tags)
+        return head + (f" >> {chain}" if chain else "")
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,7 @@ class LogicalPlan:
                     "steps": [s.to_dict() for s in f.steps],
                     "cross": f.cross,
                     **({"backend": f.backend} if f.backend is not None else {}),
+                    **({"tags": f.tags} if f.tags is not None else {}),
                 }
                 for f in self.features
             ],
@@ -152,6 +157,7 @@ class LogicalPlan:
                 steps=tuple(step_from_dict(s, functions) for s in f["steps"]),
                 cross=bool(f.get("cross", False)),
                 backend=None if f.get("backend") is None else str(f["backend"]),
+                tags=None if f.get("tags") is None else str(f["tags"]),
             )
             for f in data["features"]
         )
@@ -187,7 +193,14 @@ def _feature_line(feature: Feature) -> str:
     )
     steps = " >> ".join(s.describe() for s in feature.steps)
     pinned = f"  [backend={feature.backend}]" if feature.backend is not None else ""
-    return f"[{inputs}]" + (f" >> {steps}" if steps else "") + pinned
+    head = _tags_head(inputs, feature.tags)
+    return head + (f" >> {steps}" if steps else "") + pinned
+
+
+def _tags_head(inputs: str, tags: str | None) -> str:
+    if tags is None:
+        return f"[{inputs}]"
+    return f"Tags({inputs}, sep={tags!r})" if tags else f"Tags({inputs})"
 
 
 def input_to_dict(item: Input) -> dict[str, Any]:

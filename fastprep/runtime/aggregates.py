@@ -47,6 +47,7 @@ from fastprep.backends.reference import scalers
 from fastprep.backends.reference.backend import REFERENCE
 from fastprep.backends.reference.encoders import kept_positions
 from fastprep.data.columns import FitTarget, TextColumn
+from fastprep.data.tag_column import TagColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import (
     Step,
@@ -86,7 +87,12 @@ class Vocabulary:
     missing: bool
 
 
-def vocabulary_of(values: np.ndarray | TextColumn) -> Vocabulary:
+def vocabulary_of(values: np.ndarray | TextColumn | TagColumn) -> Vocabulary:
+    if isinstance(values, TagColumn):  # tags: rows holding each; a missing row has none
+        counts = values.counts()
+        seen = np.flatnonzero(counts)
+        tags = values.uniques.take(seen).to_pylist()
+        return Vocabulary(tuple(tags), tuple(int(counts[i]) for i in seen), False, False)
     if isinstance(values, TextColumn):
         present = values.codes[values.codes >= 0]
         per_unique = np.bincount(present, minlength=len(values.uniques))

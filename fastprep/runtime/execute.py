@@ -18,6 +18,7 @@ from fastprep.api.lookup import JoinedSchema
 from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
 from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference.tags import check_usage as check_tag_usage
 from fastprep.backends.registry import resolve
 from fastprep.data.columns import FitTarget, RowIds, RowRange, Table
 from fastprep.data.sources import (
@@ -254,6 +255,7 @@ def prepare(
 
         with report.stage("join"):
             join_lookups(result.table, schema, plan.columns)
+    check_tag_usage(plan, result.table)  # a text column whose source holds lists: tags
     report.rows_in = result.rows_in
     report.findings.extend(unexpected + result.findings)
     report.text_encoding = result.text_encoding

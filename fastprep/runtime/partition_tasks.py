@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats
+from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
@@ -163,7 +164,10 @@ def fit_partials(
         # "unfilled": the moments of the step's input *before* the fill just ahead of it
         # (the job folds the fill value in: no pass after the fill's own)
         upto = position - 1 if kind == "unfilled" else position
-        values = reference.chain_values(feature, item, table, params, upto, repairs)
+        if is_tags(feature, table):  # a tags OneHot: the vocabulary of the tags
+            values = tag_values(feature, item, table)
+        else:
+            values = reference.chain_values(feature, item, table, params, upto, repairs)
         if kind == "target":  # target encoding: the rows' categories with their target
             extra = table.fit_target
         partials[(feature_index, name, position)] = _partial(kind, values, extra)

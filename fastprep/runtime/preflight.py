@@ -385,6 +385,8 @@ def _categorical_inputs(plan: LogicalPlan) -> dict[str, str]:
     """Column → the encoder that needs its distinct values (plain column inputs only)."""
     out: dict[str, str] = {}
     for feature in plan.features:
+        if feature.tags is not None:  # tags: their vocabulary is not the column's values
+            continue
         if isinstance(feature.encoder, (OneHot, Categorify, Hash)):
             for item in feature.inputs:
                 if isinstance(item.expr, Col):
@@ -409,7 +411,10 @@ def _cardinalities(
         if isinstance(spec, Category) and spec.categories is not None:
             out[column] = Cardinality(column, len(spec.categories), "declared in the schema")
             continue
-        out[column] = cardinality(source, column)
+        try:
+            out[column] = cardinality(source, column)
+        except (KeyError, TypeError, pa.ArrowException):  # e.g. a text column of lists
+            continue  # (tags): no distinct values to sketch, no estimate
     return out
 
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
+from fastprep.data.tag_column import TagColumn
 from fastprep.data.text_encode import arrow_uniques, count_codes
 from fastprep.native.kernel_files import jit as njit
 from fastprep.native.kernel_files import numba_cached, numba_loaded
@@ -103,7 +104,7 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
     """Per column of ``table`` (its selected rows): what drift is measured against."""
     out: dict[str, dict[str, Any]] = {}
     for name, column in table.columns.items():
-        if isinstance(column, DictColumn):  # no drift measure for dict columns yet
+        if isinstance(column, (DictColumn, TagColumn)):  # no drift measure for these yet
             continue
         if isinstance(column, TextColumn):
             text = table[name]
@@ -207,7 +208,7 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
     """Like :func:`profile`, with text measured as the share of values unseen at fit."""
     out: dict[str, Any] = {}
     for name, column in table.columns.items():
-        if name not in fitted or isinstance(column, DictColumn):
+        if name not in fitted or isinstance(column, (DictColumn, TagColumn)):
             continue
         if not isinstance(column, TextColumn):
             out[name] = _numeric(table, name)

@@ -22,6 +22,7 @@ from fastprep.api.schema import (
     DictOf,
     Float,
     Int,
+    ListOf,
     Schema,
     String,
     set_inferrer,
@@ -67,6 +68,8 @@ def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
         head = series.dropna().head(1000).tolist()
         if head and all(isinstance(v, dict) for v in head):
             return DictOf(nullable=nullable)
+        if head and all(isinstance(v, (list, tuple, np.ndarray)) for v in head):
+            return ListOf(nullable=nullable)  # lists of tags (Parquet list<string>)
     text = series.dropna().astype("str").str.strip()
     missing_tokens = text.str.lower().isin(NULL_TOKENS)
     present = text[~missing_tokens]

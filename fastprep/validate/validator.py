@@ -26,6 +26,7 @@ from fastprep.api.schema import (
     DictOf,
     Float,
     Int,
+    ListOf,
     Schema,
     String,
 )
@@ -45,6 +46,7 @@ from fastprep.validate.datetimes import to_epoch_seconds
 from fastprep.validate.dict_checks import check_dicts
 from fastprep.validate.encoding_savings import text_encoding_bytes
 from fastprep.validate.findings import Finding, Quarantine, make_finding
+from fastprep.validate.list_checks import check_lists, holds_lists
 from fastprep.validate.repair import impute_missing, overflow_mask, repair_values
 from fastprep.validate.table_checks import duplicate_key_finding
 
@@ -229,6 +231,11 @@ def _check_column(
         numbers = arrow_numbers(arrow)
         if numbers is not None:
             return _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+    if isinstance(spec, ListOf) or (
+        isinstance(spec, (Category, String)) and holds_lists(arrow, lambda: frame[name])
+    ):  # tags (a text column of lists is already split): flattened by Arrow compute
+        tags, list_rules, list_checks = check_lists(name, arrow, lambda: frame[name], spec)
+        return tags, list_rules, list_checks, None
     if arrow is not None and isinstance(spec, (Category, String)):
         text = arrow_text(arrow)
         if text is not None:

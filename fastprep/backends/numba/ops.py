@@ -17,7 +17,7 @@ from typing import Any
 
 from fastprep.backends.base import Dispatch
 from fastprep.backends.moments import Moments
-from fastprep.backends.numba import encode, group_stats
+from fastprep.backends.numba import encode, group_stats, tags
 from fastprep.backends.reference import backend as reference
 from fastprep.plan.steps import (
     Bin,
@@ -248,9 +248,9 @@ NUMBA: Dispatch[NumbaOp] = Dispatch(
         QuantileTransform: NumbaOp(_quantile_code, _values),
         PowerTransform: NumbaOp(_power_code, _values),
         Map: BY_REFERENCE,
-        OneHot: BY_REFERENCE,
+        OneHot: NumbaOp(fit=tags.fit_onehot, encode=tags.encode_onehot),  # tags: multi-hot
         Categorify: BY_REFERENCE,
-        Hash: NumbaOp(encode=encode.encode_hash),
+        Hash: NumbaOp(encode=tags.encode_hash),  # text, numbers, tags
         Vectorize: NumbaOp(fit=encode.fit_vectorize, encode=encode.encode_vectorize),
         # the reference code, whose cross-fit takes Numba's one pass over all folds
         # (backends/fold_kernels.py) where the planner's helper path says so

@@ -21,6 +21,7 @@ from fastprep.backends.base import FeatureParams as FeatureParams  # the referen
 from fastprep.backends.reference import dict_columns as dict_reference
 from fastprep.backends.reference import group_stats, scalers, target_encoding
 from fastprep.backends.reference import hashing as hashref
+from fastprep.backends.reference import tags as tag_features
 from fastprep.backends.reference.encoders import (  # noqa: F401  (re-exported: the reference API)
     categorify_codes,
     category_codes,
@@ -37,6 +38,7 @@ from fastprep.backends.reference.stats import (
 )
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
+from fastprep.data.tag_column import TagColumn
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.layout import bin_names, hash_prefix
 from fastprep.emit.sink import OutputSink
@@ -81,8 +83,8 @@ class Repairs:
 
 def input_values(item: Input, table: Table, repairs: Repairs) -> np.ndarray | TextColumn:
     """Evaluate a feature input; infinities/invalid results of an ``expr`` become missing."""
-    if item.is_plain_column and isinstance(table.raw(item.name), DictColumn):
-        return table[item.name]  # type: ignore[return-value]  # a dict column as is
+    if item.is_plain_column and isinstance(table.raw(item.name), (DictColumn, TagColumn)):
+        return table[item.name]  # type: ignore[return-value]  # a dict/tag column as is
     value = evaluate(item.expr, table)
     if item.is_plain_column or isinstance(value, TextColumn):
         return value
@@ -113,6 +115,8 @@ def fit_feature(
 ) -> FeatureParams:
     """Learn each step's parameters, input by input, applying earlier steps as it goes.
     ``kernels``: a ``GroupStats``' per-row work (default numpy's)."""
+    if tag_features.is_tags(feature, table):  # the encoder learns from the rows' tag sets,
+        return tag_features.fit_feature(feature, table)  # not from each input's values
     params: dict[str, list[dict[str, Any]]] = {}
     repairs = Repairs()
     grouped = _group_step(feature)
@@ -207,18 +211,15 @@ def run_stage(
             if group_rows(feature, fitted, table, sink.numeric_view(index), repairs, kernels):
                 checked.add(index)
             continue
-        values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
-        encoder = feature.encoder
-        if encoder is not None and len(feature.steps) > 1:
-            values = before_encoder(feature, fitted, values, repairs)
-        if encoder is None:
-            view = sink.numeric_view(index)
-            for j, item in enumerate(feature.inputs):
-                with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
-                    view[:, j] = apply_chain(feature.steps, fitted[item.name], values[item.name],
-                                             item.name, repairs)  # fmt: skip
-        else:
-            REFERENCE.entry(encoder, "encode")(feature, fitted, values, table, sink, index)
+        if feature.encoder is not None:
+            encode_feature(feature, fitted, table, sink, index, repairs)
+            continue
+        view = sink.numeric_view(index)
+        for j, item in enumerate(feature.inputs):
+            values = input_values(item, table, repairs)
+            with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
+                view[:, j] = apply_chain(feature.steps, fitted[item.name], values, item.name,
+                                         repairs)  # fmt: skip
     return checked
 
 
@@ -253,6 +254,18 @@ def group_rows(
     ]  # fmt: skip
     with np.errstate(over="ignore"):
         return group_stats.write_rows(view, np.column_stack(per_group), index, kernels)
+
+
+def encode_feature(
+    feature: Feature, fitted: FeatureParams, table: Table, sink: OutputSink, index: int,
+    repairs: Repairs,
+) -> None:  # fmt: skip
+    """An encoder feature's block into ``sink`` by its encoder's table entry (the inputs
+    through the steps before the encoder first)."""
+    values = {item.name: input_values(item, table, repairs) for item in feature.inputs}
+    if len(feature.steps) > 1:
+        values = before_encoder(feature, fitted, values, repairs)
+    REFERENCE.entry(feature.encoder, "encode")(feature, fitted, values, table, sink, index)
 
 
 def bin_block(feature: Feature, fitted: FeatureParams, values: dict[str, Any]) -> CodesBlock:
@@ -497,6 +510,9 @@ def _encode_onehot(
     feature: Feature, fitted: FeatureParams, values: dict[str, Any], table: Table,
     sink: OutputSink, index: int,
 ) -> None:  # fmt: skip
+    if tag_features.is_tags(feature, table):  # multi-hot of the rows' tags
+        sink.put(index, tag_features.block(feature, fitted, table))
+        return
     sink.put(index, onehot_block(feature, fitted, values))
 
 
@@ -533,6 +549,9 @@ def _encode_hash(
 ) -> None:  # fmt: skip
     encoder = feature.encoder
     assert isinstance(encoder, Hash)
+    if tag_features.is_tags(feature, table):  # each tag a token ``col=tag``
+        sink.put(index, tag_features.block(feature, fitted, table))
+        return
     first = values[feature.inputs[0].name]
     if isinstance(first, DictColumn):  # fp.Dict >> Hash: the dict's entries are the pairs
         hashed = dict_reference.hash_dicts(first, encoder.n_features, encoder.alternate_sign)
