@@ -89,9 +89,7 @@ def polars_multi_hot(table: pa.Table, column: str) -> np.ndarray:
     df = df.select(lists.alias("tags"))
     flat = df.get_column("tags").explode().drop_nulls()
     classes = flat.filter(flat != "").unique().sort().to_list()
-    out = df.select(
-        [pl.col("tags").list.contains(c).fill_null(False).alias(c) for c in classes]
-    )
+    out = df.select([pl.col("tags").list.contains(c).fill_null(False).alias(c) for c in classes])
     return out.to_numpy().astype(np.float32)
 
 
@@ -153,9 +151,7 @@ def main() -> None:
         "get_dummies": np.array_equal(pandas_get_dummies(frame), ours_text),
         "MultiLabelBinarizer (text)": np.array_equal(sklearn_mlb(split_rows(frame)), ours_text),
         "Polars (text)": np.array_equal(polars_multi_hot(table, "route_carriers"), ours_text),
-        "MultiLabelBinarizer (list)": np.array_equal(
-            sklearn_mlb(frame["route_list"]), ours_list
-        ),
+        "MultiLabelBinarizer (list)": np.array_equal(sklearn_mlb(frame["route_list"]), ours_list),
         "Polars (list)": np.array_equal(polars_multi_hot(table, "route_list"), ours_list),
         "FeatureHasher": same_sparse(sklearn_hash(frame), ours_hash),
     }
