@@ -51,14 +51,7 @@ class DictColumn:
 
     def take(self, rows: np.ndarray) -> DictColumn:
         """The rows at positions ``rows`` (int array), entries copied in row order."""
-        rows = np.asarray(rows, dtype=np.int64)
-        starts = self.offsets[rows]
-        lengths = self.offsets[rows + 1] - starts
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        # entry e of new row r: starts[r] + (e - offsets[r])
-        entries = np.arange(offsets[-1], dtype=np.int64)
-        entries += np.repeat(starts - offsets[:-1], lengths)
+        offsets, entries = gather_rows(self.offsets, rows)
         return DictColumn(
             offsets,
             self.key_codes[entries],
@@ -83,3 +76,22 @@ class DictColumn:
                 }
             )
         return out
+
+
+def gather_rows(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``rows`` (-1: an empty row) of row-grouped entries with ``offsets``: the new
+    offsets and, per new entry, the position of the entry it copies (a CSR row gather)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    if len(rows) and rows.min() < 0:  # a trailing empty row for -1 (a missing text value)
+        lengths = np.append(lengths, 0)
+        rows = np.where(rows < 0, len(lengths) - 1, rows)
+    starts = np.append(offsets[:-1], offsets[-1])[rows]
+    taken = lengths[rows]
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(taken, out=out[1:])
+    # entry e of new row r: starts[r] + (e - out[r])
+    entries = np.arange(out[-1], dtype=np.int64)
+    entries += np.repeat(starts - out[:-1], taken)
+    return out, entries

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.data.dict_column import gather_rows
+
 
 class TagColumn:
     """Flattened tag rows; see the module docstring."""
@@ -53,22 +55,3 @@ class TagColumn:
         codes = self.codes.tolist()
         bounds = self.offsets.tolist()
         return [[names[c] for c in codes[a:b]] for a, b in zip(bounds, bounds[1:])]
-
-
-def gather_rows(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ``rows`` (-1: an empty row) of row-grouped entries with ``offsets``: the new
-    offsets and, per new entry, the position of the entry it copies (a CSR row gather)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    lengths = np.diff(offsets)
-    if len(rows) and rows.min() < 0:  # a trailing empty row for -1 (a missing text value)
-        lengths = np.append(lengths, 0)
-        rows = np.where(rows < 0, len(lengths) - 1, rows)
-    starts = np.append(offsets[:-1], offsets[-1])[rows]
-    taken = lengths[rows]
-    out = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(taken, out=out[1:])
-    # entry e of new row r: starts[r] + (e - out[r])
-    entries = np.arange(out[-1], dtype=np.int64)
-    entries += np.repeat(starts - out[:-1], taken)
-    return out, entries

@@ -31,8 +31,8 @@ from fastprep.backends.reference.tags import (
     vocabulary_params,
 )
 from fastprep.data.columns import Table
-from fastprep.data.dict_column import DictColumn
-from fastprep.data.tag_column import TagColumn, gather_rows
+from fastprep.data.dict_column import DictColumn, gather_rows
+from fastprep.data.tag_column import TagColumn
 from fastprep.emit.blocks import SparseBlock
 from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink

@@ -24,7 +24,8 @@ import numpy as np
 
 from fastprep.backends.reference import hashing as hashref
 from fastprep.data.columns import Table, TextColumn
-from fastprep.data.tag_column import TagColumn, gather_rows
+from fastprep.data.dict_column import gather_rows
+from fastprep.data.tag_column import TagColumn
 from fastprep.data.tag_split import split_text
 from fastprep.data.text_encode import arrow_uniques
 from fastprep.emit.blocks import SparseBlock
