@@ -59,3 +59,20 @@ def dense_flights_pipeline() -> fp.Pipeline:
         ],
         target=fp.expr("late = arr_delay > 15"),
     )
+
+
+def streaming_budget(pipeline: fp.Pipeline, source) -> int:
+    """A budget between the streamed run's predicted peak (smallest partitions) and the
+    in-memory run's, by the pre-flight's own model: the planner must stream."""
+    from fastprep.runtime import preflight
+
+    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
+    per_row = (
+        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
+        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
+    ) / pre.n_rows
+    rows = preflight.smallest_partition_rows(source)
+    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
+    memory = pre.options[0].peak_bytes
+    assert streamed < memory
+    return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))

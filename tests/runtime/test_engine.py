@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, assert_same_matrix
+from support import REPO, assert_same_matrix, streaming_budget
 
 import fastprep as fp
-from fastprep.runtime import engine, preflight
+from fastprep.runtime import engine
 from fastprep.runtime.batches import BatchStream
 from fastprep.runtime.fitted import FittedState
 
@@ -79,7 +79,7 @@ def test_partitioned_fit_transform_refuses_a_step_whose_fit_rows_differ(tmp_path
     pq.write_table(pq.read_table(REPO / "data_samples" / "flights.parquet"), source,
                    row_group_size=2_500)  # fmt: skip
     pipeline = flights_with(OutOfFoldStandardize())
-    budget = _streaming_budget(pipeline, str(source))
+    budget = streaming_budget(pipeline, str(source))
     with pytest.raises(fp.PipelineDefinitionError, match="not supported with it yet"):
         pipeline.fit_transform(str(source), memory_budget=budget, output_dir=tmp_path / "out")
     # in memory the engine runs it (its fit rows come from transform_fitted_rows)
@@ -98,20 +98,6 @@ def flights_with(step: fp.plan.steps.Step) -> fp.Pipeline:
                 *flights.plan.features[1:]]  # fmt: skip
     assert first.steps[-1] == fp.Standardize()
     return fp.Pipeline(flights.schema, features, target=fp.expr("late = arr_delay > 15"))
-
-
-def _streaming_budget(pipeline: fp.Pipeline, source: str) -> int:
-    """Between the streamed run's predicted peak and the in-memory run's: it streams."""
-    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(source)
-    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    memory = pre.options[0].peak_bytes
-    assert streamed < memory
-    return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
 
 
 def test_validate_only_counts_without_fitting(flights_sample):

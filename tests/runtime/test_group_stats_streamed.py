@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from support import REPO
+from support import REPO, streaming_budget
 
 import fastprep as fp
 from fastprep.runtime import preflight
@@ -44,25 +44,10 @@ def _pipeline() -> fp.Pipeline:
     )  # fmt: skip
 
 
-def _budget(pipeline: fp.Pipeline, source: str) -> int:
-    """Between the streamed run's predicted peak (smallest partitions) and the in-memory
-    run's: the pre-flight must stream."""
-    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(source)
-    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    memory = pre.options[0].peak_bytes
-    assert streamed < memory
-    return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
-
-
 def test_streamed_fit_and_output_equal_the_in_memory_run(grouped, tmp_path) -> None:
     pipeline = _pipeline()
     single = pipeline.fit(grouped, memory_budget="100GB")
-    budget = _budget(pipeline, grouped)
+    budget = streaming_budget(pipeline, grouped)
     streamed = pipeline.fit(grouped, memory_budget=budget)
     assert "stream" in " ".join(streamed.fit_report.notes)
     for fa, fb in zip(single.params, streamed.params, strict=True):

@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from support import REPO, assert_same_matrix
+from support import REPO, assert_same_matrix, streaming_budget
 
 import fastprep as fp
 
@@ -173,23 +173,6 @@ def test_streamed_run_equals_the_in_memory_run(flights, tmp_path):
     np.testing.assert_array_equal(opened.whole().X, whole.X)
     fitted = fp.load(tmp_path / "o" / "pipeline.fastprep")
     assert_same_matrix(fitted.transform(flights).X, whole.X)
-
-
-def streaming_budget(pipeline: fp.Pipeline, source: str) -> int:
-    """A budget between the streamed run's predicted peak and the in-memory run's (as in
-    tests/runtime/streamed): the planner must stream."""
-    from fastprep.runtime import preflight
-
-    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(source)
-    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    memory = pre.options[0].peak_bytes
-    assert streamed < memory
-    return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
 
 
 def test_batches_and_shards(flights, tmp_path):

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from support import streaming_budget
 
 import fastprep as fp
 from fastprep.errors import BackendError, MemoryBudgetError, PipelineDefinitionError
@@ -161,20 +162,6 @@ def test_vocabulary_over_budget_recommends_hashing(flights_pipeline, flights_sam
     assert "not automatic" in refused[0].reason
 
 
-def _over_memory_budget(pipeline, source) -> str:
-    """A budget the in-memory run does not fit and a partitioned one does (by the model)."""
-    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(source)
-    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    memory = pre.options[0].peak_bytes
-    assert streamed < memory
-    return str(int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN)))
-
-
 def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
     flights_pipeline, grouped_parquet, tmp_path
 ):
@@ -185,7 +172,7 @@ def test_larger_than_budget_runs_on_dask_partitions_with_the_same_X(
         [*flights_pipeline.plan.features, fp.col("year") >> fp.Standardize()],
         target=fp.expr("late = arr_delay > 15"), name="flights",
     )  # fmt: skip
-    budget = _over_memory_budget(flights_pipeline, grouped_parquet)
+    budget = str(streaming_budget(flights_pipeline, grouped_parquet))
     reference = flights_pipeline.fit_transform(grouped_parquet, backend="pandas")
     alerts: list = []
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,

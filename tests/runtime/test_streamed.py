@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, assert_same_matrix
+from support import REPO, assert_same_matrix, streaming_budget
 
 import fastprep as fp
 from fastprep.errors import MemoryBudgetError
@@ -44,21 +44,6 @@ def reference(grouped):
 
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     return pipeline, pipeline.fit_transform(grouped, memory_budget="100GB")
-
-
-def streaming_budget(pipeline, source: str) -> int:
-    """A budget between the streamed run's predicted peak with the smallest partitions and
-    the in-memory run's: the planner must stream."""
-    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(source)
-    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    memory = pre.options[0].peak_bytes
-    assert streamed < memory
-    return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
 
 
 def assert_same_output(opened, out) -> None:

@@ -9,10 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support import assert_same_matrix
+from support import assert_same_matrix, streaming_budget
 
 import fastprep as fp
-from fastprep.runtime import preflight
 
 ROWS = 5_000
 
@@ -75,16 +74,7 @@ def test_cluster_fit_equals_single_process(tagged_groups, client) -> None:
 def test_streamed_fit_equals_in_memory(tagged_groups, tmp_path) -> None:
     pipeline = _pipeline()
     memory = pipeline.fit_transform(tagged_groups, memory_budget="100GB")
-    pre = preflight.run_preflight(
-        pipeline.optimized, pipeline.schema, tagged_groups, budget="100GB"
-    )
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(tagged_groups)
-    streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    budget = int((streamed + pre.options[0].peak_bytes) / 2 / (1 - preflight.BUDGET_MARGIN))
+    budget = streaming_budget(pipeline, tagged_groups)
     opened = pipeline.fit_transform(tagged_groups, memory_budget=budget, output_dir=tmp_path)
     assert len(opened) >= 2 and "streamed in this process" in opened.notes[-1]
     assert_same_matrix(opened.whole().X, memory.X)

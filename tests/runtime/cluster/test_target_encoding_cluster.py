@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import streaming_budget
 
 import fastprep as fp
 from fastprep.runtime import aggregates as agg
-from fastprep.runtime import preflight, streamed
+from fastprep.runtime import streamed
 
 SCHEMA = fp.Schema(
     {
@@ -75,22 +76,9 @@ def test_streamed_fit_batches_and_shards_equal_single_process(flights_row_groups
     )
 
 
-def _streaming_budget(pipeline: fp.Pipeline, source: str) -> int:
-    """A budget the streamed run fits and the in-memory run does not (as test_streamed)."""
-    pre = preflight.run_preflight(pipeline.optimized, pipeline.schema, source, budget="100GB")
-    per_row = (
-        preflight.STREAM_WORKING_COPIES * (pre.input_bytes + pre.output_bytes)
-        + preflight.STREAM_PREFETCH_COPIES * pre.input_bytes
-    ) / pre.n_rows
-    rows = preflight.smallest_partition_rows(source)
-    streamed_peak = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
-    memory = pre.options[0].peak_bytes
-    return int((streamed_peak + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
-
-
 def test_partitioned_fit_transform_is_refused_naming_the_step(flights_row_groups, tmp_path):
     pipeline = _pipeline()
-    budget = _streaming_budget(pipeline, str(flights_row_groups))
+    budget = streaming_budget(pipeline, str(flights_row_groups))
     with pytest.raises(
         fp.PipelineDefinitionError, match=r"TargetEncode\(\) on 'carrier'.*streamed.*fit"
     ):
