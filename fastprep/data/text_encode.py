@@ -31,6 +31,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
+from fastprep.data import reuse
 from fastprep.data.columns import TextColumn
 from fastprep.native import threads
 from fastprep.native.arena import ARENA
@@ -337,10 +338,70 @@ def encode(
 ) -> tuple[np.ndarray, pa.Array]:
     """``(codes, uniques)``: int32 codes (-1 = null) in order of first appearance, and the
     distinct values as an Arrow large_string array (``uniques[codes[i]]`` is row i).
-    ``out``: an int32 array of the column's length to write the codes to."""
+    ``out``: an int32 array of the column's length to write the codes to.
+
+    A dictionary-typed column (Parquet read with ``read_dictionary``, a pandas categorical
+    or a Polars categorical exported to Arrow) is coded from its indices: only its
+    dictionary is hashed. Inside a :func:`fastprep.data.reuse.scope`, the same buffers
+    encoded again give the first encoding (read-only codes) without the work."""
+    if out is not None:
+        return _encode_any(values, out)
+    return reuse.reuse(values, ("text_encode",), lambda: _read_only_codes(_encode_any(values)))
+
+
+def _encode_any(
+    values: pa.Array | pa.ChunkedArray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array]:
+    if pa.types.is_dictionary(values.type):
+        return _encode_dictionary(values, out)
     encoded = _encode(values, out, give_up=False)
     assert encoded is not None
     return encoded
+
+
+def _read_only_codes(encoded: tuple[np.ndarray, pa.Array]) -> tuple[np.ndarray, pa.Array]:
+    """Kept codes are shared by later jobs: no consumer may write to them."""
+    codes, uniques = encoded
+    if reuse.active():
+        codes = codes.view()
+        codes.flags.writeable = False
+    return codes, uniques
+
+
+def _encode_dictionary(
+    values: pa.Array | pa.ChunkedArray, out: np.ndarray | None
+) -> tuple[np.ndarray, pa.Array]:
+    """Codes of a dictionary-typed column from its indices: the dictionaries unified and
+    encoded (a duplicate or null entry gets the code of its value), then renumbered by
+    first appearance in the rows, unused entries dropped — what encoding the decoded
+    strings gives, with one hash pass over small integers instead of over every string."""
+    import pyarrow.compute as pc
+
+    column = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+    column = column.unify_dictionaries()
+    chunks = [c for c in column.chunks if len(c)]
+    n = sum(len(c) for c in chunks)
+    codes = ARENA.empty(n, np.int32) if out is None else out
+    if not chunks:
+        return codes, pa.array([], type=pa.large_string())
+    dictionary = chunks[0].dictionary
+    entry_codes, entry_uniques = _encode_any(dictionary)  # entry -> its string's code
+    # the string codes in order of first appearance among the rows
+    seen = pc.unique(pa.chunked_array([c.indices for c in chunks])).drop_null()
+    seen_codes = entry_codes[seen.to_numpy().astype(np.int64)]
+    seen_codes = seen_codes[seen_codes >= 0]
+    order = seen_codes[np.sort(np.unique(seen_codes, return_index=True)[1])]
+    rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # the last slot: null entry
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    lut = np.append(rank[entry_codes], np.int32(-1))  # the last slot: a null index
+    at = 0
+    for chunk in chunks:
+        indices = chunk.indices
+        if indices.null_count:
+            indices = indices.fill_null(len(dictionary))
+        codes[at : at + len(chunk)] = lut[indices.to_numpy()]
+        at += len(chunk)
+    return codes, _plain(entry_uniques.take(pa.array(order, type=pa.int64())))
 
 
 def try_encode(

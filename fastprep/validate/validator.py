@@ -30,6 +30,7 @@ from fastprep.api.schema import (
     Schema,
     String,
 )
+from fastprep.data import reuse
 from fastprep.data.columns import Column, RowIds, RowRange, Table, TextColumn
 from fastprep.data.sources import raw_columns, raw_len
 from fastprep.errors import DataValidationError, Reason, SchemaError
@@ -228,9 +229,14 @@ def _check_column(
     ``scans`` collects each number column's one-pass scan, by ``id`` of the array scanned."""
     arrow = frame.arrow(name)
     if arrow is not None and isinstance(spec, (Float, Int)):
-        numbers = arrow_numbers(arrow)
-        if numbers is not None:
-            return _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+        # the same Arrow column checked again by the same type (transform after fit of
+        # one in-memory table) gives the first check's results (see data/reuse.py)
+        checked = reuse.reuse(arrow, ("numbers", spec), lambda: _arrow_numbers_checked(arrow, spec))
+        if checked is not None:
+            result, scanned = checked
+            if scans is not None and scanned is not None:
+                scans[id(result[0])] = (result[0], scanned)
+            return result
     if isinstance(spec, ListOf) or (
         isinstance(spec, (Category, String)) and holds_lists(arrow, lambda: frame[name])
     ):  # tags (a text column of lists is already split): flattened by Arrow compute
@@ -274,6 +280,27 @@ def _check_column(
     assert isinstance(spec, (Category, String))
     text, bad_type, bad_encoding = to_text(series)
     return _checked_text(text, bad_type, bad_encoding, spec)
+
+
+def _arrow_numbers_checked(
+    arrow: pa.ChunkedArray, spec: Float | Int
+) -> (
+    tuple[tuple[Column, list[Violation], FitChecks, np.ndarray | None], nc.ColumnScan | None] | None
+):
+    """An Arrow number column's checks and its scan (None: not plain numbers); the values
+    read-only when they may be kept for a later check of the same column."""
+    numbers = arrow_numbers(arrow)
+    if numbers is None:
+        return None
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
+    result = _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+    values = result[0]
+    entry = scans.get(id(values))
+    if reuse.active() and isinstance(values, np.ndarray):
+        values = values.view()
+        values.flags.writeable = False
+        result = (values, *result[1:])
+    return result, entry[1] if entry is not None else None
 
 
 def _checked_numbers(
