@@ -371,37 +371,51 @@ def _read_only_codes(encoded: tuple[np.ndarray, pa.Array]) -> tuple[np.ndarray, 
 def _encode_dictionary(
     values: pa.Array | pa.ChunkedArray, out: np.ndarray | None
 ) -> tuple[np.ndarray, pa.Array]:
-    """Codes of a dictionary-typed column from its indices: the dictionaries unified and
-    encoded (a duplicate or null entry gets the code of its value), then renumbered by
-    first appearance in the rows, unused entries dropped — what encoding the decoded
-    strings gives, with one hash pass over small integers instead of over every string."""
+    """Codes of a dictionary-typed column from its indices: its chunks' dictionaries
+    (each distinct one once) encoded together, so a duplicate or null entry gets its
+    value's code; each row's index mapped through its chunk's table; then the codes
+    renumbered by first appearance in the rows, unused entries dropped — what encoding the
+    decoded strings gives, with a hash pass over small integers instead of every string.
+    (Not Arrow's ``unify_dictionaries``: it refuses dictionaries holding a null.)"""
     import pyarrow.compute as pc
 
-    column = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
-    column = column.unify_dictionaries()
-    chunks = [c for c in column.chunks if len(c)]
+    chunks = list(values.chunks) if isinstance(values, pa.ChunkedArray) else [values]
+    chunks = [c for c in chunks if len(c)]
     n = sum(len(c) for c in chunks)
     codes = ARENA.empty(n, np.int32) if out is None else out
     if not chunks:
         return codes, pa.array([], type=pa.large_string())
-    dictionary = chunks[0].dictionary
-    entry_codes, entry_uniques = _encode_any(dictionary)  # entry -> its string's code
-    # the string codes in order of first appearance among the rows
-    seen = pc.unique(pa.chunked_array([c.indices for c in chunks])).drop_null()
-    seen_codes = entry_codes[seen.to_numpy().astype(np.int64)]
-    seen_codes = seen_codes[seen_codes >= 0]
-    order = seen_codes[np.sort(np.unique(seen_codes, return_index=True)[1])]
-    rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # the last slot: null entry
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    lut = np.append(rank[entry_codes], np.int32(-1))  # the last slot: a null index
+    first_entry: dict[tuple, int] = {}  # a dictionary (by its buffers) -> its first entry
+    dictionaries: list[pa.Array] = []
+    at_entry = 0
+    for chunk in chunks:
+        key = _dictionary_key(chunk.dictionary)
+        if key not in first_entry:
+            first_entry[key] = at_entry
+            dictionaries.append(chunk.dictionary.cast(pa.large_string()))
+            at_entry += len(chunk.dictionary)
+    entry_codes, entry_uniques = _encode_any(pa.chunked_array(dictionaries, pa.large_string()))
     at = 0
     for chunk in chunks:
+        first = first_entry[_dictionary_key(chunk.dictionary)]
+        lut = np.append(entry_codes[first : first + len(chunk.dictionary)], np.int32(-1))
         indices = chunk.indices
         if indices.null_count:
-            indices = indices.fill_null(len(dictionary))
+            indices = indices.fill_null(len(chunk.dictionary))  # the lut's last slot: -1
         codes[at : at + len(chunk)] = lut[indices.to_numpy()]
         at += len(chunk)
+    order = pc.unique(pa.array(codes, type=pa.int32())).to_numpy()  # by first appearance
+    order = order[order >= 0]
+    if not np.array_equal(order, np.arange(len(entry_uniques))):
+        rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # the last slot: code -1
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        codes[...] = rank[codes]
     return codes, _plain(entry_uniques.take(pa.array(order, type=pa.int64())))
+
+
+def _dictionary_key(dictionary: pa.Array) -> tuple:
+    buffers = tuple(0 if b is None else (b.address, b.size) for b in dictionary.buffers())
+    return (str(dictionary.type), dictionary.offset, len(dictionary), buffers)
 
 
 def try_encode(

@@ -42,12 +42,16 @@ DENSE_GROUPS = 1 << 22
 # ---------------------------------------------------------------- key coding
 
 
-def fit_levels(column: np.ndarray | TextColumn) -> Levels:
+def fit_levels(column: np.ndarray | TextColumn, kernels: GroupKernels | None = None) -> Levels:
     """A key column's sorted distinct present values."""
     if isinstance(column, TextColumn):
         used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
         return sorted(str(v) for v in column.uniques[used])
-    values = np.asarray(column, dtype=np.float64)
+    return (kernels or NUMPY).number_levels(np.asarray(column, dtype=np.float64))
+
+
+def number_levels(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of a float64 array, NaN left out."""
     return np.unique(values[~np.isnan(values)])
 
 
@@ -223,7 +227,7 @@ def _groups(
 ) -> tuple[list[Levels], np.ndarray, np.ndarray]:
     """The fit rows' key levels, distinct groups, and each row's group."""
     columns = _key_columns(step, table)
-    levels = [fit_levels(c) for c in columns]
+    levels = [fit_levels(c, kernels) for c in columns]
     sizes = radices(levels, step.keys)
     combined = combine(
         [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
@@ -404,6 +408,7 @@ class GroupKernels:
     statistics: Statistics
     put_rows: Gather
     number_codes: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    number_levels: Callable[[np.ndarray], np.ndarray]
 
 
-NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes)
+NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes, number_levels)
