@@ -404,12 +404,17 @@ def _encode_dictionary(
             indices = indices.fill_null(len(chunk.dictionary))  # the lut's last slot: -1
         codes[at : at + len(chunk)] = lut[indices.to_numpy()]
         at += len(chunk)
-    order = pc.unique(pa.array(codes, type=pa.int32())).to_numpy()  # by first appearance
-    order = order[order >= 0]
-    if not np.array_equal(order, np.arange(len(entry_uniques))):
-        rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # the last slot: code -1
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        codes[...] = rank[codes]
+    if _use_numba(n) and (numba_cached(_rank_codes) or n >= BY_HASH_COMPILE_ROWS):
+        rank = np.full(len(entry_uniques), -1, dtype=np.int32)
+        order = np.empty(len(entry_uniques), dtype=np.int64)
+        order = order[: _rank_codes(codes, rank, order)]  # renumbered in the same pass
+    else:
+        order = pc.unique(pa.array(codes, type=pa.int32())).to_numpy()  # by first appearance
+        order = order[order >= 0]
+        if not np.array_equal(order, np.arange(len(entry_uniques))):
+            rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # last slot: code -1
+            rank[order] = np.arange(len(order), dtype=np.int32)
+            codes[...] = rank[codes]
     return codes, _plain(entry_uniques.take(pa.array(order, type=pa.int64())))
 
 

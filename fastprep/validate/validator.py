@@ -32,7 +32,7 @@ from fastprep.api.schema import (
 )
 from fastprep.data import reuse
 from fastprep.data.columns import Column, RowIds, RowRange, Table, TextColumn
-from fastprep.data.sources import raw_columns, raw_len
+from fastprep.data.sources import decoded, raw_columns, raw_len
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import (
@@ -192,7 +192,7 @@ class _RawColumns:
             return self.frame[name]
         series = self._series.get(name)
         if series is None:  # the table's own conversion: its pandas metadata applies
-            series = self.frame.select([name]).to_pandas()[name]
+            series = decoded(self.frame.select([name])).to_pandas()[name]
             self._series[name] = series
         return series
 
