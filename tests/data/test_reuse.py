@@ -141,3 +141,21 @@ def test_dictionary_typed_columns_give_what_their_strings_give(table):
     fitted_dict = pipeline().fit(as_dictionary)
     np.testing.assert_array_equal(fitted.transform(table).X, fitted_dict.transform(as_dictionary).X)
     np.testing.assert_array_equal(fitted.transform(table).X, fitted.transform(as_dictionary).X)
+
+
+def test_number_checks_are_reused_and_values_kept_read_only(table, monkeypatch):
+    from fastprep.validate import number_checks
+
+    scans: list[int] = []
+    real = number_checks.scan_column
+
+    def spy(values, *args):
+        scans.append(len(values))
+        return real(values, *args)
+
+    monkeypatch.setattr(number_checks, "scan_column", spy)
+    fitted = pipeline().fit(table)
+    fitted.transform(table)
+    assert len(scans) == 1  # dep_delay, at fit only
+    fitted.transform(copied(table))
+    assert len(scans) == 2
