@@ -92,3 +92,22 @@ def test_number_levels_equal_a_sort(values):
     want = numpy_gs.number_levels(values)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.float64
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_rows_read_a_small_key_space_table_as_the_group_index(flights_sample, backend, monkeypatch):
+    import fastprep as fp
+
+    frame = flights_sample[["carrier", "origin", "hour", "dep_delay"]]
+    train, other = frame[frame["hour"] < 18], frame  # later hours: groups unseen at fit
+    pipe = fp.Pipeline(fp.Schema.infer(frame), [
+        fp.cols("carrier", "origin", "hour") >> fp.GroupStats("dep_delay", stats=STATS),
+        fp.cols("carrier", "origin") >> fp.GroupStats("dep_delay", stats=("mean",))
+        >> fp.FillMissing(0),
+    ])  # fmt: skip
+    fitted = pipe.fit(train, backend=backend)
+    by_table = fitted.transform(other, backend=backend).X
+    monkeypatch.setattr(numpy_gs, "SMALL_KEY_SPACE", 0)  # every row's group index first
+    by_index = fitted.transform(other, backend=backend).X
+    np.testing.assert_array_equal(by_table, by_index)
+    assert len(by_table) < len(other)  # rows of groups unseen at fit: missing, quarantined

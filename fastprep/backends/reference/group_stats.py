@@ -249,13 +249,33 @@ def rows_group(
     step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
 ) -> np.ndarray:
     """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
+    codes, lookup = rows_code(step, fitted, table, kernels)
+    return codes if lookup is None else (kernels or NUMPY).take(lookup, codes)
+
+
+#: a key space up to this many combinations is looked up by a table gathered per group
+#: (the rows read their combined code straight from it: no pass for the group index)
+SMALL_KEY_SPACE = 1 << 16
+
+
+def rows_code(
+    step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per row of ``table``: its combined key code and ``lookup`` (combined code -> fitted
+    group index, -1 unseen; the last slot: code -1) for a small key space; else its group
+    index and None."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
     combined = combine(
         [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
     )
-    return group_index(combined, fitted["groups"], math.prod(sizes), kernels)
+    space = math.prod(sizes)
+    if space <= SMALL_KEY_SPACE:
+        lookup = np.full(space + 1, -1, dtype=np.int64)
+        lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
+        return combined, lookup
+    return group_index(combined, fitted["groups"], space, kernels), None
 
 
 def gather(fitted: dict[str, Any], index: np.ndarray) -> np.ndarray:
@@ -273,10 +293,14 @@ def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
 
 
 def write_rows(
-    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None
-) -> bool:
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None,
+    lookup: np.ndarray | None = None,
+) -> bool:  # fmt: skip
     """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
-    first: the same rounding as casting each row); whether every written value is finite."""
+    first: the same rounding as casting each row); whether every written value is finite.
+    ``lookup`` (see :func:`rows_code`): ``index`` holds combined codes, read through it."""
+    if lookup is not None:
+        per_group = per_group[lookup]  # a row per key combination; -1: the unseen row
     cast = np.ascontiguousarray(per_group, dtype=out.dtype)
     (kernels or NUMPY).put_rows(out, cast, index)
     slot_finite = np.isfinite(cast).all(axis=1)
