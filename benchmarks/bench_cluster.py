@@ -212,11 +212,15 @@ class Bench:
 
         self.clients: dict[int, Any] = {}
         self._closing: list[Any] = []
+        #: seconds to start each LocalCluster + client, and its first (warm-up) job
+        self.startup: dict[str, float] = {}
         for workers in sorted({WORKERS[c] for c in configs if c != "single"}):
+            started = time.perf_counter()
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, memory_limit=0)  # fmt: skip
             client = Client(cluster, set_as_default=False)
             client.get_task_stream()  # registers the scheduler's task-stream plugin
+            self.startup[f"{workers}w cluster start"] = time.perf_counter() - started
             self.clients[workers] = client
             self._closing += [client, cluster]
 
@@ -322,7 +326,9 @@ def measure(bench: Bench, rows: int, partition: int, args: argparse.Namespace,
 
     path = source_file(rows, partition, Path(args.cache))
     for config in args.configs:  # warm-up: kernels loaded, workers' imports done
+        started = time.perf_counter()
         bench.run(config, SAMPLE, partition, work / f"warm-{config}")
+        bench.startup.setdefault(f"{config} first job (20,000 rows)", time.perf_counter() - started)
     check: dict[str, dict[str, Any]] = {}
     reference = None
     for config in ["single"] + [c for c in args.configs if c != "single"]:
@@ -377,10 +383,14 @@ def main() -> None:
         bench.close()
         shutil.rmtree(work, ignore_errors=True)
     print(f"({os.cpu_count()} cores; cluster runs on running LocalClusters, 1 thread per worker)")
+    print(
+        "start-up, not timed above: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in bench.startup.items())
+    )
     print("\n".join(targets(points)))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"cores": os.cpu_count(), "points": points},
+        Path(args.json).write_text(json.dumps({"cores": os.cpu_count(), "startup": bench.startup, "points": points},
                                               indent=1, default=str))  # fmt: skip
 
 

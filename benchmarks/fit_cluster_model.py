@@ -100,8 +100,8 @@ def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="files", nargs="+", required=True, type=Path)
-    parser.add_argument("--partition", type=int, default=500_000,
-                        help="rows per partition of the scaling prediction")  # fmt: skip
+    parser.add_argument("--partition", type=int, nargs="+", default=[500_000, 1_000_000],
+                        help="rows per partition of the scaling predictions")  # fmt: skip
     args = parser.parse_args()
     obs = observations(args.files)
     if len(obs) < len(NAMES):
@@ -117,12 +117,13 @@ def main() -> None:
     print("\n".join(table(constants, obs)))
     passes = obs[0]["passes"]
     print()
-    for rows in (3_367_760, 10_000_000, 100_000_000):
-        tasks = -(-rows // args.partition)
+    for rows, partition in ((r, p) for p in args.partition
+                            for r in (3_367_760, 10_000_000, 100_000_000)):  # fmt: skip
+        tasks = -(-rows // partition)
         stops = scaling_stops(constants, rows, tasks, passes)
         walls = ", ".join(f"N={n}: {predict(constants, rows, tasks, n, passes):.2f} s"
                           for n in (1, 2, 4, 8, 16) if n <= max(stops * 2, 4))  # fmt: skip
-        print(f"{rows:,} rows, {tasks} tasks of {args.partition:,} rows, {passes} passes: "
+        print(f"{rows:,} rows, {tasks} tasks of {partition:,} rows, {passes} passes: "
               f"{walls}; scaling stops at N={stops} (worker {stops + 1} gains < "
               f"{MARGINAL_GAIN:.0%})")  # fmt: skip
 

@@ -78,16 +78,22 @@ class CostProfile:
     #: 1.1-1.3 s of CPU at 1M flights rows on numpy paths, 3.0 s at 3.4M on Numba's, 2-core
     #: VM, 2026-12-05)
     run_row_seconds: float = 1.0e-6
-    #: the Dask job's cost model (:func:`dask_job_seconds`, ``docs/distributed.md``): starting
-    #: a LocalCluster, then the client's fixed work (partition planning, merges, manifest),
-    #: and per pass a partition task's fixed cost on its worker, the scheduler's (serial)
-    #: cost per task and a row's cost on one worker thread; fitted by
-    #: ``benchmarks/fit_cluster_model.py`` to ``benchmarks/bench_cluster.py``'s runs
-    dask_cluster_start_seconds: float = 3.0
-    dask_job_seconds: float = 0.1
-    dask_task_seconds: float = 0.05
-    dask_scheduler_task_seconds: float = 0.005
-    dask_row_seconds: float = 1.0e-6
+    #: the Dask job's cost model (:func:`dask_job_seconds`, ``docs/distributed.md`` "Cost
+    #: model"): starting a LocalCluster, then the client's fixed work (partition planning,
+    #: merges, manifest), and per pass a partition task's fixed cost on its worker, the
+    #: scheduler's (serial) cost per task and a row's cost on one worker thread. Fitted by
+    #: ``benchmarks/fit_cluster_model.py`` to 30 runs of ``benchmarks/bench_cluster.py``
+    #: (flights, 336,776-3,367,760 rows, 1-14 tasks per pass, 1 and 2 workers; 2-core VM,
+    #: 2026-12-05): the fixed costs fitted to 0 there, every per-task cost landing on the
+    #: serial term (on 2 shared cores the two cannot be told apart; the scheduler + client
+    #: process measured 0.004-0.022 s of CPU per task). The cluster's start: a 2-worker
+    #: LocalCluster in 2.0 s, then its first job (20,000 rows) 3.5 s, ~3 s of it the
+    #: workers' imports and kernel loads
+    dask_cluster_start_seconds: float = 5.0
+    dask_job_seconds: float = 0.0
+    dask_task_seconds: float = 0.0
+    dask_scheduler_task_seconds: float = 0.018
+    dask_row_seconds: float = 6.4e-7
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 

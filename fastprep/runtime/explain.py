@@ -126,6 +126,8 @@ def explain_cluster(
         f"{profile.dask_scheduler_task_seconds:.4f} s on the scheduler ({profile.source} cost "
         "profile; docs/distributed.md)"
     )
+    if client is None and scheduler in (None, "local"):
+        lines[-1] += f"; + {profile.dask_cluster_start_seconds:.1f} s to start the LocalCluster"
     return "\n".join(lines)
 
 
