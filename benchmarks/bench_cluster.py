@@ -15,7 +15,7 @@ Configurations (all write their output to disk, as a job does):
   kernels loaded by a warm-up run on the 20,000-row sample);
 - ``1w`` / ``2w``: ``Pipeline.fit/transform(client=...)`` writing shards + manifest on a
   ``LocalCluster`` of 1 / 2 worker processes started once, before any timing, and warmed up;
-- ``dask-ml``: :mod:`fastprep.bench.dask_ml_flights` on the 2-worker cluster.
+- ``dask-ml``: :mod:`fastprep.bench.dask_ml_flights` on a 2-worker cluster of its own.
 
 Same X first: one untimed round runs every configuration and compares its X and y with the
 single process's (``fastprep.bench.harness.compare``); a configuration that differs is not
@@ -210,18 +210,24 @@ class Bench:
     def __init__(self, configs: list[str]) -> None:
         from distributed import Client, LocalCluster
 
-        self.clients: dict[int, Any] = {}
+        # a cluster per configuration, dask-ml's too: a worker's RSS stays where another
+        # job's peak left it (the allocator keeps freed pages), so a shared worker's peak
+        # would be the other job's
+        self.clients: dict[str, Any] = {}
         self._closing: list[Any] = []
         #: seconds to start each LocalCluster + client, and its first (warm-up) job
         self.startup: dict[str, float] = {}
-        for workers in sorted({WORKERS[c] for c in configs if c != "single"}):
+        for config in configs:
+            if config == "single":
+                continue
             started = time.perf_counter()
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, memory_limit=0)  # fmt: skip
+            cluster = LocalCluster(n_workers=WORKERS[config], threads_per_worker=1,
+                                   processes=True, dashboard_address=None,
+                                   memory_limit=0)  # fmt: skip
             client = Client(cluster, set_as_default=False)
             client.get_task_stream()  # registers the scheduler's task-stream plugin
-            self.startup[f"{workers}w cluster start"] = time.perf_counter() - started
-            self.clients[workers] = client
+            self.startup[f"{config} cluster start"] = time.perf_counter() - started
+            self.clients[config] = client
             self._closing += [client, cluster]
 
     def close(self) -> None:
@@ -232,7 +238,7 @@ class Bench:
         shutil.rmtree(out, ignore_errors=True)
         if config == "single":
             return run_single(path, partition, out)
-        client = self.clients[WORKERS[config]]
+        client = self.clients[config]
         with client.as_current():  # dask-ml's dask.compute runs on the current client
             return on_cluster(config, client, path, partition, out)
 

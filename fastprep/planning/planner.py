@@ -86,14 +86,14 @@ class CostProfile:
     #: (flights, 336,776-3,367,760 rows, 1-14 tasks per pass, 1 and 2 workers; 2-core VM,
     #: 2026-12-05): the fixed costs fitted to 0 there, every per-task cost landing on the
     #: serial term (on 2 shared cores the two cannot be told apart; the scheduler + client
-    #: process measured 0.004-0.022 s of CPU per task). The cluster's start: a 2-worker
-    #: LocalCluster in 2.0 s, then its first job (20,000 rows) 3.5 s, ~3 s of it the
-    #: workers' imports and kernel loads
-    dask_cluster_start_seconds: float = 5.0
+    #: process measured 0.004-0.026 s of CPU per task). The cluster's start: a 2-worker
+    #: LocalCluster plus its first job (20,000 rows: the workers' imports and kernel loads)
+    #: took 2.8 and 5.6 s in two runs
+    dask_cluster_start_seconds: float = 4.0
     dask_job_seconds: float = 0.0
     dask_task_seconds: float = 0.0
-    dask_scheduler_task_seconds: float = 0.018
-    dask_row_seconds: float = 6.4e-7
+    dask_scheduler_task_seconds: float = 0.017
+    dask_row_seconds: float = 6.7e-7
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
