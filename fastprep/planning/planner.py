@@ -83,7 +83,8 @@ class CostProfile:
     #: merges, manifest), and per pass a partition task's fixed cost on its worker, the
     #: scheduler's (serial) cost per task and a row's cost on one worker thread. Fitted by
     #: ``benchmarks/fit_cluster_model.py`` to 30 runs of ``benchmarks/bench_cluster.py``
-    #: (flights, 336,776-3,367,760 rows, 1-14 tasks per pass, 1 and 2 workers; 2-core VM,
+    #: (``benchmarks/cluster_runs/``;
+    #: flights, 336,776-3,367,760 rows, 1-14 tasks per pass, 1 and 2 workers; 2-core VM,
     #: 2026-12-05): the fixed costs fitted to 0 there, every per-task cost landing on the
     #: serial term (on 2 shared cores the two cannot be told apart; the scheduler + client
     #: process measured 0.004-0.026 s of CPU per task). The cluster's start: a 2-worker
