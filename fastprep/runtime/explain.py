@@ -116,6 +116,11 @@ def explain_cluster(
         f"Dask job on {where}, {workers} worker thread(s): {tasks} partition(s) of {rows:,} "
         f"rows ({size}); {len(passes)} pass(es), one task per partition in each",
     ]
+    shown = specs if len(specs) <= 4 else [*specs[:2], None, specs[-1]]
+    for spec in shown:
+        counted = "rows counted by the job" if spec is None or spec.n_rows is None else (
+            f"{spec.n_rows:,} rows")  # fmt: skip
+        lines.append("│  …" if spec is None else f"│  {spec.describe()}: {counted}")
     for name, read, collects in passes:
         lines.append(f"├─ {name}: {read} {tasks} partition(s), predicted {one:.2f} s")
         lines += [f"│    {line}" for line in collects]

@@ -41,6 +41,11 @@ def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) 
     source = str(parts / "*.parquet")
     job = _job(pipeline.explain(source, client=client))
     assert "2 worker thread(s): 4 partition(s) of 20,000 rows (up to 5,000 rows each)" in job[0]
+    # the partitions, each with its file and rows
+    assert job[1].startswith("│  partition 0 (") and job[1].endswith(
+        "part-0.parquet, row group 0): 5,000 rows"
+    )
+    assert [line.split(" (")[0] for line in job[1:5]] == [f"│  partition {i}" for i in range(4)]
     passes = [line[3:].split(":")[0] for line in job[1:] if line.startswith("├─ ")]
 
     stages: list[str] = []
@@ -56,7 +61,8 @@ def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) 
     # the prediction is the planner's cost model, once per pass
     profile = planner.load_profile()
     one = planner.dask_pass_seconds(profile, 20_000, 4, 2)
-    assert job[1].endswith(f"predicted {one:.2f} s")
+    first = next(line for line in job if line.startswith("├─ fit level 0:"))
+    assert first.endswith(f"predicted {one:.2f} s")
     total = planner.dask_job_seconds(profile, 20_000, 4, 2, 3)
     assert job[-1].startswith(f"└─ predicted {total:.2f} s on a running cluster")
 
@@ -74,9 +80,13 @@ def test_partitioned_path_shows_the_job_after_the_preflight(pipeline, parts) -> 
     assert "Dask job" not in pipeline.explain(str(parts / "part-0.parquet"))
 
 
-def test_rows_per_partition_and_analyze(pipeline, parts, client) -> None:
+def test_rows_per_partition_and_analyze(pipeline, parts, flights_row_groups, client) -> None:
     job = _job(pipeline.explain(str(parts), client=client, rows_per_partition=2_000))
     assert "4 partition(s)" in job[0]  # a partition never splits a row group
+    # many partitions (8 row groups): the first two, then the last
+    job = _job(pipeline.explain(flights_row_groups, client=client, rows_per_partition=1))
+    assert "8 partition(s)" in job[0]
+    assert job[3] == "│  …" and job[4].startswith("│  partition 7 (")
     with pytest.raises(PipelineDefinitionError, match="analyze"):
         pipeline.explain(str(parts), client=client, analyze=True)
 
