@@ -243,10 +243,11 @@ def _check_column(
         tags, list_rules, list_checks = check_lists(name, arrow, lambda: frame[name], spec)
         return tags, list_rules, list_checks, None
     if arrow is not None and isinstance(spec, (Category, String)):
-        text = arrow_text(arrow)
-        if text is not None:
-            no_error = np.zeros(len(text), dtype=bool)
-            return _checked_text(text, no_error, no_error, spec)
+        # as for numbers: the same column checked again by the same type reuses the checks
+        # (and the encoded column, whose value counts are then counted once)
+        checked_text = reuse.reuse(arrow, ("text", spec), lambda: _arrow_text_checked(arrow, spec))
+        if checked_text is not None:
+            return checked_text
     series = frame[name]
     if isinstance(spec, Datetime):
         seconds, bad_type, wrong_zone = to_epoch_seconds(name, series, spec)
@@ -280,6 +281,17 @@ def _check_column(
     assert isinstance(spec, (Category, String))
     text, bad_type, bad_encoding = to_text(series)
     return _checked_text(text, bad_type, bad_encoding, spec)
+
+
+def _arrow_text_checked(
+    arrow: pa.ChunkedArray, spec: Category | String
+) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None] | None:
+    """An Arrow text column's checks (None: not plain text)."""
+    text = arrow_text(arrow)
+    if text is None:
+        return None
+    no_error = np.zeros(len(text), dtype=bool)
+    return _checked_text(text, no_error, no_error, spec)
 
 
 def _arrow_numbers_checked(
