@@ -10,14 +10,16 @@ sparse, unless pandas is asked for a sparse frame. Polars is imported here, when
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from fastprep.emit.layout import SPARSE_ONEHOT_MIN_CATEGORIES
 from fastprep.errors import SparseOutputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ROW_ID = "row_id"
 
@@ -34,6 +36,8 @@ def to_pandas(
     copy: bool = True,
 ) -> pd.DataFrame:
     """X as a pandas DataFrame (see :meth:`fastprep.Output.to_pandas`)."""
+    import pandas as pd
+
     index = pd.Index(row_ids, name=ROW_ID, copy=True)
     columns = _columns(names, target)
     if sp.issparse(X):

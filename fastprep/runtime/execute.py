@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from fastprep.api.lookup import JoinedSchema
@@ -45,6 +44,7 @@ from fastprep.validate.findings import make_finding
 from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
+    import pandas as pd
     import scipy.sparse as sp
 
 log = logging.getLogger("fastprep")
@@ -100,9 +100,16 @@ class Output:
 
     def quarantine_reasons(self) -> pd.DataFrame:
         """``row_id`` and ``reason`` of the rejected rows, without gathering the rows."""
-        if isinstance(self.quarantine_rows, _DeferredQuarantine):
+        if isinstance(self.quarantine_rows, (_DeferredQuarantine, _ArrowQuarantine)):
             return self.quarantine_rows.reasons()
         return self.quarantine_rows[["row_id", "reason"]]
+
+    def quarantine_reason_texts(self) -> list[str]:
+        """Each rejected row's reason, without the rows (nor pandas, for a file source)."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _ArrowQuarantine):
+            return rows.table.column("reason").to_pylist()
+        return self.quarantine_reasons()["reason"].tolist()
 
     def to_torch(self, device: str = "cpu") -> tuple[Any, Any]:
         """``(X, y)`` as torch tensors (dense: zero-copy; CSR: ``torch.sparse_csr_tensor``).
@@ -126,9 +133,11 @@ class Output:
         one ``manifest.json``: a killed write leaves the folder's earlier output intact.
         ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
         returns name -> path."""
+        rows = self.quarantine_rows  # written as Arrow when it is: no pandas needed
+        quarantine = rows.table if isinstance(rows, _ArrowQuarantine) else self.quarantine
         return write_output(
             folder, self.X, self.y, self.feature_names, self.report.to_dict(),
-            self.quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
+            quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
             pipeline=pipeline,
         )  # fmt: skip
 
@@ -416,10 +425,25 @@ def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataF
         return _DeferredQuarantine(quarantine, raw.slice(0, 0) if isinstance(raw, pa.Table)
                                    else raw.iloc[:0], offset)  # fmt: skip
     if not prepared.source_is_frame:
-        return quarantine.to_frame(raw, offset)
+        table = quarantine.to_arrow(raw, offset) if isinstance(raw, pa.Table) else None
+        return quarantine.to_frame(raw, offset) if table is None else _ArrowQuarantine(table)
     return _DeferredQuarantine(
         quarantine, raw if isinstance(raw, pa.Table) else raw.copy(deep=False), offset
     )
+
+
+class _ArrowQuarantine:
+    """The quarantine of a file source as an Arrow table (gathered without pandas, so a
+    job writing it needs none); the pandas frame is made when first asked for."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def __call__(self) -> pd.DataFrame:
+        return self.table.to_pandas()
+
+    def reasons(self) -> pd.DataFrame:
+        return self.table.select(["row_id", "reason"]).to_pandas()
 
 
 class _DeferredQuarantine:
@@ -432,6 +456,8 @@ class _DeferredQuarantine:
         return self._quarantine.to_frame(self._raw, self._offset)
 
     def reasons(self) -> pd.DataFrame:
+        import pandas as pd
+
         reasons = self._quarantine.reasons()
         return pd.DataFrame(
             {"row_id": reasons.index.to_numpy(), "reason": pd.array(reasons, dtype="str")}
