@@ -47,7 +47,6 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -222,6 +221,8 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def _result(self, X: Any) -> Any:
         """``X``, after refusing a CSR output where a DataFrame was asked for."""
+        import scipy.sparse as sp
+
         container = _get_output_config("transform", self)["dense"]
         if sp.issparse(X) and container != "default":
             blocks = "; ".join(self._sparse_blocks) or "a sparse block"

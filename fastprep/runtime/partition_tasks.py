@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
@@ -252,6 +251,8 @@ def transform_partition(
     """Transform one partition; write its shard (or return its arrays when gathering).
     ``profile``: the fit's drift profile; the partition's measures against it are the
     entry's ``"drift"`` (merged over partitions by :func:`drift.merge_profiles`)."""
+    import scipy.sparse as sp
+
     prepared, retries = load_prepared(job, spec, "transform", part)
     measures = None
     if profile is not None:

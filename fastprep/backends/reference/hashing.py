@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastprep.emit.csr import CsrArrays
 from fastprep.planning.sketch import hash_values
 
 if TYPE_CHECKING:
@@ -57,6 +58,31 @@ def finish(
     return matrix
 
 
+def _finish_pairs(
+    columns: np.ndarray, values: np.ndarray, kept: np.ndarray, n_features: int, dtype: Any
+) -> CsrArrays:
+    """What :func:`finish` makes of rows of at most two entries (``columns``, ``values``,
+    ``kept``: one row per matrix row), in numpy, without scipy: values cast to ``dtype``,
+    each row's entries in column order, two in one column summed (in ``dtype``; the sum
+    of two is the same in either order, so equal to scipy's) and kept even when 0."""
+    with np.errstate(over="ignore"):  # beyond float32: inf, as sklearn stores it
+        values = values.astype(dtype)
+    columns, kept = columns.copy(), kept.copy()
+    if columns.shape[1] == 2:
+        swap = columns[:, 1] < columns[:, 0]
+        for array in (columns, values, kept):
+            array[swap] = array[swap][:, ::-1]
+        same = kept[:, 0] & kept[:, 1] & (columns[:, 0] == columns[:, 1])
+        with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf: NaN, as scipy's
+            values[same, 0] += values[same, 1]
+        kept[same, 1] = False
+    indptr = np.zeros(len(columns) + 1, np.int32)
+    np.cumsum(np.count_nonzero(kept, axis=1), out=indptr[1:])
+    if indptr[-1] == kept.size:  # every row has every entry: row-major as it is
+        return CsrArrays(values.ravel(), columns.ravel(), indptr, (len(columns), n_features))
+    return CsrArrays(values[kept], columns[kept], indptr, (len(columns), n_features))
+
+
 def hash_pairs(
     rows: Iterable[Iterable[tuple[str, Any]]],
     n_features: int,
@@ -92,7 +118,7 @@ def hash_entries(
     n_rows: int,
     n_features: int,
     dtype: Any = np.float32,
-) -> sp.csr_matrix:
+) -> sp.csr_matrix | CsrArrays:
     """Hash inputs given column-wise: per input ``(present, column, signed value)`` arrays
     over the rows (an input gives a row at most one entry; zero values are skipped), laid
     out row by row in input order — what ``FeatureHasher`` gives for each row's pairs."""
@@ -104,6 +130,8 @@ def hash_entries(
         np.logical_and(present, value != 0, out=kept[:, i])
         columns[:, i] = column
         values[:, i] = value
+    if k <= 2 and n_rows * k <= 2**31 - 1:
+        return _finish_pairs(columns, values, kept, n_features, dtype)
     indptr = np.zeros(n_rows + 1, np.int64)
     np.cumsum(np.count_nonzero(kept, axis=1), out=indptr[1:])
     if indptr[-1] == n_rows * k:  # every row has every entry: row-major as it is

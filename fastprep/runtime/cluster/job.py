@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep.api.schema import Schema
@@ -212,6 +211,7 @@ def _gather(
     results: list[dict[str, Any]], names: Any, notes: list[str], source: str
 ) -> execute.Output:
     import pandas as pd
+    import scipy.sparse as sp
 
     outputs = [r["output"] for r in sorted(results, key=lambda r: r["entry"]["index"])]
     X = (
