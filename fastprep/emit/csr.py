@@ -53,9 +53,12 @@ class CsrArrays:
         """A ``scipy.sparse.csr_matrix`` over these arrays (no copy)."""
         import scipy.sparse as sp
 
+        index = np.promote_types(self.indices.dtype, self.indptr.dtype)  # scipy wants one
         matrix = sp.csr_matrix(self.shape, dtype=np.float32)
         # set directly: the constructor refuses float16 and would check every index
-        matrix.data, matrix.indices, matrix.indptr = self.data, self.indices, self.indptr
+        matrix.data = self.data
+        matrix.indices = self.indices.astype(index, copy=False)
+        matrix.indptr = self.indptr.astype(index, copy=False)
         matrix.has_sorted_indices = True
         return matrix
 

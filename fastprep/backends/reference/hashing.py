@@ -59,28 +59,47 @@ def finish(
 
 
 def _finish_pairs(
-    columns: np.ndarray, values: np.ndarray, kept: np.ndarray, n_features: int, dtype: Any
+    inputs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    n_rows: int,
+    n_features: int,
+    dtype: Any,
 ) -> CsrArrays:
-    """What :func:`finish` makes of rows of at most two entries (``columns``, ``values``,
-    ``kept``: one row per matrix row), in numpy, without scipy: values cast to ``dtype``,
-    each row's entries in column order, two in one column summed (in ``dtype``; the sum
-    of two is the same in either order, so equal to scipy's) and kept even when 0."""
+    """What :func:`finish` makes of rows of one or two entries (``inputs`` as
+    :func:`hash_entries` takes them), in numpy, without scipy: values cast to ``dtype``,
+    each row's entries in column order, two in one column summed (in ``dtype``; a sum of
+    two is the same in either order, so equal to scipy's) and kept even when 0."""
+    def rows(a: Any, kind: Any) -> np.ndarray:  # an input may give one value for all rows
+        return np.broadcast_to(np.asarray(a).astype(kind, copy=False), (n_rows,))
+
+    kept = [rows(present, bool) & rows(value != 0, bool) for present, _, value in inputs]
     with np.errstate(over="ignore"):  # beyond float32: inf, as sklearn stores it
-        values = values.astype(dtype)
-    columns, kept = columns.copy(), kept.copy()
-    if columns.shape[1] == 2:
-        swap = columns[:, 1] < columns[:, 0]
-        for array in (columns, values, kept):
-            array[swap] = array[swap][:, ::-1]
-        same = kept[:, 0] & kept[:, 1] & (columns[:, 0] == columns[:, 1])
-        with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf: NaN, as scipy's
-            values[same, 0] += values[same, 1]
-        kept[same, 1] = False
-    indptr = np.zeros(len(columns) + 1, np.int32)
-    np.cumsum(np.count_nonzero(kept, axis=1), out=indptr[1:])
-    if indptr[-1] == kept.size:  # every row has every entry: row-major as it is
-        return CsrArrays(values.ravel(), columns.ravel(), indptr, (len(columns), n_features))
-    return CsrArrays(values[kept], columns[kept], indptr, (len(columns), n_features))
+        values = [rows(value, dtype) for _, _, value in inputs]
+    columns = [rows(column, np.int32) for _, column, _ in inputs]
+    if len(inputs) == 2:
+        (c0, c1), (v0, v1), (k0, k1) = columns, values, kept
+        swap = c1 < c0
+        columns = [np.minimum(c0, c1), np.maximum(c0, c1)]
+        values = [np.where(swap, v1, v0), np.where(swap, v0, v1)]
+        kept = [np.where(swap, k1, k0), np.where(swap, k0, k1)]
+        same = kept[0] & kept[1] & (columns[0] == columns[1])
+        if same.any():
+            with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf: NaN, as scipy's
+                values[0] = np.where(same, values[0] + values[1], values[0])
+            kept[1] &= ~same
+    k = len(inputs)
+    pair_columns = np.empty((n_rows, k), np.int32)
+    pair_values = np.empty((n_rows, k), values[0].dtype)
+    pair_kept = np.empty((n_rows, k), bool)
+    counts = np.zeros(n_rows, np.int32)
+    for i in range(k):
+        pair_columns[:, i], pair_values[:, i], pair_kept[:, i] = columns[i], values[i], kept[i]
+        counts += kept[i]
+    indptr = np.zeros(n_rows + 1, np.int32)
+    np.cumsum(counts, out=indptr[1:])
+    shape = (n_rows, n_features)
+    if indptr[-1] == n_rows * k:  # every row has every entry: row-major as it is
+        return CsrArrays(pair_values.ravel(), pair_columns.ravel(), indptr, shape)
+    return CsrArrays(pair_values[pair_kept], pair_columns[pair_kept], indptr, shape)
 
 
 def hash_pairs(
@@ -123,6 +142,8 @@ def hash_entries(
     over the rows (an input gives a row at most one entry; zero values are skipped), laid
     out row by row in input order — what ``FeatureHasher`` gives for each row's pairs."""
     k = len(inputs)
+    if 1 <= k <= 2 and n_rows * k <= 2**31 - 1:
+        return _finish_pairs(inputs, n_rows, n_features, dtype)
     kept = np.empty((n_rows, k), bool)
     columns = np.empty((n_rows, k), np.int32)
     values = np.empty((n_rows, k), np.float64)
@@ -130,8 +151,6 @@ def hash_entries(
         np.logical_and(present, value != 0, out=kept[:, i])
         columns[:, i] = column
         values[:, i] = value
-    if k <= 2 and n_rows * k <= 2**31 - 1:
-        return _finish_pairs(columns, values, kept, n_features, dtype)
     indptr = np.zeros(n_rows + 1, np.int64)
     np.cumsum(np.count_nonzero(kept, axis=1), out=indptr[1:])
     if indptr[-1] == n_rows * k:  # every row has every entry: row-major as it is
