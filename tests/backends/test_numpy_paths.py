@@ -363,6 +363,7 @@ def test_measured_rates_replace_the_generic_ones(tmp_path, monkeypatch, flights_
     # helpers: numpy's measured rate per value
     generic = planner.HELPERS["scan"].numpy_value_seconds
     planner.note_helper("scan", 2_000_000, 2_000_000 * generic * 3)
+    planner._save_forgone()  # what the process's exit does (once, not per noted helper)
     monkeypatch.setattr(planner, "_DISK", None)
     assert planner._learned("rate:helper:scan") == pytest.approx(generic * 3)
     planner.kernel_path("scan", 2_000_000, cached=False)  # numpy: the compile costs more
