@@ -98,7 +98,15 @@ def format_bytes(n: float) -> str:
 
 
 def available_memory() -> int:
-    """Bytes the OS says are available now (psutil), or 4 GB if it cannot tell."""
+    """Bytes the OS says are available now (psutil), or 4 GB if it cannot tell. On Linux
+    read from ``/proc/meminfo`` as psutil does (``MemAvailable``), without importing it."""
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import psutil
 
