@@ -254,3 +254,19 @@ def test_helper_rates_are_saved_once_when_the_process_ends(tmp_path) -> None:
     saved = json.loads((tmp_path / "kernels" / "forgone.json").read_text())
     assert saved["rate:helper:scan"] == pytest.approx(0.5 / 10**7)
     assert saved["rate:helper:text"] == pytest.approx(0.25 / 10**7)
+
+
+def test_dask_cost_model_shares_tasks_and_rows_but_not_the_scheduler() -> None:
+    profile = planner.CostProfile(
+        dask_cluster_start_seconds=3.0, dask_job_seconds=0.5, dask_task_seconds=0.1,
+        dask_scheduler_task_seconds=0.01, dask_row_seconds=1e-6,
+    )  # fmt: skip
+    # 8 tasks of 1M rows in all on 2 workers: (8 x 0.1 + 1.0) / 2 + 8 x 0.01
+    assert planner.dask_pass_seconds(profile, 1_000_000, 8, 2) == pytest.approx(0.98)
+    # more workers than tasks: only the tasks' workers are busy
+    assert planner.dask_pass_seconds(profile, 1_000_000, 1, 4) == pytest.approx(1.11)
+    # a job: the client's fixed work, then each pass; the LocalCluster's start when asked
+    three = planner.dask_job_seconds(profile, 1_000_000, 8, 2, passes=3)
+    assert three == pytest.approx(0.5 + 3 * 0.98)
+    started = planner.dask_job_seconds(profile, 1_000_000, 8, 2, passes=3, start=True)
+    assert started == pytest.approx(three + 3.0)
