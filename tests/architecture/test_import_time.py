@@ -59,13 +59,18 @@ def test_streamed_execution_needs_no_dask() -> None:
 
 
 def test_command_line_job_on_a_file_loads_no_pandas_nor_scipy(repo_root, tmp_path) -> None:
-    """``fastprep run`` from a Parquet file to X (CSR), y and the quarantine on disk: no
-    pandas (pyarrow would import it for its conversions) and no scipy.sparse; the sample
-    has quarantined rows, so their Parquet file is written too."""
+    """``fastprep run`` from a Parquet file to X (CSR), y and the quarantine on disk, then
+    ``fastprep transform`` of it with the saved state: no pandas (pyarrow would import it
+    for its conversions) and no scipy.sparse; the sample has quarantined rows, so their
+    Parquet file is written too."""
+    out, state = tmp_path / "out", tmp_path / "out" / "pipeline.fastprep"
+    sample = repo_root / "data_samples" / "flights.parquet"
     code = (
         "import json, sys; from fastprep.cli import main; "
         f"code = main(['run', {str(repo_root / 'pipelines' / 'flights.py')!r}, "
-        f"'--output', {str(tmp_path / 'out')!r}]); "
+        f"'--output', {str(out)!r}]); "
+        f"code += main(['transform', {str(state)!r}, '--input', {str(sample)!r}, "
+        f"'--output', {str(tmp_path / 'again')!r}]); "
         "print(json.dumps([code, sorted(sys.modules)]))"
     )
     env = {**os.environ, "FASTPREP_CACHE_DIR": str(tmp_path / "cache")}
@@ -75,6 +80,7 @@ def test_command_line_job_on_a_file_loads_no_pandas_nor_scipy(repo_root, tmp_pat
     )  # fmt: skip
     code, modules = json.loads(result.stdout.splitlines()[-1])
     assert code == 0
-    assert list((tmp_path / "out").glob("*.quarantine.parquet"))
+    assert list(out.glob("*.quarantine.parquet"))
+    assert list((tmp_path / "again").glob("*.X.data.npy"))
     loaded = set(modules)
     assert [m for m in ("pandas", "scipy", "scipy.sparse") if m in loaded] == []
