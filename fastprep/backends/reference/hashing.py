@@ -68,6 +68,7 @@ def _finish_pairs(
     :func:`hash_entries` takes them), in numpy, without scipy: values cast to ``dtype``,
     each row's entries in column order, two in one column summed (in ``dtype``; a sum of
     two is the same in either order, so equal to scipy's) and kept even when 0."""
+
     def rows(a: Any, kind: Any) -> np.ndarray:  # an input may give one value for all rows
         return np.broadcast_to(np.asarray(a).astype(kind, copy=False), (n_rows,))
 
