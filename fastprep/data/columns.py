@@ -150,9 +150,15 @@ class RowRange:
         if key.dtype == bool:
             if key.shape != (self.n,):
                 raise IndexError(f"boolean index of shape {key.shape} for {self.n} rows")
-            return np.flatnonzero(key) + self.start
+            ids = np.flatnonzero(key)
+            ids += self.start  # in place: flatnonzero's array is ours
+            return ids
         positions = key.astype(np.int64, copy=False)
-        return np.where(positions < 0, positions + self.n, positions) + self.start
+        if positions.size and positions.min() < 0:
+            positions = np.where(positions < 0, positions + self.n, positions)
+        # one new array for the usual case (a selection's positions, none negative): the
+        # temporaries of a where() cost fresh pages, at 3.3M rows ~10x the add itself
+        return positions + self.start
 
     def materialize(self) -> np.ndarray:
         """The ids as a read-only int64 array (a view of :func:`row_range`'s cache)."""

@@ -126,9 +126,12 @@ class Output:
         one ``manifest.json``: a killed write leaves the folder's earlier output intact.
         ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
         returns name -> path."""
+        # a quarantine not built yet is built by the writer, beside the arrays' writes
+        quarantine = (lambda: self.quarantine) if callable(self.quarantine_rows) else (
+            self.quarantine_rows)  # fmt: skip
         return write_output(
             folder, self.X, self.y, self.feature_names, self.report.to_dict(),
-            self.quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
+            quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
             pipeline=pipeline,
         )  # fmt: skip
 
@@ -370,8 +373,12 @@ def transform_prepared(
     prepared: Prepared,
     dtype: Any = np.float32,
     backend: str = "auto",
+    *,
+    defer_quarantine: bool = False,
 ) -> Output:
-    """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y."""
+    """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y.
+    ``defer_quarantine``: the output is saved next, which builds the quarantine's rows (on
+    the writer's background thread, beside the arrays' writes) instead of the run."""
     choices = _stage_choices(plan, prepared, backend)
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
@@ -403,19 +410,23 @@ def transform_prepared(
     report.output = describe_output(X)
     report.check_accounting()
     names = layout.names(plan, params)
-    return Output(X, y, names, report, _quarantine_rows(prepared), row_ids)
+    quarantine_rows = _quarantine_rows(prepared, defer_quarantine)
+    return Output(X, y, names, report, quarantine_rows, row_ids)
 
 
-def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataFrame]:
-    """Eager for a file source (its rows would otherwise be kept alive by the output);
-    deferred for a caller's table (a pandas frame over a shallow copy: copy-on-write
-    protects it from later changes to the caller's frame; Arrow data is immutable), and
-    for an empty quarantine."""
+def _quarantine_rows(
+    prepared: Prepared, defer: bool = False
+) -> pd.DataFrame | Callable[[], pd.DataFrame]:
+    """Eager for a file source (its rows would otherwise be kept alive by the output)
+    unless ``defer`` (the output is saved at once, which builds it); deferred for a
+    caller's table (a pandas frame over a shallow copy: copy-on-write protects it from
+    later changes to the caller's frame; Arrow data is immutable), and for an empty
+    quarantine."""
     quarantine, offset, raw = prepared.quarantine, prepared.row_offset, prepared.raw
     if len(quarantine) == 0:  # nothing to keep alive: built (empty) when asked, ~3 ms saved
         return _DeferredQuarantine(quarantine, raw.slice(0, 0) if isinstance(raw, pa.Table)
                                    else raw.iloc[:0], offset)  # fmt: skip
-    if not prepared.source_is_frame:
+    if not prepared.source_is_frame and not defer:
         return quarantine.to_frame(raw, offset)
     return _DeferredQuarantine(
         quarantine, raw if isinstance(raw, pa.Table) else raw.copy(deep=False), offset

@@ -83,9 +83,7 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
         n = len(table.selection)  # most rows left: sum the kept ones instead
         count, total, squares = sums_over(values, table.selection, scanned.shift)
     elif table.selection is not None:
-        kept = np.zeros(scanned.n, dtype=bool)
-        kept[table.selection] = True
-        dropped = np.flatnonzero(~kept)
+        dropped = table.derive("unselected", table.selection, lambda: _unselected(table))
         gone, gone_total, gone_squares = sums_over(values, dropped, scanned.shift)
         n, count = n - len(dropped), count - int(gone)
         total, squares = total - gone_total, squares - gone_squares
@@ -98,6 +96,15 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
         "mean": mean,
         "std": math.sqrt(var),
     }
+
+
+def _unselected(table: Table) -> np.ndarray:
+    """Positions of the rows ``table.selection`` leaves out (the same for every column:
+    found once per selection, not once per column)."""
+    assert table.selection is not None
+    kept = np.zeros(len(table.all_row_ids), dtype=bool)
+    kept[table.selection] = True
+    return np.flatnonzero(~kept)
 
 
 def profile(table: Table) -> dict[str, dict[str, Any]]:
