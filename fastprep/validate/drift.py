@@ -107,6 +107,19 @@ def _unselected(table: Table) -> np.ndarray:
     return np.flatnonzero(~kept)
 
 
+def _selected_counts(table: Table, column: TextColumn) -> np.ndarray:
+    """Rows per distinct value over the selected rows (slot 0: missing): the column's
+    counts over all rows, less those of the rows the selection leaves out. Why not count
+    the selected rows: gathering them is a copy of the whole code column (13 MB at 3.3M
+    rows) that the Numba kernels, which read the codes through the selection, never use."""
+    counts = column.value_counts(count_codes)
+    if table.selection is None:
+        return counts
+    dropped = table.derive("unselected", table.selection, lambda: _unselected(table))
+    gone = np.bincount(column.codes[dropped] + 1, minlength=len(counts))
+    return counts - gone
+
+
 def profile(table: Table) -> dict[str, dict[str, Any]]:
     """Per column of ``table`` (its selected rows): what drift is measured against."""
     out: dict[str, dict[str, Any]] = {}
@@ -114,15 +127,13 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
         if isinstance(column, (DictColumn, TagColumn)):  # no drift measure for these yet
             continue
         if isinstance(column, TextColumn):
-            text = table[name]
-            assert isinstance(text, TextColumn)
-            n = len(text)
-            per_value = text.value_counts(count_codes)  # slot 0: missing; kept for the fit
+            n = table.n_rows
+            per_value = _selected_counts(table, column)  # slot 0: missing
             missing = int(per_value[0])
             entry: dict[str, Any] = {"rows": n, "null_rate": missing / n if n else 0.0}
-            if text.n_unique <= MAX_VOCABULARY:
+            if column.n_unique <= MAX_VOCABULARY:
                 used = per_value[1:] > 0
-                entry["vocabulary"] = sorted(str(v) for v in text.uniques[used])
+                entry["vocabulary"] = sorted(str(v) for v in column.uniques[used])
             out[name] = entry
         else:
             out[name] = _numeric(table, name)
@@ -220,16 +231,14 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
         if not isinstance(column, TextColumn):
             out[name] = _numeric(table, name)
             continue
-        text = table[name]
-        assert isinstance(text, TextColumn)
-        n = len(text)
-        per_value = text.value_counts(count_codes)  # slot 0: missing
+        n = table.n_rows
+        per_value = _selected_counts(table, column)  # slot 0: missing
         n_present = n - int(per_value[0])
         entry: dict[str, Any] = {"rows": n, "null_rate": 1 - n_present / n if n else 0.0}
         vocabulary = fitted[name].get("vocabulary")
         if vocabulary is not None:
             known = pa.array(vocabulary, type=pa.large_string())
-            uniques = arrow_uniques(text)
+            uniques = arrow_uniques(column)
             unseen = ~pc.is_in(uniques, value_set=known).to_numpy(zero_copy_only=False)
             n_unseen = int(per_value[1:][unseen].sum())
             entry["unseen_share"] = n_unseen / n_present if n_present else 0.0
