@@ -34,7 +34,6 @@ from typing import NoReturn
 
 from fastprep.backends.registry import available as available_backends
 from fastprep.errors import FastprepError, PipelineDefinitionError
-from fastprep.native.heap import keep_freed_memory
 from fastprep.pipeline import FittedPipeline, Pipeline, load, load_pipeline_file
 from fastprep.runtime.execute import Output
 from fastprep.storage.shards import OpenedOutput
@@ -98,11 +97,7 @@ def entry(argv: Sequence[str] | None = None) -> NoReturn:
     (and thread pools stopped), ``atexit`` handlers run (logging's flush, temporary folders,
     a user's own handlers), stdout and stderr are flushed; only then ``os._exit``. Output
     files are already complete (fsynced) when :func:`main` returns. An exception leaves the
-    normal way (its traceback).
-
-    The process runs one command, so it keeps the memory it frees for its next arrays
-    (:mod:`fastprep.native.heap`: fresh pages are slow to touch on many VMs)."""
-    keep_freed_memory()
+    normal way (its traceback)."""
     code = main(argv)
     shutdown_threads = getattr(threading, "_shutdown", None)
     # under a profiler or a tracer (``python -m cProfile -m fastprep``, coverage), their
