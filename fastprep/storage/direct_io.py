@@ -8,7 +8,8 @@ time), and 0.15-0.19 s with ``O_DIRECT`` (no system time to speak of); it also l
 the page cache to the data the machine is still using. The file is the same ``.npy``: its
 header is padded to 4,096 bytes (the format allows any multiple of 64) so the array starts
 on a block boundary, the array goes through a small page-aligned buffer in block-sized
-writes, and the last partial block is written buffered.
+writes (or, when the array itself starts on a block boundary, as the emit arena's arrays
+do, straight from its memory: no copy), and the last partial block is written buffered.
 
 Anything this does not cover (no ``O_DIRECT``, a file system that refuses it such as tmpfs,
 a non-contiguous array) returns False and the caller writes the file the ordinary way.
