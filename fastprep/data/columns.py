@@ -251,12 +251,46 @@ class Table:
         column = self.columns[name]
         if isinstance(column, (TextColumn, DictColumn, TagColumn)):
             value: Column = column if self.selection is None else column.take(self.selection)
+            counted = self._derived.get(("selected_counts", name))
+            if isinstance(value, TextColumn) and counted and counted[0] is self.selection:
+                value._counts = counted[1]  # counted already (see selected_counts)
         else:
             value = column if self.selection is None else column[self.selection]
             if value.dtype != np.float64:
                 value = value.astype(np.float64)
         self._cache[name] = value
         return value
+
+    def unselected(self) -> np.ndarray:
+        """Positions of the rows the selection leaves out (found once per selection)."""
+        selection = self.selection
+        if selection is None:
+            return np.empty(0, dtype=np.int64)
+
+        def find() -> np.ndarray:
+            kept = np.zeros(len(self.all_row_ids), dtype=bool)
+            kept[selection] = True
+            return np.flatnonzero(~kept)
+
+        return self.derive("unselected", selection, find)
+
+    def selected_counts(self, name: str, counter: Any = None) -> np.ndarray:
+        """Rows per distinct value of text column ``name`` over the selected rows (slot 0:
+        missing): all rows' counts less the left-out rows'. Why not count the selected
+        rows: gathering them copies the whole code column (13 MB at 3.3M rows), which the
+        Numba kernels, reading codes through the selection, never need; a later
+        ``self[name]`` starts with these counts."""
+        column = self.columns[name]
+        assert isinstance(column, TextColumn)
+        counts = column.value_counts(counter)
+        if self.selection is None:
+            return counts
+
+        def subtract() -> np.ndarray:
+            gone = np.bincount(column.codes[self.unselected()] + 1, minlength=len(counts))
+            return counts - gone
+
+        return self.derive(("selected_counts", name), self.selection, subtract)
 
     def drop(self, name: str) -> None:
         """Release a column whose last consumer has run."""

@@ -83,7 +83,7 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
         n = len(table.selection)  # most rows left: sum the kept ones instead
         count, total, squares = sums_over(values, table.selection, scanned.shift)
     elif table.selection is not None:
-        dropped = table.derive("unselected", table.selection, lambda: _unselected(table))
+        dropped = table.unselected()
         gone, gone_total, gone_squares = sums_over(values, dropped, scanned.shift)
         n, count = n - len(dropped), count - int(gone)
         total, squares = total - gone_total, squares - gone_squares
@@ -98,28 +98,6 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
     }
 
 
-def _unselected(table: Table) -> np.ndarray:
-    """Positions of the rows ``table.selection`` leaves out (the same for every column:
-    found once per selection, not once per column)."""
-    assert table.selection is not None
-    kept = np.zeros(len(table.all_row_ids), dtype=bool)
-    kept[table.selection] = True
-    return np.flatnonzero(~kept)
-
-
-def _selected_counts(table: Table, column: TextColumn) -> np.ndarray:
-    """Rows per distinct value over the selected rows (slot 0: missing): the column's
-    counts over all rows, less those of the rows the selection leaves out. Why not count
-    the selected rows: gathering them is a copy of the whole code column (13 MB at 3.3M
-    rows) that the Numba kernels, which read the codes through the selection, never use."""
-    counts = column.value_counts(count_codes)
-    if table.selection is None:
-        return counts
-    dropped = table.derive("unselected", table.selection, lambda: _unselected(table))
-    gone = np.bincount(column.codes[dropped] + 1, minlength=len(counts))
-    return counts - gone
-
-
 def profile(table: Table) -> dict[str, dict[str, Any]]:
     """Per column of ``table`` (its selected rows): what drift is measured against."""
     out: dict[str, dict[str, Any]] = {}
@@ -128,7 +106,7 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
             continue
         if isinstance(column, TextColumn):
             n = table.n_rows
-            per_value = _selected_counts(table, column)  # slot 0: missing
+            per_value = table.selected_counts(name, count_codes)  # slot 0: missing
             missing = int(per_value[0])
             entry: dict[str, Any] = {"rows": n, "null_rate": missing / n if n else 0.0}
             if column.n_unique <= MAX_VOCABULARY:
@@ -232,7 +210,7 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
             out[name] = _numeric(table, name)
             continue
         n = table.n_rows
-        per_value = _selected_counts(table, column)  # slot 0: missing
+        per_value = table.selected_counts(name, count_codes)  # slot 0: missing
         n_present = n - int(per_value[0])
         entry: dict[str, Any] = {"rows": n, "null_rate": 1 - n_present / n if n else 0.0}
         vocabulary = fitted[name].get("vocabulary")

@@ -119,3 +119,19 @@ def test_text_profile_of_selected_rows_counts_only_those_rows(flights_sample):
     taken = Table(row_range(0, len(selection)), {"tailnum": column.take(selection)})
     assert drift.profile(selected) == drift.profile(taken)
     assert drift.profile(selected)["tailnum"]["null_rate"] > 0
+
+
+def test_the_selected_rows_counts_seed_the_gathered_column(flights_sample):
+    # a step that later gathers the column (a OneHot fit on the reference backend) starts
+    # with the counts the profile found, equal to counting the gathered codes
+    from fastprep.data.columns import Table, TextColumn, row_range
+
+    codes, uniques = pd.factorize(flights_sample["carrier"])
+    column = TextColumn(codes.astype(np.int32), uniques.to_numpy(dtype=object))
+    selection = np.flatnonzero(np.arange(len(column)) % 4 != 1)
+    table = Table(row_range(0, len(column)), {"carrier": column}, selection)
+    counts = table.selected_counts("carrier")
+    gathered = table["carrier"]
+    assert gathered._counts is counts
+    fresh = TextColumn(gathered.codes, gathered.uniques)
+    assert np.array_equal(fresh.value_counts(), counts)
