@@ -237,7 +237,17 @@ class Table:
 
     @property
     def row_ids(self) -> RowIds:
-        return self.all_row_ids if self.selection is None else self.all_row_ids[self.selection]
+        if self.selection is None:
+            return self.all_row_ids
+        ids, selection = self.all_row_ids, self.selection
+        plain = isinstance(ids, RowRange) and ids.start == 0 and selection.dtype == np.int64
+        if plain and (selection.size == 0 or selection.min() >= 0):
+            # the ids are the positions themselves: a read-only view, not a 26 MB copy at
+            # 3.3M rows (the run's output row ids, and every finding that names rows)
+            view = selection.view()
+            view.flags.writeable = False
+            return view
+        return ids[selection]
 
     def raw(self, name: str) -> Column:
         """The column over all source rows, in its stored dtype (pair with ``selection``)."""
