@@ -309,8 +309,9 @@ def _transform(
                     state.profile, prepared.table, drift_thresholds
                 )
         output = execute.transform_prepared(
-            plan, state.params, prepared, run.precision.compute_dtype, backend
-        )
+            plan, state.params, prepared, run.precision.compute_dtype, backend,
+            defer_quarantine=run.output_dir is not None,  # saved below: the writer builds it
+        )  # fmt: skip
         execute.apply_precision(output, run.precision, state.quantization)
     _record_anomaly_patterns(output)
     if run.output_dir is not None:  # it fitted in memory: the folder a cluster run writes

@@ -149,3 +149,12 @@ def test_a_saved_runs_quarantine_is_built_by_the_writer_and_equals_the_eager_one
     assert opened.quarantine.equals(eager.quarantine)
     assert saved.quarantine.equals(eager.quarantine)
     assert opened.manifest["shards"][0]["quarantine"]["rows"] == len(eager.quarantine)
+
+
+def test_a_saved_transforms_quarantine_equals_the_eager_one(flights_parquet, tmp_path):
+    fitted = small_pipeline().fit(str(flights_parquet))
+    eager = fitted.transform(str(flights_parquet))
+    saved = fitted.transform(str(flights_parquet), output_dir=tmp_path / "out")
+    assert len(eager.quarantine) > 0
+    assert fp.open_output(tmp_path / "out").quarantine.equals(eager.quarantine)
+    assert saved.quarantine.equals(eager.quarantine)
