@@ -10,6 +10,7 @@ write the same file; the job's manifest names the files of the run whose result 
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
-from fastprep.runtime import execute, shards
+from fastprep.runtime import execute, kept_values, shards
 from fastprep.validate import drift
 
 
@@ -52,6 +53,21 @@ class Job:
     schema: Schema
     backend: str = "auto"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: the whole job's rows (0: unknown): a task's process imports Numba when they repay
+    #: it, as one process running the whole job would (:func:`numba_for_the_job`)
+    rows: int = 0
+
+
+def numba_for_the_job(rows: int) -> None:
+    """Import Numba up front when the whole job's rows repay it, as an in-memory run of the
+    same source decides: the planner decides per table, and a partition alone is below its
+    threshold, so every kernel of a big partitioned job would otherwise stay on numpy.
+    Once per process (a worker's later tasks find it imported)."""
+    from fastprep.planning import planner
+
+    if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
+            and importlib.util.find_spec("numba") is not None):  # fmt: skip
+        import numba  # noqa: F401
 
 
 def read_with_retries(
@@ -97,6 +113,7 @@ def load_prepared(
 ) -> tuple[execute.Prepared, int]:
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
+    numba_for_the_job(job.rows)
     columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
@@ -136,13 +153,23 @@ Target = tuple[int, str, int, str, Any]
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
-    profile: bool = False,
+    profile: bool = False, keep_as: str | None = None, reuse: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One fit pass over one partition: a partial aggregate per target, plus row counts.
     ``keep``: also return the values behind each order-statistic target (``"values"``), so
     that a caller holding them can compute the next pass's windows without a re-read.
+    ``keep_as``: keep those values in this process instead, under that key
+    (:mod:`~fastprep.runtime.kept_values`); ``reuse``: the key an earlier pass kept them
+    under — found here, this pass's partials come from them without reading the
+    partition (``"reused"`` True), else the partition is read as usual.
     ``profile``: also return the partition's drift profile (``"profile"``; the
     partitions' merge is the whole source's, :func:`drift.merge_profiles`)."""
+    if reuse is not None:
+        entry = kept_values.take(reuse)
+        if entry is not None:
+            return entry["counts"] | {"index": spec.index, "findings": [], "retries": 0,
+                                      "partials": partials_of(entry["values"], targets),
+                                      "reused": True}  # fmt: skip
     prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
     drift_profile = drift.profile(table) if profile else None
@@ -171,20 +198,26 @@ def fit_partials(
         if kind == "target":  # target encoding: the rows' categories with their target
             extra = table.fit_target
         partials[(feature_index, name, position)] = _partial(kind, values, extra)
-        if keep and kind in ("summary", "order"):
+        if (keep or keep_as is not None) and kind in ("summary", "order"):
             kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
     report = prepared.report
-    out = {
-        "index": spec.index,
-        "partials": partials,
+    counts = {
         "rows_in": report.rows_in,
         "rows_fit": table.n_rows,
         "rows_quarantined": len(prepared.quarantine),
+    }
+    out = {
+        "index": spec.index,
+        "partials": partials,
+        **counts,
         "findings": list(report.findings),
         "retries": retries,
     }
     if keep:
         out["values"] = kept
+    if keep_as is not None and kept:
+        out["kept"] = kept_values.keep(keep_as, {"values": kept, "counts": counts},
+                                       kept_values.nbytes(kept))  # fmt: skip
     if drift_profile is not None:
         out["profile"] = drift_profile
     return out

@@ -10,6 +10,7 @@ into one matrix or writes shards and a manifest (see :mod:`fastprep.runtime.shar
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -98,37 +99,90 @@ def fit(
     ``progress``: a bar per pass over completed partitions (see
     :mod:`fastprep.runtime.cluster.progress`)."""
     check_fittable(plan)
-    job = Job(plan, schema, backend, retry or RetryPolicy())
     bars = Progress(progress)
-    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
+    retry = retry or RetryPolicy()
+    specs = partitions_for(client, source, plan, rows_per_partition, retry, bars)
+    rows = sum(s.n_rows or 0 for s in specs)
+    job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
     shared = _shared(client, job)
+    kept: dict[int, tuple[str, list[str]]] = {}
+    saved = [0, 0]  # partitions whose window pass took kept values / ran a window pass
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared)
+        results = _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
+                            kept)  # fmt: skip
+        if targets and all(t[3] in ("window", "windows") for t in targets):
+            saved[0] += sum(bool(r.get("reused")) for r in results)
+            saved[1] += len(results)
+        return results
 
-    return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs))
+    params, report = fit_levels(plan, source, run_pass, rows)
+    if saved[1]:
+        report.notes.append(
+            f"median/percentile pass: {saved[0]} of {saved[1]} partition(s) took the values "
+            "their worker kept from the pass before (not read again)"
+        )
+    return params, report
 
 
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
-    shared: Any = None,
+    shared: Any = None, kept: dict[int, tuple[str, list[str]]] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
+    """One pass: a task per partition. A pass with order statistics keeps their values on
+    the worker that ran each task (``kept``: partition -> the task's key and worker); the
+    window pass right after it is sent to that worker and takes them from there instead of
+    reading the partition again (:mod:`fastprep.runtime.kept_values`; a task that lands
+    elsewhere reads its partition: slower, same partials)."""
+    kept = {} if kept is None else kept
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
-    futures = [
-        client.submit(
-            fit_partials,
-            job if shared is None else shared,
-            spec,
-            learned,
-            targets,
-            part,
-            key=f"fastprep-fit-{token}-{_token(spec)}",
-        )
-        for spec, part in zip(specs, frames)
-    ]
-    return _results(client, futures, specs, stage, progress)
+    holds = any(t[3] in ("summary", "order") for t in targets)
+    windows = bool(targets) and all(t[3] in ("window", "windows") for t in targets)
+    futures = []
+    for spec, part in zip(specs, frames):
+        key = f"fastprep-fit-{token}-{_token(spec)}"
+        options: dict[str, Any] = {"keep_as": key} if holds and part is None else {}
+        where: dict[str, Any] = {}
+        if windows and spec.index in kept:
+            reuse, workers = kept[spec.index]
+            options = {"reuse": reuse}
+            # a different key prefix: Dask learns this task's (short) duration apart from
+            # a reading pass's, and does not steal it as if it were long
+            key = f"fastprep-window-{token}-{_token(spec)}"
+            where = {"workers": workers, "allow_other_workers": True}
+        futures.append(client.submit(
+            fit_partials, job if shared is None else shared, spec, learned, targets, part,
+            **options, key=key, **where,
+        ))  # fmt: skip
+    results = _results(client, futures, specs, stage, progress)
+    if windows:
+        _drop_untaken(client, kept, results)
+    kept.clear()
+    if holds:
+        who = client.who_has(futures)
+        for spec, future, result in zip(specs, futures, results):
+            if result.pop("kept", False) and who.get(future.key):
+                kept[spec.index] = (future.key, list(who[future.key]))
+    return results
+
+
+def _drop_untaken(
+    client: Client, kept: dict[int, tuple[str, list[str]]], results: list[dict[str, Any]]
+) -> None:
+    """Values kept for a task that ran elsewhere (stolen, or its worker restarted) are let
+    go on the worker holding them now, not left there until evicted."""
+    from fastprep.runtime import kept_values
+
+    reused = {r["index"] for r in results if r.get("reused")}
+    left = [v for k, v in kept.items() if k not in reused]
+    if not left:
+        return
+    keys = [key for key, _ in left]
+    workers = sorted({w for _, held in left for w in held})
+    with contextlib.suppress(OSError, KeyError, ValueError):  # gone, and its values with it
+        client.run(kept_values.drop, keys, workers=workers, on_error="ignore")
 
 
 def transform(
@@ -147,10 +201,11 @@ def transform(
     ``progress``: a bar over completed partitions (skipped ones count as done).
     """
     codec = check_codec(compress)
-    job = Job(plan, schema, backend, retry or RetryPolicy())
+    retry = retry or RetryPolicy()
     bars = Progress(progress)
-    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
+    specs = partitions or partitions_for(client, source, plan, rows_per_partition, retry,
                                          bars)  # fmt: skip
+    job = Job(plan, schema, backend, retry, sum(s.n_rows or 0 for s in specs))
     fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
     if getattr(schema, "tables", None):  # a refit side table changes the output too
         fitted += tuple(t.digest() for _, t in sorted(schema.tables.items()))
