@@ -1,16 +1,18 @@
-"""Values a fit pass keeps in its (worker) process for the next pass over the same partition.
+"""Values a fit pass keeps in its (worker) process for the later passes over the same
+partition.
 
-A level with a median or percentiles needs two passes: the first gives each partition's
-order-statistic summaries, the second the values around the ranks the merged summaries
-point at. The second pass's values are those the first computed; re-reading and
-re-validating the partition only to compute them again is most of that pass's cost. So the
-first pass keeps them here, in the process that ran it, under its task's key, and the
-second pass's task (sent to the same worker) takes them back out: no read, no validation.
+The fit's passes after the first (a median's or percentiles' window pass, the next level
+of fitted steps) compute their statistics from the same validated rows as the first: only
+the parameters applied before each statistic differ. Re-reading and re-validating the
+partition to get those rows again is most of such a pass's cost. So the first pass keeps
+the input values of the chains the later passes need here, in the process that ran it,
+under a key of the fit and the partition; the later passes' tasks (sent to that worker)
+apply the learned steps to them: no read, no validation.
 
 The store is a cache, never the only copy: a task that finds nothing (another worker ran
 it, the worker was restarted, the values were evicted) reads its partition as before, so
 a lost worker costs time, not correctness. It is bounded (:data:`KEPT_BYTES` per process,
-oldest entries evicted first) so a job that stops between its passes leaves at most that.
+least recently used entries evicted first), and the fit drops its entries when it ends.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _LOCK = threading.Lock()  # a worker with several threads runs several tasks at 
 
 
 def nbytes(values: dict[Any, np.ndarray]) -> int:
+    """Bytes of the arrays of ``values``."""
     return sum(int(v.nbytes) for v in values.values())
 
 
@@ -46,10 +49,12 @@ def keep(key: str, entry: dict[str, Any], size: int) -> bool:
     return True
 
 
-def take(key: str) -> dict[str, Any] | None:
-    """The entry kept under ``key``, removed from the store (None: not here)."""
+def get(key: str) -> dict[str, Any] | None:
+    """The entry kept under ``key`` (None: not here); it stays until dropped or evicted."""
     with _LOCK:
-        found = _STORE.pop(key, None)
+        found = _STORE.get(key)
+        if found is not None:
+            _STORE.move_to_end(key)  # in use: evicted last
     return None if found is None else found[1]
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import secrets
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,13 @@ from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, shards
 from fastprep.runtime.cluster.progress import Progress, ProgressArg
-from fastprep.runtime.levels import Learned, check_fittable, fit_levels, learned_list
+from fastprep.runtime.levels import (
+    Learned,
+    check_fittable,
+    fit_levels,
+    learned_list,
+    level_targets,
+)
 from fastprep.runtime.partition_tasks import (
     Job,
     RetryPolicy,
@@ -106,83 +113,103 @@ def fit(
     job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
     shared = _shared(client, job)
-    kept: dict[int, tuple[str, list[str]]] = {}
-    saved = [0, 0]  # partitions whose window pass took kept values / ran a window pass
+    kept = Kept(secrets.token_hex(8), later_inputs(plan))
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        results = _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
-                            kept)  # fmt: skip
-        if targets and all(t[3] in ("window", "windows") for t in targets):
-            saved[0] += sum(bool(r.get("reused")) for r in results)
-            saved[1] += len(results)
-        return results
+        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
+                         kept)  # fmt: skip
 
-    params, report = fit_levels(plan, source, run_pass, rows)
-    if saved[1]:
+    try:
+        params, report = fit_levels(plan, source, run_pass, rows)
+    finally:
+        kept.drop(client, specs)
+    if kept.passes:
         report.notes.append(
-            f"median/percentile pass: {saved[0]} of {saved[1]} partition(s) took the values "
-            "their worker kept from the pass before (not read again)"
+            f"passes after the first: {kept.reused} of {kept.passes} partition task(s) took "
+            "the values their worker kept from the first read (not read again)"
         )
     return params, report
+
+
+@dataclass
+class Kept:
+    """Where each partition's kept input values are (:mod:`fastprep.runtime.kept_values`):
+    partition -> the workers holding them, under the fit's ``token``; ``inputs``: the
+    chains the passes after the first need."""
+
+    token: str
+    inputs: tuple[tuple[int, str], ...]
+    holders: dict[int, list[str]] = field(default_factory=dict)
+    passes: int = 0  # partition tasks of the passes after the first
+    reused: int = 0  # of which took kept values
+
+    def key(self, spec: PartitionSpec) -> str:
+        return f"{self.token}-{spec.index}"
+
+    def drop(self, client: Client, specs: list[PartitionSpec]) -> None:
+        """Let the values go on every worker (a fit that ended, or failed: a task that kept
+        values before the failure is not in ``holders``)."""
+        from fastprep.runtime import kept_values
+
+        if self.inputs:
+            keys = [self.key(spec) for spec in specs]
+            with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+                client.run(kept_values.drop, keys, on_error="ignore")
+        self.holders.clear()
+
+
+def later_inputs(plan: LogicalPlan) -> tuple[tuple[int, str], ...]:
+    """The chains a pass after the first reads (a median's window pass, later levels)."""
+    levels = level_targets(plan)
+    chains = {(f, name) for targets in levels[1:] for f, name, *_ in targets}
+    chains |= {(f, name) for f, name, _, kind, _ in (levels[0] if levels else [])
+               if kind in ("summary", "order")}  # fmt: skip
+    return tuple(sorted(chains))
 
 
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
-    shared: Any = None, kept: dict[int, tuple[str, list[str]]] | None = None,
+    shared: Any = None, kept: Kept | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """One pass: a task per partition. A pass with order statistics keeps their values on
-    the worker that ran each task (``kept``: partition -> the task's key and worker); the
-    window pass right after it is sent to that worker and takes them from there instead of
-    reading the partition again (:mod:`fastprep.runtime.kept_values`; a task that lands
-    elsewhere reads its partition: slower, same partials)."""
-    kept = {} if kept is None else kept
+    """One pass: a task per partition. The first pass keeps the input values the later
+    passes need on the worker that ran each task (``kept``); a later pass's task is sent to
+    that worker and computes its statistics from them instead of reading the partition
+    again (a task that lands elsewhere reads it: slower, the same partials)."""
+    kept = kept or Kept("", ())
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
-    holds = any(t[3] in ("summary", "order") for t in targets)
-    windows = bool(targets) and all(t[3] in ("window", "windows") for t in targets)
     futures = []
     for spec, part in zip(specs, frames):
         key = f"fastprep-fit-{token}-{_token(spec)}"
-        options: dict[str, Any] = {"keep_as": key} if holds and part is None else {}
+        options: dict[str, Any] = {}
+        if kept.inputs and part is None:  # a dask DataFrame's partition: nothing to keep
+            options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            # the fit's token in the key: an identical earlier fit's result, still in the
+            # cluster's memory, would be returned without running (and keeping) anything
+            key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
         where: dict[str, Any] = {}
-        if windows and spec.index in kept:
-            reuse, workers = kept[spec.index]
-            options = {"reuse": reuse}
-            # a different key prefix: Dask learns this task's (short) duration apart from
-            # a reading pass's, and does not steal it as if it were long
-            key = f"fastprep-window-{token}-{_token(spec)}"
-            where = {"workers": workers, "allow_other_workers": True}
+        if spec.index in kept.holders:
+            options["reuse"] = kept.key(spec)
+            # its own key prefix: Dask learns these tasks' (short) duration apart from a
+            # reading pass's, and does not steal them from their worker as if long
+            key = f"fastprep-kept-{token}-{kept.token}-{_token(spec)}"
+            where = {"workers": kept.holders[spec.index], "allow_other_workers": True}
         futures.append(client.submit(
             fit_partials, job if shared is None else shared, spec, learned, targets, part,
             **options, key=key, **where,
         ))  # fmt: skip
     results = _results(client, futures, specs, stage, progress)
-    if windows:
-        _drop_untaken(client, kept, results)
-    kept.clear()
-    if holds:
-        who = client.who_has(futures)
-        for spec, future, result in zip(specs, futures, results):
-            if result.pop("kept", False) and who.get(future.key):
-                kept[spec.index] = (future.key, list(who[future.key]))
+    if kept.holders:
+        kept.passes += len(results)
+        kept.reused += sum(bool(r.get("reused")) for r in results)
+    held = [(s, f) for s, f, r in zip(specs, futures, results)
+            if r.pop("kept", False) or r.get("reused")]  # fmt: skip
+    if held:
+        who = client.who_has([f for _, f in held])
+        for spec, future in held:
+            if who.get(future.key):
+                kept.holders[spec.index] = list(who[future.key])
     return results
-
-
-def _drop_untaken(
-    client: Client, kept: dict[int, tuple[str, list[str]]], results: list[dict[str, Any]]
-) -> None:
-    """Values kept for a task that ran elsewhere (stolen, or its worker restarted) are let
-    go on the worker holding them now, not left there until evicted."""
-    from fastprep.runtime import kept_values
-
-    reused = {r["index"] for r in results if r.get("reused")}
-    left = [v for k, v in kept.items() if k not in reused]
-    if not left:
-        return
-    keys = [key for key, _ in left]
-    workers = sorted({w for _, held in left for w in held})
-    with contextlib.suppress(OSError, KeyError, ValueError):  # gone, and its values with it
-        client.run(kept_values.drop, keys, workers=workers, on_error="ignore")
 
 
 def transform(

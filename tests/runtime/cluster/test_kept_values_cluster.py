@@ -1,6 +1,7 @@
-"""On a real cluster the median pass takes the values each worker kept from the pass
-before instead of reading its partition again, and a worker that lost them (restarted,
-evicted) reads the partition: the fitted state is the single machine's either way."""
+"""On a real cluster the fit's passes after the first take the values each worker kept from
+the first read instead of reading their partition again, and a worker that lost them
+(restarted, evicted) reads the partition: the fitted state is the single machine's
+either way."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from test_cluster_runs import assert_same_params
 
+import fastprep as fp
 from fastprep.cli import load_pipeline_file
 from fastprep.runtime import kept_values
 
@@ -15,8 +17,10 @@ REPO = Path(__file__).resolve().parents[3]
 ROWS = 5_000  # 4 partitions of the 8 row groups
 
 
-def _note(fitted) -> str:
-    return next(n for n in fitted.fit_report.notes if n.startswith("median/percentile pass"))
+def _taken(fitted) -> tuple[int, int]:
+    note = next(n for n in fitted.fit_report.notes if n.startswith("passes after the first"))
+    words = note.split(":")[1].split()
+    return int(words[0]), int(words[2])
 
 
 def test_median_pass_takes_kept_values(flights_row_groups, client) -> None:
@@ -24,9 +28,28 @@ def test_median_pass_takes_kept_values(flights_row_groups, client) -> None:
     single = pipeline.fit(flights_row_groups)
     dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
     assert_same_params(single.params, dist.params)
-    taken = int(_note(dist).split(":")[1].split()[0])
-    assert taken >= 3  # of 4: Dask may move one task to an idle worker (it then reads)
-    assert set(client.run(kept_values.held_bytes).values()) == {0}  # nothing left behind
+    taken, tasks = _taken(dist)
+    assert tasks == 4 and taken >= 3  # Dask may move one to an idle worker (it then reads)
+    assert set(client.run(kept_values.held_bytes).values()) == {0}  # dropped at the end
+
+
+def test_later_levels_take_kept_values(flights_row_groups, client) -> None:
+    """Two levels of fitted steps (a median fill, Log1p, Standardize) and a text encoder:
+    the median pass and level 1 both from the kept input values."""
+    schema = load_pipeline_file(REPO / "pipelines" / "flights.py").schema
+    pipeline = fp.Pipeline(
+        schema=schema,
+        features=[
+            fp.col("air_time") >> fp.FillMissing("median") >> fp.Log1p() >> fp.Standardize(),
+            fp.cols("origin", "carrier") >> fp.OneHot(),
+        ],
+        target=fp.expr("late = arr_delay > 15"),
+    )
+    single = pipeline.fit(flights_row_groups)
+    dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
+    assert_same_params(single.params, dist.params)
+    taken, tasks = _taken(dist)
+    assert tasks == 8 and taken >= 6
 
 
 def test_values_lost_between_passes_are_read_again(flights_row_groups, client) -> None:
@@ -40,4 +63,4 @@ def test_values_lost_between_passes_are_read_again(flights_row_groups, client) -
     dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS,
                         progress=forget)  # fmt: skip
     assert_same_params(single.params, dist.params)
-    assert _note(dist).startswith("median/percentile pass: 0 of 4")
+    assert _taken(dist) == (0, 4)
