@@ -64,3 +64,23 @@ def test_values_lost_between_passes_are_read_again(flights_row_groups, client) -
                         progress=forget)  # fmt: skip
     assert_same_params(single.params, dist.params)
     assert _taken(dist) == (0, 4)
+
+
+def test_worker_killed_between_passes(flights_row_groups, cluster, client) -> None:
+    """A worker holding kept values dies after the first pass: the fit is still exact."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    single = pipeline.fit(flights_row_groups)
+
+    def kill_one(stage: str, done: int, total: int) -> None:
+        if stage == "fit level 0" and done == total:  # the worker holding kept values
+            held = client.run(kept_values.held_bytes)
+            victim = max(held, key=held.get)
+            name = client.scheduler_info()["workers"][victim]["name"]
+            cluster.kill(cluster.workers[int(str(name)[1:])])
+
+    dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS,
+                        progress=kill_one)  # fmt: skip
+    assert_same_params(single.params, dist.params)
+    # its first-pass results died with it: Dask may run those tasks again on the other
+    # worker (which then keeps their values), or the median tasks read their partitions
+    assert _taken(dist)[1] == 4
