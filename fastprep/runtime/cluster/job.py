@@ -83,6 +83,13 @@ def partitions_for(
     return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
 
 
+def largest_first(spec: PartitionSpec) -> int:
+    """A task's Dask priority: the bigger partitions start first, so a small one (a file's
+    last row groups) fills a worker's idle end of the pass instead of delaying a big one
+    to it (largest processing time first); equal sizes keep the partition order."""
+    return int(spec.n_rows or 0)
+
+
 def is_dask_frame(source: Any) -> bool:
     return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
 
@@ -196,7 +203,7 @@ def _fit_pass(
             where = {"workers": kept.holders[spec.index], "allow_other_workers": True}
         futures.append(client.submit(
             fit_partials, job if shared is None else shared, spec, learned, targets, part,
-            **options, key=key, **where,
+            **options, key=key, **where, priority=largest_first(spec),
         ))  # fmt: skip
     results = _results(client, futures, specs, stage, progress)
     if kept.holders:
@@ -262,6 +269,7 @@ def transform(
                 frames[spec.index],
                 codec,
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
+                priority=largest_first(spec),
             )
             for spec in todo
         ]
