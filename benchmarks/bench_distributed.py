@@ -17,7 +17,8 @@ dask-expr combines partitions when a projection keeps about half the bytes), so 
 Each cluster run gets a fresh ``LocalCluster`` (``--workers`` processes, 1 thread each), so
 its workers' peak RSS is that run's. Peak RSS is ``VmHWM`` (the process's own high-water
 mark; ``ru_maxrss`` is inherited across fork + exec and would report the parent's). Worker
-start-up (imports, JIT cache loads) is excluded by a warm-up job on the 20,000-row sample.
+start-up (imports, JIT cache loads) is excluded by a warm-up on the 20,000-row sample in
+every worker (``warm_workers``) and a warm-up job on it.
 With ``--check`` the first run's fastprep and dask-ml shards are compared, partition by
 partition, with the benchmark's correctness gate (``fastprep.bench.harness.compare``).
 """
@@ -68,8 +69,12 @@ def single_process(path: Path) -> dict[str, Any]:
 
 def _fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str, Any]:
     from fastprep.cli import load_pipeline_file
+    from fastprep.runtime.cluster import warm_workers
 
     pipeline = load_pipeline_file(PIPELINE)
+    rows = pq.ParquetFile(path).metadata.num_rows
+    # every worker, not only the one the one-partition sample's job runs on
+    warm_workers(client, pipeline.optimized, pipeline.schema, SAMPLE, backend="numba", rows=rows)
     warm = pipeline.fit(SAMPLE, client=client, backend="numba")
     warm.transform(SAMPLE, client=client, output_dir=out / "warm")
     started = time.perf_counter()
