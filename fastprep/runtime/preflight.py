@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,7 +57,12 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform
-from fastprep.planning.planner import NUMBA_JOB_ROW_SAVING, CostProfile, load_profile
+from fastprep.planning.planner import (
+    NUMBA_JOB_ROW_SAVING,
+    CostProfile,
+    dask_job_seconds,
+    load_profile,
+)
 from fastprep.planning.sketch import HyperLogLog
 from fastprep.runtime.aggregates import partial_kind
 
@@ -755,27 +761,26 @@ def _options(
     out = [Option("in-memory", base + RUN_FIXED_BYTES + working + x_bytes + fitting,
                   n * profile.run_row_seconds, gathered_bytes=fitting)]  # fmt: skip
 
-    def partitioned(name: str, fixed: int, workers: int, start: float, task: float,
-                    row: float, impossible: str | None = None) -> Option:  # fmt: skip
+    def partitioned(name: str, fixed: int, workers: int, seconds_of: Callable[[int], float],
+                    impossible: str | None = None) -> Option:  # fmt: skip
         room = (usable - fixed - frame) / workers - RUN_FIXED_BYTES
         rows = int(min(ROWS_PER_PARTITION, max(room / max(per_row, 1), MIN_PARTITION_ROWS)))
         rows = max(rows, smallest)
         parts, largest = _planned(source, rows) or (max(1, math.ceil(n / rows)), rows)
         peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(largest, n) * per_row))
-        seconds = start + parts * task + n * row / min(workers, parts)
-        return Option(name, int(peak), seconds, rows, parts, impossible,
+        return Option(name, int(peak), seconds_of(parts), rows, parts, impossible,
                       gathered_bytes=gather)  # fmt: skip
 
     stream_row = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * passes)
-    streamed = partitioned("streamed in this process", base + gather, 1, 0.0, 0.02,
-                           stream_row)  # fmt: skip
+    streamed = partitioned("streamed in this process", base + gather, 1,
+                           lambda parts: parts * 0.02 + n * stream_row)  # fmt: skip
     if kept_per_row and passes > 1:
         # the values behind the order statistics kept from the first pass (one read
         # fewer), when that leaves the partitions at least half their size
         kept = int(kept_per_row * n)
         faster = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * (passes - 1))
-        keeping = partitioned("streamed in this process", base + gather + kept, 1, 0.0, 0.02,
-                              faster)  # fmt: skip
+        keeping = partitioned("streamed in this process", base + gather + kept, 1,
+                              lambda parts: parts * 0.02 + n * faster)  # fmt: skip
         if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
             streamed = replace(keeping, kept_bytes=kept)
     out.append(streamed)
@@ -783,16 +788,19 @@ def _options(
     why = None if distributable else "Dask partitions are off or not installed"
     if why is None and not is_path(source):
         why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"
+    # the fit's passes and the transform's, each a task per partition (the cost model of
+    # docs/distributed.md)
+    job_passes = passes + (0 if fit_only else 1)
     if cluster == "external":  # its processes are the cluster's machines', not this one's
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
-                               0.0, profile.dask_task_seconds, profile.dask_row_seconds,
+                               lambda parts: dask_job_seconds(profile, n, parts, 1, job_passes),
                                why))  # fmt: skip
         return out
     dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
         DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
-                           profile.dask_cluster_start_seconds, profile.dask_task_seconds,
-                           profile.dask_row_seconds, why))  # fmt: skip
+                           lambda parts: dask_job_seconds(profile, n, parts, workers, job_passes,
+                                                          start=True), why))  # fmt: skip
     return out
 
 
