@@ -61,21 +61,21 @@ def explain_source(
             "explain(analyze=True) runs in this process: run the job on the cluster for its "
             "measured times (report.stages, the progress callback's passes)"
         )
-    job = ""
-    if is_path(source):
-        specs = plan_partitions(source, rows_per_partition or ROWS_PER_PARTITION)
-        if on_cluster or len(specs) > 1:
-            job = "\n" + explain_cluster(plan, source, specs, client, scheduler)
-    elif on_cluster:
-        job = (f"\nDask job: a {type(source).__name__} source is not planned here (a dask "
-               "DataFrame's partitions are its own; anything else: write it to Parquet)")  # fmt: skip
     if on_cluster:  # the source is read by the workers: not in this process
-        return job.lstrip("\n")
+        if not is_path(source):
+            return (f"Dask job: a {type(source).__name__} source is not planned here (a dask "
+                    "DataFrame's partitions are its own; anything else: write it to Parquet)")  # fmt: skip
+        specs = plan_partitions(source, rows_per_partition or ROWS_PER_PARTITION)
+        return explain_cluster(plan, source, specs, client, scheduler)
+    path = source
     source = collect_once(source, schema.read_columns(plan.columns))
     pre = preflight.run_preflight(plan, schema, source, budget=memory_budget,
                                   whole_output=False, passes=count_passes(plan),
                                   order_statistics=count_order_targets(plan))  # fmt: skip
-    text = "\n".join(pre.lines()) + job
+    text = "\n".join(pre.lines())
+    if pre.execution == "dask" and is_path(path):  # the pre-flight starts a local cluster
+        specs = plan_partitions(path, pre.rows_per_partition or ROWS_PER_PARTITION)
+        text += "\n" + explain_cluster(plan, path, specs, None, "local")
     if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
         return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
     return text + "\n" + _backends(plan, schema, source, analyze, backend)

@@ -608,6 +608,9 @@ DASK_NANNY_BYTES = 100 * 10**6
 #: a streamed run's time per row and pass, as a fraction of ``run_row_seconds``: each
 #: extra fit pass re-reads and re-validates its partitions
 STREAM_PASS_FRACTION = 0.35
+#: how much faster a local Dask cluster must be predicted than the best in-process option
+#: to be started unasked (the cost model's largest error on the runs it was fitted to)
+LOCAL_CLUSTER_MARGIN = 1.6
 #: a partitioned fit's passes when the caller does not say (a level of moments + a median)
 DEFAULT_PASSES = 2
 #: partitions smaller than this cost more in per-partition overhead than they save
@@ -846,7 +849,15 @@ def _execution_decision(
             + hint, refuse=True))  # fmt: skip
         return
     memory = options[0]
+    in_process = [o for o in feasible if not o.name.startswith("local Dask")]
     best = min(feasible, key=lambda o: o.seconds)
+    if not cluster and in_process and best not in in_process:
+        # a cluster started on this machine, unasked, must win by more than the Dask cost
+        # model's error (fitted to 2 shared cores: up to 54% off), else one process does
+        # the job with nothing started and nothing moved between processes
+        fastest_here = min(in_process, key=lambda o: o.seconds)
+        if best.seconds * LOCAL_CLUSTER_MARGIN > fastest_here.seconds:
+            best = fastest_here
     if cluster and best is not memory and options[2] in feasible:
         best = options[2]
     result.chosen = best

@@ -67,17 +67,16 @@ def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) 
     assert job[-1].startswith(f"└─ predicted {total:.2f} s on a running cluster")
 
 
-def test_partitioned_path_shows_the_job_after_the_preflight(pipeline, parts) -> None:
-    # no cluster named: the source of several partitions gets the job as a LocalCluster
-    # would run it, after the pre-flight and before the in-memory backends
+def test_job_is_shown_only_where_it_runs(pipeline, parts) -> None:
+    # no cluster named and the data fit in memory: the run is one process, so explain shows
+    # the pre-flight and the backends, no Dask job, however many partitions the files make
     text = pipeline.explain(str(parts / "*.parquet"))
-    lines = text.splitlines()
-    job = next(i for i, line in enumerate(lines) if line.startswith("Dask job"))
-    assert any(line.startswith("pre-flight:") for line in lines[:job])
-    assert any(line.startswith("backends for") for line in lines[job:])
-    assert "a LocalCluster (scheduler='local')" in lines[job]
-    # one file of one row group: one partition, nothing about Dask
-    assert "Dask job" not in pipeline.explain(str(parts / "part-0.parquet"))
+    assert "Dask job" not in text
+    assert "pre-flight:" in text and "backends for" in text
+    # a local cluster named: the job as it would run there, without reading the data here
+    job = _job(pipeline.explain(str(parts / "*.parquet"), scheduler="local"))
+    assert job[0].startswith("Dask job on a LocalCluster started for the run")
+    assert "to start the LocalCluster" in job[-1]
 
 
 def test_rows_per_partition_and_analyze(pipeline, parts, flights_row_groups, client) -> None:
