@@ -36,8 +36,8 @@ from fastprep.runtime.levels import (
     Learned,
     check_fittable,
     fit_levels,
+    later_chains,
     learned_list,
-    level_targets,
 )
 from fastprep.runtime.partition_tasks import (
     Job,
@@ -120,7 +120,7 @@ def fit(
     job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
     shared = _shared(client, job)
-    kept = Kept(secrets.token_hex(8), later_inputs(plan))
+    kept = Kept(secrets.token_hex(8), later_chains(plan))
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
@@ -163,15 +163,6 @@ class Kept:
             with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
                 client.run(kept_values.drop, keys, on_error="ignore")
         self.holders.clear()
-
-
-def later_inputs(plan: LogicalPlan) -> tuple[tuple[int, str], ...]:
-    """The chains a pass after the first reads (a median's window pass, later levels)."""
-    levels = level_targets(plan)
-    chains = {(f, name) for targets in levels[1:] for f, name, *_ in targets}
-    chains |= {(f, name) for f, name, _, kind, _ in (levels[0] if levels else [])
-               if kind in ("summary", "order")}  # fmt: skip
-    return tuple(sorted(chains))
 
 
 def _fit_pass(
