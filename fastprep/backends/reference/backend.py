@@ -183,6 +183,18 @@ def chain_values(
     return values
 
 
+def chain_from(
+    feature: Feature, item: Input, values: np.ndarray, fitted: list[dict[str, Any]], upto: int,
+    repairs: Repairs,
+) -> np.ndarray:  # fmt: skip
+    """:func:`chain_values` from the input's values as :func:`input_values` gave them (a
+    feature without a ``GroupStats`` step): the same steps, without the table."""
+    for step, step_params in zip(feature.steps[:upto], fitted[:upto]):
+        if step.kind != "encoder":
+            values = apply_step(step, step_params, values, item.name, repairs)
+    return values
+
+
 def fit_step(step: Step, values: np.ndarray | TextColumn, what: str) -> dict[str, Any]:
     """What ``step`` learns from ``values`` (its fitted parameters)."""
     return REFERENCE.entry(step, "fit")(step, values, what)
