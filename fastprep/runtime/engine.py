@@ -178,8 +178,9 @@ def fit_transform(
             params = execute.fit_prepared(plan, prepared, backend)
             fit_report = execute.snapshot_fit_report(prepared)
             output = transform_fitted_rows(
-                plan, params, prepared, run.precision.compute_dtype, backend
-            )
+                plan, params, prepared, run.precision.compute_dtype, backend,
+                defer_quarantine=run.output_dir is not None,
+            )  # fmt: skip
             execute.apply_precision(output, run.precision)
     _record_anomaly_patterns(output)
     state = FittedState(plan, schema, params, backend, fit_report, profile, name=name)
@@ -192,7 +193,7 @@ def fit_transform(
 
 def transform_fitted_rows(
     plan: LogicalPlan, params: execute.Params, prepared: execute.Prepared, dtype: Any,
-    backend: str,
+    backend: str, *, defer_quarantine: bool = False,
 ) -> execute.Output:  # fmt: skip
     """X of the rows the fit has just learned from, in a ``fit_transform``.
 
@@ -201,7 +202,9 @@ def transform_fitted_rows(
     that gives its fit rows other values (``FIT_OUTPUT_DIFFERS``) is computed here: the
     prepared table of a fit carries the fit's target (``Table.fit_target``), from which
     such a step (target encoding) encodes these rows out of fold."""
-    return execute.transform_prepared(plan, params, prepared, dtype, backend)
+    return execute.transform_prepared(
+        plan, params, prepared, dtype, backend, defer_quarantine=defer_quarantine
+    )
 
 
 def _fit_transform_partitioned(
@@ -306,8 +309,9 @@ def _transform(
                     state.profile, prepared.table, drift_thresholds
                 )
         output = execute.transform_prepared(
-            plan, state.params, prepared, run.precision.compute_dtype, backend
-        )
+            plan, state.params, prepared, run.precision.compute_dtype, backend,
+            defer_quarantine=run.output_dir is not None,  # saved below: the writer builds it
+        )  # fmt: skip
         execute.apply_precision(output, run.precision, state.quantization)
     _record_anomaly_patterns(output)
     if run.output_dir is not None:  # it fitted in memory: the folder a cluster run writes
@@ -382,9 +386,7 @@ def validate_only(
     report.rows_out = prepared.table.n_rows
     report.rows_quarantined = len(prepared.quarantine)
     report.check_accounting()
-    report.anomaly_patterns = alerting.anomaly_patterns(
-        prepared.quarantine.to_frame(prepared.raw, prepared.row_offset)
-    )
+    report.anomaly_patterns = alerting.anomaly_patterns(prepared.quarantine.reason_arrays()[1])
     return report
 
 
@@ -411,7 +413,7 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
     """Patterns among the quarantined rows' reasons, in the report (none to look for, and
     no quarantine frame built, when no row was quarantined)."""
     if output.report.rows_quarantined:
-        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
+        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reason_texts())
 
 
 def _run_report(out: Any) -> Any:
