@@ -249,9 +249,20 @@ def decoded(table: pa.Table) -> pa.Table:
     values: what a conversion to pandas must see to give the file's own dtypes (strings,
     not categoricals). A dictionary the source itself holds stays one."""
     for i, field in enumerate(table.schema):
-        if field.metadata and READ_AS_DICTIONARY in field.metadata:
-            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
+        if read_as_dictionary(field):  # to the file's own string type
+            held = (
+                pa.large_string()
+                if field.metadata[READ_AS_DICTIONARY] == b"large_string"
+                else pa.string()
+            )
+            table = table.set_column(i, field.name, table.column(i).cast(held))
     return table
+
+
+def read_as_dictionary(field: pa.Field) -> bool:
+    """Whether ``field`` is a text column this module read as a dictionary (the file holds
+    plain strings)."""
+    return bool(field.metadata) and READ_AS_DICTIONARY in field.metadata
 
 
 def rows_as_read(raw: Raw, positions: np.ndarray) -> pd.DataFrame:
@@ -417,7 +428,8 @@ def text_dictionaries_only(table: pa.Table, handle: pq.ParquetFile) -> pa.Table:
         if not pa.types.is_dictionary(kind) or pa.types.is_dictionary(stored.field(name).type):
             continue
         if pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type):
-            field = table.schema.field(i).with_metadata({READ_AS_DICTIONARY: b"1"})
+            held = b"large_string" if pa.types.is_large_string(stored.field(name).type) else b""
+            field = table.schema.field(i).with_metadata({READ_AS_DICTIONARY: held or b"string"})
             table = table.set_column(i, field, table.column(i))
         else:
             table = table.set_column(i, name, table.column(i).cast(kind.value_type))
