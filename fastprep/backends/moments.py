@@ -388,3 +388,254 @@ def standardize_params(moments: Moments, what: str) -> dict[str, object]:
     constant = var <= count * _EPS * var + (count * mean * _EPS) ** 2
     scale = 1.0 if constant else float(np.sqrt(var))
     return {"mean": mean, "var": var, "scale": scale, "count": count, "constant": bool(constant)}
+
+
+# ---------------------------------------------------------------- per group
+
+
+@dataclass(frozen=True)
+class GroupMoments:
+    """Per group: the count of present values, the exact sum and sum of squares of the
+    finite ones (object arrays of Python integers, units as :class:`Moments`) and the
+    float sum of the infinite ones (0 without any; ±inf, or NaN for both signs)."""
+
+    count: np.ndarray
+    total: np.ndarray
+    squares: np.ndarray
+    infinite: np.ndarray
+
+    def mean(self) -> np.ndarray:
+        """Each group's mean rounded once from its exact sum (NaN for a group without
+        values; an infinite value's sign, or NaN, for a group holding one)."""
+        return self._ratio(self.total, self.count.astype(object) << -EMIN, self.infinite)
+
+    def variance(self) -> np.ndarray:
+        """Each group's population variance rounded once from its exact sums (NaN for a
+        group without values or holding an infinite value)."""
+        n = self.count.astype(object)
+        spread = n * self.squares - self.total * self.total
+        odd = np.where(self.infinite != 0, np.nan, 0.0)
+        return self._ratio(spread, (n * n) << (-2 * EMIN), odd)
+
+    def _ratio(
+        self, numerator: np.ndarray, denominator: np.ndarray, infinite: np.ndarray
+    ) -> np.ndarray:
+        out = np.full(len(self.count), np.nan)
+        live = np.flatnonzero((self.count > 0) & (infinite == 0))
+        if len(live):
+            out[live] = [_ratio(a, b) for a, b in zip(numerator[live], denominator[live])]
+        odd = np.flatnonzero((self.count > 0) & (infinite != 0))
+        out[odd] = infinite[odd]
+        return out
+
+
+def group_merge(parts: list[tuple[GroupMoments, np.ndarray]], n_groups: int) -> GroupMoments:
+    """The moments of ``n_groups`` groups from parts whose groups are ``at`` (distinct
+    indexes within a part): integer addition, so any order gives the same."""
+    count = np.zeros(n_groups, np.int64)
+    total, squares = _zeros(n_groups), _zeros(n_groups)
+    infinite = np.zeros(n_groups)
+    for part, at in parts:
+        count[at] += part.count
+        total[at] += part.total
+        squares[at] += part.squares
+        infinite[at] += part.infinite
+    return GroupMoments(count, total, squares, infinite)
+
+
+def _zeros(n: int) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    out[:] = 0
+    return out
+
+
+def group_moments(index: np.ndarray, values: np.ndarray, n_groups: int) -> GroupMoments:
+    """The :class:`GroupMoments` of ``values`` (float64, NaN = missing) by group index
+    (0 ... ``n_groups - 1``), vectorized with numpy (:func:`_group_sum`)."""
+    present = ~np.isnan(values)
+    g, x = (index[present], values[present]) if not present.all() else (index, values)
+    g = g.astype(np.int64, copy=False)
+    count = np.bincount(g, minlength=n_groups).astype(np.int64)
+    infinite = np.zeros(n_groups)
+    finite = np.isfinite(x)
+    if not finite.all():
+        infinite = np.bincount(g[~finite], x[~finite], minlength=n_groups)
+        g, x = g[finite], x[finite]
+    magnitude = np.abs(x)
+    # beyond these a square overflows or its rounding error underflows: summed per group
+    # by exact_sums, which scales them
+    extreme = (magnitude > _SQUARE_HIGH) | ((magnitude < _SQUARE_LOW) & (magnitude > 0.0))
+    total, squares = _zeros(n_groups), _zeros(n_groups)
+    if extreme.any():
+        for group in np.unique(g[extreme]):
+            total[group], squares[group] = exact_sums(x[extreme & (g == group)])
+        g, x = g[~extreme], x[~extreme]
+    if len(x):
+        most = int(np.bincount(g).max())
+        total += _group_sum(g, x, n_groups, most, -EMIN)
+        p, e = _dekker_square(x)
+        squares += _group_sum(g, p, n_groups, most, -2 * EMIN)
+        if e.any():
+            squares += _group_sum(g, e, n_groups, most, -2 * EMIN)
+    return GroupMoments(count, total, squares, infinite)
+
+
+def _dekker_square(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``p + e == x * x`` exactly (Veltkamp's split, Dekker's product)."""
+    p = x * x
+    t = x * 134217729.0  # 2**27 + 1
+    high = t - (t - x)
+    low = x - high
+    e = high * high - p
+    e += 2.0 * high * low
+    e += low * low
+    return p, e
+
+
+def _group_sum(g: np.ndarray, v: np.ndarray, n_groups: int, most: int, shift: int) -> np.ndarray:
+    """Per group, ``sum(v) * 2**shift`` exactly as Python integers (each must be one;
+    ``|v| < 2**990``; ``most``: the largest group's number of values).
+
+    As :func:`_float_sum`, for every group at once: each round rounds every value to a
+    grid ``2**q`` (exact), sums by group with ``np.bincount`` — exact, since a group's
+    pieces are integers times ``2**q`` whose sum stays below ``2**52`` — and goes on with
+    the exact remainders one grid lower."""
+    out = _zeros(n_groups)
+    top = float(np.max(np.abs(v)))
+    if top == 0.0:
+        return out
+    piece = 52 - most.bit_length()
+    q = max(math.frexp(top)[1] - piece, -1074)
+    rest = v
+    while True:
+        big = 1.5 * 2.0 ** (q + 52)
+        rounded = rest + big
+        rounded -= big
+        sums = np.bincount(g, rounded, minlength=n_groups)
+        out += _from_units(np.ldexp(sums, -q).astype(np.int64), q + shift)
+        rest = rest - rounded
+        if q == -1074 or not rest.any():
+            return out
+        q = max(q - piece, -1074)
+
+
+def _from_units(units: np.ndarray, scale: int) -> np.ndarray | int:
+    """``units * 2**scale`` as Python integers (0 when every unit is 0)."""
+    if not units.any():
+        return 0
+    assert scale >= 0, "a sum finer than its units"
+    return units.astype(object) * (1 << scale)
+
+
+#: rounds of grid pieces the compiled pass keeps per group (a value needing more, or more
+#: groups than :data:`_COMPILED_GROUPS`, takes the numpy pass: the same integers)
+_ROUNDS = 8
+_COMPILED_GROUPS = 1 << 18
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _finite_top(values):  # pragma: no cover - compiled
+    """The largest finite magnitude, and whether some value's square over- or underflows."""
+    top, small = 0.0, np.inf
+    for i in range(len(values)):
+        a = abs(values[i])
+        finite = a < np.inf  # NaN and inf compare False
+        top = a if finite and a > top else top
+        small = a if finite and 0.0 < a < small else small
+    extreme = top > 2.0**400 or small < 2.0**-400
+    return top, extreme
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _add_pieces(acc, bigs, g, rest):  # pragma: no cover - compiled
+    """``rest``'s pieces on the grids of ``bigs`` into ``acc[:, g]`` (False: too few)."""
+    r = 0
+    while rest != 0.0:
+        if r == acc.shape[0]:
+            return False
+        b = bigs[r]
+        piece = (rest + b) - b
+        acc[r, g] += piece
+        rest -= piece
+        r += 1
+    return True
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _group_pieces(index, values, count, low, high, infinite, sums, big_s, products, big_p,
+                  errors, big_e):  # pragma: no cover - compiled  # fmt: skip
+    """One pass: per group the count, extremes, infinite values' sum, and the grid pieces
+    of each finite value, of its square and of the square's rounding error (Dekker) in
+    ``[round, group]`` float64 sums (exact, as :func:`_group_sum`'s); False when a value
+    needs more rounds than the arrays hold."""
+    for i in range(len(index)):
+        x = values[i]
+        if x != x:
+            continue
+        g = index[i]
+        count[g] += 1
+        if x < low[g]:
+            low[g] = x
+        if x > high[g]:
+            high[g] = x
+        if abs(x) == np.inf:
+            infinite[g] += x
+            continue
+        p = x * x
+        t = x * 134217729.0
+        hi = t - (t - x)
+        lo = x - hi
+        e = hi * hi - p
+        e += 2.0 * hi * lo
+        e += lo * lo
+        if not (_add_pieces(sums, big_s, g, x) and _add_pieces(products, big_p, g, p)
+                and _add_pieces(errors, big_e, g, e)):  # fmt: skip
+            return False
+    return True
+
+
+def _grids(emax: int, piece: int) -> np.ndarray:
+    """The first :data:`_ROUNDS` grid exponents for values below ``2**emax``."""
+    out, q = [], max(emax - piece, -1074)
+    for _ in range(_ROUNDS):
+        out.append(q)
+        q = max(q - piece, -1074)
+    return np.array(out, dtype=np.int64)
+
+
+def _from_rounds(acc: np.ndarray, grids: np.ndarray, shift: int) -> np.ndarray:
+    out = _zeros(acc.shape[1])
+    for sums, q in zip(acc, grids):
+        out += _from_units(np.ldexp(sums, -int(q)).astype(np.int64), int(q) + shift)
+    return out
+
+
+def compiled_group_moments(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:
+    """:func:`group_moments` in one compiled pass over the rows, with each group's min and
+    max (±inf for a group without values); None when the values need the numpy pass
+    (magnitudes whose squares leave float64's range, very many groups or rounds)."""
+    if n_groups > _COMPILED_GROUPS:
+        return None
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    top, extreme = _finite_top(values)
+    if extreme:
+        return None
+    emax = math.frexp(top)[1] if top else 0
+    piece = 52 - max(len(values), 1).bit_length()  # no group has more values than rows
+    grids = (_grids(emax, piece), _grids(2 * emax, piece), _grids(2 * emax - 53, piece))
+    bigs = [1.5 * np.exp2(q.astype(np.float64) + 52) for q in grids]
+    count = np.zeros(n_groups, np.int64)
+    low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+    infinite = np.zeros(n_groups)
+    sums, products, errors = (np.zeros((_ROUNDS, n_groups)) for _ in range(3))
+    done = _group_pieces(np.ascontiguousarray(index, dtype=np.int64), values, count, low,
+                         high, infinite, sums, bigs[0], products, bigs[1], errors, bigs[2])  # fmt: skip
+    if not done:
+        return None
+    total = _from_rounds(sums, grids[0], -EMIN)
+    squares = _from_rounds(products, grids[1], -2 * EMIN) + _from_rounds(
+        errors, grids[2], -2 * EMIN
+    )
+    return GroupMoments(count, total, squares, infinite), low, high
