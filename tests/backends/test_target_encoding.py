@@ -207,26 +207,6 @@ def test_cli_run_cross_fits_the_fitted_rows(flights_sample, tmp_path) -> None:
     assert manifest["feature_names"] == ["carrier:target", "dest:target"]
 
 
-def test_cli_run_on_a_scheduler_is_refused_before_connecting(tmp_path) -> None:
-    """On a cluster the run would fit, then transform: not the fit_transform it must be."""
-    pipeline_file = tmp_path / "te.py"
-    pipeline_file.write_text(
-        "import fastprep as fp\n"
-        "pipeline = fp.Pipeline(fp.Schema({'arr_delay': fp.Float(nullable=True), "
-        "'carrier': fp.Category()}), [fp.col('carrier') >> fp.TargetEncode()], "
-        "target='arr_delay')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "fastprep", "run", str(pipeline_file), "--input",
-         str(REPO / "data_samples" / "flights.parquet"), "--output", str(tmp_path / "out"),
-         "--scheduler", "tcp://127.0.0.1:9"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    assert done.returncode != 0
-    assert "TargetEncode() on 'carrier'" in done.stderr and "fit" in done.stderr
-    assert not (tmp_path / "out").exists()
-
-
 @pytest.mark.parametrize("seed", [0, 1, 13])
 @pytest.mark.parametrize("n", [50, 1_001, 20_000])
 def test_folds_are_scikit_learns(seed, n) -> None:
