@@ -265,7 +265,7 @@ def fold_table(
     fold, the encoding of every category seen at fit (sorted, as the fitted state's) and
     of missing (``missing``: per fold, NaN when no fitted row was missing)."""
     y = _require_target(target, len(values), what)
-    slots, categories, numeric = _shared_slots(values, target)
+    slots, categories, numeric = _shared_slots(values, target, last_use=True)
     n_slots = len(categories) + 1
     encodings = fold_encodings(step, slots, y, folds_for(step, target, what), n_slots)
     counts = np.bincount(slots, minlength=n_slots)
