@@ -251,6 +251,20 @@ def test_definition_errors(features, fragment) -> None:
         fp.Pipeline(SCHEMA, features)
 
 
+def test_a_step_that_cannot_take_tags_is_refused_naming_the_column() -> None:
+    """A list of tags is no group key: refused when the feature is written (``Tags``) or
+    when the pipeline is defined (a ``ListOf`` column), naming the column and the step."""
+    with pytest.raises(PipelineDefinitionError, match=r"GroupStats\('distance'.*'route_carriers' is "
+                       r"multi-valued"):  # fmt: skip
+        fp.Tags("route_carriers", sep=";") >> fp.GroupStats("distance")
+    with pytest.raises(PipelineDefinitionError, match=r"'route_list' is multi-valued.*"
+                       r"GroupStats\('distance'"):  # fmt: skip
+        fp.Pipeline(SCHEMA, [fp.cols("route_list") >> fp.GroupStats("distance")])
+    with pytest.raises(PipelineDefinitionError, match=r"'route_list'.*GroupStats|GroupStats.*"
+                       r"'route_list'"):  # fmt: skip
+        fp.Pipeline(SCHEMA, [fp.cols("distance") >> fp.GroupStats("route_list")])
+
+
 def test_tags_separator_is_checked() -> None:
     with pytest.raises(PipelineDefinitionError, match="separator"):
         fp.Tags("route_carriers", sep="")
