@@ -660,6 +660,24 @@ def _grids(emax: int, piece: int) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
+def grouped(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[GroupMoments, np.ndarray | None, np.ndarray | None]:
+    """The :class:`GroupMoments` by the compiled pass or numpy's, whichever the planner
+    predicts faster (helper family ``moments``, as :func:`sums_of`; the same integers
+    either way); with each group's min and max when the compiled pass ran."""
+    loaded = numba_loaded(_group_pieces)
+    # the disk cache is looked at only when Numba could be chosen (it is a file read)
+    cached = loaded or (
+        (numba_imported() or job_imports_numba(len(values))) and numba_cached(_group_pieces)
+    )
+    if kernel_path("moments", len(values), cached=cached, loaded=loaded) == "numba":
+        found = compiled_group_moments(index, values, n_groups)
+        if found is not None:
+            return found
+    return group_moments(index, values, n_groups), None, None
+
+
 def compiled_group_moments(
     index: np.ndarray, values: np.ndarray, n_groups: int
 ) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:

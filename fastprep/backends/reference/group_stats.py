@@ -161,7 +161,7 @@ def group_statistics(
     empty = count == 0
     out: dict[str, np.ndarray] = {"count": count}
     if "mean" in stats or "std" in stats:
-        out.update(exact_statistics(moments.group_moments(g, x, n_groups)))
+        out.update(exact_statistics(moments.grouped(g, x, n_groups)[0]))
     if "median" in stats:
         out.update(sorted_statistics(g, x, n_groups))
     elif "min" in stats or "max" in stats:
@@ -315,12 +315,14 @@ def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
     """Per group: the exact moments, the min and the max (±inf without values)."""
-    present = ~np.isnan(values)
-    g, x = index[present], values[present]
-    low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
-    np.minimum.at(low, g, x)
-    np.maximum.at(high, g, x)
-    return moments.group_moments(g, x, n_groups), low, high
+    found, low, high = moments.grouped(index, values, n_groups)
+    if low is None or high is None:
+        present = ~np.isnan(values)
+        g, x = index[present], values[present]
+        low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+        np.minimum.at(low, g, x)
+        np.maximum.at(high, g, x)
+    return found, low, high
 
 
 def _union_levels(parts: list[list[Levels]], n_keys: int) -> list[Levels]:
