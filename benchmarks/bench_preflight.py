@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-#: generated data, shared with bench_distributed.py's default cache
+#: generated data (bench_cluster.py keeps its own under benchmarks/results/data)
 CACHE = Path(tempfile.gettempdir()) / "fastprep-bench"
 
 

@@ -100,6 +100,9 @@ class Pipeline:
         analyze: bool = False,
         backend: str = "auto",
         memory_budget: int | str | None = None,
+        client: Any = None,
+        scheduler: str | None = None,
+        rows_per_partition: int | None = None,
     ) -> str:
         """The plan as a tree at a named stage: ``"logical"`` (as declared) or
         ``"optimized"`` (after the passes: folded expressions, simplified steps, fused
@@ -110,6 +113,12 @@ class Pipeline:
         adds the measured seconds per stage next to the predictions (like EXPLAIN ANALYZE).
         The memory pre-flight comes first (rows, bytes, cardinality sketches vs
         ``memory_budget``, and what it decided); a run it would refuse is not attempted.
+
+        For a cluster source (``client`` or ``scheduler`` given, or a path of several
+        partitions of ``rows_per_partition`` rows) it shows the Dask job: its partitions, its
+        passes with the statistics each collects, and each pass's predicted time from the
+        planner's Dask cost model (with ``client``/``scheduler``, instead of the in-memory
+        plan: the workers read the source, not this process).
         """
         if isinstance(source, str) and not any(c in source for c in "./*\\"):
             stage, source = source, None  # explain("logical"): a stage name, positionally
@@ -129,7 +138,9 @@ class Pipeline:
         from fastprep.runtime.explain import explain_source
 
         return text + "\n" + explain_source(optimized, self._fit_schema(), source, analyze=analyze,
-                                            backend=backend, memory_budget=memory_budget)  # fmt: skip
+                                            backend=backend, memory_budget=memory_budget,
+                                            client=client, scheduler=scheduler,
+                                            rows_per_partition=rows_per_partition)  # fmt: skip
 
     def fit(
         self,

@@ -1,5 +1,5 @@
 """The flights pipeline hand-written with dask.dataframe + dask-ml, as a competent Dask user
-would write it (the competitor of ``benchmarks/bench_distributed.py``).
+would write it (the competitor of ``benchmarks/bench_cluster.py``).
 
 - read the Parquet file lazily, one partition per row group, only the needed columns;
 - drop the rows without a target (what fastprep's schema quarantines on this data);

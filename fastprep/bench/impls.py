@@ -2,7 +2,7 @@
 
 Extension point: :func:`register_implementation`. ``"dask-ml"`` is not one of this
 single-machine comparison's competitors (it runs on a Dask cluster, in
-``benchmarks/bench_distributed.py``): asking for it raises ``NotImplementedError`` saying so
+``benchmarks/bench_cluster.py``): asking for it raises ``NotImplementedError`` saying so
 instead of silently skipping it.
 """
 
@@ -33,7 +33,7 @@ _REGISTRY: dict[str, Implementation] = {}
 #: names that are not competitors here: asking for one explains where it is compared
 ELSEWHERE: dict[str, str] = {
     "dask-ml": "dask-ml runs on a Dask cluster: it is compared in "
-    "benchmarks/bench_distributed.py; to time it here, register it with "
+    "benchmarks/bench_cluster.py; to time it here, register it with "
     "fastprep.bench.impls.register_implementation(Implementation('dask-ml', ...))",
 }
 

@@ -329,6 +329,12 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--analyze", action="store_true", help="also run it: measured times")
     _backend_option(explain)
     explain.add_argument("--memory-budget", help="the pre-flight's budget, e.g. 2GB")
+    explain.add_argument(
+        "--scheduler",
+        help="the Dask job on that cluster (tcp://host:8786, or 'local'): partitions, passes "
+        "and predicted time per pass",
+    )  # fmt: skip
+    explain.add_argument("--rows-per-partition", type=int, help="rows per Dask partition")
     explain.add_argument("--debug", action="store_true", help="show tracebacks")
     explain.set_defaults(handler=_explain)
     calibrate = sub.add_parser(
@@ -380,7 +386,8 @@ def _explain(args: argparse.Namespace) -> int:
             f"explain --analyze needs --input SRC ({args.pipeline} names no sample=)"
         )
     print(pipeline.explain(source, stage=args.stage, analyze=args.analyze, backend=args.backend,
-                           memory_budget=args.memory_budget))  # fmt: skip
+                           memory_budget=args.memory_budget, scheduler=args.scheduler,
+                           rows_per_partition=args.rows_per_partition))  # fmt: skip
     if source is None and args.stage == "optimized":
         print("(no --input and no sample= in the pipeline file: backends per stage not planned)")
     return 0

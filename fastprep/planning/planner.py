@@ -76,13 +76,25 @@ class CostProfile:
     memory_working_copies: float = 4.7
     #: a whole in-process fit + transform per row (read, validate, every stage, emit:
     #: 1.1-1.3 s of CPU at 1M flights rows on numpy paths, 3.0 s at 3.4M on Numba's, 2-core
-    #: VM, 2026-12-05), against Dask: starting a LocalCluster, the fixed cost of one
-    #: partition task, and a row's cost on one worker thread (the fit's extra passes
-    #: re-read each partition)
+    #: VM, 2026-12-05)
     run_row_seconds: float = 1.0e-6
-    dask_cluster_start_seconds: float = 3.0
-    dask_task_seconds: float = 0.05
-    dask_row_seconds: float = 9.0e-6
+    #: the Dask job's cost model (:func:`dask_job_seconds`, ``docs/distributed.md`` "Cost
+    #: model"): starting a LocalCluster, then the client's fixed work (partition planning,
+    #: merges, manifest), and per pass a partition task's fixed cost on its worker, the
+    #: scheduler's (serial) cost per task and a row's cost on one worker thread. Fitted by
+    #: ``benchmarks/fit_cluster_model.py`` to 30 runs of ``benchmarks/bench_cluster.py``
+    #: (``benchmarks/cluster_runs/``;
+    #: flights, 336,776-3,367,760 rows, 1-14 tasks per pass, 1 and 2 workers; 2-core VM,
+    #: 2026-12-05): the fixed costs fitted to 0 there, every per-task cost landing on the
+    #: serial term (on 2 shared cores the two cannot be told apart; the scheduler + client
+    #: process measured 0.004-0.026 s of CPU per task). The cluster's start: a 2-worker
+    #: LocalCluster plus its first job (20,000 rows: the workers' imports and kernel loads)
+    #: took 2.8 and 5.6 s in two runs
+    dask_cluster_start_seconds: float = 4.0
+    dask_job_seconds: float = 0.0
+    dask_task_seconds: float = 0.0
+    dask_scheduler_task_seconds: float = 0.017
+    dask_row_seconds: float = 6.7e-7
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
@@ -99,6 +111,29 @@ class CostProfile:
                     f"cost profile: {key} must be a non-negative number, got {value!r}"
                 )
         return cls(**values)
+
+
+def dask_pass_seconds(profile: CostProfile, rows: int, tasks: int, workers: int) -> float:
+    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks on ``workers``
+    single-threaded workers: the tasks' fixed and per-row costs shared by the workers that
+    have a task, the scheduler's per-task cost not (it is one process)."""
+    parallel = max(1, min(workers, tasks))
+    return (tasks * profile.dask_task_seconds + rows * profile.dask_row_seconds) / parallel + (
+        tasks * profile.dask_scheduler_task_seconds
+    )
+
+
+def dask_job_seconds(
+    profile: CostProfile, rows: int, tasks: int, workers: int, passes: int, start: bool = False
+) -> float:
+    """A Dask job of ``passes`` passes (the fit's and the transform's) on a running cluster,
+    plus the LocalCluster's start when ``start``."""
+    started = profile.dask_cluster_start_seconds if start else 0.0
+    return (
+        started
+        + profile.dask_job_seconds
+        + passes * dask_pass_seconds(profile, rows, tasks, workers)
+    )
 
 
 def profile_path() -> Path:

@@ -5,35 +5,159 @@ pre-flight's lines come first; a run it would refuse, or would not run in memory
 there. Otherwise the source is read and validated and the planner's choice per stage is
 listed; ``analyze=True`` runs fit + transform too and adds the measured seconds per stage
 next to the predictions (like EXPLAIN ANALYZE).
+
+For a cluster source (a ``client=`` or ``scheduler=`` given, or a source of several
+partitions) it also shows how the Dask job would run: its partitions, its passes with the
+statistics each collects, and each pass's predicted time from the planner's Dask cost model.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
-from fastprep.data.sources import Source, collect_once
+from fastprep.data.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, source_size
+from fastprep.data.sources import Source, collect_once, is_path
+from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.planning.planner import load_profile
+from fastprep.planning.planner import (
+    CostProfile,
+    dask_job_seconds,
+    dask_pass_seconds,
+    load_profile,
+)
 from fastprep.runtime import execute, preflight
+
+#: what a fit pass's task returns per fitted step, by the step's partial kind
+COLLECTS = {
+    "moments": "count, exact sums, min, max",
+    "summary": "median summary (exact order statistics at known ranks)",
+    "order": "percentile summaries (exact order statistics at known ranks)",
+    "unfilled": "moments of the present values (folded into the fill)",
+    "vocabulary": "distinct values with counts",
+    "values": "the present values (gathered on the client)",
+    "groups": "per-group partial statistics",
+    "target": "per-category target sums and counts",
+    "window": "counts below and values inside the median's window",
+    "windows": "counts below and values inside each percentile's window",
+}
 
 
 def explain_source(
     plan: LogicalPlan, schema: Schema, source: Source, *, analyze: bool = False,
-    backend: str = "auto", memory_budget: int | str | None = None,
+    backend: str = "auto", memory_budget: int | str | None = None, client: Any = None,
+    scheduler: str | None = None, rows_per_partition: int | None = None,
 ) -> str:  # fmt: skip
-    """The pre-flight's lines, then (for a run in memory) the backends per stage."""
+    """The pre-flight's lines, then the Dask job (for a cluster source: see the module
+    doc), then (for a run in memory, and not on a cluster named) the backends per stage."""
     from fastprep.runtime.levels import count_order_targets, count_passes
 
+    on_cluster = client is not None or scheduler not in (None, "off")
+    if analyze and on_cluster:
+        raise PipelineDefinitionError(
+            "explain(analyze=True) runs in this process: run the job on the cluster for its "
+            "measured times (report.stages, the progress callback's passes)"
+        )
+    if on_cluster:  # the source is read by the workers: not in this process
+        if not is_path(source):
+            return (f"Dask job: a {type(source).__name__} source is not planned here (a dask "
+                    "DataFrame's partitions are its own; anything else: write it to Parquet)")  # fmt: skip
+        specs = plan_partitions(source, rows_per_partition or ROWS_PER_PARTITION)
+        return explain_cluster(plan, source, specs, client, scheduler)
+    path = source
     source = collect_once(source, schema.read_columns(plan.columns))
     pre = preflight.run_preflight(plan, schema, source, budget=memory_budget,
                                   whole_output=False, passes=count_passes(plan),
                                   order_statistics=count_order_targets(plan))  # fmt: skip
     text = "\n".join(pre.lines())
+    if pre.execution == "dask" and is_path(path):  # the pre-flight starts a local cluster
+        specs = plan_partitions(path, pre.rows_per_partition or ROWS_PER_PARTITION)
+        text += "\n" + explain_cluster(plan, path, specs, None, "local")
     if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
         return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
     return text + "\n" + _backends(plan, schema, source, analyze, backend)
+
+
+def explain_cluster(
+    plan: LogicalPlan, source: Source, specs: list[PartitionSpec], client: Any = None,
+    scheduler: str | None = None, profile: CostProfile | None = None,
+) -> str:  # fmt: skip
+    """The Dask job on ``specs``: partitions, each pass with what its tasks collect, and
+    the predicted seconds per pass (:func:`fastprep.planning.planner.dask_pass_seconds`)."""
+    from fastprep.runtime.levels import level_targets
+
+    profile = profile or load_profile()
+    workers, where = _workers(client, scheduler)
+    known = [s.n_rows for s in specs if s.n_rows is not None]
+    rows = sum(known) if len(known) == len(specs) else source_size(source).n_rows
+    tasks = len(specs)
+    largest = max(known, default=0)
+    passes: list[tuple[str, str, list[str]]] = []
+    if len(known) != len(specs):
+        passes.append(("count rows", "read", ["rows per CSV file (row ids need the offsets)"]))
+    for level, targets in enumerate(level_targets(plan)):
+        passes.append((f"fit level {level}", "read + validate", _collects(plan, targets)))
+        order = [t for t in targets if t[3] in ("summary", "order")]
+        if order:
+            windows = [(*t[:3], "window" if t[3] == "summary" else "windows", None) for t in order]
+            passes.append((f"fit level {level} median", "read + validate",
+                           _collects(plan, windows)))  # fmt: skip
+    if not any(name.startswith("fit") for name, _, _ in passes):
+        passes.append(("fit level 0", "read + validate", ["the findings only (nothing fitted)"]))
+    passes.append(("transform", "read + validate", [f"{tasks} shard(s) written or gathered"]))
+    one = dask_pass_seconds(profile, rows, tasks, workers)
+    total = dask_job_seconds(profile, rows, tasks, workers, len(passes))
+    size = f"up to {largest:,} rows each" if known else "sizes counted by a first pass"
+    parallel = min(workers, tasks)
+    lines = [
+        f"Dask job on {where}, {workers} worker thread(s): {tasks} partition(s) of {rows:,} "
+        f"rows ({size}); {len(passes)} pass(es), one task per partition in each",
+    ]
+    shown = specs if len(specs) <= 4 else [*specs[:2], None, specs[-1]]
+    for spec in shown:
+        counted = "rows counted by the job" if spec is None or spec.n_rows is None else (
+            f"{spec.n_rows:,} rows")  # fmt: skip
+        lines.append("│  …" if spec is None else f"│  {spec.describe()}: {counted}")
+    for name, read, collects in passes:
+        lines.append(f"├─ {name}: {read} {tasks} partition(s), predicted {one:.2f} s")
+        lines += [f"│    {line}" for line in collects]
+    lines.append(
+        f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "
+        f"the client + per pass ({tasks} tasks x {profile.dask_task_seconds:.3f} s + {rows:,} "
+        f"rows x {profile.dask_row_seconds:.2e} s) / {parallel} + {tasks} tasks x "
+        f"{profile.dask_scheduler_task_seconds:.4f} s on the scheduler ({profile.source} cost "
+        "profile; docs/distributed.md)"
+    )
+    if client is None and scheduler in (None, "local"):
+        lines[-1] += f"; + {profile.dask_cluster_start_seconds:.1f} s to start the LocalCluster"
+    return "\n".join(lines)
+
+
+def _collects(plan: LogicalPlan, targets: list[Any]) -> list[str]:
+    """What a pass's tasks return, per fitted step and input."""
+    out = []
+    for f, name, position, kind, _ in targets:
+        step = plan.features[f].steps[position]
+        out.append(f"{step.describe()} on {name!r}: {COLLECTS.get(kind, kind)}")
+    return out or ["the findings only (nothing fitted)"]
+
+
+def _workers(client: Any, scheduler: str | None) -> tuple[int, str]:
+    """Worker threads and where they are: the client's cluster, the scheduler named, or
+    the LocalCluster ``scheduler="local"`` would start (one single-threaded worker per core)."""
+    from fastprep.runtime.cluster.local import LOCAL, connect, local_workers
+
+    if client is None and scheduler not in (None, LOCAL):
+        with connect(scheduler) as (connected, where):
+            return max(1, sum(connected.nthreads().values())), where
+    if client is not None:
+        return max(1, sum(client.nthreads().values())), f"the cluster at {client.scheduler.address}"
+    where = "a LocalCluster started for the run" if scheduler == LOCAL else (
+        "a LocalCluster (scheduler='local')")  # fmt: skip
+    return local_workers(), where
 
 
 def _backends(

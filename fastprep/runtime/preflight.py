@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,7 +57,12 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform
-from fastprep.planning.planner import NUMBA_JOB_ROW_SAVING, CostProfile, load_profile
+from fastprep.planning.planner import (
+    NUMBA_JOB_ROW_SAVING,
+    CostProfile,
+    dask_job_seconds,
+    load_profile,
+)
 from fastprep.planning.sketch import HyperLogLog
 from fastprep.runtime.aggregates import partial_kind
 
@@ -602,6 +608,9 @@ DASK_NANNY_BYTES = 100 * 10**6
 #: a streamed run's time per row and pass, as a fraction of ``run_row_seconds``: each
 #: extra fit pass re-reads and re-validates its partitions
 STREAM_PASS_FRACTION = 0.35
+#: how much faster a local Dask cluster must be predicted than the best in-process option
+#: to be started unasked (the cost model's largest error on the runs it was fitted to)
+LOCAL_CLUSTER_MARGIN = 1.6
 #: a partitioned fit's passes when the caller does not say (a level of moments + a median)
 DEFAULT_PASSES = 2
 #: partitions smaller than this cost more in per-partition overhead than they save
@@ -765,27 +774,26 @@ def _options(
     out = [Option("in-memory", base + RUN_FIXED_BYTES + working + x_bytes + fitting,
                   n * profile.run_row_seconds, gathered_bytes=fitting)]  # fmt: skip
 
-    def partitioned(name: str, fixed: int, workers: int, start: float, task: float,
-                    row: float, impossible: str | None = None) -> Option:  # fmt: skip
+    def partitioned(name: str, fixed: int, workers: int, seconds_of: Callable[[int], float],
+                    impossible: str | None = None) -> Option:  # fmt: skip
         room = (usable - fixed - frame) / workers - RUN_FIXED_BYTES
         rows = int(min(ROWS_PER_PARTITION, max(room / max(per_row, 1), MIN_PARTITION_ROWS)))
         rows = max(rows, smallest)
         parts, largest = _planned(source, rows) or (max(1, math.ceil(n / rows)), rows)
         peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(largest, n) * per_row))
-        seconds = start + parts * task + n * row / min(workers, parts)
-        return Option(name, int(peak), seconds, rows, parts, impossible,
+        return Option(name, int(peak), seconds_of(parts), rows, parts, impossible,
                       gathered_bytes=gather)  # fmt: skip
 
     stream_row = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * passes)
-    streamed = partitioned("streamed in this process", base + gather, 1, 0.0, 0.02,
-                           stream_row)  # fmt: skip
+    streamed = partitioned("streamed in this process", base + gather, 1,
+                           lambda parts: parts * 0.02 + n * stream_row)  # fmt: skip
     if kept_per_row and passes > 1:
         # the values behind the order statistics kept from the first pass (one read
         # fewer), when that leaves the partitions at least half their size
         kept = int(kept_per_row * n)
         faster = profile.run_row_seconds * (1 + STREAM_PASS_FRACTION * (passes - 1))
-        keeping = partitioned("streamed in this process", base + gather + kept, 1, 0.0, 0.02,
-                              faster)  # fmt: skip
+        keeping = partitioned("streamed in this process", base + gather + kept, 1,
+                              lambda parts: parts * 0.02 + n * faster)  # fmt: skip
         if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
             streamed = replace(keeping, kept_bytes=kept)
     out.append(streamed)
@@ -793,16 +801,19 @@ def _options(
     why = None if distributable else "Dask partitions are off or not installed"
     if why is None and not is_path(source):
         why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"
+    # the fit's passes and the transform's, each a task per partition (the cost model of
+    # docs/distributed.md)
+    job_passes = passes + (0 if fit_only else 1)
     if cluster == "external":  # its processes are the cluster's machines', not this one's
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
-                               0.0, profile.dask_task_seconds, profile.dask_row_seconds,
+                               lambda parts: dask_job_seconds(profile, n, parts, 1, job_passes),
                                why))  # fmt: skip
         return out
     dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
         DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
-                           profile.dask_cluster_start_seconds, profile.dask_task_seconds,
-                           profile.dask_row_seconds, why))  # fmt: skip
+                           lambda parts: dask_job_seconds(profile, n, parts, workers, job_passes,
+                                                          start=True), why))  # fmt: skip
     return out
 
 
@@ -848,7 +859,15 @@ def _execution_decision(
             + hint, refuse=True))  # fmt: skip
         return
     memory = options[0]
+    in_process = [o for o in feasible if not o.name.startswith("local Dask")]
     best = min(feasible, key=lambda o: o.seconds)
+    if not cluster and in_process and best not in in_process:
+        # a cluster started on this machine, unasked, must win by more than the Dask cost
+        # model's error (fitted to 2 shared cores: up to 54% off), else one process does
+        # the job with nothing started and nothing moved between processes
+        fastest_here = min(in_process, key=lambda o: o.seconds)
+        if best.seconds * LOCAL_CLUSTER_MARGIN > fastest_here.seconds:
+            best = fastest_here
     if cluster and best is not memory and options[2] in feasible:
         best = options[2]
     result.chosen = best

@@ -120,5 +120,5 @@ def test_bench_subcommand_registers_with_a_handler() -> None:
 
 
 def test_dask_ml_is_named_not_silently_missing() -> None:
-    with pytest.raises(NotImplementedError, match=r"bench_distributed\.py"):
+    with pytest.raises(NotImplementedError, match=r"bench_cluster\.py"):
         impls.get("dask-ml")

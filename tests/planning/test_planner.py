@@ -232,3 +232,19 @@ def test_compile_ledger_survives_concurrent_threads(tmp_path, monkeypatch) -> No
     saved = json.loads((tmp_path / "kernels" / "forgone.json").read_text())
     assert all(f"t{n}-39" in saved for n in range(6))
     assert list(tmp_path.joinpath("kernels").glob("*.tmp*")) == []
+
+
+def test_dask_cost_model_shares_tasks_and_rows_but_not_the_scheduler() -> None:
+    profile = planner.CostProfile(
+        dask_cluster_start_seconds=3.0, dask_job_seconds=0.5, dask_task_seconds=0.1,
+        dask_scheduler_task_seconds=0.01, dask_row_seconds=1e-6,
+    )  # fmt: skip
+    # 8 tasks of 1M rows in all on 2 workers: (8 x 0.1 + 1.0) / 2 + 8 x 0.01
+    assert planner.dask_pass_seconds(profile, 1_000_000, 8, 2) == pytest.approx(0.98)
+    # more workers than tasks: only the tasks' workers are busy
+    assert planner.dask_pass_seconds(profile, 1_000_000, 1, 4) == pytest.approx(1.11)
+    # a job: the client's fixed work, then each pass; the LocalCluster's start when asked
+    three = planner.dask_job_seconds(profile, 1_000_000, 8, 2, passes=3)
+    assert three == pytest.approx(0.5 + 3 * 0.98)
+    started = planner.dask_job_seconds(profile, 1_000_000, 8, 2, passes=3, start=True)
+    assert started == pytest.approx(three + 3.0)

@@ -1,0 +1,132 @@
+"""Fit the Dask job's cost model (``docs/distributed.md``) to ``bench_cluster.py --json`` runs.
+
+    python benchmarks/fit_cluster_model.py --from benchmarks/results/cluster*.json
+
+The model, for ``N`` single-threaded workers, ``R`` rows, ``T`` partition tasks per pass and
+``P`` passes (the fit's and the transform's), ``n = min(N, T)`` workers busy::
+
+    wall = job + P * (T * task / n + R * row / n + T * scheduler)
+
+``job``: the client's fixed work (partition planning from footers, the merges between
+passes, the manifest); ``task``: a partition task's fixed cost on its worker; ``row``: a row's
+cost in one pass on one worker thread; ``scheduler``: the scheduler's (one process, serial)
+cost per task. Fitted by non-negative least squares on every cluster run (not the medians),
+each weighted by 1 / its wall time, so the relative error is what is minimized and the small
+runs (which pin ``task`` and ``scheduler``: up to 14 tasks on 336,776 rows) count as much as the
+large ones (which pin ``row``). Prints the constants (as the planner's ``CostProfile`` fields),
+the predicted vs measured medians, and where adding a worker stops paying (the first ``N``
+whose next worker gains < 10%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+NAMES = ("dask_job_seconds", "dask_task_seconds", "dask_row_seconds", "dask_scheduler_task_seconds")
+WORKERS = {"1w": 1, "2w": 2}
+#: a marginal worker that gains less than this fraction of the wall time is not worth it
+MARGINAL_GAIN = 0.10
+
+
+def _features(rows: int, tasks: int, workers: int, passes: int) -> list[float]:
+    busy = max(1, min(workers, tasks))
+    return [1.0, passes * tasks / busy, passes * rows / busy, passes * tasks]
+
+
+def observations(files: list[Path]) -> list[dict[str, Any]]:
+    """One record per cluster run of fastprep: rows, tasks per pass, workers, passes, wall."""
+    out = []
+    for file in files:
+        for point in json.loads(file.read_text())["points"]:
+            for config, runs in point["runs"].items():
+                if config not in WORKERS:
+                    continue
+                for run in runs:
+                    passes = len(run["pass_seconds"])
+                    out.append({"rows": point["rows"], "partition": point["partition"],
+                                "config": config, "workers": WORKERS[config], "passes": passes,
+                                "tasks": run["tasks"] // passes, "seconds": run["seconds"]})  # fmt: skip
+    return out
+
+
+def fit(obs: list[dict[str, Any]]) -> dict[str, float]:
+    from scipy.optimize import nnls
+
+    A = np.array([_features(o["rows"], o["tasks"], o["workers"], o["passes"]) for o in obs])
+    b = np.array([o["seconds"] for o in obs])
+    weights = 1.0 / b
+    solution, _ = nnls(A * weights[:, None], b * weights)
+    return dict(zip(NAMES, (float(x) for x in solution), strict=True))
+
+
+def predict(c: dict[str, float], rows: int, tasks: int, workers: int, passes: int) -> float:
+    return float(np.dot(_features(rows, tasks, workers, passes), [c[n] for n in NAMES]))
+
+
+def scaling_stops(c: dict[str, float], rows: int, tasks: int, passes: int) -> int:
+    """The first N whose next worker shortens the wall time by less than 10%."""
+    n = 1
+    while n < 10_000:
+        now, more = predict(c, rows, tasks, n, passes), predict(c, rows, tasks, n + 1, passes)
+        if now - more < MARGINAL_GAIN * now:
+            return n
+        n += 1
+    return n
+
+
+def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
+    groups: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
+    for o in obs:
+        groups.setdefault((o["rows"], o["partition"], o["config"]), []).append(o)
+    lines = ["| rows | partition rows | tasks per pass | workers | measured median (runs) | "
+             "predicted | error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for (rows, partition, _), runs in sorted(groups.items()):
+        first = runs[0]
+        measured = statistics.median(r["seconds"] for r in runs)
+        predicted = predict(c, rows, first["tasks"], first["workers"], first["passes"])
+        each = ", ".join(f"{r['seconds']:.2f}" for r in runs)
+        lines.append(f"| {rows:,} | {partition:,} | {first['tasks']} | {first['workers']} | "
+                     f"{measured:.2f} s ({each}) | {predicted:.2f} s | "
+                     f"{(predicted - measured) / measured:+.0%} |")  # fmt: skip
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from", dest="files", nargs="+", required=True, type=Path)
+    parser.add_argument("--partition", type=int, nargs="+", default=[500_000, 1_000_000],
+                        help="rows per partition of the scaling predictions")  # fmt: skip
+    args = parser.parse_args()
+    obs = observations(args.files)
+    if len(obs) < len(NAMES):
+        raise SystemExit(f"{len(obs)} cluster runs: the model has {len(NAMES)} constants")
+    constants = fit(obs)
+    errors = [abs(predict(constants, o["rows"], o["tasks"], o["workers"], o["passes"])
+                  - o["seconds"]) / o["seconds"] for o in obs]  # fmt: skip
+    print(f"fitted on {len(obs)} runs; median relative error {statistics.median(errors):.0%}, "
+          f"max {max(errors):.0%}")  # fmt: skip
+    for name, value in constants.items():
+        print(f"    {name}: float = {value:.3g}")
+    print()
+    print("\n".join(table(constants, obs)))
+    passes = obs[0]["passes"]
+    print()
+    for rows, partition in ((r, p) for p in args.partition
+                            for r in (3_367_760, 10_000_000, 100_000_000)):  # fmt: skip
+        tasks = -(-rows // partition)
+        stops = scaling_stops(constants, rows, tasks, passes)
+        walls = ", ".join(f"N={n}: {predict(constants, rows, tasks, n, passes):.2f} s"
+                          for n in (1, 2, 4, 8, 16) if n <= max(stops * 2, 4))  # fmt: skip
+        print(f"{rows:,} rows, {tasks} tasks of {partition:,} rows, {passes} passes: "
+              f"{walls}; scaling stops at N={stops} (worker {stops + 1} gains < "
+              f"{MARGINAL_GAIN:.0%})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""The cluster cost model's fit (benchmarks/fit_cluster_model.py) recovers the constants
+of runs made by the model itself, from bench_cluster.py's JSON layout, and the planner
+predicts with the same formula."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import fit_cluster_model as model
+from fastprep.planning import planner
+
+TRUE = {"dask_job_seconds": 0.3, "dask_task_seconds": 0.02, "dask_row_seconds": 5e-7,
+        "dask_scheduler_task_seconds": 0.01}  # fmt: skip
+
+
+def _point(rows: int, partition: int) -> dict:
+    tasks = -(-rows // partition)
+    runs = {}
+    for config, workers in model.WORKERS.items():
+        seconds = model.predict(TRUE, rows, tasks, workers, 3)
+        runs[config] = [{"seconds": seconds, "tasks": 3 * tasks,
+                         "pass_seconds": {"fit level 0": 0, "fit level 0 median": 0, "transform": 0}}]  # fmt: skip
+    runs["single"] = [{"seconds": 1.0}]  # not a cluster run: not fitted
+    return {"rows": rows, "partition": partition, "runs": runs}
+
+
+def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
+    points = [_point(r, p) for r in (336_776, 3_367_760) for p in (25_000, 100_000, 500_000)]
+    file = tmp_path / "runs.json"
+    file.write_text(json.dumps({"points": points}))
+    obs = model.observations([file])
+    assert len(obs) == 12 and {o["passes"] for o in obs} == {3}
+    fitted = model.fit(obs)
+    for name, value in TRUE.items():
+        assert fitted[name] == pytest.approx(value, rel=1e-6, abs=1e-9)
+    profile = planner.CostProfile(**fitted)
+    assert planner.dask_job_seconds(profile, 3_367_760, 7, 2, 3) == pytest.approx(
+        model.predict(fitted, 3_367_760, 7, 2, 3)
+    )
+    # a worker more stops paying where b / a = (task + rows per task x row) / scheduler says
+    stops = model.scaling_stops(fitted, 10_000_000, 20, 3)
+    a, b = 3 * 20 * TRUE["dask_scheduler_task_seconds"], 3 * (20 * 0.02 + 10_000_000 * 5e-7)
+    assert b / (stops * (stops + 1)) < 0.1 * (a + b / stops)
+    assert b / ((stops - 1) * stops) >= 0.1 * (a + b / (stops - 1))
