@@ -84,10 +84,13 @@ class CrossFit:
         self.rows = list(rows)
         self._target = None
 
-    def for_partition(self, position: int) -> FoldedRows:
-        """What the partition at ``position`` (in the fit's order) needs: its rows' folds
-        and the encodings tables."""
+    def folds_of(self, position: int) -> dict[tuple[int, int], np.ndarray]:
+        """The folds of the rows of the partition at ``position`` (in the fit's order)."""
         assert self.rows is not None, "the partitioned fit has not run"
         start = sum(self.rows[:position])
         stop = start + self.rows[position]
-        return FoldedRows({k: v[start:stop] for k, v in self.of_row.items()}, self.tables)
+        return {k: v[start:stop] for k, v in self.of_row.items()}
+
+    def for_partition(self, position: int) -> FoldedRows:
+        """What the partition at ``position`` needs: its rows' folds and the tables."""
+        return FoldedRows(self.folds_of(position), self.tables)

@@ -173,6 +173,11 @@ def transform(
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
         todo = [s for s in specs if s.index not in done]
         shared = _shared(client, job) if todo else job
+        # the per-fold encodings once to every worker; each task gets its rows' folds
+        tables = None
+        if cross_fit is not None and todo:
+            # in a list: one future of a fresh key (a dict's keys would name the futures)
+            [tables] = client.scatter([cross_fit.tables], broadcast=True, hash=False)
         started = client.run_on_scheduler(_scheduler_time)
         where = _token([output_dir, codec])
         futures = [
@@ -186,7 +191,7 @@ def transform(
                 out_dtype,
                 frames[spec.index],
                 codec,
-                folded=None if cross_fit is None else cross_fit.for_partition(spec.index),
+                folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
             )
             for spec in todo
