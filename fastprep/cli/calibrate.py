@@ -15,9 +15,9 @@ import statistics
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastprep.api import cols, expr
 from fastprep.api.schema import Category, Float, Schema, String
@@ -26,12 +26,17 @@ from fastprep.pipeline import Pipeline
 from fastprep.plan.steps import Clip, FillMissing, Hash, Log1p, OneHot, Standardize
 from fastprep.planning import planner
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 SIZES = (40_000, 320_000)
 REPEAT = 3
 
 
 def sample_frame(n_rows: int, seed: int = 0) -> pd.DataFrame:
     """Numbers with 2% missing, 3- and 20-value categories and ~n/10 distinct IDs."""
+    import pandas as pd
+
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({f"x{i}": rng.normal(size=n_rows) * (i + 1) for i in range(4)})
     for name in frame.columns:

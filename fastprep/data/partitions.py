@@ -24,9 +24,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -43,6 +42,9 @@ from fastprep.data.sources import (
     source_kind,
 )
 from fastprep.errors import SourceError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: default partition size: large enough to amortize per-partition overhead, small enough
 #: that a partition's columns stay well inside a worker's memory

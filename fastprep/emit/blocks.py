@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fastprep.emit.csr import CsrArrays
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -47,7 +49,7 @@ class SparseBlock:
     """A CSR block (feature hashing); ``names`` may be produced lazily by ``name_fn``."""
 
     prefix: str
-    matrix: sp.csr_matrix
+    matrix: sp.csr_matrix | CsrArrays
     sparse = True
 
     @property
@@ -59,6 +61,8 @@ class SparseBlock:
         return [f"{self.prefix}[{i}]" for i in range(self.width)]
 
     def take(self, rows: np.ndarray) -> SparseBlock:
+        if isinstance(self.matrix, CsrArrays):
+            return SparseBlock(self.prefix, self.matrix.take_rows(rows))
         return SparseBlock(self.prefix, self.matrix[rows])
 
 

@@ -10,14 +10,16 @@ sparse, unless pandas is asked for a sparse frame. Polars is imported here, when
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
 from fastprep.emit.layout import SPARSE_ONEHOT_MIN_CATEGORIES
 from fastprep.errors import SparseOutputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import scipy.sparse as sp
 
 ROW_ID = "row_id"
 
@@ -34,6 +36,9 @@ def to_pandas(
     copy: bool = True,
 ) -> pd.DataFrame:
     """X as a pandas DataFrame (see :meth:`fastprep.Output.to_pandas`)."""
+    import pandas as pd
+    import scipy.sparse as sp
+
     index = pd.Index(row_ids, name=ROW_ID, copy=True)
     columns = _columns(names, target)
     if sp.issparse(X):
@@ -58,6 +63,8 @@ def to_polars(
     row_ids_column: bool = False,
 ) -> Any:
     """X as a Polars DataFrame (see :meth:`fastprep.Output.to_polars`)."""
+    import scipy.sparse as sp
+
     if sp.issparse(X):
         raise SparseOutputError(_sparse_message(X, names, None))
     import polars as pl

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fastprep.emit.blocks import CodesBlock, SparseBlock
+from fastprep.emit.csr import CsrArrays
 from fastprep.emit.csr_kernels import assemble_csr
 from fastprep.emit.layout import Layout
 from fastprep.native.arena import ARENA
@@ -94,10 +95,8 @@ class OutputSink:
             out[block.prefix] = bad
         return out
 
-    def finish(self, keep: np.ndarray | None) -> np.ndarray | sp.csr_matrix:
+    def finish(self, keep: np.ndarray | None) -> np.ndarray | CsrArrays:
         """X, dropping the rows where ``keep`` is False (only when some must go)."""
-        import scipy.sparse as sp
-
         if not self.layout.sparse:
             return self.dense if keep is None else _compact_rows(self.dense, keep)
         blocks: list[tuple] = []
@@ -124,11 +123,7 @@ class OutputSink:
             blocks, rows, self.layout.width, self.dense, self.dtype
         )
         n_out = self.n_rows if rows is None else len(rows)
-        matrix = sp.csr_matrix(
-            (data, indices, indptr), shape=(n_out, self.layout.width), copy=False
-        )
-        matrix.has_sorted_indices = True
-        return matrix
+        return CsrArrays(data, indices, indptr, (n_out, self.layout.width))
 
 
 def _write_codes(block: CodesBlock, out: np.ndarray, offset: int) -> None:

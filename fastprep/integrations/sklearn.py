@@ -44,11 +44,9 @@ tested on real data instead. Details: ``docs/sklearn.md``.
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -58,6 +56,9 @@ from fastprep.emit import make_layout
 from fastprep.errors import DataValidationError, PipelineDefinitionError, SparseOutputError
 from fastprep.pipeline import FittedPipeline, Pipeline
 from fastprep.runtime.report import Report
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: checks of ``sklearn.utils.estimator_checks`` this transformer does not pass, and why
 #: (for ``parametrize_with_checks(..., expected_failed_checks=...)``)
@@ -178,6 +179,8 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
     def _frame(self, X: Any, *, reset: bool) -> pd.DataFrame:
         """``X`` as a DataFrame with named columns (arrays: ``x0, x1, ...`` or the names
         seen at fit), after scikit-learn's own checks of shape and feature names."""
+        import pandas as pd
+
         if _named_frame(X):
             validate_data(self, X, reset=reset, skip_check_array=True)
             frame = X if isinstance(X, pd.DataFrame) else X.to_pandas()
@@ -218,6 +221,8 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def _result(self, X: Any) -> Any:
         """``X``, after refusing a CSR output where a DataFrame was asked for."""
+        import scipy.sparse as sp
+
         container = _get_output_config("transform", self)["dense"]
         if sp.issparse(X) and container != "default":
             blocks = "; ".join(self._sparse_blocks) or "a sparse block"
@@ -232,6 +237,8 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 def _named_frame(X: Any) -> bool:
     """A pandas DataFrame, or a Polars DataFrame / pyarrow Table (converted through
     pandas, the source type fastprep reads), whose column names are all strings."""
+    import pandas as pd
+
     if isinstance(X, pd.DataFrame):
         names: Any = X.columns
     elif hasattr(X, "to_pandas"):  # pyarrow: column_names; Polars: columns

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from fastprep.data.partitions import (
     ROWS_PER_PARTITION,
@@ -49,6 +48,7 @@ from fastprep.validate.alerts import send as send_alerts
 from fastprep.validate.findings import Finding, merge_findings
 
 if TYPE_CHECKING:
+    import pandas as pd
     import scipy.sparse as sp
 
     from fastprep.runtime.fitted import FittedState

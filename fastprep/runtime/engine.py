@@ -380,9 +380,7 @@ def validate_only(
     report.rows_out = prepared.table.n_rows
     report.rows_quarantined = len(prepared.quarantine)
     report.check_accounting()
-    report.anomaly_patterns = alerting.anomaly_patterns(
-        prepared.quarantine.to_frame(prepared.raw, prepared.row_offset)
-    )
+    report.anomaly_patterns = alerting.anomaly_patterns(prepared.quarantine.reason_arrays()[1])
     return report
 
 
@@ -409,7 +407,7 @@ def _record_anomaly_patterns(output: execute.Output) -> None:
     """Patterns among the quarantined rows' reasons, in the report (none to look for, and
     no quarantine frame built, when no row was quarantined)."""
     if output.report.rows_quarantined:
-        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reasons())
+        output.report.anomaly_patterns = alerting.anomaly_patterns(output.quarantine_reason_texts())
 
 
 def _run_report(out: Any) -> Any:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from fastprep.api.lookup import JoinedSchema
@@ -31,6 +30,7 @@ from fastprep.data.sources import (
     source_columns,
 )
 from fastprep.emit import OutputSink, frames, make_layout
+from fastprep.emit.csr import CsrArrays, is_csr
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
 from fastprep.errors import PipelineDefinitionError, Reason
@@ -45,6 +45,7 @@ from fastprep.validate.findings import make_finding
 from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
+    import pandas as pd
     import scipy.sparse as sp
 
 log = logging.getLogger("fastprep")
@@ -54,7 +55,8 @@ log = logging.getLogger("fastprep")
 class Output:
     """Training-ready output; see the README's output contract."""
 
-    X: np.ndarray | sp.csr_matrix
+    #: X as the run made it: a dense array, or CSR (see ``X``)
+    matrix: np.ndarray | sp.csr_matrix | CsrArrays
     y: np.ndarray | None
     feature_names: Sequence[str]
     report: Report
@@ -64,6 +66,18 @@ class Output:
     row_ids_source: RowIds
     #: the requested ``out_dtype``; "bfloat16" X holds uint16 bit patterns
     out_dtype: str = "float32"
+
+    @property
+    def X(self) -> np.ndarray | sp.csr_matrix:
+        """The features: a dense array, or a scipy CSR matrix (made over the run's CSR
+        arrays on first access: a job that only writes them never imports scipy)."""
+        if isinstance(self.matrix, CsrArrays):
+            self.matrix = self.matrix.to_scipy()
+        return self.matrix
+
+    @X.setter
+    def X(self, X: np.ndarray | sp.csr_matrix | CsrArrays) -> None:
+        self.matrix = X
 
     @property
     def row_ids(self) -> np.ndarray:
@@ -100,9 +114,16 @@ class Output:
 
     def quarantine_reasons(self) -> pd.DataFrame:
         """``row_id`` and ``reason`` of the rejected rows, without gathering the rows."""
-        if isinstance(self.quarantine_rows, _DeferredQuarantine):
+        if isinstance(self.quarantine_rows, (_DeferredQuarantine, _ArrowQuarantine)):
             return self.quarantine_rows.reasons()
         return self.quarantine_rows[["row_id", "reason"]]
+
+    def quarantine_reason_texts(self) -> list[str]:
+        """Each rejected row's reason, without the rows (nor pandas, for a file source)."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _ArrowQuarantine):
+            return rows.table.column("reason").to_pylist()
+        return self.quarantine_reasons()["reason"].tolist()
 
     def to_torch(self, device: str = "cpu") -> tuple[Any, Any]:
         """``(X, y)`` as torch tensors (dense: zero-copy; CSR: ``torch.sparse_csr_tensor``).
@@ -126,9 +147,11 @@ class Output:
         one ``manifest.json``: a killed write leaves the folder's earlier output intact.
         ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
         returns name -> path."""
+        rows = self.quarantine_rows  # written as Arrow when it is: no pandas needed
+        quarantine = rows.table if isinstance(rows, _ArrowQuarantine) else self.quarantine
         return write_output(
-            folder, self.X, self.y, self.feature_names, self.report.to_dict(),
-            self.quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
+            folder, self.matrix, self.y, self.feature_names, self.report.to_dict(),
+            quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
             pipeline=pipeline,
         )  # fmt: skip
 
@@ -416,10 +439,25 @@ def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataF
         return _DeferredQuarantine(quarantine, raw.slice(0, 0) if isinstance(raw, pa.Table)
                                    else raw.iloc[:0], offset)  # fmt: skip
     if not prepared.source_is_frame:
-        return quarantine.to_frame(raw, offset)
+        table = quarantine.to_arrow(raw, offset) if isinstance(raw, pa.Table) else None
+        return quarantine.to_frame(raw, offset) if table is None else _ArrowQuarantine(table)
     return _DeferredQuarantine(
         quarantine, raw if isinstance(raw, pa.Table) else raw.copy(deep=False), offset
     )
+
+
+class _ArrowQuarantine:
+    """The quarantine of a file source as an Arrow table (gathered without pandas, so a
+    job writing it needs none); the pandas frame is made when first asked for."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def __call__(self) -> pd.DataFrame:
+        return self.table.to_pandas()
+
+    def reasons(self) -> pd.DataFrame:
+        return self.table.select(["row_id", "reason"]).to_pandas()
 
 
 class _DeferredQuarantine:
@@ -432,6 +470,8 @@ class _DeferredQuarantine:
         return self._quarantine.to_frame(self._raw, self._offset)
 
     def reasons(self) -> pd.DataFrame:
+        import pandas as pd
+
         reasons = self._quarantine.reasons()
         return pd.DataFrame(
             {"row_id": reasons.index.to_numpy(), "reason": pd.array(reasons, dtype="str")}
@@ -459,12 +499,10 @@ def apply_precision(
     """Narrow X to float16/bfloat16 (checked; see :mod:`fastprep.emit.precision`) or
     quantize it to int8/uint8 with the fitted ``quantization``, in place of ``output``;
     float32/float64 were computed in their own type and pass through."""
-    import scipy.sparse as sp
-
     output.out_dtype = precision.out_dtype
     if not (precision.narrow or precision.quantized):
         return output
-    X = output.X
+    X = output.matrix
     with output.report.stage("cast"):
         if precision.quantized:
             if quantization is None or quantization.dtype != precision.out_dtype:
@@ -472,12 +510,12 @@ def apply_precision(
                     f"out_dtype={precision.out_dtype!r} needs fitted quantization parameters: "
                     f"call fitted.calibrate_quantization(source, dtype={precision.out_dtype!r})"
                 )
-            X, info = quantize(X, quantization, output.feature_names)
-        elif sp.issparse(X):
+            X, info = quantize(output.X, quantization, output.feature_names)
+        elif is_csr(X):
             data, info = cast_sparse_data(
                 X.data, X.indices, X.shape[1], precision, output.feature_names
             )
-            X = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
+            X = CsrArrays(data, X.indices, X.indptr, X.shape)
         else:
             X, info = cast_dense(X, precision, output.feature_names)
     output.X = X
@@ -526,9 +564,7 @@ def _quarantine_non_finite(
 
 def describe_output(X: np.ndarray | sp.csr_matrix) -> dict[str, Any]:
     """``report.output``: X's shape, layout and dtype (and ``nnz`` for CSR)."""
-    import scipy.sparse as sp
-
-    if sp.issparse(X):
+    if is_csr(X):
         return {"shape": list(X.shape), "layout": "csr", "dtype": str(X.dtype), "nnz": int(X.nnz)}
     # no nnz for a dense X: counting it was a full extra pass over the output (7 ms at
     # 3.4M x 4), for a figure that only means something for a sparse one

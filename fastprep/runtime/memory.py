@@ -11,8 +11,6 @@ all and return the C heap's free pages to the system.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
 
 from fastprep.data import columns
@@ -33,6 +31,9 @@ def release_memory() -> dict[str, int]:
 
 def _malloc_trim() -> bool:
     """glibc's ``malloc_trim(0)``: freed heap pages back to the system (False elsewhere)."""
+    import ctypes  # here: ctypes.util imports subprocess, shutil, tempfile (~8 ms)
+    import ctypes.util
+
     name = ctypes.util.find_library("c")
     if not name or not sys.platform.startswith("linux"):
         return False

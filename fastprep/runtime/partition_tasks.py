@@ -14,17 +14,16 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
 from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats
 from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.columns import FitTarget, FoldedRows
+from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
@@ -34,6 +33,9 @@ from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, shards
 from fastprep.validate import drift
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ def read_with_retries(
     task's dependency (recomputed, not lost, when a worker dies).
     """
     if frame is not None:
-        if isinstance(frame, pd.DataFrame):
+        if is_pandas_frame(frame):
             present = [c for c in columns if c in frame.columns]
             return frame.loc[:, present].reset_index(drop=True), 0
         # an Arrow table read ahead by the caller (a streamed run in one process)
@@ -254,6 +256,8 @@ def transform_partition(
     ``folded``: the partition's rows are the fit's own (a fit_transform): their folds and
     the out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`; on Dask as ``(folds,
     tables)``, the tables scattered once to every worker)."""
+    import scipy.sparse as sp
+
     prepared, retries = load_prepared(job, spec, "transform", part)
     if folded is not None:
         rows = folded if isinstance(folded, FoldedRows) else FoldedRows(*folded)

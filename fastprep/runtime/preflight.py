@@ -30,14 +30,15 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
+from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import (
     ROWS_PER_PARTITION,
     in_memory_rows,
@@ -65,6 +66,9 @@ from fastprep.planning.planner import (
 )
 from fastprep.planning.sketch import HyperLogLog
 from fastprep.runtime.aggregates import partial_kind
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: rows of a CSV file's head read for bytes per row and the cardinality sketch
 CSV_SAMPLE_ROWS = 100_000
@@ -100,7 +104,15 @@ def format_bytes(n: float) -> str:
 
 
 def available_memory() -> int:
-    """Bytes the OS says are available now (psutil), or 4 GB if it cannot tell."""
+    """Bytes the OS says are available now (psutil), or 4 GB if it cannot tell. On Linux
+    read from ``/proc/meminfo`` as psutil does (``MemAvailable``), without importing it."""
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import psutil
 
@@ -301,7 +313,7 @@ def _bytes_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[st
 
 def _source_bytes(columns: list[str], schema: Schema, source: Source) -> dict[str, float]:
     text = {c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)}
-    if isinstance(source, pd.DataFrame):
+    if is_pandas_frame(source):
         return {c: _frame_column_bytes(source[c]) for c in columns}
     if not is_path(source):
         return _arrow_column_bytes(source, columns, text)
@@ -374,6 +386,8 @@ def _arrow_column_bytes(source: Any, columns: list[str], text: set[str]) -> dict
 
 def _frame_column_bytes(series: pd.Series) -> float:
     """Bytes per row: the buffers, plus for object strings their mean length in a sample."""
+    import pandas as pd
+
     n = max(len(series), 1)
     if isinstance(series.dtype, pd.CategoricalDtype):
         return series.cat.codes.dtype.itemsize + 4
@@ -428,7 +442,9 @@ def cardinality(source: Source, column: str) -> Cardinality:
     """Distinct non-missing values of ``column`` from a HyperLogLog sketch (see module doc)."""
     sketch = HyperLogLog()
     lower = False
-    if isinstance(source, pd.DataFrame):
+    if is_pandas_frame(source):
+        import pandas as pd
+
         values = source[column]
         if isinstance(values.dtype, pd.CategoricalDtype):
             present = values.cat.categories[np.unique(values.cat.codes[values.cat.codes >= 0])]
@@ -452,12 +468,30 @@ def cardinality(source: Source, column: str) -> Cardinality:
                 _sketch_parquet(path, column, sketch)
             method = "HyperLogLog over the Parquet row groups' dictionaries"
         else:
-            head = pd.read_csv(files[0], usecols=[column], nrows=CSV_SAMPLE_ROWS, dtype=str)
-            sketch.add(np.asarray(pd.unique(head[column].dropna())))
+            head = _csv_head_text(files[0], column, CSV_SAMPLE_ROWS)
+            sketch.add(np.asarray(pa.compute.unique(head.drop_null()).to_pylist(), object))
             lower = len(files) > 1 or len(head) == CSV_SAMPLE_ROWS
             method = f"HyperLogLog over the first {len(head):,} CSV rows"
     estimate = round(sketch.estimate())
     return Cardinality(column, estimate, method, lower, sketch.relative_error)
+
+
+def _csv_head_text(path: str, column: str, n_rows: int) -> pa.ChunkedArray:
+    """The first ``n_rows`` values of one CSV column, as text (missing: null); read in
+    blocks by Arrow, so only the head of the file is parsed."""
+    parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
+    convert = pacsv.ConvertOptions(
+        include_columns=[column], column_types={column: pa.string()}, strings_can_be_null=True
+    )
+    chunks: list[pa.Array] = []
+    rows = 0
+    with pacsv.open_csv(path, parse_options=parse, convert_options=convert) as reader:
+        for batch in reader:
+            chunks.append(batch.column(0))
+            rows += batch.num_rows
+            if rows >= n_rows:
+                break
+    return pa.chunked_array(chunks, type=pa.string()).slice(0, n_rows)
 
 
 def _sketch_parquet(path: str, column: str, sketch: HyperLogLog) -> None:

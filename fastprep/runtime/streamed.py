@@ -26,9 +26,7 @@ import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from fastprep.api.schema import Schema
 from fastprep.data.partitions import (
@@ -64,6 +62,9 @@ from fastprep.runtime.report import Report
 from fastprep.validate import drift
 from fastprep.validate.findings import Finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Partitions:

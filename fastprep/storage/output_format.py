@@ -215,6 +215,17 @@ def write_file(folder: Path, name: str, save: Callable[[str], Any]) -> dict[str,
     return {"file": name, "bytes": os.path.getsize(path)}
 
 
+def _write_rows(rows: Any, path: str) -> None:
+    """The quarantine's rows to Parquet: an Arrow table as it is, a pandas frame without
+    its index."""
+    if hasattr(rows, "to_parquet"):
+        rows.to_parquet(path, index=False)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(rows, path)
+
+
 def write_shard(
     files: FileWriter, index: int, token: str, X: Any, y: np.ndarray | None,
     row_ids: np.ndarray, quarantine: Any = None,
@@ -228,7 +239,7 @@ def write_shard(
     }  # fmt: skip
     if quarantine is not None:  # written on the background thread, beside the arrays
         info = entry["quarantine"] = {"rows": len(quarantine)}
-        save = lambda path: quarantine.to_parquet(path, index=False)  # noqa: E731
+        save = lambda path: _write_rows(quarantine, path)  # noqa: E731
         files.later(lambda: info.update(write_file(files.folder, f"{stem}.quarantine.parquet",
                                                    save)))  # fmt: skip
     arrays = entry["arrays"]

@@ -18,11 +18,10 @@ Also here: the anomaly pattern, which columns fail together in quarantined rows.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import pandas as pd
 
 from fastprep.validate.findings import Finding, merge_findings
 
@@ -109,11 +108,10 @@ def send(
     return sent
 
 
-def anomaly_patterns(quarantine: pd.DataFrame, limit: int = 20) -> list[dict[str, Any]]:
-    """Which columns fail together: quarantined rows counted per set of (column: rule)."""
-    if quarantine.empty:
-        return []
-    counts = quarantine["reason"].value_counts()
+def anomaly_patterns(reasons: Iterable[str], limit: int = 20) -> list[dict[str, Any]]:
+    """Which columns fail together: quarantined rows (``reasons``: each one's reason)
+    counted per set of (column: rule)."""
+    counts = Counter(reasons)
     patterns: dict[tuple[str, ...], int] = {}
     for reason, rows in counts.items():
         key = tuple(sorted(set(str(reason).split("; "))))

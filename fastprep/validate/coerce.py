@@ -6,13 +6,18 @@ NaN for missing, text dictionary-encoded), and where a present value could not b
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from fastprep.data import text_encode
 from fastprep.data.columns import TextColumn
+from fastprep.data.pandas_objects import is_pandas_time
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: text spellings of "missing" accepted in number columns read as text
 NULL_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none", "<na>", "#n/a"})
@@ -25,6 +30,8 @@ _FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
 def to_numbers(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Numbers: int64/float64 arrays kept as they are (no copy), anything else as float64
     with NaN for missing; text is parsed, and text that is not a number is a type error."""
+    import pandas as pd
+
     dtype = series.dtype
     no_errors = np.zeros(len(series), dtype=bool)
     if isinstance(dtype, np.dtype) and dtype.kind in "if" and dtype.itemsize == 8:
@@ -96,6 +103,8 @@ def inexact_ints(series: pd.Series, values: np.ndarray) -> np.ndarray | None:
     (two reductions; a mask only when some value is that large); text is checked on the
     few parsed values at or beyond 2**53 by exact integer comparison. None: nothing found.
     """
+    import pandas as pd
+
     dtype = series.dtype
     if pd.api.types.is_integer_dtype(dtype):
         unsigned = pd.api.types.is_unsigned_integer_dtype(dtype)
@@ -126,6 +135,8 @@ def _exact_text_int(value: object) -> int | None:
 
 def to_bools(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """0.0/1.0 values from bools, 0/1 numbers, or true/false-like text."""
+    import pandas as pd
+
     if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
         bad = ~np.isnan(values) & (values != 0) & (values != 1)
@@ -147,6 +158,8 @@ def to_text(series: pd.Series) -> tuple[TextColumn, np.ndarray, np.ndarray]:
     ...) and strings that are not valid Unicode (lone surrogates, bytes that are not
     UTF-8) become missing and are flagged, never stringified or replaced by U+FFFD.
     """
+    import pandas as pd
+
     bad_type = bad_encoding = np.zeros(len(series), bool)
     if not (pd.api.types.is_string_dtype(series.dtype) or series.dtype == object):
         series = _numbers_as_text(series)
@@ -168,6 +181,8 @@ def to_text(series: pd.Series) -> tuple[TextColumn, np.ndarray, np.ndarray]:
 
 def _arrow_strings(series: pd.Series) -> pa.ChunkedArray | None:
     """The Arrow string data behind a pandas string Series, without a copy (else None)."""
+    import pandas as pd
+
     to_arrow = getattr(series.array, "__arrow_array__", None)
     if to_arrow is None or not pd.api.types.is_string_dtype(series.dtype):
         return None
@@ -183,13 +198,15 @@ def _arrow_strings(series: pd.Series) -> pa.ChunkedArray | None:
 
 
 def _numbers_as_text(series: pd.Series) -> pd.Series:
+    import pandas as pd
+
     values = series.to_numpy(dtype=object, na_value=None)
     return pd.Series([None if v is None else _object_as_text(v) for v in values], dtype="str")
 
 
 _NOT_SCALAR = object()  # markers: a list/dict/... value; a string that is not valid Unicode
 _NOT_UNICODE = object()
-_SCALARS = (str, bool, int, float, np.generic, pd.Timestamp, pd.Timedelta)
+_SCALARS = (str, bool, int, float, np.generic)
 
 
 def _object_as_text(value: object) -> object:
@@ -208,6 +225,6 @@ def _object_as_text(value: object) -> object:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             return _NOT_UNICODE
-    if not isinstance(value, _SCALARS):
+    if not isinstance(value, _SCALARS) and not is_pandas_time(value):
         return _NOT_SCALAR
     return str(value)

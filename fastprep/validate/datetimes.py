@@ -10,12 +10,15 @@ Seconds as float64 keep microseconds exactly for dates within a few centuries of
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastprep.api.schema import Datetime
 from fastprep.errors import SchemaError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: a text timestamp that names its offset: "...Z", "...+01:00", "...-0500"
 OFFSET = r"(?:[zZ]|[+-]\d\d:?\d\d)$"
@@ -26,6 +29,8 @@ def to_epoch_seconds(
     name: str, series: pd.Series, spec: Datetime
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(seconds, bad_type, wrong_zone)``: float64 seconds (NaN for missing or bad)."""
+    import pandas as pd
+
     dtype = series.dtype
     none = np.zeros(len(series), dtype=bool)
     if isinstance(dtype, pd.DatetimeTZDtype):
@@ -48,6 +53,8 @@ def to_epoch_seconds(
 def _parse_text(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarray, ...]:
     """Parsed once per distinct text when values repeat (hourly stamps: ~9,000 distinct in
     3.4M flights), then gathered by code; the same result as parsing every row."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     if len(uniques) * 2 > len(series):
         return _parse_rows(name, series, spec)
@@ -60,6 +67,8 @@ def _parse_text(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarra
 
 
 def _parse_rows(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarray, ...]:
+    import pandas as pd
+
     present = series.notna().to_numpy()
     text = series.astype("str").str.strip().where(present)
     aware = text.str.contains(OFFSET, regex=True, na=False).to_numpy(dtype=bool)

@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import numbers
 from itertools import chain, compress, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from fastprep.api.schema import DictOf
 from fastprep.data import text_encode
 from fastprep.data.dict_column import DictColumn
+from fastprep.data.pandas_objects import is_pandas_na
 from fastprep.errors import Reason
 from fastprep.native.arena import ARENA
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Violation = tuple[str, np.ndarray, str]
 
@@ -112,7 +115,7 @@ def _rows(objects: np.ndarray) -> tuple[list[dict], np.ndarray, np.ndarray, np.n
 
 
 def _as_dict(row: Any) -> tuple[dict, str]:
-    if row is None or row is pd.NA or (isinstance(row, float) and row != row):
+    if row is None or is_pandas_na(row) or (isinstance(row, float) and row != row):
         return _EMPTY, "missing"
     if isinstance(row, dict):
         return dict(row), "ok"
@@ -151,7 +154,7 @@ def _value_kind(value: Any) -> int:
         return _STR
     if isinstance(value, numbers.Real):
         return _NUM
-    return _ABSENT if value is pd.NA else _BAD
+    return _ABSENT if is_pandas_na(value) else _BAD
 
 
 def _numbers(values: list[Any], kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,12 +10,14 @@ Arrow-backed — their pointer array and the ``str`` objects, measured on distin
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from fastprep.data.columns import TextColumn
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def text_encoding_bytes(series: pd.Series | pa.ChunkedArray, text: TextColumn) -> dict[str, Any]:

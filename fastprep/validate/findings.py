@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
+from fastprep.data.pandas_objects import is_pandas_na
 from fastprep.data.sources import Raw, rows_as_read
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FIRST_ROWS = 5
 EXAMPLES = 3
@@ -143,8 +147,17 @@ class Quarantine:
 
     def reasons(self) -> pd.Series:
         """``"; "``-joined reasons per row id, in the order the rules were added."""
+        import pandas as pd
+
         if not self._ids:
             return pd.Series([], dtype="str", index=pd.Index([], dtype=np.int64))
+        unique, out = self.reason_arrays()
+        return pd.Series(out, index=pd.Index(unique, dtype=np.int64), dtype=object)
+
+    def reason_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted distinct row ids and each one's ``"; "``-joined reasons (objects)."""
+        if not self._ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
         ids = np.concatenate(self._ids)
         codes = np.repeat(np.arange(len(self._reasons)), [len(a) for a in self._ids])
         order = np.lexsort((codes, ids))
@@ -159,13 +172,15 @@ class Quarantine:
         for position in np.flatnonzero(counts > 1):  # rows breaking several rules: few
             start = first[position]
             out[position] = "; ".join(labels[codes[start : start + counts[position]]])
-        return pd.Series(out, index=pd.Index(unique, dtype=np.int64), dtype=object)
+        return unique, out
 
     def to_frame(self, source_rows: Raw | None, first_row_id: int = 0) -> pd.DataFrame:
         """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns.
 
         ``first_row_id`` is the row id of ``source_rows``' first row (a partition's offset).
         """
+        import pandas as pd
+
         reasons = self.reasons()
         ids = reasons.index.to_numpy(dtype=np.int64)
         if source_rows is not None:
@@ -176,6 +191,41 @@ class Quarantine:
         frame.insert(0, "row_id", ids)
         frame["reason"] = pd.array(reasons.to_numpy(dtype=object), dtype="str")
         return frame
+
+    def to_arrow(self, source_rows: pa.Table, first_row_id: int = 0) -> pa.Table | None:
+        """What :meth:`to_frame` gives, as an Arrow table built without pandas (the same
+        columns, and the values and types ``to_frame(...).to_parquet`` stores: an integer
+        column with a missing value anywhere in the source as float64). None where a
+        column is of a type ``to_frame`` rewrites (binary, nested, dictionary, a boolean
+        with missing values: text or categories in pandas) or a name would collide."""
+        names = source_rows.column_names
+        if "row_id" in names or "reason" in names:
+            return None
+        for column in source_rows.columns:
+            kind = column.type
+            if not (_kept_as_is(kind) or (pa.types.is_boolean(kind) and not column.null_count)):
+                return None
+        columns: dict[str, pa.ChunkedArray | pa.Array] = {}
+        ids, reasons = self.reason_arrays()
+        taken = source_rows.take(pa.array(ids - first_row_id, type=pa.int64()))
+        columns["row_id"] = pa.array(ids, type=pa.int64())
+        for name, whole, column in zip(names, source_rows.columns, taken.columns):
+            if pa.types.is_integer(whole.type) and whole.null_count:
+                column = column.cast(pa.float64())
+            columns[name] = column
+        columns["reason"] = pa.array(reasons.tolist(), type=pa.large_string())
+        return pa.table(columns)
+
+
+def _kept_as_is(kind: pa.DataType) -> bool:
+    """Types pandas holds in a column of their own (not as Python objects)."""
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_timestamp(kind)
+    )
 
 
 def _strictly_increasing(ids: np.ndarray) -> bool:
@@ -200,4 +250,4 @@ def _safe_str(value: Any) -> str:
 
 
 def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or value is pd.NA
+    return value is None or (isinstance(value, float) and value != value) or is_pandas_na(value)

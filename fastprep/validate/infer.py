@@ -9,10 +9,9 @@ the data's), nullability follows the sample, and text with few distinct values b
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from fastprep.api.schema import (
     Bool,
@@ -30,6 +29,9 @@ from fastprep.api.schema import (
 from fastprep.data.sources import Source, as_pandas, read_source, source_columns
 from fastprep.validate.coerce import NULL_TOKENS
 from fastprep.validate.datetimes import OFFSET as _OFFSET
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: text with at most this many distinct values (and not mostly distinct) is a Category
 MAX_CATEGORIES = 50
@@ -53,6 +55,8 @@ _ISO_DATE = r"\d{4}-\d{2}-\d{2}"
 
 
 def _infer(series: pd.Series, ranges: bool, max_categories: int) -> ColumnType:
+    import pandas as pd
+
     nullable = bool(series.isna().any())
     dtype = series.dtype
     if pd.api.types.is_bool_dtype(dtype):

@@ -15,16 +15,19 @@ is a :class:`~fastprep.errors.SchemaError` naming the fix.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from fastprep.api.schema import ColumnType
+from fastprep.data.pandas_objects import is_pandas_na
 from fastprep.data.tag_column import TagColumn
 from fastprep.data.tag_split import from_lists
 from fastprep.errors import Reason, SchemaError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Violation = tuple[str, np.ndarray, str]
 _LIST_TYPES = (
@@ -97,7 +100,7 @@ def _from_python(name: str, series: pd.Series) -> tuple[pa.Array, np.ndarray]:
     rows: list[Any] = []
     bad = np.zeros(len(series), dtype=bool)
     for i, value in enumerate(series.tolist()):
-        if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
+        if value is None or (isinstance(value, float) and value != value) or is_pandas_na(value):
             rows.append(None)
         elif isinstance(value, (list, tuple, np.ndarray)) and all(
             v is None or isinstance(v, str) for v in value

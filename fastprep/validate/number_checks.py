@@ -212,37 +212,45 @@ def scan_numpy(
     size = (n + n_chunks - 1) // n_chunks
     with np.errstate(invalid="ignore"):
         v = values.astype(np.float64, copy=False)
-        null = np.isnan(v)
-        inf = np.isinf(v)
-        finite = ~(null | inf)
-        ranged = finite | inf if range_on_inf else finite
-        below = ranged & (v < lo)
-        above = ranged & (v > hi)
+        # every value finite (always so for integers): no masks of missing or infinite
+        # values, and the chunks' values are used as they are (the common case, fewer passes)
+        finite = None if int_source else np.isfinite(v)
+        if finite is not None and finite.all():
+            finite = None
+        null = inf = None
+        if finite is not None:
+            null = np.isnan(v)
+            inf = ~(finite | null)
+        ranged = finite if finite is None or not range_on_inf else finite | inf
+        # a bound at ±inf is never crossed (NaN compares False): no pass for it
+        below = None if lo == -np.inf else _within(ranged, v < lo)
+        above = None if hi == np.inf else _within(ranged, v > hi)
         if int_source:
-            too_big = finite & ((values > EXACT_INT_I) | (values < -EXACT_INT_I))
+            too_big = (values > EXACT_INT_I) | (values < -EXACT_INT_I)
             not_integer = None
         elif integral:
-            too_big = finite & (np.abs(v) > EXACT_INT)
-            not_integer = finite & (v != np.floor(v))
+            too_big = _within(finite, np.abs(v) > EXACT_INT)
+            not_integer = _within(finite, v != np.floor(v))
         else:
             too_big = not_integer = None
     for c in range(n_chunks):
         part = slice(min(n, c * size), min(n, c * size + size))
-        counts[c, NULL] = np.count_nonzero(null[part])
-        counts[c, INF] = np.count_nonzero(inf[part])
-        if not_integer is not None:
-            counts[c, NOT_INTEGER] = np.count_nonzero(not_integer[part])
-        if too_big is not None:
-            counts[c, TOO_BIG] = np.count_nonzero(too_big[part])
-        counts[c, BELOW] = np.count_nonzero(below[part])
-        counts[c, ABOVE] = np.count_nonzero(above[part])
-        present = v[part][finite[part]]
+        for rule, mask in ((NULL, null), (INF, inf), (NOT_INTEGER, not_integer),
+                           (TOO_BIG, too_big), (BELOW, below), (ABOVE, above)):  # fmt: skip
+            if mask is not None:
+                counts[c, rule] = np.count_nonzero(mask[part])
+        present = v[part] if finite is None else v[part][finite[part]]
         stats[c, LOW], stats[c, HIGH] = (
             (present.min(), present.max()) if len(present) else (np.inf, -np.inf)
         )
         stats[c, FINITE] = len(present)
         stats[c, TOTAL], stats[c, SQUARES] = sequential_sums(present - shift)
     return counts, stats
+
+
+def _within(mask: np.ndarray | None, test: np.ndarray) -> np.ndarray:
+    """``test`` where ``mask`` holds (None: everywhere)."""
+    return test if mask is None else mask & test
 
 
 def sequential_sums(d: np.ndarray) -> tuple[float, float]:

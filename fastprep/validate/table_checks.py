@@ -9,14 +9,17 @@ only the columns the pipeline uses. Duplicate keys are found with one hash pass
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from fastprep.api.schema import Schema
 from fastprep.data.columns import Column, TextColumn
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.validate.findings import Finding, make_finding
+
+if TYPE_CHECKING:
+    pass
 
 log = logging.getLogger("fastprep.validate")
 
@@ -60,6 +63,8 @@ def duplicate_key_mask(columns: list[Column]) -> np.ndarray:
     Rows with a missing key value are never duplicates (missing is not a value);
     ``-0.0`` equals ``0.0``. Vectorized: one hash pass over the columns.
     """
+    import pandas as pd
+
     parts: dict[str, np.ndarray] = {}
     missing = np.zeros(len(columns[0]) if columns else 0, dtype=bool)
     for i, column in enumerate(columns):

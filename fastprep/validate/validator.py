@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -49,6 +48,9 @@ from fastprep.validate.findings import Finding, Quarantine, make_finding
 from fastprep.validate.list_checks import check_lists, holds_lists
 from fastprep.validate.repair import impute_missing, overflow_mask, repair_values
 from fastprep.validate.table_checks import duplicate_key_finding
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("fastprep.validate")
 

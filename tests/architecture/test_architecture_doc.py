@@ -20,7 +20,7 @@ DOCS = [
 PATH = re.compile(r"(?<![\w/.])((?:fastprep|tests|benchmarks|pipelines|data_samples)/[\w./-]*)")
 ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*`(fastprep/[\w./]*)`\s*\|")
 #: folders a run creates (not in the repository)
-CREATED = {"benchmarks/results/", "benchmarks/results"}
+CREATED = {"benchmarks/results/", "benchmarks/results", "benchmarks/results/data"}
 #: test files by basename (basenames are unique across tests/)
 TEST_FILES = {path.name: path for path in (REPO / "tests").rglob("test_*.py")}
 

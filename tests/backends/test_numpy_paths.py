@@ -199,6 +199,36 @@ def test_reference_hash_equals_feature_hasher_on_flights(flights, n_features, al
     _assert_identical(crossed, _sklearn(cross_rows, n_features, alternate_sign))
 
 
+@pytest.mark.parametrize("n_features", [2**18, 7, 1])
+@pytest.mark.parametrize("alternate_sign", [True, False])
+def test_reference_hash_of_two_inputs_is_finished_without_scipy(
+    flights, n_features, alternate_sign
+):
+    """Two inputs per row (the bundled pipeline's ``tailnum, dest``; two numbers that may
+    land in one column, sum or cancel to an explicit 0) are finished in numpy, not by
+    scipy: still bit-identical to sklearn's FeatureHasher."""
+    tail = flights.column("tailnum").to_pylist()
+    dest = flights.column("dest").to_pylist()
+    step = Hash(n_features=n_features, alternate_sign=alternate_sign)
+    got = reference.hash_features(step, {"tailnum": _text(tail), "dest": _text(dest)}, len(tail))
+    assert not sp.issparse(got)  # the arrays alone
+    rows = [
+        [p for p in (("tailnum", t) if t is not None else None,
+                     ("dest", d) if d is not None else None) if p is not None]
+        for t, d in zip(tail, dest)
+    ]  # fmt: skip
+    _assert_identical(got, _sklearn(rows, n_features, alternate_sign))
+    delay = flights.column("dep_delay").to_numpy(zero_copy_only=False).astype(np.float64)
+    delay[:50] = [-1.5, 1.5] * 25  # equal magnitudes: a row's pair may cancel
+    twin = np.where(np.arange(len(delay)) % 3 == 0, -delay, delay)
+    got = reference.hash_features(step, {"a": delay, "b": twin}, len(delay))
+    rows = [
+        [p for p in (None if x != x else ("a", x), None if y != y else ("b", y)) if p is not None]
+        for x, y in zip(delay.tolist(), twin.tolist())
+    ]
+    _assert_identical(got, _sklearn(rows, n_features, alternate_sign))
+
+
 def test_reference_hash_cross_of_many_distinct_values_per_input() -> None:
     """Four inputs of 60,000 distinct values each: the product of their distinct counts
     passes int64, so combinations cannot be numbered by their position in that product."""
@@ -333,6 +363,7 @@ def test_measured_rates_replace_the_generic_ones(tmp_path, monkeypatch, flights_
     # helpers: numpy's measured rate per value
     generic = planner.HELPERS["scan"].numpy_value_seconds
     planner.note_helper("scan", 2_000_000, 2_000_000 * generic * 3)
+    planner._save_forgone()  # what the process's exit does (once, not per noted helper)
     monkeypatch.setattr(planner, "_DISK", None)
     assert planner._learned("rate:helper:scan") == pytest.approx(generic * 3)
     planner.kernel_path("scan", 2_000_000, cached=False)  # numpy: the compile costs more

@@ -234,6 +234,28 @@ def test_compile_ledger_survives_concurrent_threads(tmp_path, monkeypatch) -> No
     assert list(tmp_path.joinpath("kernels").glob("*.tmp*")) == []
 
 
+def test_helper_rates_are_saved_once_when_the_process_ends(tmp_path) -> None:
+    """A run notes several helpers; the ledger file is written at exit, not after each."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from fastprep.planning import planner; "
+        "planner.note_helper('scan', 10**7, 0.5); planner.note_helper('text', 10**7, 0.25); "
+        "import pathlib, os; "
+        "print(pathlib.Path(os.environ['FASTPREP_CACHE_DIR'], 'kernels', 'forgone.json').exists())"
+    )
+    env = {**os.environ, "FASTPREP_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert result.stdout.strip() == "False"  # not yet written while the process runs
+    saved = json.loads((tmp_path / "kernels" / "forgone.json").read_text())
+    assert saved["rate:helper:scan"] == pytest.approx(0.5 / 10**7)
+    assert saved["rate:helper:text"] == pytest.approx(0.25 / 10**7)
+
+
 def test_dask_cost_model_shares_tasks_and_rows_but_not_the_scheduler() -> None:
     profile = planner.CostProfile(
         dask_cluster_start_seconds=3.0, dask_job_seconds=0.5, dask_task_seconds=0.1,

@@ -10,12 +10,11 @@ then sorts each row's entries and sums duplicates, as sklearn's ``sum_duplicates
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 
 from fastprep.backends.numba import hash_codes
 from fastprep.backends.numba import murmur as mm
@@ -25,6 +24,9 @@ from fastprep.data.dict_column import DictColumn
 from fastprep.native.arena import ARENA
 from fastprep.native.kernel_files import jit as njit  # made on first use
 from fastprep.native.kernel_files import prange
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 _KEY_ONLY = (np.frombuffer(b"\0", dtype=np.uint8), np.zeros(4, dtype=np.int64))
 _KEY_EQ_VALUE = (np.frombuffer(b"=", dtype=np.uint8), np.array([0, 0, 1, 1], dtype=np.int64))
@@ -115,6 +117,8 @@ def vectorize_dicts(
 
 def _to_csr(column, keep, index, values, width, dtype) -> sp.csr_matrix:
     """Kept entries per row, sorted by index (stable), duplicates summed in ``dtype``."""
+    import scipy.sparse as sp
+
     n = len(column)
     counts = np.bincount(column.entry_rows()[keep], minlength=n)
     indptr = np.zeros(n + 1, dtype=np.int64)

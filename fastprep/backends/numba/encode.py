@@ -13,7 +13,7 @@ import numpy as np
 
 from fastprep.backends.base import FeatureParams
 from fastprep.backends.numba import dict_encode
-from fastprep.backends.numba.hashing import hash_columns
+from fastprep.backends.numba.hashing import hash_column_arrays
 from fastprep.backends.reference import backend as reference
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
@@ -46,9 +46,9 @@ def encode_hash(
         columns = [(item.name, _hash_input(item, table)) for item in feature.inputs]
     kwargs: dict[str, Any] = {"alternate_sign": encoder.alternate_sign, "dtype": np.float32}
     if feature.cross:
-        matrix = hash_columns([], encoder.n_features, crosses=[columns], **kwargs)
+        matrix = hash_column_arrays([], encoder.n_features, crosses=[columns], **kwargs)
     else:
-        matrix = hash_columns(columns, encoder.n_features, **kwargs)
+        matrix = hash_column_arrays(columns, encoder.n_features, **kwargs)
     sink.put(index, SparseBlock(hash_prefix(feature), matrix))
 
 

@@ -16,6 +16,7 @@ from fastprep.backends.numba import hash_csr
 from fastprep.backends.numba.hash_csr import DIRECT, GATHERED, NUMBER
 from fastprep.data import text_encode
 from fastprep.data.columns import TextColumn
+from fastprep.emit.csr import CsrArrays
 from fastprep.native import threads
 from fastprep.native.arena import ARENA
 
@@ -290,7 +291,23 @@ def hash_columns(
     crosses: Sequence[Sequence[tuple[str, Any]]] = (),
     dtype: Any = np.float32,
 ) -> scipy.sparse.csr_matrix:
-    """Hash columns (and column crosses) into a ``scipy.sparse.csr_matrix``.
+    """:func:`hash_column_arrays` as a ``scipy.sparse.csr_matrix`` (over the same arrays)."""
+    matrix = hash_column_arrays(
+        columns, n_features, alternate_sign=alternate_sign, crosses=crosses, dtype=dtype
+    ).to_scipy()
+    matrix.has_canonical_format = True
+    return matrix
+
+
+def hash_column_arrays(
+    columns: Sequence[tuple[str, Any]],
+    n_features: int,
+    *,
+    alternate_sign: bool = True,
+    crosses: Sequence[Sequence[tuple[str, Any]]] = (),
+    dtype: Any = np.float32,
+) -> CsrArrays:
+    """Hash columns (and column crosses) into a CSR matrix (its arrays: no scipy needed).
 
     Bit-identical to ``FeatureHasher(n_features, input_type="dict",
     alternate_sign=alternate_sign, dtype=dtype)`` on per-row dicts
@@ -300,8 +317,6 @@ def hash_columns(
     Each cross of 2-3 string columns gives one token per row, or nothing if a
     member is missing.  Indices are sorted and duplicates summed per row.
     """
-    import scipy.sparse as sp
-
     from fastprep.backends.numba import murmur as mm
 
     if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
@@ -389,11 +404,4 @@ def hash_columns(
         hash_csr.fill_sorted(*parts, packed, indptr, indices, data)
     elif nnz:
         hash_csr.fill_rows(*parts, indptr, indices, data)
-    out = sp.csr_matrix(
-        (data, indices, indptr.astype(idx_dtype, copy=False)),
-        shape=(n_rows, n_features),
-        copy=False,
-    )
-    out.has_sorted_indices = True
-    out.has_canonical_format = True
-    return out
+    return CsrArrays(data, indices, indptr.astype(idx_dtype, copy=False), (n_rows, n_features))

@@ -14,12 +14,11 @@ results equal :mod:`fastprep.backends.reference.tags` (the tests hold them to it
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 
 from fastprep.backends.numba import dict_encode
 from fastprep.backends.numba import encode as encoders
@@ -38,6 +37,9 @@ from fastprep.emit.layout import hash_prefix
 from fastprep.emit.sink import OutputSink
 from fastprep.plan.nodes import Feature, Input, LogicalPlan
 from fastprep.plan.steps import Hash, OneHot
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 # the Numba backend's table entries for OneHot and Hash (``backends/numba/ops.py``): tags
 # here, any other input by the encoder's usual code
@@ -111,6 +113,8 @@ def fit_feature(feature: Feature, table: Table) -> dict[str, list[dict[str, Any]
 
 def block(feature: Feature, fitted: dict[str, list[dict[str, Any]]], table: Table) -> SparseBlock:
     """The feature's CSR block: multi-hot per input side by side, or one hashed block."""
+    import scipy.sparse as sp
+
     encoder = feature.encoder
     if isinstance(encoder, Hash):
         return SparseBlock(hash_prefix(feature), _hashed(feature, encoder, table))
@@ -140,6 +144,8 @@ def _hashed(feature: Feature, encoder: Hash, table: Table) -> sp.csr_matrix:
 def _per_input(feature: Feature, item: Input, table: Table, encode: Any) -> sp.csr_matrix:
     """``encode`` of one input's dict view: of the distinct text values then gathered by
     code, or of the rows of a list column."""
+    import scipy.sparse as sp
+
     split = split_distinct(feature, item, table)
     if split is None:
         return _by_tag(tag_values(feature, item, table), item.name, encode)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastprep.emit.csr import CsrArrays
 from fastprep.planning.sketch import hash_values
 
 if TYPE_CHECKING:
@@ -57,6 +58,51 @@ def finish(
     return matrix
 
 
+def _finish_pairs(
+    inputs: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    n_rows: int,
+    n_features: int,
+    dtype: Any,
+) -> CsrArrays:
+    """What :func:`finish` makes of rows of one or two entries (``inputs`` as
+    :func:`hash_entries` takes them), in numpy, without scipy: values cast to ``dtype``,
+    each row's entries in column order, two in one column summed (in ``dtype``; a sum of
+    two is the same in either order, so equal to scipy's) and kept even when 0."""
+
+    def rows(a: Any, kind: Any) -> np.ndarray:  # an input may give one value for all rows
+        return np.broadcast_to(np.asarray(a).astype(kind, copy=False), (n_rows,))
+
+    kept = [rows(present, bool) & rows(value != 0, bool) for present, _, value in inputs]
+    with np.errstate(over="ignore"):  # beyond float32: inf, as sklearn stores it
+        values = [rows(value, dtype) for _, _, value in inputs]
+    columns = [rows(column, np.int32) for _, column, _ in inputs]
+    if len(inputs) == 2:
+        (c0, c1), (v0, v1), (k0, k1) = columns, values, kept
+        swap = c1 < c0
+        columns = [np.minimum(c0, c1), np.maximum(c0, c1)]
+        values = [np.where(swap, v1, v0), np.where(swap, v0, v1)]
+        kept = [np.where(swap, k1, k0), np.where(swap, k0, k1)]
+        same = kept[0] & kept[1] & (columns[0] == columns[1])
+        if same.any():
+            with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf: NaN, as scipy's
+                values[0] = np.where(same, values[0] + values[1], values[0])
+            kept[1] &= ~same
+    k = len(inputs)
+    pair_columns = np.empty((n_rows, k), np.int32)
+    pair_values = np.empty((n_rows, k), values[0].dtype)
+    pair_kept = np.empty((n_rows, k), bool)
+    counts = np.zeros(n_rows, np.int32)
+    for i in range(k):
+        pair_columns[:, i], pair_values[:, i], pair_kept[:, i] = columns[i], values[i], kept[i]
+        counts += kept[i]
+    indptr = np.zeros(n_rows + 1, np.int32)
+    np.cumsum(counts, out=indptr[1:])
+    shape = (n_rows, n_features)
+    if indptr[-1] == n_rows * k:  # every row has every entry: row-major as it is
+        return CsrArrays(pair_values.ravel(), pair_columns.ravel(), indptr, shape)
+    return CsrArrays(pair_values[pair_kept], pair_columns[pair_kept], indptr, shape)
+
+
 def hash_pairs(
     rows: Iterable[Iterable[tuple[str, Any]]],
     n_features: int,
@@ -92,11 +138,13 @@ def hash_entries(
     n_rows: int,
     n_features: int,
     dtype: Any = np.float32,
-) -> sp.csr_matrix:
+) -> sp.csr_matrix | CsrArrays:
     """Hash inputs given column-wise: per input ``(present, column, signed value)`` arrays
     over the rows (an input gives a row at most one entry; zero values are skipped), laid
     out row by row in input order — what ``FeatureHasher`` gives for each row's pairs."""
     k = len(inputs)
+    if 1 <= k <= 2 and n_rows * k <= 2**31 - 1:
+        return _finish_pairs(inputs, n_rows, n_features, dtype)
     kept = np.empty((n_rows, k), bool)
     columns = np.empty((n_rows, k), np.int32)
     values = np.empty((n_rows, k), np.float64)

@@ -15,11 +15,9 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep.api.schema import Schema
@@ -43,6 +41,9 @@ from fastprep.runtime.partition_tasks import (
 from fastprep.runtime.report import Report
 from fastprep.storage.output_format import Writing, check_codec
 from fastprep.storage.state import encode_floats
+
+if TYPE_CHECKING:
+    pass
 
 
 def partitions_for(
@@ -222,6 +223,9 @@ def _shared(client: Client, job: Job) -> Any:
 def _gather(
     results: list[dict[str, Any]], names: Any, notes: list[str], source: str
 ) -> execute.Output:
+    import pandas as pd
+    import scipy.sparse as sp
+
     outputs = [r["output"] for r in sorted(results, key=lambda r: r["entry"]["index"])]
     X = (
         sp.vstack([o.X for o in outputs], format="csr")
