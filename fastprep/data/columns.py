@@ -150,9 +150,15 @@ class RowRange:
         if key.dtype == bool:
             if key.shape != (self.n,):
                 raise IndexError(f"boolean index of shape {key.shape} for {self.n} rows")
-            return np.flatnonzero(key) + self.start
+            ids = np.flatnonzero(key)
+            ids += self.start  # in place: flatnonzero's array is ours
+            return ids
         positions = key.astype(np.int64, copy=False)
-        return np.where(positions < 0, positions + self.n, positions) + self.start
+        if positions.size and positions.min() < 0:
+            positions = np.where(positions < 0, positions + self.n, positions)
+        # one new array for the usual case (a selection's positions, none negative): the
+        # temporaries of a where() cost fresh pages, at 3.3M rows ~10x the add itself
+        return positions + self.start
 
     def materialize(self) -> np.ndarray:
         """The ids as a read-only int64 array (a view of :func:`row_range`'s cache)."""
@@ -244,7 +250,17 @@ class Table:
 
     @property
     def row_ids(self) -> RowIds:
-        return self.all_row_ids if self.selection is None else self.all_row_ids[self.selection]
+        if self.selection is None:
+            return self.all_row_ids
+        ids, selection = self.all_row_ids, self.selection
+        plain = isinstance(ids, RowRange) and ids.start == 0 and selection.dtype == np.int64
+        if plain and (selection.size == 0 or selection.min() >= 0):
+            # the ids are the positions themselves: a read-only view, not a 26 MB copy at
+            # 3.3M rows (the run's output row ids, and every finding that names rows)
+            view = selection.view()
+            view.flags.writeable = False
+            return view
+        return ids[selection]
 
     def raw(self, name: str) -> Column:
         """The column over all source rows, in its stored dtype (pair with ``selection``)."""
@@ -258,12 +274,46 @@ class Table:
         column = self.columns[name]
         if isinstance(column, (TextColumn, DictColumn, TagColumn)):
             value: Column = column if self.selection is None else column.take(self.selection)
+            counted = self._derived.get(("selected_counts", name))
+            if isinstance(value, TextColumn) and counted and counted[0] is self.selection:
+                value._counts = counted[1]  # counted already (see selected_counts)
         else:
             value = column if self.selection is None else column[self.selection]
             if value.dtype != np.float64:
                 value = value.astype(np.float64)
         self._cache[name] = value
         return value
+
+    def unselected(self) -> np.ndarray:
+        """Positions of the rows the selection leaves out (found once per selection)."""
+        selection = self.selection
+        if selection is None:
+            return np.empty(0, dtype=np.int64)
+
+        def find() -> np.ndarray:
+            kept = np.zeros(len(self.all_row_ids), dtype=bool)
+            kept[selection] = True
+            return np.flatnonzero(~kept)
+
+        return self.derive("unselected", selection, find)
+
+    def selected_counts(self, name: str, counter: Any = None) -> np.ndarray:
+        """Rows per distinct value of text column ``name`` over the selected rows (slot 0:
+        missing): all rows' counts less the left-out rows'. Why not count the selected
+        rows: gathering them copies the whole code column (13 MB at 3.3M rows), which the
+        Numba kernels, reading codes through the selection, never need; a later
+        ``self[name]`` starts with these counts."""
+        column = self.columns[name]
+        assert isinstance(column, TextColumn)
+        counts = column.value_counts(counter)
+        if self.selection is None:
+            return counts
+
+        def subtract() -> np.ndarray:
+            gone = np.bincount(column.codes[self.unselected()] + 1, minlength=len(counts))
+            return counts - gone
+
+        return self.derive(("selected_counts", name), self.selection, subtract)
 
     def drop(self, name: str) -> None:
         """Release a column whose last consumer has run."""

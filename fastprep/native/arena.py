@@ -32,6 +32,9 @@ MIN_BYTES = 4 << 20
 CLASS_STEPS_PER_DOUBLING = 4
 #: a free chunk up to this many classes larger than asked may serve a request
 CLASS_SLACK = 2
+#: arrays start on a page boundary: an output array can then be written to its file
+#: straight from its own memory (``O_DIRECT`` needs aligned buffers), without a copy
+ALIGN = 4096
 
 
 def _default_limit() -> int:
@@ -81,12 +84,13 @@ class Arena:
                 self._release_free(keep_bytes=self.limit_bytes)
                 # 8-byte elements: scipy copies an array whose base has more than twice
                 # its elements (``_prune_array``), which a uint8 chunk would always have
-                chunk = np.empty(_class_bytes(_size_class(nbytes)) // 8, dtype=np.uint64)
+                chunk = np.empty((_class_bytes(_size_class(nbytes)) + ALIGN) // 8, np.uint64)
                 self.stats["allocated"] += 1
             else:
                 self.stats["reused"] += 1
             self._chunks.append(chunk)
-            view = chunk.view(np.uint8)[:nbytes].view(dtype).reshape(shape)
+            start = -chunk.ctypes.data % ALIGN
+            view = chunk.view(np.uint8)[start : start + nbytes].view(dtype).reshape(shape)
         return view
 
     def zeros(self, shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -119,11 +123,13 @@ class Arena:
 
     def _take_free(self, nbytes: int) -> np.ndarray | None:
         """The smallest free chunk holding ``nbytes`` and not much larger."""
-        most = _class_bytes(_size_class(nbytes) + CLASS_SLACK)
+        most = _class_bytes(_size_class(nbytes) + CLASS_SLACK) + ALIGN
         best = None
         for i in self._free_indices():
             size = self._chunks[i].nbytes
-            if nbytes <= size <= most and (best is None or size < self._chunks[best].nbytes):
+            if nbytes + ALIGN <= size <= most and (
+                best is None or size < self._chunks[best].nbytes
+            ):
                 best = i
         if best is None:
             return None

@@ -181,8 +181,9 @@ def fit_transform(
             params = execute.fit_prepared(plan, prepared, backend)
             fit_report = execute.snapshot_fit_report(prepared)
             output = transform_fitted_rows(
-                plan, params, prepared, run.precision.compute_dtype, backend
-            )
+                plan, params, prepared, run.precision.compute_dtype, backend,
+                defer_quarantine=run.output_dir is not None,
+            )  # fmt: skip
             execute.apply_precision(output, run.precision)
     _record_anomaly_patterns(output)
     state = FittedState(plan, schema, params, backend, fit_report, profile, name=name)
@@ -195,7 +196,7 @@ def fit_transform(
 
 def transform_fitted_rows(
     plan: LogicalPlan, params: execute.Params, prepared: execute.Prepared, dtype: Any,
-    backend: str,
+    backend: str, *, defer_quarantine: bool = False,
 ) -> execute.Output:  # fmt: skip
     """X of the rows the fit has just learned from, in a ``fit_transform``.
 
@@ -204,7 +205,9 @@ def transform_fitted_rows(
     that gives its fit rows other values (``FIT_OUTPUT_DIFFERS``) is computed here: the
     prepared table of a fit carries the fit's target (``Table.fit_target``), from which
     such a step (target encoding) encodes these rows out of fold."""
-    return execute.transform_prepared(plan, params, prepared, dtype, backend)
+    return execute.transform_prepared(
+        plan, params, prepared, dtype, backend, defer_quarantine=defer_quarantine
+    )
 
 
 def _fit_transform_partitioned(
@@ -304,8 +307,9 @@ def _transform(
                     state.profile, prepared.table, drift_thresholds
                 )
         output = execute.transform_prepared(
-            plan, state.params, prepared, run.precision.compute_dtype, backend
-        )
+            plan, state.params, prepared, run.precision.compute_dtype, backend,
+            defer_quarantine=run.output_dir is not None,  # saved below: the writer builds it
+        )  # fmt: skip
         execute.apply_precision(output, run.precision, state.quantization)
     _record_anomaly_patterns(output)
     if run.output_dir is not None:  # it fitted in memory: the folder a cluster run writes

@@ -123,6 +123,8 @@ class Output:
         rows = self.quarantine_rows
         if isinstance(rows, _ArrowQuarantine):
             return rows.table.column("reason").to_pylist()
+        if isinstance(rows, _DeferredQuarantine):  # not gathered yet: from the findings
+            return rows.reason_texts()
         return self.quarantine_reasons()["reason"].tolist()
 
     def to_torch(self, device: str = "cpu") -> tuple[Any, Any]:
@@ -147,8 +149,14 @@ class Output:
         one ``manifest.json``: a killed write leaves the folder's earlier output intact.
         ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
         returns name -> path."""
-        rows = self.quarantine_rows  # written as Arrow when it is: no pandas needed
-        quarantine = rows.table if isinstance(rows, _ArrowQuarantine) else self.quarantine
+        rows = self.quarantine_rows
+        if isinstance(rows, _ArrowQuarantine):  # written as Arrow: no pandas needed
+            quarantine: Any = rows.table
+        elif isinstance(rows, _DeferredQuarantine):
+            # not built yet: the writer builds it, beside the arrays' writes
+            quarantine = rows.rows_to_write
+        else:
+            quarantine = rows
         return write_output(
             folder, self.matrix, self.y, self.feature_names, self.report.to_dict(),
             quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
@@ -393,8 +401,12 @@ def transform_prepared(
     prepared: Prepared,
     dtype: Any = np.float32,
     backend: str = "auto",
+    *,
+    defer_quarantine: bool = False,
 ) -> Output:
-    """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y."""
+    """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y.
+    ``defer_quarantine``: the output is saved next, which builds the quarantine's rows (on
+    the writer's background thread, beside the arrays' writes) instead of the run."""
     choices = _stage_choices(plan, prepared, backend)
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
@@ -426,19 +438,23 @@ def transform_prepared(
     report.output = describe_output(X)
     report.check_accounting()
     names = layout.names(plan, params)
-    return Output(X, y, names, report, _quarantine_rows(prepared), row_ids)
+    quarantine_rows = _quarantine_rows(prepared, defer_quarantine)
+    return Output(X, y, names, report, quarantine_rows, row_ids)
 
 
-def _quarantine_rows(prepared: Prepared) -> pd.DataFrame | Callable[[], pd.DataFrame]:
-    """Eager for a file source (its rows would otherwise be kept alive by the output);
-    deferred for a caller's table (a pandas frame over a shallow copy: copy-on-write
-    protects it from later changes to the caller's frame; Arrow data is immutable), and
-    for an empty quarantine."""
+def _quarantine_rows(
+    prepared: Prepared, defer: bool = False
+) -> pd.DataFrame | Callable[[], pd.DataFrame]:
+    """Eager for a file source (its rows would otherwise be kept alive by the output)
+    unless ``defer`` (the output is saved at once, which builds it); deferred for a
+    caller's table (a pandas frame over a shallow copy: copy-on-write protects it from
+    later changes to the caller's frame; Arrow data is immutable), and for an empty
+    quarantine."""
     quarantine, offset, raw = prepared.quarantine, prepared.row_offset, prepared.raw
     if len(quarantine) == 0:  # nothing to keep alive: built (empty) when asked, ~3 ms saved
         return _DeferredQuarantine(quarantine, raw.slice(0, 0) if isinstance(raw, pa.Table)
                                    else raw.iloc[:0], offset)  # fmt: skip
-    if not prepared.source_is_frame:
+    if not prepared.source_is_frame and not defer:
         table = quarantine.to_arrow(raw, offset) if isinstance(raw, pa.Table) else None
         return quarantine.to_frame(raw, offset) if table is None else _ArrowQuarantine(table)
     return _DeferredQuarantine(
@@ -468,6 +484,17 @@ class _DeferredQuarantine:
 
     def __call__(self) -> pd.DataFrame:
         return self._quarantine.to_frame(self._raw, self._offset)
+
+    def reason_texts(self) -> list[str]:
+        return [str(reason) for reason in self._quarantine.reason_arrays()[1]]
+
+    def rows_to_write(self) -> Any:
+        """The rows for the output's Parquet file: an Arrow table when the source is one
+        (no pandas needed), else the frame."""
+        table = None
+        if isinstance(self._raw, pa.Table):
+            table = self._quarantine.to_arrow(self._raw, self._offset)
+        return self() if table is None else table
 
     def reasons(self) -> pd.DataFrame:
         import pandas as pd

@@ -68,6 +68,16 @@ def _by_order(targets: list[Target]) -> list[Target]:
     return [t for t in targets if t[3] in ("summary", "order")]
 
 
+def later_chains(plan: LogicalPlan) -> tuple[tuple[int, str], ...]:
+    """The (feature, input) chains a pass after the first computes statistics of (a
+    median's or percentiles' window pass, later levels): what a first pass keeps, 8 bytes
+    a row each, for the later passes to run without reading the partition again."""
+    levels = level_targets(plan)
+    chains = {(f, name) for targets in levels[1:] for f, name, *_ in targets}
+    chains |= {(f, name) for f, name, *_ in _by_order(levels[0] if levels else [])}
+    return tuple(sorted(chains))
+
+
 def count_passes(plan: LogicalPlan) -> int:
     """Full passes over the source the fit needs (at least one: validation)."""
     return max(sum(2 if _by_order(t) else 1 for t in level_targets(plan)), 1)

@@ -10,6 +10,7 @@ write the same file; the job's manifest names the files of the run whose result 
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
-from fastprep.runtime import execute, shards
+from fastprep.runtime import execute, kept_values, shards
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
@@ -55,6 +56,21 @@ class Job:
     schema: Schema
     backend: str = "auto"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: the whole job's rows (0: unknown): a task's process imports Numba when they repay
+    #: it, as one process running the whole job would (:func:`numba_for_the_job`)
+    rows: int = 0
+
+
+def numba_for_the_job(rows: int) -> None:
+    """Import Numba up front when the whole job's rows repay it, as an in-memory run of the
+    same source decides: the planner decides per table, and a partition alone is below its
+    threshold, so every kernel of a big partitioned job would otherwise stay on numpy.
+    Once per process (a worker's later tasks find it imported)."""
+    from fastprep.planning import planner
+
+    if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
+            and importlib.util.find_spec("numba") is not None):  # fmt: skip
+        import numba  # noqa: F401
 
 
 def read_with_retries(
@@ -100,6 +116,7 @@ def load_prepared(
 ) -> tuple[execute.Prepared, int]:
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
+    numba_for_the_job(job.rows)
     columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
@@ -139,17 +156,38 @@ Target = tuple[int, str, int, str, Any]
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
-    profile: bool = False,
+    profile: bool = False, keep_as: str | None = None, reuse: str | None = None,
+    inputs: tuple[tuple[int, str], ...] = (),
 ) -> dict[str, Any]:  # fmt: skip
     """One fit pass over one partition: a partial aggregate per target, plus row counts.
     ``keep``: also return the values behind each order-statistic target (``"values"``), so
     that a caller holding them can compute the next pass's windows without a re-read.
+    ``keep_as``: keep the input values of the chains ``inputs`` (feature, input name) in
+    this process under that key (:mod:`~fastprep.runtime.kept_values`; ``"kept"`` says
+    whether they were), for the passes after this one. ``reuse``: the key an earlier pass
+    kept them under — when every target's chain is there, this pass's partials come from
+    them without reading the partition (``"reused"`` True); else the partition is read.
     ``profile``: also return the partition's drift profile (``"profile"``; the
     partitions' merge is the whole source's, :func:`drift.merge_profiles`)."""
+    if reuse is not None:
+        entry = kept_values.get(reuse)
+        if entry is not None and all(_from_inputs(t, entry["inputs"]) for t in targets):
+            partials = _partials_from_inputs(job, learned, targets, entry["inputs"])
+            return entry["counts"] | {"index": spec.index, "findings": [], "retries": 0,
+                                      "partials": partials, "reused": True}  # fmt: skip
     prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
     drift_profile = drift.profile(table) if profile else None
     repairs = reference.Repairs()
+    starts: dict[tuple[int, str], Any] = {}  # each chain's input values, evaluated once
+
+    def start(feature_index: int, name: str) -> Any:
+        if (feature_index, name) not in starts:
+            feature = job.plan.features[feature_index]
+            item = next(i for i in feature.inputs if i.name == name)
+            starts[(feature_index, name)] = reference.input_values(item, table, repairs)
+        return starts[(feature_index, name)]
+
     partials: dict[tuple[int, str, int], Any] = {}
     kept: dict[tuple[int, str, int], np.ndarray] = {}
     grouped: dict[int, Any] = {}  # a GroupStats partial serves all its output columns
@@ -169,6 +207,9 @@ def fit_partials(
         upto = position - 1 if kind == "unfilled" else position
         if is_tags(feature, table):  # a tags OneHot: the vocabulary of the tags
             values = tag_values(feature, item, table)
+        elif _keepable(feature):
+            values = reference.chain_from(feature, item, start(feature_index, name), params,
+                                          upto, repairs)  # fmt: skip
         else:
             values = reference.chain_values(feature, item, table, params, upto, repairs)
         if kind == "target":  # target encoding: the rows' categories with their target
@@ -177,19 +218,62 @@ def fit_partials(
         if keep and kind in ("summary", "order"):
             kept[(feature_index, name, position)] = np.array(values, dtype=np.float64)
     report = prepared.report
-    out = {
-        "index": spec.index,
-        "partials": partials,
+    counts = {
         "rows_in": report.rows_in,
         "rows_fit": table.n_rows,
         "rows_quarantined": len(prepared.quarantine),
+    }
+    out = {
+        "index": spec.index,
+        "partials": partials,
+        **counts,
         "findings": list(report.findings),
         "retries": retries,
     }
     if keep:
         out["values"] = kept
+    if keep_as is not None and inputs:
+        held = {}
+        for f, name in inputs:
+            if _keepable(job.plan.features[f]) and not is_tags(job.plan.features[f], table):
+                values = start(f, name)
+                if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+                    held[(f, name)] = values
+        out["kept"] = bool(held) and kept_values.keep(
+            keep_as, {"inputs": held, "counts": counts}, kept_values.nbytes(held)
+        )
     if drift_profile is not None:
         out["profile"] = drift_profile
+    return out
+
+
+def _keepable(feature: Any) -> bool:
+    """A chain computed from its input's values alone (a ``GroupStats`` first step reads
+    the table's groups)."""
+    return not (feature.steps and feature.steps[0].kind == "group")
+
+
+def _from_inputs(target: Target, inputs: dict[tuple[int, str], np.ndarray]) -> bool:
+    """Whether ``target``'s partial can be computed from kept input values."""
+    f, name, _, kind, _ = target
+    return kind not in ("groups", "target") and (f, name) in inputs
+
+
+def _partials_from_inputs(
+    job: Job, learned: dict[tuple[int, str], list[dict[str, Any]]], targets: list[Target],
+    inputs: dict[tuple[int, str], np.ndarray],
+) -> dict[tuple[int, str, int], Any]:  # fmt: skip
+    """The targets' partials from kept input values: the steps before each target applied
+    with the parameters learned so far, as a reading pass applies them."""
+    repairs = reference.Repairs()
+    out = {}
+    for f, name, position, kind, extra in targets:
+        feature = job.plan.features[f]
+        item = next(i for i in feature.inputs if i.name == name)
+        upto = position - 1 if kind == "unfilled" else position
+        values = reference.chain_from(feature, item, inputs[(f, name)], learned[(f, name)],
+                                      upto, repairs)  # fmt: skip
+        out[(f, name, position)] = _partial(kind, values, extra)
     return out
 
 

@@ -22,7 +22,6 @@ offset in the source (a CSV file's, once the files before it were read).
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -53,6 +52,7 @@ from fastprep.runtime.partition_tasks import (
     RetryPolicy,
     Target,
     fit_partials,
+    numba_for_the_job,
     partials_of,
     read_columns,
     read_with_retries,
@@ -112,17 +112,6 @@ class Partitions:
                 del result
                 gc.collect(0)
         return results
-
-
-def numba_for_the_job(rows: int) -> None:
-    """Import Numba up front when the whole job's rows repay it, as an in-memory run of the
-    same source decides: the planner decides per table, and a partition alone is below its
-    threshold, so every kernel of a big streamed job would otherwise stay on numpy."""
-    from fastprep.planning import planner
-
-    if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
-            and importlib.util.find_spec("numba") is not None):  # fmt: skip
-        import numba  # noqa: F401
 
 
 def _rows_in(result: dict[str, Any]) -> int:

@@ -238,10 +238,17 @@ def write_shard(
         "layout": "csr" if hasattr(X, "indptr") else "dense", "arrays": {},
     }  # fmt: skip
     if quarantine is not None:  # written on the background thread, beside the arrays
-        info = entry["quarantine"] = {"rows": len(quarantine)}
-        save = lambda path: _write_rows(quarantine, path)  # noqa: E731
-        files.later(lambda: info.update(write_file(files.folder, f"{stem}.quarantine.parquet",
-                                                   save)))  # fmt: skip
+        info = entry["quarantine"] = {}
+
+        def save_quarantine() -> None:
+            # a function builds the rejected rows there too (gathering them from the
+            # source's columns overlaps the arrays' writes)
+            rows = quarantine() if callable(quarantine) else quarantine
+            info["rows"] = len(rows)
+            save = lambda path: _write_rows(rows, path)  # noqa: E731
+            info.update(write_file(files.folder, f"{stem}.quarantine.parquet", save))
+
+        files.later(save_quarantine)
     arrays = entry["arrays"]
     if entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
         for part in ("data", "indices", "indptr"):

@@ -83,9 +83,7 @@ def _numeric(table: Table, name: str) -> dict[str, float]:
         n = len(table.selection)  # most rows left: sum the kept ones instead
         count, total, squares = sums_over(values, table.selection, scanned.shift)
     elif table.selection is not None:
-        kept = np.zeros(scanned.n, dtype=bool)
-        kept[table.selection] = True
-        dropped = np.flatnonzero(~kept)
+        dropped = table.unselected()
         gone, gone_total, gone_squares = sums_over(values, dropped, scanned.shift)
         n, count = n - len(dropped), count - int(gone)
         total, squares = total - gone_total, squares - gone_squares
@@ -107,15 +105,13 @@ def profile(table: Table) -> dict[str, dict[str, Any]]:
         if isinstance(column, (DictColumn, TagColumn)):  # no drift measure for these yet
             continue
         if isinstance(column, TextColumn):
-            text = table[name]
-            assert isinstance(text, TextColumn)
-            n = len(text)
-            per_value = text.value_counts(count_codes)  # slot 0: missing; kept for the fit
+            n = table.n_rows
+            per_value = table.selected_counts(name, count_codes)  # slot 0: missing
             missing = int(per_value[0])
             entry: dict[str, Any] = {"rows": n, "null_rate": missing / n if n else 0.0}
-            if text.n_unique <= MAX_VOCABULARY:
+            if column.n_unique <= MAX_VOCABULARY:
                 used = per_value[1:] > 0
-                entry["vocabulary"] = sorted(str(v) for v in text.uniques[used])
+                entry["vocabulary"] = sorted(str(v) for v in column.uniques[used])
             out[name] = entry
         else:
             out[name] = _numeric(table, name)
@@ -213,16 +209,14 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
         if not isinstance(column, TextColumn):
             out[name] = _numeric(table, name)
             continue
-        text = table[name]
-        assert isinstance(text, TextColumn)
-        n = len(text)
-        per_value = text.value_counts(count_codes)  # slot 0: missing
+        n = table.n_rows
+        per_value = table.selected_counts(name, count_codes)  # slot 0: missing
         n_present = n - int(per_value[0])
         entry: dict[str, Any] = {"rows": n, "null_rate": 1 - n_present / n if n else 0.0}
         vocabulary = fitted[name].get("vocabulary")
         if vocabulary is not None:
             known = pa.array(vocabulary, type=pa.large_string())
-            uniques = arrow_uniques(text)
+            uniques = arrow_uniques(column)
             unseen = ~pc.is_in(uniques, value_set=known).to_numpy(zero_copy_only=False)
             n_unseen = int(per_value[1:][unseen].sum())
             entry["unseen_share"] = n_unseen / n_present if n_present else 0.0

@@ -105,3 +105,16 @@ def test_release_memory_drops_what_nothing_uses_and_keeps_what_a_caller_holds():
     assert ARENA.free_bytes() == 0
     assert (held == 3.0).all() and ids[-1] == 999_999  # held arrays are untouched
     assert set(released) == {"arena", "row_ids", "heap_trimmed"}
+
+
+def test_arrays_start_on_a_page_new_or_reused():
+    # so an output array is written to its file straight from its memory (O_DIRECT)
+    arena = Arena(limit_bytes=1 << 30)
+    for size in (BIG, BIG - 7, BIG * 3 + 1):
+        first = arena.empty(size, np.float32)
+        assert first.ctypes.data % 4096 == 0
+        del first
+        again = arena.empty(size, np.int32)  # a reused chunk: the same alignment
+        assert again.ctypes.data % 4096 == 0 and again.nbytes == 4 * size
+        del again
+    assert arena.stats["reused"] >= 3

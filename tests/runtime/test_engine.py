@@ -133,3 +133,28 @@ def _imported(path: Path, root: Path) -> list[str]:
             module = node.module if node.level == 0 else ".".join(base + [node.module or ""])
             names += [module] + [f"{module}.{alias.name}" for alias in node.names]
     return names
+
+
+def test_a_saved_runs_quarantine_is_built_by_the_writer_and_equals_the_eager_one(
+    flights_parquet, tmp_path
+):
+    # a run that saves at once leaves the rejected rows to the writer's background thread;
+    # the file and the output's frame are the same rows as an unsaved run gathers eagerly
+    pipeline = small_pipeline()
+    eager = pipeline.fit_transform(str(flights_parquet))
+    assert type(eager.quarantine_rows).__name__ != "_DeferredQuarantine"  # gathered now
+    _, saved = pipeline.fit_and_transform(str(flights_parquet), output_dir=tmp_path / "out")
+    assert len(eager.quarantine) > 0
+    opened = fp.open_output(tmp_path / "out")
+    assert opened.quarantine.equals(eager.quarantine)
+    assert saved.quarantine.equals(eager.quarantine)
+    assert opened.manifest["shards"][0]["quarantine"]["rows"] == len(eager.quarantine)
+
+
+def test_a_saved_transforms_quarantine_equals_the_eager_one(flights_parquet, tmp_path):
+    fitted = small_pipeline().fit(str(flights_parquet))
+    eager = fitted.transform(str(flights_parquet))
+    saved = fitted.transform(str(flights_parquet), output_dir=tmp_path / "out")
+    assert len(eager.quarantine) > 0
+    assert fp.open_output(tmp_path / "out").quarantine.equals(eager.quarantine)
+    assert saved.quarantine.equals(eager.quarantine)

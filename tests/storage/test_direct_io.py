@@ -72,3 +72,29 @@ def test_a_write_refused_midway_leaves_nothing_and_falls_back(tmp_path, monkeypa
         pytest.skip("no O_DIRECT here")
     assert direct_io.write_npy(path, array) is None
     assert not path.exists()
+
+
+def test_an_aligned_array_is_written_from_its_own_memory(tmp_path, monkeypatch) -> None:
+    """The emit arena's arrays start on a page: written without the bounce buffer's copy,
+    the same file as a copied one."""
+    from fastprep.native.arena import Arena
+
+    monkeypatch.setattr(direct_io, "MIN_BYTES", 0)
+    monkeypatch.setattr(direct_io, "ALIGNED_PIECE", 1 << 20)  # several pieces, then a tail
+    aligned = Arena(limit_bytes=1 << 30).empty(5 * (1 << 18) + 5, np.float32)  # 5 MiB
+    assert aligned.ctypes.data % direct_io.BLOCK == 0
+    aligned[:] = np.arange(len(aligned), dtype=np.float32)
+    copies = {"n": 0}
+    real = direct_io._write
+
+    def counting(fd, header, raw, is_aligned=False):
+        copies["n"] += not is_aligned
+        return real(fd, header, raw, is_aligned)
+
+    monkeypatch.setattr(direct_io, "_write", counting)
+    descriptor = direct_io.write_npy(tmp_path / "a.npy", aligned)
+    if descriptor is None:
+        pytest.skip("no O_DIRECT on this file system")
+    os.close(descriptor)
+    assert copies["n"] == 0
+    assert np.array_equal(np.load(tmp_path / "a.npy"), aligned)

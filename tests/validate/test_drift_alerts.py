@@ -103,3 +103,35 @@ def test_anomaly_pattern_names_columns_failing_together():
         {"columns": ["c"], "rules": ["c: null"], "rows": 1},
     ]
     assert "3 row(s) failed together on a: above_max + b: above_max" in out.report.summary()
+
+
+def test_text_profile_of_selected_rows_counts_only_those_rows(flights_sample):
+    # the selected rows' counts come from all rows' less the left-out rows': the same
+    # vocabulary and null rate as counting the selected rows themselves
+    from fastprep.data.columns import Table, TextColumn, row_range
+    from fastprep.validate import drift
+
+    codes, uniques = pd.factorize(flights_sample["tailnum"])
+    column = TextColumn(codes.astype(np.int32), uniques.to_numpy(dtype=object))
+    n = len(column)
+    selection = np.flatnonzero(np.arange(n) % 3 != 0)  # a third of the rows left out
+    selected = Table(row_range(0, n), {"tailnum": column}, selection)
+    taken = Table(row_range(0, len(selection)), {"tailnum": column.take(selection)})
+    assert drift.profile(selected) == drift.profile(taken)
+    assert drift.profile(selected)["tailnum"]["null_rate"] > 0
+
+
+def test_the_selected_rows_counts_seed_the_gathered_column(flights_sample):
+    # a step that later gathers the column (a OneHot fit on the reference backend) starts
+    # with the counts the profile found, equal to counting the gathered codes
+    from fastprep.data.columns import Table, TextColumn, row_range
+
+    codes, uniques = pd.factorize(flights_sample["carrier"])
+    column = TextColumn(codes.astype(np.int32), uniques.to_numpy(dtype=object))
+    selection = np.flatnonzero(np.arange(len(column)) % 4 != 1)
+    table = Table(row_range(0, len(column)), {"carrier": column}, selection)
+    counts = table.selected_counts("carrier")
+    gathered = table["carrier"]
+    assert gathered._counts is counts
+    fresh = TextColumn(gathered.codes, gathered.uniques)
+    assert np.array_equal(fresh.value_counts(), counts)

@@ -9,7 +9,7 @@ module; see :mod:`fastprep.backends.base` for adding a step).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,10 @@ def fit_feature(
             # the rows' statistics only when a later step learns from them
             fitted_later = any(step.needs_fit for step in steps)
             values = group_stats.gather(first[item.name], index) if fitted_later else np.empty(0)
-        else:
+        skipped = grouped is None and _learns_nothing(steps)
+        if skipped:  # e.g. Hash: no gathered copy of the input's rows for nothing
+            values = np.empty(0)
+        elif grouped is None:
             values = input_values(item, table, repairs)
         for step in steps:
             what = f"{step.describe()} on {item.name!r}"
@@ -140,10 +143,18 @@ def fit_feature(
                 learned.append(fit(step, values, table.fit_target, what))
                 continue
             learned.append(fit_step(step, values, what))
-            if step.kind != "encoder":
+            if step.kind != "encoder" and not skipped:
                 values = apply_step(step, learned[-1], values, item.name, repairs)
         params[item.name] = learned
     return params
+
+
+def _learns_nothing(steps: Sequence[Step]) -> bool:
+    """No step learns from the values (each fits to ``{}`` whatever the rows hold)."""
+    return all(
+        REFERENCE.entry(step, "fit") is no_fit and not REFERENCE.has(step, "fit_target")
+        for step in steps
+    )
 
 
 def _group_step(feature: Feature) -> GroupStats | None:
@@ -169,6 +180,18 @@ def chain_values(
     for step, step_params in zip(steps, params):
         if step.kind != "encoder":
             values = apply_step(step, step_params, values, item.name, repairs)  # type: ignore[arg-type]
+    return values
+
+
+def chain_from(
+    feature: Feature, item: Input, values: np.ndarray, fitted: list[dict[str, Any]], upto: int,
+    repairs: Repairs,
+) -> np.ndarray:  # fmt: skip
+    """:func:`chain_values` from the input's values as :func:`input_values` gave them (a
+    feature without a ``GroupStats`` step): the same steps, without the table."""
+    for step, step_params in zip(feature.steps[:upto], fitted[:upto]):
+        if step.kind != "encoder":
+            values = apply_step(step, step_params, values, item.name, repairs)
     return values
 
 

@@ -18,9 +18,18 @@ _NAMES = {
     "Manifest": "fastprep.runtime.shards",
     "load_shards": "fastprep.runtime.shards",
     "RetryPolicy": "fastprep.runtime.partition_tasks",
+    "warm_workers": "fastprep.runtime.cluster.warm",
 }
 
-__all__ = ["Manifest", "RetryPolicy", "fit", "load_shards", "partitions_for", "transform"]
+__all__ = [
+    "Manifest",
+    "RetryPolicy",
+    "fit",
+    "load_shards",
+    "partitions_for",
+    "transform",
+    "warm_workers",
+]
 
 
 def __getattr__(name: str) -> Any:

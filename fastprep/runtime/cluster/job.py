@@ -10,10 +10,12 @@ into one matrix or writes shards and a manifest (see :mod:`fastprep.runtime.shar
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import secrets
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,13 @@ from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, shards
 from fastprep.runtime.cluster.progress import Progress, ProgressArg
 from fastprep.runtime.cross_fit import CrossFit
-from fastprep.runtime.levels import Learned, check_fittable, fit_levels, learned_list
+from fastprep.runtime.levels import (
+    Learned,
+    check_fittable,
+    fit_levels,
+    later_chains,
+    learned_list,
+)
 from fastprep.runtime.partition_tasks import (
     Job,
     RetryPolicy,
@@ -77,6 +85,13 @@ def partitions_for(
     return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
 
 
+def largest_first(spec: PartitionSpec) -> int:
+    """A task's Dask priority: the bigger partitions start first, so a small one (a file's
+    last row groups) fills a worker's idle end of the pass instead of delaying a big one
+    to it (largest processing time first); equal sizes keep the partition order."""
+    return int(spec.n_rows or 0)
+
+
 def is_dask_frame(source: Any) -> bool:
     return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
 
@@ -102,37 +117,101 @@ def fit(
     :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
     collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
     check_fittable(plan)
-    job = Job(plan, schema, backend, retry or RetryPolicy())
     bars = Progress(progress)
-    specs = partitions_for(client, source, plan, rows_per_partition, job.retry, bars)
+    retry = retry or RetryPolicy()
+    specs = partitions_for(client, source, plan, rows_per_partition, retry, bars)
+    rows = sum(s.n_rows or 0 for s in specs)
+    job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
     shared = _shared(client, job)
+    kept = Kept(secrets.token_hex(8), later_chains(plan))
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared)
+        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
+                         kept)  # fmt: skip
 
-    return fit_levels(plan, source, run_pass, sum(s.n_rows or 0 for s in specs), cross_fit)
+    try:
+        params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
+    finally:
+        kept.drop(client, specs)
+    if kept.passes:
+        report.notes.append(
+            f"passes after the first: {kept.reused} of {kept.passes} partition task(s) took "
+            "the values their worker kept from the first read (not read again)"
+        )
+    return params, report
+
+
+@dataclass
+class Kept:
+    """Where each partition's kept input values are (:mod:`fastprep.runtime.kept_values`):
+    partition -> the workers holding them, under the fit's ``token``; ``inputs``: the
+    chains the passes after the first need."""
+
+    token: str
+    inputs: tuple[tuple[int, str], ...]
+    holders: dict[int, list[str]] = field(default_factory=dict)
+    passes: int = 0  # partition tasks of the passes after the first
+    reused: int = 0  # of which took kept values
+
+    def key(self, spec: PartitionSpec) -> str:
+        return f"{self.token}-{spec.index}"
+
+    def drop(self, client: Client, specs: list[PartitionSpec]) -> None:
+        """Let the values go on every worker (a fit that ended, or failed: a task that kept
+        values before the failure is not in ``holders``)."""
+        from fastprep.runtime import kept_values
+
+        if self.inputs:
+            keys = [self.key(spec) for spec in specs]
+            with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+                client.run(kept_values.drop, keys, on_error="ignore")
+        self.holders.clear()
 
 
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
-    shared: Any = None,
+    shared: Any = None, kept: Kept | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
+    """One pass: a task per partition. The first pass keeps the input values the later
+    passes need on the worker that ran each task (``kept``); a later pass's task is sent to
+    that worker and computes its statistics from them instead of reading the partition
+    again (a task that lands elsewhere reads it: slower, the same partials)."""
+    kept = kept or Kept("", ())
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
-    futures = [
-        client.submit(
-            fit_partials,
-            job if shared is None else shared,
-            spec,
-            learned,
-            targets,
-            part,
-            key=f"fastprep-fit-{token}-{_token(spec)}",
-        )
-        for spec, part in zip(specs, frames)
-    ]
-    return _results(client, futures, specs, stage, progress)
+    futures = []
+    for spec, part in zip(specs, frames):
+        key = f"fastprep-fit-{token}-{_token(spec)}"
+        options: dict[str, Any] = {}
+        if kept.inputs and part is None:  # a dask DataFrame's partition: nothing to keep
+            options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            # the fit's token in the key: an identical earlier fit's result, still in the
+            # cluster's memory, would be returned without running (and keeping) anything
+            key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
+        where: dict[str, Any] = {}
+        if spec.index in kept.holders:
+            options["reuse"] = kept.key(spec)
+            # its own key prefix: Dask learns these tasks' (short) duration apart from a
+            # reading pass's, and does not steal them from their worker as if long
+            key = f"fastprep-kept-{token}-{kept.token}-{_token(spec)}"
+            where = {"workers": kept.holders[spec.index], "allow_other_workers": True}
+        futures.append(client.submit(
+            fit_partials, job if shared is None else shared, spec, learned, targets, part,
+            **options, key=key, **where, priority=largest_first(spec),
+        ))  # fmt: skip
+    results = _results(client, futures, specs, stage, progress)
+    if kept.holders:
+        kept.passes += len(results)
+        kept.reused += sum(bool(r.get("reused")) for r in results)
+    held = [(s, f) for s, f, r in zip(specs, futures, results)
+            if r.pop("kept", False) or r.get("reused")]  # fmt: skip
+    if held:
+        who = client.who_has([f for _, f in held])
+        for spec, future in held:
+            if who.get(future.key):
+                kept.holders[spec.index] = list(who[future.key])
+    return results
 
 
 def transform(
@@ -153,10 +232,11 @@ def transform(
     folds and the out-of-fold encodings.
     """
     codec = check_codec(compress)
-    job = Job(plan, schema, backend, retry or RetryPolicy())
+    retry = retry or RetryPolicy()
     bars = Progress(progress)
-    specs = partitions or partitions_for(client, source, plan, rows_per_partition, job.retry,
+    specs = partitions or partitions_for(client, source, plan, rows_per_partition, retry,
                                          bars)  # fmt: skip
+    job = Job(plan, schema, backend, retry, sum(s.n_rows or 0 for s in specs))
     fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
     if getattr(schema, "tables", None):  # a refit side table changes the output too
         fitted += tuple(t.digest() for _, t in sorted(schema.tables.items()))
@@ -194,6 +274,7 @@ def transform(
                 codec,
                 folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
+                priority=largest_first(spec),
             )
             for spec in todo
         ]
