@@ -13,6 +13,7 @@ statistics each collects, and each pass's predicted time from the planner's Dask
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,8 @@ def explain_cluster(
 ) -> str:  # fmt: skip
     """The Dask job on ``specs``: partitions, each pass with what its tasks collect, and
     the predicted seconds per pass (:func:`fastprep.planning.planner.dask_pass_seconds`)."""
-    from fastprep.runtime.levels import level_targets
+    from fastprep.runtime import kept_values
+    from fastprep.runtime.levels import later_chains, level_targets
 
     profile = profile or load_profile()
     workers, where = _workers(client, scheduler)
@@ -95,21 +97,29 @@ def explain_cluster(
     rows = sum(known) if len(known) == len(specs) else source_size(source).n_rows
     tasks = len(specs)
     largest = max(known, default=0)
+    # the first fit pass keeps the values later fit passes need on its worker (8 bytes a
+    # row per chain) when a worker's share fits the store: those passes then read nothing
+    share = math.ceil(tasks / max(workers, 1)) * max(largest, 1)
+    kept = 8 * share * len(later_chains(plan)) <= kept_values.KEPT_BYTES
+    later = "from the values kept on the workers" if kept else "read + validate"
     passes: list[tuple[str, str, list[str]]] = []
     if len(known) != len(specs):
         passes.append(("count rows", "read", ["rows per CSV file (row ids need the offsets)"]))
     for level, targets in enumerate(level_targets(plan)):
-        passes.append((f"fit level {level}", "read + validate", _collects(plan, targets)))
+        read = "read + validate" if level == 0 else later
+        passes.append((f"fit level {level}", read, _collects(plan, targets)))
         order = [t for t in targets if t[3] in ("summary", "order")]
         if order:
             windows = [(*t[:3], "window" if t[3] == "summary" else "windows", None) for t in order]
-            passes.append((f"fit level {level} median", "read + validate",
-                           _collects(plan, windows)))  # fmt: skip
+            passes.append((f"fit level {level} median", later, _collects(plan, windows)))
     if not any(name.startswith("fit") for name, _, _ in passes):
         passes.append(("fit level 0", "read + validate", ["the findings only (nothing fitted)"]))
     passes.append(("transform", "read + validate", [f"{tasks} shard(s) written or gathered"]))
     one = dask_pass_seconds(profile, rows, tasks, workers)
-    total = dask_job_seconds(profile, rows, tasks, workers, len(passes))
+    light = dask_pass_seconds(profile, 0, tasks, workers)  # per task only: no rows read
+    reading = sum(1 for _, read, _ in passes if read != later or not kept)
+    total = dask_job_seconds(profile, rows, tasks, workers, reading) + (
+        len(passes) - reading) * light  # fmt: skip
     size = f"up to {largest:,} rows each" if known else "sizes counted by a first pass"
     parallel = min(workers, tasks)
     lines = [
@@ -122,7 +132,8 @@ def explain_cluster(
             f"{spec.n_rows:,} rows")  # fmt: skip
         lines.append("│  …" if spec is None else f"│  {spec.describe()}: {counted}")
     for name, read, collects in passes:
-        lines.append(f"├─ {name}: {read} {tasks} partition(s), predicted {one:.2f} s")
+        seconds = light if kept and read == later else one
+        lines.append(f"├─ {name}: {read}, {tasks} partition(s), predicted {seconds:.2f} s")
         lines += [f"│    {line}" for line in collects]
     lines.append(
         f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "

@@ -62,9 +62,11 @@ from fastprep.planning.planner import (
     NUMBA_JOB_ROW_SAVING,
     CostProfile,
     dask_job_seconds,
+    dask_pass_seconds,
     load_profile,
 )
 from fastprep.planning.sketch import HyperLogLog
+from fastprep.runtime import kept_values
 from fastprep.runtime.aggregates import partial_kind
 
 if TYPE_CHECKING:
@@ -838,16 +840,24 @@ def _options(
     # the fit's passes and the transform's, each a task per partition (the cost model of
     # docs/distributed.md)
     job_passes = passes + (0 if fit_only else 1)
+
+    def dask_seconds(parts: int, on: int, start: bool) -> float:
+        # the fit's later passes run from the values its first pass kept on the workers
+        # when a worker's share fits their store: those cost their tasks, no rows
+        light = 0
+        if passes > 1 and kept_per_row * n / on <= kept_values.KEPT_BYTES:
+            light = passes - 1
+        return dask_job_seconds(profile, n, parts, on, job_passes - light, start) + (
+            light * dask_pass_seconds(profile, 0, parts, on))  # fmt: skip
+
     if cluster == "external":  # its processes are the cluster's machines', not this one's
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
-                               lambda parts: dask_job_seconds(profile, n, parts, 1, job_passes),
-                               why))  # fmt: skip
+                               lambda parts: dask_seconds(parts, 1, False), why))  # fmt: skip
         return out
     dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
         DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
-                           lambda parts: dask_job_seconds(profile, n, parts, workers, job_passes,
-                                                          start=True), why))  # fmt: skip
+                           lambda parts: dask_seconds(parts, workers, True), why))  # fmt: skip
     return out
 
 

@@ -17,10 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data_samples" / "flights.parquet"
 
 
-def _passes():
-    """The flights fit's two passes over the sample's first partition: (job, spec, the
-    learned state and targets of each pass)."""
-    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+def _passes(pipeline=None):
+    """A fit's passes (default: the flights pipeline's two) over the sample's first
+    partition: (job, spec, the learned state and targets of each pass)."""
+    pipeline = pipeline or load_pipeline_file(REPO / "pipelines" / "flights.py")
     job = Job(pipeline.optimized, pipeline._fit_schema())
     spec = plan_partitions(SAMPLE, 5_000)[0]
     seen = []
@@ -61,15 +61,7 @@ def test_every_later_level_from_kept_inputs() -> None:
                   fp.cols("origin") >> fp.OneHot()],
         target=fp.expr("late = arr_delay > 15"),
     )  # fmt: skip
-    job = Job(pipeline.optimized, pipeline._fit_schema())
-    spec = plan_partitions(SAMPLE, 5_000)[0]
-    seen = []
-
-    def run_pass(learned, targets, stage):
-        seen.append(({k: list(v) for k, v in learned.items()}, targets))
-        return [fit_partials(job, spec, learned, targets)]
-
-    fit_levels(job.plan, SAMPLE, run_pass, spec.n_rows)
+    job, spec, seen = _passes(pipeline)
     assert len(seen) == 3  # level 0, its median pass, level 1
     chains = tuple(sorted({(f, n) for _, targets in seen[1:] for f, n, *_ in targets}))
     fit_partials(job, spec, *seen[0], keep_as="fit-2", inputs=chains)
