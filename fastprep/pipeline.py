@@ -222,15 +222,21 @@ class Pipeline:
         output_dir: str | os.PathLike[str] | None = None,
         compress: str | bool | None = None,
         save: bool = True,
+        client: Any = None,
+        rows_per_partition: int | None = None,
+        progress: Any = False,
     ) -> tuple[FittedPipeline, Any]:
         """Like :meth:`fit_transform`, also returning the fitted pipeline (used by the CLI).
 
         ``memory_budget`` / ``scheduler``: as :meth:`fit`; ``output_dir`` / ``compress``:
         as :meth:`fit_transform` (an output over the budget is written, never gathered).
-        ``save=False``: an in-memory result is returned unsaved (the caller writes it)."""
+        ``save=False``: an in-memory result is returned unsaved (the caller writes it).
+        ``client`` / ``rows_per_partition`` / ``progress``: a run on that Dask cluster, as
+        :meth:`fit`'s (the output is written to ``output_dir`` shard by shard)."""
         run = engine.Run(backend=backend, precision=Precision(out_dtype, on_overflow),
                          on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
-                         output_dir=output_dir, compress=compress)  # fmt: skip
+                         output_dir=output_dir, compress=compress, client=client,
+                         rows_per_partition=rows_per_partition, progress=progress)  # fmt: skip
         return engine.fit_transform(self.optimized, self._fit_schema(), source, run,
                                     name=self.name,
                                     wrap=lambda state: FittedPipeline._wrap(self, state),

@@ -73,6 +73,8 @@ def streaming_budget(pipeline: fp.Pipeline, source) -> int:
     ) / pre.n_rows
     rows = preflight.smallest_partition_rows(source)
     streamed = preflight.PROCESS_BASE_BYTES + preflight.RUN_FIXED_BYTES + rows * per_row
+    # what a partitioned fit gathers on the client (target encodings, group medians, ...)
+    streamed += preflight.gathered_bytes(pipeline.optimized, pre.n_rows, cross_fit=True)[0]
     memory = pre.options[0].peak_bytes
     assert streamed < memory
     return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))

@@ -57,6 +57,14 @@ class FeatureBuilder:
                 "fp.GroupStats(...) follows the key columns directly: "
                 'fp.cols("carrier", "origin") >> fp.GroupStats("dep_delay") >> ...'
             )
+        if self.tags is not None:  # a row's set of tags is no group key
+            names = ", ".join(repr(i.name) for i in self.inputs)
+            verb = "is" if len(self.inputs) == 1 else "are"
+            raise PipelineDefinitionError(
+                f"fp.Tags({names}) >> {step.describe()}: {names} {verb} multi-valued (tags), "
+                "and a list of tags is no group key; group by a single-valued column, or "
+                "encode the tags whole with fp.OneHot() or fp.Hash(n)"
+            )
         derived = [i.name for i in self.inputs if not i.is_plain_column]
         if derived:
             raise PipelineDefinitionError(

@@ -375,6 +375,12 @@ def _check_group_stats(feature: Feature, types: Mapping[str, LType], where: str)
         if key not in types:
             raise PipelineDefinitionError(unknown_column_message(key, list(types), where))
         found = types[key]
+        if found == LType.LIST:
+            raise PipelineDefinitionError(
+                f"{where}: group key {key!r} is multi-valued (a list of tags per row), no group "
+                f"key for {step.describe()}; group by a single-valued column, or encode the "
+                "tags whole with fp.OneHot() or fp.Hash(n)"
+            )
         if found in (LType.FLOAT, LType.DICT):
             raise PipelineDefinitionError(
                 f"{where}: group key {key!r} is {found.value}; group by text, category, integer "

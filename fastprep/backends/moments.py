@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -388,3 +389,323 @@ def standardize_params(moments: Moments, what: str) -> dict[str, object]:
     constant = var <= count * _EPS * var + (count * mean * _EPS) ** 2
     scale = 1.0 if constant else float(np.sqrt(var))
     return {"mean": mean, "var": var, "scale": scale, "count": count, "constant": bool(constant)}
+
+
+# ---------------------------------------------------------------- per group
+
+
+@dataclass(frozen=True)
+class GroupMoments:
+    """Per group: the count of present values, the exact sum and sum of squares of the
+    finite ones, and the float sum of the infinite ones (0 without any; ±inf, or NaN for
+    both signs). The sums are object arrays of Python integers ``total << total_shift``
+    and ``squares << squares_shift`` in :class:`Moments`' units: the common power of two
+    is kept apart, so the integers stay as small as the values' bits (a column of whole
+    numbers: a few dozen bits, not two thousand)."""
+
+    count: np.ndarray
+    total: np.ndarray
+    squares: np.ndarray
+    infinite: np.ndarray
+    total_shift: int = 0
+    squares_shift: int = 0
+
+    def mean(self) -> np.ndarray:
+        """Each group's mean rounded once from its exact sum (NaN for a group without
+        values; an infinite value's sign, or NaN, for a group holding one)."""
+        low = min(self.total_shift, -EMIN)
+        numerator = self.total << (self.total_shift - low)
+        return self._ratio(numerator, self.count.astype(object) << (-EMIN - low), self.infinite)
+
+    def variance(self) -> np.ndarray:
+        """Each group's population variance rounded once from its exact sums (NaN for a
+        group without values or holding an infinite value)."""
+        n = self.count.astype(object)
+        low = min(self.squares_shift, 2 * self.total_shift, -2 * EMIN)
+        spread = ((n * self.squares) << (self.squares_shift - low)) - (
+            (self.total * self.total) << (2 * self.total_shift - low)
+        )
+        odd = np.where(self.infinite != 0, np.nan, 0.0)
+        return self._ratio(spread, (n * n) << (-2 * EMIN - low), odd)
+
+    def exact(self) -> tuple[list[int], list[int]]:
+        """The sums as plain integers in :class:`Moments`' units (for comparisons)."""
+        return ([int(t) << self.total_shift for t in self.total],
+                [int(q) << self.squares_shift for q in self.squares])  # fmt: skip
+
+    def _ratio(
+        self, numerator: np.ndarray, denominator: np.ndarray, infinite: np.ndarray
+    ) -> np.ndarray:
+        out = np.full(len(self.count), np.nan)
+        live = np.flatnonzero((self.count > 0) & (infinite == 0))
+        if len(live):
+            try:  # Python's int / int, correctly rounded, in numpy's object loop
+                out[live] = (numerator[live] / denominator[live]).astype(np.float64)
+            except OverflowError:  # a variance beyond float64: inf
+                out[live] = [_ratio(a, b) for a, b in zip(numerator[live], denominator[live])]
+        odd = np.flatnonzero((self.count > 0) & (infinite != 0))
+        out[odd] = infinite[odd]
+        return out
+
+
+#: integers ``ints << shift``: an object array of Python integers and its common power of 2
+Scaled = tuple[np.ndarray, int]
+
+
+def _scaled_sum(parts: list[tuple[np.ndarray, int, np.ndarray | slice]], n: int) -> Scaled:
+    """``sum(ints << shift)`` of parts placed at their indexes among ``n`` (exact)."""
+    live = [(ints, shift, at) for ints, shift, at in parts if len(ints) and ints.any()]
+    out = _zeros(n)
+    if not live:
+        return out, 0
+    low = min(shift for _, shift, _ in live)
+    for ints, shift, at in live:
+        out[at] += ints << (shift - low)
+    return out, low
+
+
+def group_merge(parts: list[tuple[GroupMoments, np.ndarray]], n_groups: int) -> GroupMoments:
+    """The moments of ``n_groups`` groups from parts whose groups are ``at`` (distinct
+    indexes within a part): integer addition, so any order gives the same."""
+    count = np.zeros(n_groups, np.int64)
+    infinite = np.zeros(n_groups)
+    for part, at in parts:
+        count[at] += part.count
+        infinite[at] += part.infinite
+    total = _scaled_sum([(p.total, p.total_shift, at) for p, at in parts], n_groups)
+    squares = _scaled_sum([(p.squares, p.squares_shift, at) for p, at in parts], n_groups)
+    return GroupMoments(count, total[0], squares[0], infinite, total[1], squares[1])
+
+
+def _zeros(n: int) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    out[:] = 0
+    return out
+
+
+def group_moments(index: np.ndarray, values: np.ndarray, n_groups: int) -> GroupMoments:
+    """The :class:`GroupMoments` of ``values`` (float64, NaN = missing) by group index
+    (0 ... ``n_groups - 1``), vectorized with numpy (:func:`_group_sum`)."""
+    present = ~np.isnan(values)
+    g, x = (index[present], values[present]) if not present.all() else (index, values)
+    g = g.astype(np.int64, copy=False)
+    count = np.bincount(g, minlength=n_groups).astype(np.int64)
+    infinite = np.zeros(n_groups)
+    finite = np.isfinite(x)
+    if not finite.all():
+        infinite = np.bincount(g[~finite], x[~finite], minlength=n_groups)
+        g, x = g[finite], x[finite]
+    magnitude = np.abs(x)
+    # beyond these a square overflows or its rounding error underflows: summed per group
+    # by exact_sums, which scales them
+    extreme = (magnitude > _SQUARE_HIGH) | ((magnitude < _SQUARE_LOW) & (magnitude > 0.0))
+    every = slice(None)
+    totals: list[tuple[np.ndarray, int, Any]] = []
+    squares: list[tuple[np.ndarray, int, Any]] = []
+    if extreme.any():
+        scaled_total, scaled_squares = _zeros(n_groups), _zeros(n_groups)
+        for group in np.unique(g[extreme]):
+            scaled_total[group], scaled_squares[group] = exact_sums(x[extreme & (g == group)])
+        totals.append((scaled_total, 0, every))
+        squares.append((scaled_squares, 0, every))
+        g, x = g[~extreme], x[~extreme]
+    if len(x):
+        most = int(np.bincount(g).max())
+        totals.append((*_group_sum(g, x, n_groups, most, -EMIN), every))
+        p, e = _dekker_square(x)
+        squares.append((*_group_sum(g, p, n_groups, most, -2 * EMIN), every))
+        if e.any():
+            squares.append((*_group_sum(g, e, n_groups, most, -2 * EMIN), every))
+    total, total_shift = _scaled_sum(totals, n_groups)
+    square, square_shift = _scaled_sum(squares, n_groups)
+    return GroupMoments(count, total, square, infinite, total_shift, square_shift)
+
+
+def _dekker_square(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``p + e == x * x`` exactly (Veltkamp's split, Dekker's product)."""
+    p = x * x
+    t = x * 134217729.0  # 2**27 + 1
+    high = t - (t - x)
+    low = x - high
+    e = high * high - p
+    e += 2.0 * high * low
+    e += low * low
+    return p, e
+
+
+def _group_sum(g: np.ndarray, v: np.ndarray, n_groups: int, most: int, shift: int) -> Scaled:
+    """Per group, ``sum(v) * 2**shift`` exactly as Python integers (each must be one;
+    ``|v| < 2**990``; ``most``: the largest group's number of values), scaled.
+
+    As :func:`_float_sum`, for every group at once: each round rounds every value to a
+    grid ``2**q`` (exact), sums by group with ``np.bincount`` — exact, since a group's
+    pieces are integers times ``2**q`` whose sum stays below ``2**52`` — and goes on with
+    the exact remainders one grid lower."""
+    top = float(np.max(np.abs(v)))
+    if top == 0.0:
+        return _zeros(n_groups), 0
+    piece = 52 - most.bit_length()
+    q = max(math.frexp(top)[1] - piece, -1074)
+    rest = v
+    rounds = []
+    while True:
+        big = 1.5 * 2.0 ** (q + 52)
+        rounded = rest + big
+        rounded -= big
+        sums = np.bincount(g, rounded, minlength=n_groups)
+        rounds.append((sums, q))
+        rest = rest - rounded
+        if q == -1074 or not rest.any():
+            return _from_units(rounds, shift)
+        q = max(q - piece, -1074)
+
+
+def _from_units(rounds: list[tuple[np.ndarray, int]], shift: int) -> Scaled:
+    """The exact float sums of ``rounds`` (each on its grid ``2**q``) times ``2**shift``,
+    as scaled integers."""
+    live = [(sums, int(q)) for sums, q in rounds if sums.any()]
+    if not live:
+        return _zeros(len(rounds[0][0]) if rounds else 0), 0
+    low = min(q for _, q in live)
+    assert low + shift >= 0, "a sum finer than its units"
+    out = _zeros(len(live[0][0]))
+    for sums, q in live:
+        out += np.ldexp(sums, -q).astype(np.int64).astype(object) << (q - low)
+    return out, low + shift
+
+
+#: rounds of grid pieces the compiled pass keeps per group (a value needing more, or more
+#: groups than :data:`_COMPILED_GROUPS`, takes the numpy pass: the same integers)
+_ROUNDS = 8
+_COMPILED_GROUPS = 1 << 18
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _finite_fields(values):  # pragma: no cover - compiled
+    """The largest and the smallest biased exponent of the finite nonzero values (read
+    from their bits: integer work, no branches; a subnormal's is 0)."""
+    bits = values.view(np.int64)
+    top, bottom = 0, 0x7FF
+    for i in range(len(bits)):
+        word = bits[i]
+        field = (word >> 52) & 0x7FF
+        live = field != 0x7FF and (word & 0x7FFFFFFFFFFFFFFF) != 0  # not NaN, inf or 0
+        top = max(top, field if live else 0)
+        bottom = min(bottom, field if live else 0x7FF)
+    return top, bottom
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _add_pieces(acc, bigs, g, rest, r):  # pragma: no cover - compiled
+    """``rest``'s pieces on the grids of ``bigs`` from round ``r`` on into ``acc[:, g]``
+    (False: too few rounds)."""
+    while rest != 0.0:
+        if r == acc.shape[0]:
+            return False
+        b = bigs[r]
+        piece = (rest + b) - b
+        acc[r, g] += piece
+        rest -= piece
+        r += 1
+    return True
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _group_pieces(index, values, count, low, high, infinite, sums, big_s, products, big_p,
+                  errors, big_e):  # pragma: no cover - compiled  # fmt: skip
+    """One pass: per group the count, extremes, infinite values' sum, and the grid pieces
+    of each finite value, of its square and of the square's rounding error (Dekker) in
+    ``[round, group]`` float64 sums (exact, as :func:`_group_sum`'s); False when a value
+    needs more rounds than the arrays hold. The first round is spelled out: most values
+    (a column of whole numbers, say) need no other."""
+    first_s, first_p = big_s[0], big_p[0]
+    for i in range(len(index)):
+        x = values[i]
+        if x != x:
+            continue
+        g = index[i]
+        count[g] += 1
+        low[g] = min(low[g], x)
+        high[g] = max(high[g], x)
+        if abs(x) == np.inf:
+            infinite[g] += x
+            continue
+        piece = (x + first_s) - first_s
+        sums[0, g] += piece
+        rest = x - piece
+        p = x * x
+        square = (p + first_p) - first_p
+        products[0, g] += square
+        rest_p = p - square
+        t = x * 134217729.0  # 2**27 + 1: Veltkamp's split, Dekker's product
+        hi = t - (t - x)
+        lo = x - hi
+        e = hi * hi - p
+        e += 2.0 * hi * lo
+        e += lo * lo
+        more = rest != 0.0 or rest_p != 0.0 or e != 0.0
+        if more and not (_add_pieces(sums, big_s, g, rest, 1)
+                         and _add_pieces(products, big_p, g, rest_p, 1)
+                         and _add_pieces(errors, big_e, g, e, 0)):  # fmt: skip
+            return False
+    return True
+
+
+def _grids(emax: int, piece: int) -> np.ndarray:
+    """The first :data:`_ROUNDS` grid exponents for values below ``2**emax``."""
+    out, q = [], max(emax - piece, -1074)
+    for _ in range(_ROUNDS):
+        out.append(q)
+        q = max(q - piece, -1074)
+    return np.array(out, dtype=np.int64)
+
+
+def grouped(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[GroupMoments, np.ndarray | None, np.ndarray | None]:
+    """The :class:`GroupMoments` by the compiled pass or numpy's, whichever the planner
+    predicts faster (helper family ``moments``, as :func:`sums_of`; the same integers
+    either way); with each group's min and max when the compiled pass ran."""
+    loaded = numba_loaded(_group_pieces)
+    # the disk cache is looked at only when Numba could be chosen (it is a file read)
+    cached = loaded or (
+        (numba_imported() or job_imports_numba(len(values))) and numba_cached(_group_pieces)
+    )
+    if kernel_path("moments", len(values), cached=cached, loaded=loaded) == "numba":
+        found = compiled_group_moments(index, values, n_groups)
+        if found is not None:
+            return found
+    return group_moments(index, values, n_groups), None, None
+
+
+def compiled_group_moments(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:
+    """:func:`group_moments` in one compiled pass over the rows, with each group's min and
+    max (±inf for a group without values); None when the values need the numpy pass
+    (magnitudes whose squares leave float64's range, very many groups or rounds)."""
+    if n_groups > _COMPILED_GROUPS:
+        return None
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    top, bottom = _finite_fields(values)
+    if top > _HIGH_FIELD or bottom < _LOW_FIELD:  # squares beyond float64's range
+        return None
+    emax = top - 1022 if top else 0  # every |x| < 2**emax
+    piece = 52 - max(len(values), 1).bit_length()  # no group has more values than rows
+    grids = (_grids(emax, piece), _grids(2 * emax, piece), _grids(2 * emax - 53, piece))
+    bigs = [1.5 * np.exp2(q.astype(np.float64) + 52) for q in grids]
+    count = np.zeros(n_groups, np.int64)
+    low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+    infinite = np.zeros(n_groups)
+    sums, products, errors = (np.zeros((_ROUNDS, n_groups)) for _ in range(3))
+    done = _group_pieces(np.ascontiguousarray(index, dtype=np.int64), values, count, low,
+                         high, infinite, sums, bigs[0], products, bigs[1], errors, bigs[2])  # fmt: skip
+    if not done:
+        return None
+    every = slice(None)
+    total, total_shift = _from_units(list(zip(sums, grids[0])), -EMIN)
+    squares = _scaled_sum([
+        (*_from_units(list(zip(products, grids[1])), -2 * EMIN), every),
+        (*_from_units(list(zip(errors, grids[2])), -2 * EMIN), every),
+    ], n_groups)  # fmt: skip
+    return GroupMoments(count, total, squares[0], infinite, total_shift, squares[1]), low, high

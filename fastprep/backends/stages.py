@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.registry import candidates, forced, load_backend, resolve
 from fastprep.data.columns import Table
+from fastprep.data.tag_column import TagColumn
 from fastprep.native.kernel_files import numba_cached, numba_loaded
 from fastprep.plan.nodes import LogicalPlan, Stage
 from fastprep.planning import planner
@@ -29,6 +31,7 @@ def choose_stage_backends(
 ) -> list[planner.StageChoice]:
     """One choice per stage of ``plan`` for ``table``'s rows (forced unless ``auto``)."""
     pinned = forced(backend)  # unknown names: an error
+    plan = with_source_tags(plan, table)
     for feature in plan.features:  # a pinned feature names a real backend (or fails here)
         if feature.backend is not None:
             resolve(feature.backend)
@@ -44,6 +47,22 @@ def choose_stage_backends(
         available=candidates(),
         numba_imported=planner.numba_imported(),
     )
+
+
+def with_source_tags(plan: LogicalPlan, table: Table) -> LogicalPlan:
+    """``plan`` with every feature whose input the table holds as tags (a ``String`` column
+    whose source holds lists) marked a tags feature, as a ``ListOf`` column's is: it runs
+    on the tag kernels, so it is costed as they are (the definition could not know)."""
+    marked = [
+        replace(f, tags="")
+        if f.tags is None and any(isinstance(table.columns.get(i.name), TagColumn)
+                                  for i in f.inputs)
+        else f
+        for f in plan.features
+    ]  # fmt: skip
+    if all(a is b for a, b in zip(marked, plan.features)):
+        return plan
+    return replace(plan, features=tuple(marked))
 
 
 def _readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:

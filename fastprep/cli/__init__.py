@@ -151,14 +151,19 @@ def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
     """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
     shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
     from fastprep.runtime.cluster.local import connect
-    from fastprep.runtime.levels import refuse_partitioned_cross_fit
+    from fastprep.runtime.cross_fit import needed
 
-    # the run below fits, then transforms: refused before connecting for a step whose
-    # fit rows need other values (a run's fit rows are those of a fit_transform)
-    refuse_partitioned_cross_fit(pipeline.optimized, f"--scheduler {args.scheduler}")
     # "local": the LocalCluster a run over its memory budget gets too (one place starts it)
     with connect(args.scheduler) as (client, _where):
         progress = "auto" if args.progress is None else args.progress
+        if needed(pipeline.optimized):  # the run's rows are the fit's own: out of fold
+            _, opened = pipeline.fit_and_transform(
+                source, backend=args.backend, out_dtype=args.out_dtype,
+                on_overflow=args.on_overflow, output_dir=args.output, compress=args.compress,
+                client=client, progress=progress,
+            )  # fmt: skip
+            _print_published(opened, source, time.perf_counter() - started)
+            return 0
         fitted = pipeline.fit(source, backend=args.backend, client=client, progress=progress)
         manifest = fitted.transform(
             source, backend=args.backend, out_dtype=args.out_dtype,

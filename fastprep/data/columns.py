@@ -199,6 +199,19 @@ class FitTarget:
     #: what every input encoded against this target shares (its folds, their means),
     #: computed once per fit by the step that needs it
     shared: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: one partition of the fit's rows in a partitioned fit_transform: their folds and the
+    #: per-fold encodings, learned from all the fit's rows (``values`` is then empty)
+    folded: FoldedRows | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class FoldedRows:
+    """A partition's share of a cross-fit learned over all the fit's rows: each of its
+    rows' fold per ``(cv, seed)``, and per encoded input (keyed by the step's description
+    on the input, as its errors name it) the encodings of every fold."""
+
+    of_row: dict[tuple[int, int], np.ndarray]
+    tables: dict[str, dict[str, Any]]
 
 
 @dataclass

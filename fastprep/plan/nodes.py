@@ -172,7 +172,7 @@ class LogicalPlan:
             lines.append(f"├─ stage {number} ({stage.kind})")
             for index in stage.features:
                 lines.append(f"│  └─ feature {index}: {_feature_line(self.features[index])}")
-                notes = [s.fit_note() for s in self.features[index].steps if s.kind == "group"]
+                notes = [s.fit_note() for s in self.features[index].steps if hasattr(s, "fit_note")]
                 lines += [f"│     {note}" for note in notes]
             if self.release is not None and self.release[number]:
                 lines.append(f"│     release after: {', '.join(self.release[number])}")

@@ -435,6 +435,14 @@ class TargetEncode(_Vocabulary):
     cv: int = 5
     seed: int = 0
 
+    def fit_note(self) -> str:
+        """How a partitioned run learns and cross-fits (``explain``)."""
+        return (
+            "fit: partitioned, each row's category and target are gathered on the client "
+            "and fitted as one process; a partitioned fit_transform draws the folds there "
+            "and sends each partition its rows' folds with the per-fold encodings"
+        )
+
     def __post_init__(self) -> None:
         smooth = self.smooth
         if smooth != "auto":
@@ -539,8 +547,8 @@ class GroupStats(Step):
 
     def fit_note(self) -> str:
         """How the fit learns the groups (``explain``)."""
-        note = ("fit: one pass over the rows (per group: count, mean, M2, min, max; a "
-                "partitioned fit merges the partitions' groups exactly")  # fmt: skip
+        note = ("fit: one pass over the rows (per group: count, exact sums, min, max; a "
+                "partitioned fit adds the partitions' sums as integers: the same state")  # fmt: skip
         if "median" in self.stats:
             note += "; the exact median gathers each group's present values in that pass"
         return note + ")"

@@ -53,6 +53,7 @@ from fastprep.plan.steps import (
     Step,
     TargetEncode,
 )
+from fastprep.runtime.cross_fit import CrossFit
 
 #: exact order statistics each partition sends for the median's first pass
 SUMMARY_POINTS = 2049
@@ -313,19 +314,26 @@ def target_rows_of(values: np.ndarray | TextColumn, target: FitTarget | None) ->
     return TargetRows(None, (), np.asarray(values, dtype=np.float64), target.values, target.binary)
 
 
-def params_from_target_rows(step: Step, parts: list[TargetRows], what: str) -> dict[str, Any]:
+def params_from_target_rows(
+    step: Step, parts: list[TargetRows], what: str, cross_fit: CrossFit | None = None
+) -> dict[str, Any]:
     """The single-process fit on the partitions' rows, renumbered into one dictionary and
-    concatenated in partition order."""
+    concatenated in partition order. ``cross_fit``: the fit is a partitioned fit_transform's,
+    which also collects the out-of-fold encodings of these rows."""
     from fastprep.backends.reference.target_encoding import fit_target_encoding
 
     assert isinstance(step, TargetEncode)
     y = np.concatenate([p.target for p in parts]) if parts else np.empty(0)
-    target = FitTarget(y, bool(parts and parts[0].binary))
+    binary = bool(parts and parts[0].binary)
+    target = FitTarget(y, binary) if cross_fit is None else cross_fit.target(y, binary)
     if parts and parts[0].codes is None:
         values: np.ndarray | TextColumn = np.concatenate([p.numbers for p in parts])  # type: ignore[misc]
     else:
         values = _text_rows(parts)
-    return fit_target_encoding(step, values, target, what)
+    params = fit_target_encoding(step, values, target, what)
+    if cross_fit is not None:
+        cross_fit.add(step, values, target, what)
+    return params
 
 
 def _text_rows(parts: list[TargetRows]) -> TextColumn:

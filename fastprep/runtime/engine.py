@@ -29,6 +29,8 @@ from fastprep.emit.precision import Precision
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, route
+from fastprep.runtime.cross_fit import CrossFit, check_collected
+from fastprep.runtime.cross_fit import needed as cross_fit_needed
 from fastprep.runtime.fitted import FittedState
 from fastprep.runtime.preflight import Preflight
 from fastprep.runtime.report import Report
@@ -121,7 +123,7 @@ def fit(
 
 def _fit_at(
     place: Place, plan: LogicalPlan, schema: Schema, run: Run, name: str | None,
-    rows: int | None, partitions: Any = None,
+    rows: int | None, partitions: Any = None, cross_fit: CrossFit | None = None,
 ) -> FittedState:  # fmt: skip
     backend = run.backend or "auto"
     if place.kind == "memory":
@@ -130,7 +132,8 @@ def _fit_at(
         from fastprep.runtime import cluster
 
         params, report = cluster.fit(place.client, plan, schema, place.source, backend=backend,
-                                     progress=run.progress, **_partition_size(rows))  # fmt: skip
+                                     progress=run.progress, cross_fit=cross_fit,
+                                     **_partition_size(rows))  # fmt: skip
         profile = None  # the cluster's tasks are not asked for their drift profiles yet
     else:
         from fastprep.runtime import streamed
@@ -140,7 +143,7 @@ def _fit_at(
         # the drift profile: the partitions' profiles, merged
         params, report, profile = streamed.fit_with_profile(
             plan, schema, place.source, backend=backend, rows_per_partition=rows,
-            partitions=partitions, spare_bytes=spare,
+            partitions=partitions, spare_bytes=spare, cross_fit=cross_fit,
         )  # fmt: skip
     report.notes.extend(place.notes())
     return FittedState(plan, schema, params, backend, report, profile, name=name)
@@ -217,42 +220,37 @@ def _fit_transform_partitioned(
 
     if run.output_dir is None:  # the pre-flight refuses this before routing here
         raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
-    _check_fit_output_same(plan, place.kind)
     backend = run.backend or "auto"
     rows = place.rows(run)
+    # out-of-fold encodings of the fit's rows: collected by the fit, read by the transform
+    check_collected(plan, place.kind)
+    folds = CrossFit() if cross_fit_needed(plan) else None
     if place.kind == "streamed":
         from fastprep.runtime import streamed
 
         assert rows is not None
         parts = streamed.Partitions(place.source, rows, streamed.job_for(plan, schema, backend))
         check_partitionable(run.precision)  # before the fit's passes, not after them
-        state = _fit_at(place, plan, schema, run, name, rows, parts)
+        state = _fit_at(place, plan, schema, run, name, rows, parts, folds)
         fitted = wrap(state)
         opened = streamed.transform(
             plan, schema, state.params, place.source, run.output_dir, backend=backend,
             out_dtype=run.precision.out_dtype, compress=run.compress, pipeline=fitted,
-            partitions=parts, notes=place.notes(),
+            partitions=parts, notes=place.notes(), cross_fit=folds,
         )  # fmt: skip
     else:
         # the fit's report does not repeat the pre-flight's line: the output's has it
         bare = Place("cluster", place.source, place.client)
-        state = _fit_at(bare, plan, schema, _without_progress(run), name, rows)
+        state = _fit_at(bare, plan, schema, _without_progress(run), name, rows, None, folds)
         fitted = wrap(state)
-        _cluster_transform(state, bare, run, backend, rows, fitted, {})
+        options = {} if folds is None else {"cross_fit": folds}
+        _cluster_transform(state, bare, run, backend, rows, fitted, options)
         opened = open_output(run.output_dir)
         opened.notes.extend(place.notes())
     # the fit's report holds what only the fit finds (a constant column...), the
     # published output's the transform's: a rule in both is sent once
     _send(state, run.on_alert, "fit", state.fit_report, _run_report(opened))
     return fitted, opened
-
-
-def _check_fit_output_same(plan: LogicalPlan, how: str) -> None:
-    """A partitioned fit-and-transform runs the transform after the fit: refused for a
-    step whose fit rows get other values (not computed partition by partition yet)."""
-    from fastprep.runtime.levels import refuse_partitioned_cross_fit
-
-    refuse_partitioned_cross_fit(plan, how)
 
 
 # --- transform ------------------------------------------------------------------------

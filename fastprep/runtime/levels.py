@@ -22,6 +22,7 @@ from fastprep.errors import PipelineDefinitionError, Reason
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
 from fastprep.runtime import aggregates as agg
+from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.partition_tasks import Target, stat_kind
 from fastprep.runtime.report import Report
 from fastprep.validate.findings import Finding, merge_findings
@@ -83,11 +84,14 @@ def count_passes(plan: LogicalPlan) -> int:
 
 
 def fit_levels(
-    plan: LogicalPlan, source: Source, run_pass: RunPass, rows: int = 0
-) -> tuple[list[dict[str, Any]], Report]:
+    plan: LogicalPlan, source: Source, run_pass: RunPass, rows: int = 0,
+    cross_fit: CrossFit | None = None,
+) -> tuple[list[dict[str, Any]], Report]:  # fmt: skip
     """Fitted parameters equal to the single-machine fit's, and the fit's report.
     ``rows``: the source's rows when known up front (a step that gathers its values is
-    refused before any pass when they could not fit)."""
+    refused before any pass when they could not fit). ``cross_fit``: the fit of a
+    partitioned fit_transform, which also collects the fit rows' out-of-fold encodings
+    and each partition's fitted rows."""
     from fastprep.backends.reference import scalers
 
     learned: Learned = {
@@ -104,6 +108,7 @@ def fit_levels(
                 agg.check_gather_size(step, name, rows)
     report: Report | None = None
     retries = 0
+    fitted_rows: list[int] = []
     for level, targets in enumerate(passes):
         results = run_pass(learned, targets, f"fit level {level}")
         retries += sum(r["retries"] for r in results)
@@ -111,7 +116,8 @@ def fit_levels(
             report = _fit_report(results, source)
         medians = _by_order(targets)
         _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
-               learned, report)  # fmt: skip
+               learned, report, cross_fit)  # fmt: skip
+        fitted_rows = [r["rows_fit"] for r in results]
         if medians:
             windows, ranks = [], {}
             for f, name, position, kind, _ in medians:
@@ -143,7 +149,11 @@ def fit_levels(
                     )  # fmt: skip
         _merge_folded(plan, results, [t for t in targets if t[3] == "unfilled"], learned, report)
     if report is None:
-        report = _fit_report(run_pass(learned, [], "validate"), source)
+        validated = run_pass(learned, [], "validate")
+        fitted_rows = [r["rows_fit"] for r in validated]
+        report = _fit_report(validated, source)
+    if cross_fit is not None:
+        cross_fit.finish(fitted_rows)
     report.notes.extend(retry_notes(retries))
     params = [
         {item.name: learned[(f, item.name)] for item in feature.inputs}
@@ -200,7 +210,7 @@ def learned_list(learned: Learned) -> list[Any]:
 
 def _merge(
     plan: LogicalPlan, results: list[dict[str, Any]], targets: list[Target], learned: Learned,
-    report: Report,
+    report: Report, cross_fit: CrossFit | None = None,
 ) -> None:  # fmt: skip
     grouped: dict[int, dict[str, Any]] = {}  # GroupStats: merged once for all outputs
     for f, name, position, kind, _ in targets:
@@ -225,7 +235,7 @@ def _merge(
         elif kind == "target":  # gathered rows, let go once fitted as the values above
             for r in results:
                 del r["partials"][(f, name, position)]
-            learned[(f, name)][position] = agg.params_from_target_rows(step, parts, what)
+            learned[(f, name)][position] = agg.params_from_target_rows(step, parts, what, cross_fit)
             del parts
         elif kind == "counts":
             learned[(f, name)][position] = agg.params_from_counts(parts)
@@ -286,22 +296,3 @@ def check_fittable(plan: LogicalPlan) -> None:
             "fp.Vectorize() is not fitted on partitions yet (no partial vocabulary of dict "
             "features); fit without client= and transform on the cluster, or use fp.Hash(n)"
         )
-
-
-def refuse_partitioned_cross_fit(plan: LogicalPlan, how: str) -> None:
-    """A fit-and-transform over partitions (``how``: streamed, on Dask) is refused up
-    front for a step whose fit rows get other values than its transform gives them
-    (``fit_transform_differs``: out-of-fold target encoding): those need the folds of all
-    the validated rows, which the partition-by-partition transform does not compute."""
-    for feature in plan.features:
-        for step in feature.steps:
-            if getattr(step, "fit_transform_differs", False):
-                names = ", ".join(repr(i.name) for i in feature.inputs)
-                raise PipelineDefinitionError(
-                    f"{step.describe()} on {names}: fit_transform gives the fitted rows "
-                    f"out-of-fold values, which a partitioned run ({how}) does not compute: "
-                    "not supported with it yet. Fit, then transform: fitted = "
-                    "pipeline.fit(source) (partitions are fine), then fitted.transform(source) "
-                    "(the encodings learned on all rows); or run in memory (raise "
-                    "memory_budget=)"
-                )

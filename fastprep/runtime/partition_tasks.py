@@ -23,6 +23,7 @@ from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats
 from fastprep.backends.reference.tags import is_tags, tag_values
+from fastprep.data.columns import FitTarget, FoldedRows
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, read_partition
 from fastprep.emit.precision import Precision
@@ -331,13 +332,20 @@ def transform_partition(
     job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
     codec: str | None = None, profile: dict[str, Any] | None = None,
+    folded: FoldedRows | tuple[dict[Any, np.ndarray], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Transform one partition; write its shard (or return its arrays when gathering).
     ``profile``: the fit's drift profile; the partition's measures against it are the
-    entry's ``"drift"`` (merged over partitions by :func:`drift.merge_profiles`)."""
+    entry's ``"drift"`` (merged over partitions by :func:`drift.merge_profiles`).
+    ``folded``: the partition's rows are the fit's own (a fit_transform): their folds and
+    the out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`; on Dask as ``(folds,
+    tables)``, the tables scattered once to every worker)."""
     import scipy.sparse as sp
 
     prepared, retries = load_prepared(job, spec, "transform", part)
+    if folded is not None:
+        rows = folded if isinstance(folded, FoldedRows) else FoldedRows(*folded)
+        prepared.table.fit_target = FitTarget(np.empty(0), False, folded=rows)
     measures = None
     if profile is not None:
         with prepared.report.stage("drift"):

@@ -278,7 +278,7 @@ def run_preflight(
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
-    gathered = (0, 0) if transform_only else gathered_bytes(plan, n_rows)
+    gathered = (0, 0) if transform_only else gathered_bytes(plan, n_rows, cross_fit=not fit_only)
     _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
                         whole_output, fit_only, cluster, 8.0 * order_statistics,
                         gathered)  # fmt: skip
@@ -687,15 +687,21 @@ class Option:
 #: concatenated codes and target (12), slots (8), a bincount temporary (8), the encoded
 #: target (8) — an estimate from the arrays the fit allocates, not a measurement
 TARGET_GATHER_ROW_BYTES = 36
+#: a partitioned fit_transform's cross-fit beyond that, a row: the folds as drawn (8),
+#: numpy's per-fold copies of one input's slots and target (16), plus a byte a row per
+#: fold for the folds' training masks — an estimate from the arrays, not a measurement
+CROSS_FIT_ROW_BYTES = 24
 
 
-def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
+def gathered_bytes(plan: LogicalPlan, n_rows: int, cross_fit: bool = False) -> tuple[int, int]:
     """What the fit of the steps fitted on all values at once (``QuantileTransform``,
     ``PowerTransform``) needs over ``n_rows`` rows: ``(partitioned, in_memory)``. A
     partitioned fit gathers 8 bytes a row per such step (held from their pass to their
     fit) and concatenates each (8 more), then fits: the largest fit's working memory
     (:data:`GATHERED_FIT_BYTES`; :data:`GATHERED_FIT_IMPORT_BYTES` for what it imports)
-    on top; an in-memory fit has its values already, and needs that working memory only."""
+    on top; an in-memory fit has its values already, and needs that working memory only.
+    ``cross_fit``: the fit is a fit_transform's (a target encoding's folds are drawn over
+    the gathered rows)."""
     # one fit per (input, step), as the fit's levels gather them (their "values" targets:
     # fitted on all values, neither by order statistics nor by moments)
     steps = [step for feature in plan.features for _ in feature.inputs for step in feature.steps
@@ -706,6 +712,10 @@ def gathered_bytes(plan: LogicalPlan, n_rows: int) -> tuple[int, int]:
     encoded = sum(len(f.inputs) for f in plan.features for s in f.steps
                   if getattr(s, "needs_target", False))  # fmt: skip
     target = (12 * encoded + TARGET_GATHER_ROW_BYTES) * n_rows if encoded else 0
+    folds = [getattr(s, "cv", 0) for f in plan.features for s in f.steps
+             if getattr(s, "fit_transform_differs", False)]  # fmt: skip
+    if cross_fit and folds:  # a fit_transform: the folds over all rows, drawn on the client
+        target += (CROSS_FIT_ROW_BYTES + max(folds)) * n_rows
     # a group median gathers each present value with its group (16 bytes a row), then
     # concatenates them (16 more) and sorts them by (group, value)
     medians = group_medians(plan)

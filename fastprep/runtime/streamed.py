@@ -39,6 +39,7 @@ from fastprep.emit import make_layout
 from fastprep.emit.precision import Precision
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute
+from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.levels import (
     Learned,
     check_fittable,
@@ -135,7 +136,7 @@ def fit(
 def fit_with_profile(
     plan: LogicalPlan, schema: Schema, source: Source, *, backend: str = "auto",
     rows_per_partition: int = ROWS_PER_PARTITION, partitions: Partitions | None = None,
-    spare_bytes: int = 0,
+    spare_bytes: int = 0, cross_fit: CrossFit | None = None,
 ) -> tuple[execute.Params, Report, dict[str, Any]]:  # fmt: skip
     """The cluster fit's passes, one partition at a time in this process; the fitted
     parameters, the fit's report and the drift profile of the source (each partition's,
@@ -144,7 +145,8 @@ def fit_with_profile(
     ``spare_bytes``: memory the budget leaves beside the partitions. When the values behind
     the order statistics (a median fill: 8 bytes a row per column) fit in it, the first
     pass keeps them and the windows around the ranks are taken from them: one read of the
-    source fewer (the same partials, so the same fitted state)."""
+    source fewer (the same partials, so the same fitted state). ``cross_fit``: a
+    fit_transform's fit, which collects the fit rows' out-of-fold encodings."""
     check_fittable(plan)
     unexpected = unexpected_column_findings(schema, source_columns(source), "fit")
     job = job_for(plan, schema, backend)
@@ -174,7 +176,7 @@ def fit_with_profile(
             profiles[:] = [r.pop("profile") for r in results] or [{}]
         return results
 
-    params, report = fit_levels(plan, source, run_pass, rows)
+    params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
     _add_findings(report, unexpected)
     report.backend = "streamed"
     held = ""
@@ -191,12 +193,14 @@ def transform(
     rows_per_partition: int = ROWS_PER_PARTITION, compress: str | bool | None = None,
     pipeline: Any = None, partitions: Partitions | None = None, notes: tuple[str, ...] = (),
     profile: dict[str, Any] | None = None, drift_thresholds: dict[str, float] | None = None,
+    cross_fit: CrossFit | None = None,
 ) -> Any:  # fmt: skip
     """Each partition transformed and written as a shard as it finishes; the output is
     published when every shard is on disk and returned mapped (``fp.open_output``).
     ``pipeline``: a fitted pipeline published with the shards. ``profile``: the fit's drift
     profile: each partition is measured against it and the merged measures are the report's
-    ``drift``, as an in-memory transform's (``drift_thresholds`` as there)."""
+    ``drift``, as an in-memory transform's (``drift_thresholds`` as there). ``cross_fit``:
+    the source is the fit's own (a fit_transform): its rows get out-of-fold encodings."""
     from fastprep.runtime.shards import combine_reports
     from fastprep.storage.shards import ShardWriter, open_output
 
@@ -209,8 +213,9 @@ def transform(
     writer = ShardWriter(output_dir, names, out_dtype, compress=compress)
 
     def one(spec: PartitionSpec, part: pd.DataFrame | None) -> dict[str, Any]:
+        folded = None if cross_fit is None else cross_fit.for_partition(spec.index)
         result = transform_partition(job, spec, params, "", None, out_dtype, part,
-                                     profile=profile)  # fmt: skip
+                                     profile=profile, folded=folded)  # fmt: skip
         output = result.pop("output")
         writer.add(output.X, output.y, output.row_ids, output.quarantine)
         return result

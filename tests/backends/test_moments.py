@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from support import REPO
 
 from fastprep.backends import moments
 
@@ -94,3 +95,49 @@ def test_an_infinite_value_leaves_no_mean_and_a_clear_fit_error() -> None:
     sums, squares = moments.new_bins()
     assert moments.exact_kernel(sums, squares, np.array([1.0, np.inf, np.nan]), 3) == 2
     assert sums[0, -1] == 1
+
+
+def test_group_moments_are_each_groups_exact_sums_whatever_the_split() -> None:
+    """Per-group exact sums (numpy's vectorized pass and the compiled one) are each group's
+    own ``moments.of``, and partials of a split add up to the whole's bits."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(REPO / "data_samples" / "flights.parquet",
+                          columns=["carrier", "air_time", "distance"])  # fmt: skip
+    codes = table["carrier"].dictionary_encode().combine_chunks().indices.to_numpy()
+    groups = codes.astype(np.int64)
+    n = int(groups.max()) + 1
+    for column in ("air_time", "distance"):
+        values = table[column].to_numpy(zero_copy_only=False).astype(np.float64) / 7.0
+        whole = moments.group_moments(groups, values, n)
+        totals, squares = whole.exact()
+        for k in range(n):
+            one = moments.of(values[groups == k])
+            assert (whole.count[k], totals[k], squares[k]) == (one.count, one.total, one.squares)
+            assert whole.mean()[k] == one.mean() and whole.variance()[k] == one.variance()
+        compiled = moments.compiled_group_moments(groups, values, n)
+        assert compiled is not None
+        assert compiled[0].exact() == (totals, squares)
+        cut = len(values) // 3
+        halves = [
+            (moments.group_moments(groups[s], values[s], n), np.arange(n))
+            for s in (slice(cut, None), slice(0, cut))
+        ]
+        merged = moments.group_merge(halves, n)
+        assert np.array_equal(merged.mean(), whole.mean(), equal_nan=True)
+        assert np.array_equal(merged.variance(), whole.variance(), equal_nan=True)
+
+
+def test_group_moments_of_extreme_and_infinite_values() -> None:
+    """Squares beyond float64's range take exact_sums' scaled path (the compiled pass
+    declines them); an infinite value gives its sign as the mean and no variance."""
+    values = np.array([1e300, -3e-310, 2.5, np.nan, np.inf, 1.0, -1e300])
+    groups = np.array([0, 0, 0, 1, 1, 1, 2])
+    found = moments.group_moments(groups, values, 4)
+    assert moments.compiled_group_moments(groups, values, 4) is None
+    head = moments.of(values[:3])
+    totals, squares = found.exact()
+    assert totals[0] == head.total and squares[0] == head.squares
+    assert found.mean()[1] == np.inf and np.isnan(found.variance()[1])
+    assert found.mean()[2] == -1e300 and found.variance()[2] == 0.0
+    assert np.isnan(found.mean()[3]) and found.count[3] == 0

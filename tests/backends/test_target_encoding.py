@@ -207,26 +207,6 @@ def test_cli_run_cross_fits_the_fitted_rows(flights_sample, tmp_path) -> None:
     assert manifest["feature_names"] == ["carrier:target", "dest:target"]
 
 
-def test_cli_run_on_a_scheduler_is_refused_before_connecting(tmp_path) -> None:
-    """On a cluster the run would fit, then transform: not the fit_transform it must be."""
-    pipeline_file = tmp_path / "te.py"
-    pipeline_file.write_text(
-        "import fastprep as fp\n"
-        "pipeline = fp.Pipeline(fp.Schema({'arr_delay': fp.Float(nullable=True), "
-        "'carrier': fp.Category()}), [fp.col('carrier') >> fp.TargetEncode()], "
-        "target='arr_delay')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "fastprep", "run", str(pipeline_file), "--input",
-         str(REPO / "data_samples" / "flights.parquet"), "--output", str(tmp_path / "out"),
-         "--scheduler", "tcp://127.0.0.1:9"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    assert done.returncode != 0
-    assert "TargetEncode() on 'carrier'" in done.stderr and "fit" in done.stderr
-    assert not (tmp_path / "out").exists()
-
-
 @pytest.mark.parametrize("seed", [0, 1, 13])
 @pytest.mark.parametrize("n", [50, 1_001, 20_000])
 def test_folds_are_scikit_learns(seed, n) -> None:
@@ -359,3 +339,36 @@ def test_the_sklearn_adapter_refuses_a_step_fitted_against_the_target(flights_sa
     pipeline = fp.Pipeline(SCHEMA, [fp.col("carrier") >> fp.TargetEncode()], target=LATE)
     with pytest.raises(fp.PipelineDefinitionError, match=r"TargetEncode\(\) learns from"):
         FastprepTransformer(pipeline).fit(flights_sample[["carrier", "arr_delay"]])
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_a_fold_table_read_partition_by_partition_is_the_cross_fit(flights_sample, binary):
+    """The per-fold table learned over all the rows, read by slices of them (as a
+    partitioned fit_transform's tasks read it), gives each row the cross-fit's own bits;
+    a slice whose rows do not match the fit's is a FitError, never a shifted fold."""
+    from fastprep.backends.reference.target_encoding import (
+        cross_fit,
+        encode_folded,
+        fold_table,
+        folds_for,
+    )
+    from fastprep.data.columns import FitTarget, FoldedRows
+
+    frame = flights_sample[flights_sample.arr_delay.notna()]
+    y = (frame.arr_delay > 15).to_numpy(np.float64) if binary else frame.arr_delay.to_numpy()
+    step = fp.TargetEncode(cv=4, seed=7)
+    values = frame.hour.to_numpy(np.float64).copy()
+    values[::50] = np.nan  # missing is a category of its own
+    expected = cross_fit(step, values, FitTarget(y, binary), "t")
+    target = FitTarget(y, binary)
+    table = fold_table(step, values, target, "t")
+    of_row = folds_for(step, target, "t").of_row
+    cuts = [0, 5_000, 5_001, 12_345, len(values)]
+    got = np.concatenate([
+        encode_folded(FoldedRows({(4, 7): of_row[a:b]}, {"t": table}), values[a:b], "t")
+        for a, b in zip(cuts, cuts[1:])
+    ])  # fmt: skip
+    np.testing.assert_array_equal(got, expected)
+    shifted = FoldedRows({(4, 7): of_row[1:101]}, {"t": table})
+    with pytest.raises(fp.FitError, match="100 at fit"):
+        encode_folded(shifted, values[:99], "t")

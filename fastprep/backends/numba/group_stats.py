@@ -1,7 +1,7 @@
 """Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
-statistics of a column per group in two scatter passes over the rows (count, sum, min,
-max; then the deviations from the mean, which correct its rounding and give M2), and exact
-medians by a counting sort of the present values into per-group segments and a selection
+statistics of a column per group: count, min, max and the exact sums behind the mean and
+std in one compiled scatter pass (:func:`fastprep.backends.moments.compiled_group_moments`:
+the numpy twin's integers, so the same bits), and exact medians by a counting sort of the present values into per-group segments and a selection
 (quickselect) in each: no sort of all rows by (group, value), which is what the numpy
 twin pays ``O(n log n)`` for. Every kernel is a serial pass: memory-bound loops that two
 cores speed up little, and a serial kernel compiles in a fraction of a parallel one's time.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastprep.backends import moments
 from fastprep.backends.base import FeatureParams
 from fastprep.backends.reference import backend as reference
+from fastprep.backends.reference import group_stats as reference_group_stats
 from fastprep.backends.reference.group_stats import GroupKernels
 from fastprep.data.columns import Table
 from fastprep.emit.sink import OutputSink
@@ -230,16 +232,20 @@ def group_statistics(
     present value; count 0)."""
     index = np.ascontiguousarray(index, dtype=np.int64)
     values = np.ascontiguousarray(values, dtype=np.float64)
-    count, mean, m2, low, high = _moments(index, values, n_groups)
+    exact: dict[str, np.ndarray] = {}
+    if "mean" in stats or "std" in stats:
+        found, low, high = moments_and_extremes(index, values, n_groups)
+        count = found.count
+        exact = reference_group_stats.exact_statistics(found)
+    else:
+        count, _, _, low, high = _moments(index, values, n_groups)
     empty = count == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = {
-            "count": count.astype(np.float64),
-            "mean": mean,
-            "std": np.where(empty, np.nan, np.sqrt(m2 / np.maximum(count, 1))),
-            "min": np.where(empty, np.nan, low),
-            "max": np.where(empty, np.nan, high),
-        }
+    out = {
+        "count": count.astype(np.float64),
+        **exact,
+        "min": np.where(empty, np.nan, low),
+        "max": np.where(empty, np.nan, high),
+    }
     if "median" in stats:
         start = np.zeros(n_groups + 1, np.int64)
         np.cumsum(count, out=start[1:])
@@ -248,6 +254,18 @@ def group_statistics(
         _segments(index, values, start, ordered)
         out["median"] = medians(ordered, start)
     return {s: out[s] for s in stats}
+
+
+def moments_and_extremes(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
+    """Per group: the exact moments, the min and the max in one compiled pass (the numpy
+    twin's integers; its pass where the compiled one declines)."""
+    found = moments.compiled_group_moments(index, values, n_groups)
+    if found is not None:
+        return found
+    _, _, _, low, high = _moments(index, values, n_groups)
+    return moments.group_moments(index, values, n_groups), low, high
 
 
 @jit(cache=True, nogil=True)
@@ -331,7 +349,10 @@ def _row_ranges(n: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
-NUMBA = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes, number_levels)
+NUMBA = GroupKernels(
+    accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
+    number_levels,
+)  # fmt: skip
 
 
 #: the kernels every GroupStats fit and transform runs (medians and numeric keys: when asked)

@@ -4,9 +4,10 @@ gathered back onto the rows (numpy; no pandas groupby, no per-row Python).
 Each key column is coded against its fitted *levels* (its sorted distinct present values;
 a missing key takes the code after them, so missing is a group value of its own, as in
 pandas ``groupby(dropna=False)``); the per-key codes combine into one int64 per row (mixed
-radix) and the fitted groups are the distinct combined codes, sorted. Count and sums come
-from ``np.bincount`` over group indexes (the mean, then the deviations from it: two passes,
-the second correcting the first's rounding), min/max from ``ufunc.at``, the median from
+radix) and the fitted groups are the distinct combined codes, sorted. Counts come from
+``np.bincount`` over group indexes, the mean and std from each group's exact sums
+(:func:`fastprep.backends.moments.group_moments`: each rounded once), min/max from
+``ufunc.at``, the median from
 one sort by (group, value). :class:`GroupKernels` names the per-row work; the Numba backend
 passes its twin's.
 
@@ -15,8 +16,9 @@ levels per key (a list of text values, or a float64 array), the groups' combined
 and the statistic per group. Every output of one step shares levels and groups.
 
 A partitioned fit merges per-partition :class:`GroupPartial` s: each partition's groups are
-recoded into the union of levels, then count/mean/M2/min/max merge by Chan's update in
-partition order (exact counts and extremes); the median needs every value of a group, so
+recoded into the union of levels, then the groups' exact sums (integers) add up, so the
+merged mean and std are the one-process fit's bits; counts and extremes are exact too.
+The median needs every value of a group, so
 each partition sends its present values with their group (gathered on the client, in
 partition order): one pass over the data either way.
 """
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.backends import moments
 from fastprep.data.columns import Table, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import GroupStats
@@ -161,15 +164,8 @@ def group_statistics(
     count = np.bincount(g, minlength=n_groups).astype(np.float64)
     empty = count == 0
     out: dict[str, np.ndarray] = {"count": count}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.bincount(g, x, minlength=n_groups) / count
-        # the deviations' own mean corrects the sum's rounding (a zero mean comes out 0)
-        deviation = x - mean[g]
-        correction = np.bincount(g, deviation, minlength=n_groups) / count
-        out["mean"] = mean + correction
-        if "std" in stats:
-            m2 = np.bincount(g, deviation * deviation, minlength=n_groups) - correction**2 * count
-            out["std"] = np.sqrt(np.maximum(m2, 0.0) / count)
+    if "mean" in stats or "std" in stats:
+        out.update(exact_statistics(moments.grouped(g, x, n_groups)[0]))
     if "median" in stats:
         out.update(sorted_statistics(g, x, n_groups))
     elif "min" in stats or "max" in stats:
@@ -178,6 +174,12 @@ def group_statistics(
         np.maximum.at(high, g, x)
         out["min"], out["max"] = np.where(empty, np.nan, low), np.where(empty, np.nan, high)
     return {s: out[s] for s in stats}
+
+
+def exact_statistics(found: moments.GroupMoments) -> dict[str, np.ndarray]:
+    """Each group's mean and population std, each rounded once from the group's exact
+    sums: the same bits however the rows were split or ordered."""
+    return {"mean": found.mean(), "std": np.sqrt(found.variance())}
 
 
 def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
@@ -312,14 +314,12 @@ def write_rows(
 
 @dataclass(frozen=True)
 class GroupPartial:
-    """One partition's groups (codes in its own levels) with their moments; for a median,
-    its present values sorted by group, with each value's group."""
+    """One partition's groups (codes in its own levels) with their exact moments and
+    extremes; for a median, its present values with each value's group."""
 
     levels: list[Levels]
     groups: np.ndarray
-    count: np.ndarray
-    mean: np.ndarray
-    m2: np.ndarray
+    moments: moments.GroupMoments
     low: np.ndarray
     high: np.ndarray
     value_groups: np.ndarray | None = None
@@ -331,18 +331,26 @@ def partial_of(step: GroupStats, table: Table, kernels: GroupKernels | None = No
     kernels = kernels or NUMPY
     levels, groups, index = _groups(step, table, kernels)
     values = np.asarray(table[step.column], dtype=np.float64)
-    moments = ("count", "mean", "std", "min", "max")
-    stats = kernels.statistics(index, values, len(groups), moments)
-    count = stats["count"].astype(np.int64)
-    with np.errstate(invalid="ignore"):
-        m2 = np.where(count > 0, stats["std"] ** 2 * count, 0.0)
+    found, low, high = kernels.moments(index, values, len(groups))
     kept: dict[str, Any] = {}
     if "median" in step.stats:
         present = ~np.isnan(values)
         kept = {"value_groups": index[present], "values": values[present]}
-    return GroupPartial(levels, groups, count, np.nan_to_num(stats["mean"]), m2,
-                        np.nan_to_num(stats["min"], nan=np.inf),
-                        np.nan_to_num(stats["max"], nan=-np.inf), **kept)  # fmt: skip
+    return GroupPartial(levels, groups, found, low, high, **kept)
+
+
+def moments_and_extremes(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
+    """Per group: the exact moments, the min and the max (±inf without values)."""
+    found, low, high = moments.grouped(index, values, n_groups)
+    if low is None or high is None:
+        present = ~np.isnan(values)
+        g, x = index[present], values[present]
+        low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+        np.minimum.at(low, g, x)
+        np.maximum.at(high, g, x)
+    return found, low, high
 
 
 def _union_levels(parts: list[list[Levels]], n_keys: int) -> list[Levels]:
@@ -388,30 +396,21 @@ def merge(step: GroupStats, parts: list[GroupPartial]) -> dict[str, dict[str, An
     recoded = [_recode(p, levels) for p in parts]
     groups = np.unique(np.concatenate(recoded)) if recoded else np.empty(0, np.int64)
     n = len(groups)
-    count, mean, m2 = np.zeros(n, np.int64), np.zeros(n), np.zeros(n)
     low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    placed = []
     for part, codes in zip(parts, recoded):
         at = np.searchsorted(groups, codes)
-        b = part.count
-        a = count[at]
-        total = a + b
-        with np.errstate(invalid="ignore", divide="ignore"):
-            delta = part.mean - mean[at]
-            share = np.where(total > 0, b / np.maximum(total, 1), 0.0)
-            mean[at] = np.where(a == 0, part.mean, mean[at] + delta * share)
-            m2[at] = m2[at] + part.m2 + np.where(a == 0, 0.0, delta * delta * a * share)
-        count[at] = total
+        placed.append((part.moments, at))
         low[at] = np.minimum(low[at], part.low)
         high[at] = np.maximum(high[at], part.high)
-    empty = count == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        stats = {
-            "count": count.astype(np.float64),
-            "mean": np.where(empty, np.nan, mean),
-            "std": np.where(empty, np.nan, np.sqrt(np.maximum(m2, 0.0) / count)),
-            "min": np.where(empty, np.nan, low),
-            "max": np.where(empty, np.nan, high),
-        }
+    found = moments.group_merge(placed, n)
+    empty = found.count == 0
+    stats = {
+        "count": found.count.astype(np.float64),
+        **exact_statistics(found),
+        "min": np.where(empty, np.nan, low),
+        "max": np.where(empty, np.nan, high),
+    }
     if "median" in step.stats:
         index = np.concatenate(
             [np.searchsorted(groups, codes)[p.value_groups] for p, codes in zip(parts, recoded)]
@@ -432,7 +431,14 @@ class GroupKernels:
     statistics: Statistics
     put_rows: Gather
     number_codes: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    #: ``(group per row, values, groups) -> (exact moments, min, max)`` per group
+    moments: Callable[
+        [np.ndarray, np.ndarray, int], tuple[moments.GroupMoments, np.ndarray, np.ndarray]
+    ]
     number_levels: Callable[[np.ndarray], np.ndarray]
 
 
-NUMPY = GroupKernels(accumulate, take, group_statistics, put_rows, number_codes, number_levels)
+NUMPY = GroupKernels(
+    accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
+    number_levels,
+)  # fmt: skip

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.backends.reference.encoders import lookup
-from fastprep.data.columns import FitTarget, TextColumn
+from fastprep.data.columns import FitTarget, FoldedRows, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import CountEncode, TargetEncode
 
@@ -230,25 +230,74 @@ def cross_fit(
     step: TargetEncode, values: np.ndarray | TextColumn, target: FitTarget, what: str
 ) -> np.ndarray:
     """The fit's own rows, each encoded by the encodings learned on the other folds."""
+    if target.folded is not None:  # a partition of a partitioned fit_transform
+        return encode_folded(target.folded, values, what)
     y = _require_target(target, len(values), what)
     slots, categories, _ = _shared_slots(values, target, last_use=True)
-    n_slots = len(categories) + 1
     folds = folds_for(step, target, what)
+    encodings = fold_encodings(step, slots, y, folds, len(categories) + 1)
+    return encodings[slots, folds.of_row]
+
+
+def fold_encodings(
+    step: TargetEncode, slots: np.ndarray, y: np.ndarray, folds: Folds, n_slots: int
+) -> np.ndarray:
+    """Per (slot, fold): the encoding learned on the fold's training rows (a slot absent
+    from them gets the training rows' mean, as in the peer)."""
     if _fold_kernels_pay(len(slots), step.cv, n_slots):
         from fastprep.backends.fold_kernels import fold_squares, fold_sums
 
         sums, counts = fold_sums(slots, y, folds.of_row, step.cv, n_slots)  # (slot, fold)
         squares = lambda means: fold_squares(slots, y, folds.of_row, means)  # noqa: E731
         means, variances = folds.means[None, :], folds.variances[None, :]
-        encodings = shrunk(sums, counts, squares, means, variances, step.smooth)
-        return encodings[slots, folds.of_row]
-    out = np.empty(len(slots), dtype=np.float64)
+        return shrunk(sums, counts, squares, means, variances, step.smooth)
+    out = np.empty((n_slots, step.cv), dtype=np.float64)
     for k, train in enumerate(folds.train):
-        encodings = slot_encodings(slots[train], y[train], n_slots, step.smooth,
+        out[:, k] = slot_encodings(slots[train], y[train], n_slots, step.smooth,
                                    folds.means[k], folds.variances[k])  # fmt: skip
-        test = ~train
-        out[test] = encodings[slots[test]]
     return out
+
+
+def fold_table(
+    step: TargetEncode, values: np.ndarray | TextColumn, target: FitTarget, what: str
+) -> dict[str, Any]:
+    """The cross-fit of all the fit's rows as a table a partition of them can read: per
+    fold, the encoding of every category seen at fit (sorted, as the fitted state's) and
+    of missing (``missing``: per fold, NaN when no fitted row was missing)."""
+    y = _require_target(target, len(values), what)
+    slots, categories, numeric = _shared_slots(values, target, last_use=True)
+    n_slots = len(categories) + 1
+    encodings = fold_encodings(step, slots, y, folds_for(step, target, what), n_slots)
+    counts = np.bincount(slots, minlength=n_slots)
+    kept, per_category = _sorted_state(categories, numeric, encodings, counts)
+    missing = encodings[-1] if counts[-1] else np.full(step.cv, np.nan)
+    return {
+        "categories": kept,
+        "numeric": numeric,
+        "encodings": np.ascontiguousarray(np.asarray(per_category).reshape(-1, step.cv).T),
+        "missing": np.ascontiguousarray(missing, dtype=np.float64),
+        "folds": (step.cv, step.seed),
+    }
+
+
+def encode_folded(folded: FoldedRows, values: np.ndarray | TextColumn, what: str) -> np.ndarray:
+    """A partition of the fit's rows, each by its fold's encoding of its category (the
+    values of :func:`cross_fit` over all the rows)."""
+    table = folded.tables.get(what)
+    if table is None:
+        raise FitError(f"{what}: no cross-fitted encodings for this partition's rows")
+    of_row = folded.of_row[table["folds"]]
+    if len(of_row) != len(values):
+        raise FitError(
+            f"{what}: the partition has {len(values):,} fitted rows at transform but "
+            f"{len(of_row):,} at fit (the source changed between the passes?)"
+        )
+    index, missing = lookup(values, table)
+    if (index[~missing] < 0).any():
+        raise FitError(f"{what}: a fitted row's category was not seen at fit (the source "
+                       "changed between the passes?)")  # fmt: skip
+    encodings = np.column_stack([table["encodings"], table["missing"]])  # missing: last
+    return encodings[of_row, np.where(missing, encodings.shape[1] - 1, index)]
 
 
 def _fold_kernels_pay(n_rows: int, cv: int, n_slots: int) -> bool:

@@ -30,6 +30,7 @@ from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, shards
 from fastprep.runtime.cluster.progress import Progress, ProgressArg
+from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.levels import (
     Learned,
     check_fittable,
@@ -107,12 +108,14 @@ def fit(
     client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
     backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
     retry: RetryPolicy | None = None, progress: ProgressArg = False,
+    cross_fit: CrossFit | None = None,
 ) -> tuple[execute.Params, Report]:  # fmt: skip
     """Fitted parameters equal to the single-machine fit's, and the fit's report
     (the passes: :func:`fastprep.runtime.levels.fit_levels`).
 
     ``progress``: a bar per pass over completed partitions (see
-    :mod:`fastprep.runtime.cluster.progress`)."""
+    :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
+    collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
     check_fittable(plan)
     bars = Progress(progress)
     retry = retry or RetryPolicy()
@@ -128,7 +131,7 @@ def fit(
                          kept)  # fmt: skip
 
     try:
-        params, report = fit_levels(plan, source, run_pass, rows)
+        params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
     finally:
         kept.drop(client, specs)
     if kept.passes:
@@ -216,7 +219,7 @@ def transform(
     *, output_dir: str | None = None, backend: str = "auto", out_dtype: str = "float32",
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
     partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
-    compress: str | bool | None = None, pipeline: Any = None,
+    compress: str | bool | None = None, pipeline: Any = None, cross_fit: CrossFit | None = None,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
@@ -225,6 +228,8 @@ def transform(
     folder is the output format ``fp.open_output`` reads (``compress="zstd"|"lz4"``
     compresses its arrays; ``pipeline``, a fitted pipeline, is published with them).
     ``progress``: a bar over completed partitions (skipped ones count as done).
+    ``cross_fit``: the source is the fit's own (a fit_transform): each task gets its rows'
+    folds and the out-of-fold encodings.
     """
     codec = check_codec(compress)
     retry = retry or RetryPolicy()
@@ -235,6 +240,8 @@ def transform(
     fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
     if getattr(schema, "tables", None):  # a refit side table changes the output too
         fitted += tuple(t.digest() for _, t in sorted(schema.tables.items()))
+    if cross_fit is not None:  # the fit's own rows, out of fold: another output
+        fitted += ("cross-fitted",)
     fingerprint = _token(fitted)
     names = make_layout(plan, params).names(plan, params)
     # the client claims the folder for the whole job: its tasks' files are never taken
@@ -247,6 +254,11 @@ def transform(
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
         todo = [s for s in specs if s.index not in done]
         shared = _shared(client, job) if todo else job
+        # the per-fold encodings once to every worker; each task gets its rows' folds
+        tables = None
+        if cross_fit is not None and todo:
+            # in a list: one future of a fresh key (a dict's keys would name the futures)
+            [tables] = client.scatter([cross_fit.tables], broadcast=True, hash=False)
         started = client.run_on_scheduler(_scheduler_time)
         where = _token([output_dir, codec])
         futures = [
@@ -260,6 +272,7 @@ def transform(
                 out_dtype,
                 frames[spec.index],
                 codec,
+                folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
                 priority=largest_first(spec),
             )
