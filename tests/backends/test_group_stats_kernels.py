@@ -111,3 +111,14 @@ def test_rows_read_a_small_key_space_table_as_the_group_index(flights_sample, ba
     by_index = fitted.transform(other, backend=backend).X
     np.testing.assert_array_equal(by_table, by_index)
     assert len(by_table) < len(other)  # rows of groups unseen at fit: missing, quarantined
+
+
+def test_number_codes_on_row_ranges_equal_the_numpy_twin(lanes):
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 30, 50_000).astype(np.float64)
+    values[::11] = np.nan
+    values[::13] = 2.5  # not a level
+    for levels in (np.arange(0, 24, dtype=np.float64), np.array([0.5, 2.5, 7.0])):
+        np.testing.assert_array_equal(
+            numba_gs.number_codes(values, levels), numpy_gs.number_codes(values, levels)
+        )

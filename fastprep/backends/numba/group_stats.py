@@ -295,9 +295,12 @@ def _number_codes(values, levels, out):  # pragma: no cover - compiled
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """The numpy twin's codes of a numeric key in one pass (a table over the levels' range
-    when they are whole numbers close together, else a binary search per value)."""
+    when they are whole numbers close together, else a binary search per value), row
+    ranges on the pool's threads (each builds its own small table)."""
     out = np.empty(len(values), np.int64)
-    _number_codes(np.ascontiguousarray(values, np.float64), levels, out)
+    values = np.ascontiguousarray(values, np.float64)
+    threads.map_all(lambda r: _number_codes(values[r[0] : r[1]], levels, out[r[0] : r[1]]),
+                    _row_ranges(len(values)))  # fmt: skip
     return out
 
 
