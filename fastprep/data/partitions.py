@@ -37,9 +37,11 @@ from fastprep.data.sources import (
     _require,
     _without_views,
     format_of,
+    open_parquet,
     read_in_memory,
     resolve_files,
     source_kind,
+    text_dictionaries_only,
 )
 from fastprep.errors import SourceError
 
@@ -215,11 +217,13 @@ def read_partition(
     if spec.kind == "csv":
         return _read_file(spec.path, columns, set(text_columns))
     try:
-        handle = pq.ParquetFile(spec.path)
+        handle = open_parquet(spec.path, [c for c in columns if c in set(text_columns)])
         _require(columns, handle.schema_arrow.names, spec.path)
         if not spec.row_groups:  # a file without row groups: its (empty) schema
             return handle.schema_arrow.empty_table().select(columns)
-        return handle.read_row_groups(list(spec.row_groups), columns=columns)
+        return text_dictionaries_only(
+            handle.read_row_groups(list(spec.row_groups), columns=columns), handle
+        )
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {spec.describe()}: {exc}") from exc
 

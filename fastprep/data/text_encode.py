@@ -31,6 +31,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
+from fastprep.data import reuse
 from fastprep.data.columns import TextColumn
 from fastprep.native import threads
 from fastprep.native.arena import ARENA
@@ -337,10 +338,89 @@ def encode(
 ) -> tuple[np.ndarray, pa.Array]:
     """``(codes, uniques)``: int32 codes (-1 = null) in order of first appearance, and the
     distinct values as an Arrow large_string array (``uniques[codes[i]]`` is row i).
-    ``out``: an int32 array of the column's length to write the codes to."""
+    ``out``: an int32 array of the column's length to write the codes to.
+
+    A dictionary-typed column (Parquet read with ``read_dictionary``, a pandas categorical
+    or a Polars categorical exported to Arrow) is coded from its indices: only its
+    dictionary is hashed. Inside a :func:`fastprep.data.reuse.scope`, the same buffers
+    encoded again give the first encoding (read-only codes) without the work."""
+    if out is not None:
+        return _encode_any(values, out)
+    return reuse.reuse(values, ("text_encode",), lambda: _read_only_codes(_encode_any(values)))
+
+
+def _encode_any(
+    values: pa.Array | pa.ChunkedArray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array]:
+    if pa.types.is_dictionary(values.type):
+        return _encode_dictionary(values, out)
     encoded = _encode(values, out, give_up=False)
     assert encoded is not None
     return encoded
+
+
+def _read_only_codes(encoded: tuple[np.ndarray, pa.Array]) -> tuple[np.ndarray, pa.Array]:
+    """Kept codes are shared by later jobs: no consumer may write to them."""
+    codes, uniques = encoded
+    if reuse.active():
+        codes = codes.view()
+        codes.flags.writeable = False
+    return codes, uniques
+
+
+def _encode_dictionary(
+    values: pa.Array | pa.ChunkedArray, out: np.ndarray | None
+) -> tuple[np.ndarray, pa.Array]:
+    """Codes of a dictionary-typed column from its indices: its chunks' dictionaries
+    (each distinct one once) encoded together, so a duplicate or null entry gets its
+    value's code; each row's index mapped through its chunk's table; then the codes
+    renumbered by first appearance in the rows, unused entries dropped — what encoding the
+    decoded strings gives, with a hash pass over small integers instead of every string.
+    (Not Arrow's ``unify_dictionaries``: it refuses dictionaries holding a null.)"""
+    import pyarrow.compute as pc
+
+    chunks = list(values.chunks) if isinstance(values, pa.ChunkedArray) else [values]
+    chunks = [c for c in chunks if len(c)]
+    n = sum(len(c) for c in chunks)
+    codes = ARENA.empty(n, np.int32) if out is None else out
+    if not chunks:
+        return codes, pa.array([], type=pa.large_string())
+    first_entry: dict[tuple, int] = {}  # a dictionary (by its buffers) -> its first entry
+    dictionaries: list[pa.Array] = []
+    at_entry = 0
+    for chunk in chunks:
+        key = _dictionary_key(chunk.dictionary)
+        if key not in first_entry:
+            first_entry[key] = at_entry
+            dictionaries.append(chunk.dictionary.cast(pa.large_string()))
+            at_entry += len(chunk.dictionary)
+    entry_codes, entry_uniques = _encode_any(pa.chunked_array(dictionaries, pa.large_string()))
+    at = 0
+    for chunk in chunks:
+        first = first_entry[_dictionary_key(chunk.dictionary)]
+        lut = np.append(entry_codes[first : first + len(chunk.dictionary)], np.int32(-1))
+        indices = chunk.indices
+        if indices.null_count:
+            indices = indices.fill_null(len(chunk.dictionary))  # the lut's last slot: -1
+        codes[at : at + len(chunk)] = lut[indices.to_numpy()]
+        at += len(chunk)
+    if _use_numba(n) and (numba_cached(_rank_codes) or n >= BY_HASH_COMPILE_ROWS):
+        rank = np.full(len(entry_uniques), -1, dtype=np.int32)
+        order = np.empty(len(entry_uniques), dtype=np.int64)
+        order = order[: _rank_codes(codes, rank, order)]  # renumbered in the same pass
+    else:
+        order = pc.unique(pa.array(codes, type=pa.int32())).to_numpy()  # by first appearance
+        order = order[order >= 0]
+        if not np.array_equal(order, np.arange(len(entry_uniques))):
+            rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # last slot: code -1
+            rank[order] = np.arange(len(order), dtype=np.int32)
+            codes[...] = rank[codes]
+    return codes, _plain(entry_uniques.take(pa.array(order, type=pa.int64())))
+
+
+def _dictionary_key(dictionary: pa.Array) -> tuple:
+    buffers = tuple(0 if b is None else (b.address, b.size) for b in dictionary.buffers())
+    return (str(dictionary.type), dictionary.offset, len(dictionary), buffers)
 
 
 def try_encode(

@@ -19,6 +19,7 @@ from fastprep.backends import stages as stage_backends
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference.tags import check_usage as check_tag_usage
 from fastprep.backends.registry import resolve
+from fastprep.data import reuse
 from fastprep.data.columns import FitTarget, RowIds, RowRange, Table
 from fastprep.data.sources import (
     Raw,
@@ -278,7 +279,9 @@ def prepare(
         present = list(present) if present is not None else source_columns(source)
         unexpected = unexpected_column_findings(schema, present, phase)
     report.source = source_info.description
-    with report.stage("validate"):
+    # an in-memory source validated again (fit then transform of one table) reuses the
+    # text columns' encodings while the caller holds it (see data/reuse.py)
+    with report.stage("validate"), reuse.scope(None if is_path(source) else source):
         ids = RowRange(row_offset, raw_len(raw))
         result = validate_frame(raw, schema, columns, phase=phase, row_ids=ids)
     if isinstance(schema, JoinedSchema):  # lookup columns: joined onto the validated rows

@@ -82,12 +82,12 @@ def arrow_numbers(
 
 def arrow_text(column: pa.ChunkedArray) -> TextColumn | None:
     """An Arrow text column (string, large_string, or a dictionary of them) encoded
-    straight from its buffers; None for anything else (numbers as text, bytes...)."""
+    straight from its buffers (a dictionary from its indices: only the dictionary is
+    hashed); None for anything else (numbers as text, bytes...)."""
     kind = column.type
-    if pa.types.is_dictionary(kind) and (
-        pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
-    ):
-        column = column.cast(pa.large_string())  # decoded: codes in first-appearance order
+    if pa.types.is_dictionary(kind):
+        if not (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)):
+            return None
     elif not (
         pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
     ):

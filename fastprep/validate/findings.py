@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from fastprep.data.pandas_objects import is_pandas_na
-from fastprep.data.sources import Raw, rows_as_read
+from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -201,13 +201,15 @@ class Quarantine:
         names = source_rows.column_names
         if "row_id" in names or "reason" in names:
             return None
-        for column in source_rows.columns:
+        for spec, column in zip(source_rows.schema, source_rows.columns):
             kind = column.type
+            if read_as_dictionary(spec):  # text the file stores as strings: decoded below
+                continue
             if not (_kept_as_is(kind) or (pa.types.is_boolean(kind) and not column.null_count)):
                 return None
         columns: dict[str, pa.ChunkedArray | pa.Array] = {}
         ids, reasons = self.reason_arrays()
-        taken = source_rows.take(pa.array(ids - first_row_id, type=pa.int64()))
+        taken = decoded(source_rows.take(pa.array(ids - first_row_id, type=pa.int64())))
         columns["row_id"] = pa.array(ids, type=pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:

@@ -29,8 +29,9 @@ from fastprep.api.schema import (
     Schema,
     String,
 )
+from fastprep.data import reuse
 from fastprep.data.columns import Column, RowIds, RowRange, Table, TextColumn
-from fastprep.data.sources import raw_columns, raw_len
+from fastprep.data.sources import decoded, raw_columns, raw_len
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.validate import number_checks as nc
 from fastprep.validate.coerce import (
@@ -193,7 +194,7 @@ class _RawColumns:
             return self.frame[name]
         series = self._series.get(name)
         if series is None:  # the table's own conversion: its pandas metadata applies
-            series = self.frame.select([name]).to_pandas()[name]
+            series = decoded(self.frame.select([name])).to_pandas()[name]
             self._series[name] = series
         return series
 
@@ -230,19 +231,25 @@ def _check_column(
     ``scans`` collects each number column's one-pass scan, by ``id`` of the array scanned."""
     arrow = frame.arrow(name)
     if arrow is not None and isinstance(spec, (Float, Int)):
-        numbers = arrow_numbers(arrow)
-        if numbers is not None:
-            return _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+        # the same Arrow column checked again by the same type (transform after fit of
+        # one in-memory table) gives the first check's results (see data/reuse.py)
+        checked = reuse.reuse(arrow, ("numbers", spec), lambda: _arrow_numbers_checked(arrow, spec))
+        if checked is not None:
+            result, scanned = checked
+            if scans is not None and scanned is not None:
+                scans[id(result[0])] = (result[0], scanned)
+            return result
     if isinstance(spec, ListOf) or (
         isinstance(spec, (Category, String)) and holds_lists(arrow, lambda: frame[name])
     ):  # tags (a text column of lists is already split): flattened by Arrow compute
         tags, list_rules, list_checks = check_lists(name, arrow, lambda: frame[name], spec)
         return tags, list_rules, list_checks, None
     if arrow is not None and isinstance(spec, (Category, String)):
-        text = arrow_text(arrow)
-        if text is not None:
-            no_error = np.zeros(len(text), dtype=bool)
-            return _checked_text(text, no_error, no_error, spec)
+        # as for numbers: the same column checked again by the same type reuses the checks
+        # (and the encoded column, whose value counts are then counted once)
+        checked_text = reuse.reuse(arrow, ("text", spec), lambda: _arrow_text_checked(arrow, spec))
+        if checked_text is not None:
+            return checked_text
     series = frame[name]
     if isinstance(spec, Datetime):
         seconds, bad_type, wrong_zone = to_epoch_seconds(name, series, spec)
@@ -276,6 +283,38 @@ def _check_column(
     assert isinstance(spec, (Category, String))
     text, bad_type, bad_encoding = to_text(series)
     return _checked_text(text, bad_type, bad_encoding, spec)
+
+
+def _arrow_text_checked(
+    arrow: pa.ChunkedArray, spec: Category | String
+) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None] | None:
+    """An Arrow text column's checks (None: not plain text)."""
+    text = arrow_text(arrow)
+    if text is None:
+        return None
+    no_error = np.zeros(len(text), dtype=bool)
+    return _checked_text(text, no_error, no_error, spec)
+
+
+def _arrow_numbers_checked(
+    arrow: pa.ChunkedArray, spec: Float | Int
+) -> (
+    tuple[tuple[Column, list[Violation], FitChecks, np.ndarray | None], nc.ColumnScan | None] | None
+):
+    """An Arrow number column's checks and its scan (None: not plain numbers); the values
+    read-only when they may be kept for a later check of the same column."""
+    numbers = arrow_numbers(arrow)
+    if numbers is None:
+        return None
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
+    result = _checked_numbers(numbers[0], None, numbers[1], spec, scans)
+    values = result[0]
+    entry = scans.get(id(values))
+    if reuse.active() and isinstance(values, np.ndarray):
+        values = values.view()
+        values.flags.writeable = False
+        result = (values, *result[1:])
+    return result, entry[1] if entry is not None else None
 
 
 def _checked_numbers(

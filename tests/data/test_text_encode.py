@@ -227,3 +227,47 @@ def test_count_codes_without_the_kernel_is_bincount(monkeypatch):
     np.testing.assert_array_equal(text_encode.count_codes(codes, 3), want)
     monkeypatch.setattr(text_encode, "numba_loaded", lambda kernel: True)
     np.testing.assert_array_equal(text_encode.count_codes(codes, 3), want)
+
+
+def dictionary_cases() -> dict[str, pa.ChunkedArray]:
+    """Dictionary-typed columns: chunks with their own dictionaries, null indices, null
+    and duplicate dictionary entries, entries no row uses, sliced chunks."""
+    dup = pa.array(["x", None, "y", "x", "unused"])
+    return {
+        "two dictionaries": pa.chunked_array(
+            [
+                pa.array(["b", "a", None, "b"]).dictionary_encode(),
+                pa.array(["c", "a", "d"]).dictionary_encode(),
+            ]
+        ),
+        "null and duplicate entries": pa.chunked_array(
+            [
+                pa.DictionaryArray.from_arrays(pa.array([2, 3, None, 1, 0, 2], pa.int8()), dup),
+                pa.DictionaryArray.from_arrays(pa.array([4, 0], pa.int8()), dup),
+            ]
+        ),
+        "sliced": pa.chunked_array(
+            [
+                pa.array(["p", "q", "r", None, "q", "s"]).dictionary_encode().slice(2, 3),
+            ]
+        ),
+        "empty": pa.chunked_array([], pa.dictionary(pa.int32(), pa.string())),
+        "all null": pa.chunked_array(
+            [pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int32()), pa.array(["a"]))]
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(dictionary_cases()))
+def test_dictionary_input_is_coded_as_its_strings(name):
+    column = dictionary_cases()[name]
+    check(column, [v for chunk in column.chunks for v in chunk.to_pylist()])
+
+
+def test_dictionary_flights_columns_equal_their_strings(flights_sample):
+    for name in ("carrier", "tailnum", "dest"):
+        strings = pa.chunked_array([pa.Array.from_pandas(flights_sample[name])])
+        codes, uniques = text_encode.encode(strings)
+        got_codes, got_uniques = text_encode.encode(strings.dictionary_encode())
+        np.testing.assert_array_equal(got_codes, codes)
+        assert got_uniques.equals(uniques)

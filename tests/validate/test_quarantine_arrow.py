@@ -51,3 +51,17 @@ def test_types_pandas_rewrites_fall_back_to_the_frame() -> None:
     ):
         assert quarantine.to_arrow(pa.table({"x": column})) is None
     assert quarantine.to_arrow(pa.table({"reason": pa.array(["a", "b"])})) is None
+
+
+def test_text_read_as_dictionaries_is_quarantined_as_the_file_holds_it(flights_parquet) -> None:
+    from fastprep.data.sources import read_source
+
+    columns = ["carrier", "tailnum", "dep_delay"]
+    raw, _ = read_source(flights_parquet, columns, ["carrier", "tailnum"])
+    assert pa.types.is_dictionary(raw.schema.field("tailnum").type)
+    quarantine = _quarantine(raw.num_rows)
+    table = quarantine.to_arrow(raw)
+    assert table is not None  # Arrow all the way, not the pandas fallback
+    expected = quarantine.to_arrow(pq.read_table(flights_parquet, columns=columns))
+    assert table.equals(expected)
+    pd.testing.assert_frame_equal(table.to_pandas(), quarantine.to_frame(raw))

@@ -263,8 +263,9 @@ def group_rows(
     step = feature.steps[0]
     assert isinstance(step, GroupStats)
     rest = feature.steps[1:]
-    index = group_stats.rows_group(step, fitted[step.outputs[0]][0], table, kernels)
+    codes, lookup = group_stats.rows_code(step, fitted[step.outputs[0]][0], table, kernels)
     if any(isinstance(s, _COUNTING) for s in rest):
+        index = codes if lookup is None else (kernels or group_stats.NUMPY).take(lookup, codes)
         for j, item in enumerate(feature.inputs):
             values = group_stats.gather(fitted[item.name][0], index)
             with np.errstate(over="ignore"):  # beyond float32 -> inf -> quarantined
@@ -276,7 +277,7 @@ def group_rows(
         for item in feature.inputs
     ]  # fmt: skip
     with np.errstate(over="ignore"):
-        return group_stats.write_rows(view, np.column_stack(per_group), index, kernels)
+        return group_stats.write_rows(view, np.column_stack(per_group), codes, kernels, lookup)
 
 
 def encode_feature(

@@ -45,12 +45,16 @@ DENSE_GROUPS = 1 << 22
 # ---------------------------------------------------------------- key coding
 
 
-def fit_levels(column: np.ndarray | TextColumn) -> Levels:
+def fit_levels(column: np.ndarray | TextColumn, kernels: GroupKernels | None = None) -> Levels:
     """A key column's sorted distinct present values."""
     if isinstance(column, TextColumn):
         used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
         return sorted(str(v) for v in column.uniques[used])
-    values = np.asarray(column, dtype=np.float64)
+    return (kernels or NUMPY).number_levels(np.asarray(column, dtype=np.float64))
+
+
+def number_levels(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of a float64 array, NaN left out."""
     return np.unique(values[~np.isnan(values)])
 
 
@@ -225,7 +229,7 @@ def _groups(
 ) -> tuple[list[Levels], np.ndarray, np.ndarray]:
     """The fit rows' key levels, distinct groups, and each row's group."""
     columns = _key_columns(step, table)
-    levels = [fit_levels(c) for c in columns]
+    levels = [fit_levels(c, kernels) for c in columns]
     sizes = radices(levels, step.keys)
     combined = combine(
         [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
@@ -247,13 +251,33 @@ def rows_group(
     step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
 ) -> np.ndarray:
     """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
+    codes, lookup = rows_code(step, fitted, table, kernels)
+    return codes if lookup is None else (kernels or NUMPY).take(lookup, codes)
+
+
+#: a key space up to this many combinations is looked up by a table gathered per group
+#: (the rows read their combined code straight from it: no pass for the group index)
+SMALL_KEY_SPACE = 1 << 16
+
+
+def rows_code(
+    step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per row of ``table``: its combined key code and ``lookup`` (combined code -> fitted
+    group index, -1 unseen; the last slot: code -1) for a small key space; else its group
+    index and None."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
     combined = combine(
         [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
     )
-    return group_index(combined, fitted["groups"], math.prod(sizes), kernels)
+    space = math.prod(sizes)
+    if space <= SMALL_KEY_SPACE:
+        lookup = np.full(space + 1, -1, dtype=np.int64)
+        lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
+        return combined, lookup
+    return group_index(combined, fitted["groups"], space, kernels), None
 
 
 def gather(fitted: dict[str, Any], index: np.ndarray) -> np.ndarray:
@@ -271,10 +295,14 @@ def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
 
 
 def write_rows(
-    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None
-) -> bool:
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None,
+    lookup: np.ndarray | None = None,
+) -> bool:  # fmt: skip
     """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
-    first: the same rounding as casting each row); whether every written value is finite."""
+    first: the same rounding as casting each row); whether every written value is finite.
+    ``lookup`` (see :func:`rows_code`): ``index`` holds combined codes, read through it."""
+    if lookup is not None:
+        per_group = per_group[lookup]  # a row per key combination; -1: the unseen row
     cast = np.ascontiguousarray(per_group, dtype=out.dtype)
     (kernels or NUMPY).put_rows(out, cast, index)
     slot_finite = np.isfinite(cast).all(axis=1)
@@ -407,8 +435,10 @@ class GroupKernels:
     moments: Callable[
         [np.ndarray, np.ndarray, int], tuple[moments.GroupMoments, np.ndarray, np.ndarray]
     ]
+    number_levels: Callable[[np.ndarray], np.ndarray]
 
 
 NUMPY = GroupKernels(
-    accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes
-)
+    accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
+    number_levels,
+)  # fmt: skip

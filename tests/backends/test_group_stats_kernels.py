@@ -1,0 +1,124 @@
+"""The Numba GroupStats kernels equal their numpy twins exactly: statistics with many
+ties, groups with no present value, the median's selection on several threads or one,
+row ranges on several threads, numeric key levels from a presence table or a sort."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastprep.backends.numba import group_stats as numba_gs
+from fastprep.backends.reference import group_stats as numpy_gs
+
+STATS = ("mean", "std", "count", "min", "max", "median")
+
+
+def rows(n: int, groups: int, seed: int, ties: bool) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, groups, n)
+    values = rng.normal(10, 30, n)
+    if ties:
+        values = np.round(values / 20)  # a few distinct values: long runs of equal ones
+    values[rng.random(n) < 0.05] = np.nan
+    values[index == groups - 1] = np.nan  # a group with no present value
+    return index, values
+
+
+@pytest.fixture(params=["one thread", "several threads"])
+def lanes(request, monkeypatch):
+    if request.param == "several threads":
+        monkeypatch.setattr(numba_gs, "MEDIAN_PARALLEL_VALUES", 1)
+        monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
+    else:
+        monkeypatch.setattr(numba_gs, "MEDIAN_PARALLEL_VALUES", 1 << 60)
+        monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 << 60)
+    return request.param
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("groups", [1, 7, 3000])
+def test_statistics_equal_the_numpy_twin(groups, ties, lanes):
+    index, values = rows(40_000, groups + 1, groups, ties)
+    got = numba_gs.group_statistics(index, values, groups + 1, STATS)
+    want = numpy_gs.group_statistics(index, values, groups + 1, STATS)
+    for stat in STATS:
+        np.testing.assert_allclose(got[stat], want[stat], rtol=1e-12, err_msg=stat)
+        assert np.array_equal(np.isnan(got[stat]), np.isnan(want[stat])), stat
+    np.testing.assert_array_equal(got["median"], want["median"])  # selected, not computed
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 16, 17, 18, 33, 1000])
+def test_medians_of_small_and_constant_segments(size):
+    rng = np.random.default_rng(size)
+    for values in (rng.normal(size=size), np.full(size, 2.5), rng.integers(0, 3, size) * 1.0):
+        start = np.array([0, size], dtype=np.int64)
+        got = numba_gs.medians(values.copy(), start)
+        assert got[0] == np.median(values)
+
+
+def test_row_ranges_give_the_serial_gathers(lanes):
+    rng = np.random.default_rng(3)
+    index = rng.integers(-1, 50, 100_000)
+    per_group = rng.normal(size=(51, 6)).astype(np.float32)
+    out = np.empty((len(index), 6), np.float32)
+    numba_gs.put_rows(out, per_group, index)
+    np.testing.assert_array_equal(out, per_group[index])
+    lookup = rng.integers(-1, 50, 61)
+    combined = rng.integers(-1, 60, 100_000)
+    np.testing.assert_array_equal(numba_gs.take(lookup, combined), lookup[combined])
+    codes = rng.integers(-1, 9, 100_000).astype(np.int32)
+    lut = np.append(np.arange(9, dtype=np.int64), np.int64(9))
+    first = numba_gs.accumulate(None, codes, lut, 10)
+    np.testing.assert_array_equal(first, numpy_gs.accumulate(None, codes, lut, 10))
+    both = numba_gs.accumulate(first.copy(), codes, lut, 10)
+    np.testing.assert_array_equal(both, numpy_gs.accumulate(first, codes, lut, 10))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [3.0, 1.0, np.nan, 3.0, -2.0, 0.0, -0.0],  # whole: a presence table
+        [0.5, 1.0, np.nan, 0.5],  # fractional: a sort
+        [1.0, 2.0**40],  # whole, but too wide a span for a table
+        [np.inf, 1.0, -np.inf, 1.0],
+        [np.nan, np.nan],
+        [],
+        [-(2.0**60), 5.0],
+    ],
+)
+def test_number_levels_equal_a_sort(values):
+    values = np.asarray(values, dtype=np.float64)
+    got = numba_gs.number_levels(values)
+    want = numpy_gs.number_levels(values)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.float64
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_rows_read_a_small_key_space_table_as_the_group_index(flights_sample, backend, monkeypatch):
+    import fastprep as fp
+
+    frame = flights_sample[["carrier", "origin", "hour", "dep_delay"]]
+    train, other = frame[frame["hour"] < 18], frame  # later hours: groups unseen at fit
+    pipe = fp.Pipeline(fp.Schema.infer(frame), [
+        fp.cols("carrier", "origin", "hour") >> fp.GroupStats("dep_delay", stats=STATS),
+        fp.cols("carrier", "origin") >> fp.GroupStats("dep_delay", stats=("mean",))
+        >> fp.FillMissing(0),
+    ])  # fmt: skip
+    fitted = pipe.fit(train, backend=backend)
+    by_table = fitted.transform(other, backend=backend).X
+    monkeypatch.setattr(numpy_gs, "SMALL_KEY_SPACE", 0)  # every row's group index first
+    by_index = fitted.transform(other, backend=backend).X
+    np.testing.assert_array_equal(by_table, by_index)
+    assert len(by_table) < len(other)  # rows of groups unseen at fit: missing, quarantined
+
+
+def test_number_codes_on_row_ranges_equal_the_numpy_twin(lanes):
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 30, 50_000).astype(np.float64)
+    values[::11] = np.nan
+    values[::13] = 2.5  # not a level
+    for levels in (np.arange(0, 24, dtype=np.float64), np.array([0.5, 2.5, 7.0])):
+        np.testing.assert_array_equal(
+            numba_gs.number_codes(values, levels), numpy_gs.number_codes(values, levels)
+        )
