@@ -332,13 +332,22 @@ WHOLE_LEVELS_SPAN = 1 << 22
 def number_levels(values: np.ndarray) -> np.ndarray:
     """The numpy twin's sorted distinct values: for whole numbers close together (hours,
     years, small ids) a presence table over their range, not a sort of the rows (55 vs
-    ~5 ms at 3.4M rows)."""
+    ~5 ms at 3.4M rows); both passes on row ranges of the pool's threads."""
     values = np.ascontiguousarray(values, np.float64)
-    low, high, whole = _whole_range(values)
+    ranges = _row_ranges(len(values)) or [(0, 0)]
+    found = threads.map_all(lambda r: _whole_range(values[r[0] : r[1]]), ranges)
+    low, high = min(f[0] for f in found), max(f[1] for f in found)
+    whole = all(f[2] for f in found)
     if not (whole and -(2.0**52) < low <= high < 2.0**52 and high - low < WHOLE_LEVELS_SPAN):
         return np.unique(values[~np.isnan(values)])
-    seen = np.zeros(int(high - low) + 1, dtype=np.bool_)
-    _mark_present(values, np.int64(low), seen)
+    span = int(high - low) + 1
+
+    def mark(bounds: tuple[int, int]) -> np.ndarray:
+        seen = np.zeros(span, dtype=np.bool_)  # each range its own: no shared writes
+        _mark_present(values[bounds[0] : bounds[1]], np.int64(low), seen)
+        return seen
+
+    seen = np.logical_or.reduce(threads.map_all(mark, ranges))
     return (np.flatnonzero(seen) + np.int64(low)).astype(np.float64)
 
 
