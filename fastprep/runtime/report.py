@@ -99,7 +99,7 @@ class Report:
             after = sum(v["bytes_after"] for v in self.text_encoding.values())
             lines.append(
                 f"text: {len(self.text_encoding)} column(s) dictionary-encoded, "
-                f"{before / 2**20:.2f} MiB -> {after / 2**20:.2f} MiB"
+                f"{after / 2**20:.2f} MiB ({before / 2**20:.2f} MiB as the source held them)"
             )
         if self.precision and "max_abs_error" in self.precision:  # int8/uint8 codes
             p = self.precision
