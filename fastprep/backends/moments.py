@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.errors import FitError
+from fastprep.native import threads
 from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
 from fastprep.planning.planner import job_imports_numba, kernel_path, numba_imported
 
@@ -578,6 +579,20 @@ def _from_units(rounds: list[tuple[np.ndarray, int]], shift: int) -> Scaled:
 #: groups than :data:`_COMPILED_GROUPS`, takes the numpy pass: the same integers)
 _ROUNDS = 8
 _COMPILED_GROUPS = 1 << 18
+#: the compiled pass splits its rows across the pool's threads from this many rows on,
+#: while each range's per-group arrays stay small beside its rows
+_PARALLEL_ROWS = 1 << 18
+_ROWS_PER_GROUP = 64
+
+
+def _ranges(n: int, n_groups: int) -> list[tuple[int, int]]:
+    """Row ranges for the compiled pass: one per thread of the pool for many rows and
+    few groups (each range zeroes and adds back ``3 * _ROUNDS`` floats per group)."""
+    lanes = min(threads.workers(), 8)
+    if n < _PARALLEL_ROWS or n_groups * _ROWS_PER_GROUP * lanes > n:
+        lanes = 1
+    cuts = np.linspace(0, n, lanes + 1).astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, n)]
 
 
 @jit(cache=True, nogil=True, error_model="numpy")
@@ -687,21 +702,44 @@ def compiled_group_moments(
     if n_groups > _COMPILED_GROUPS:
         return None
     values = np.ascontiguousarray(values, dtype=np.float64)
-    top, bottom = _finite_fields(values)
+    ranges = _ranges(len(values), n_groups)
+    fields = threads.map_all(lambda r: _finite_fields(values[r[0] : r[1]]), ranges)
+    top, bottom = max(f[0] for f in fields), min(f[1] for f in fields)
     if top > _HIGH_FIELD or bottom < _LOW_FIELD:  # squares beyond float64's range
         return None
     emax = top - 1022 if top else 0  # every |x| < 2**emax
     piece = 52 - max(len(values), 1).bit_length()  # no group has more values than rows
     grids = (_grids(emax, piece), _grids(2 * emax, piece), _grids(2 * emax - 53, piece))
     bigs = [1.5 * np.exp2(q.astype(np.float64) + 52) for q in grids]
-    count = np.zeros(n_groups, np.int64)
-    low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
-    infinite = np.zeros(n_groups)
-    sums, products, errors = (np.zeros((_ROUNDS, n_groups)) for _ in range(3))
-    done = _group_pieces(np.ascontiguousarray(index, dtype=np.int64), values, count, low,
-                         high, infinite, sums, bigs[0], products, bigs[1], errors, bigs[2])  # fmt: skip
-    if not done:
+    index = np.ascontiguousarray(index, dtype=np.int64)
+
+    def pass_over(bounds: tuple[int, int]) -> tuple[np.ndarray, ...] | None:
+        a, b = bounds
+        count = np.zeros(n_groups, np.int64)
+        low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+        infinite = np.zeros(n_groups)
+        sums, products, errors = (np.zeros((_ROUNDS, n_groups)) for _ in range(3))
+        done = _group_pieces(index[a:b], values[a:b], count, low, high, infinite, sums,
+                             bigs[0], products, bigs[1], errors, bigs[2])  # fmt: skip
+        return (count, low, high, infinite, sums, products, errors) if done else None
+
+    parts = threads.map_all(pass_over, ranges)
+    if any(part is None for part in parts):
         return None
+    count, low, high, infinite, sums, products, errors = parts[0]
+    # Every range's pieces sit on the same grids, chosen for all the rows: a range's
+    # per-group float sums and their totals are exact, so adding ranges gives the one
+    # pass's bits. min/max keep the earlier range's value on a tie (as the pass keeps
+    # the earlier row's: -0.0 against 0.0), infinities add to the same inf or NaN.
+    for r_count, r_low, r_high, r_infinite, r_sums, r_products, r_errors in parts[1:]:
+        count += r_count
+        low = np.where(r_low < low, r_low, low)
+        high = np.where(r_high > high, r_high, high)
+        with np.errstate(invalid="ignore"):  # inf + -inf: NaN, as in the one pass
+            infinite += r_infinite
+        sums += r_sums
+        products += r_products
+        errors += r_errors
     every = slice(None)
     total, total_shift = _from_units(list(zip(sums, grids[0])), -EMIN)
     squares = _scaled_sum([

@@ -86,7 +86,13 @@ def test_row_ranges_give_the_serial_gathers(lanes):
         [-(2.0**60), 5.0],
     ],
 )
-def test_number_levels_equal_a_sort(values):
+@pytest.mark.parametrize("split", [False, True])
+def test_number_levels_equal_a_sort(values, split, monkeypatch):
+    if split:  # row ranges on three threads, each with its own presence table
+        from fastprep.native import threads
+
+        monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
+        monkeypatch.setattr(threads, "workers", lambda: 3)
     values = np.asarray(values, dtype=np.float64)
     got = numba_gs.number_levels(values)
     want = numpy_gs.number_levels(values)

@@ -141,3 +141,35 @@ def test_group_moments_of_extreme_and_infinite_values() -> None:
     assert found.mean()[1] == np.inf and np.isnan(found.variance()[1])
     assert found.mean()[2] == -1e300 and found.variance()[2] == 0.0
     assert np.isnan(found.mean()[3]) and found.count[3] == 0
+
+
+def test_compiled_group_moments_on_row_ranges_equal_one_pass(monkeypatch) -> None:
+    """The compiled pass split into row ranges on the pool's threads gives one pass's bits:
+    counts, sums, extremes (-0.0 against 0.0: the earlier row's) and infinities."""
+    from fastprep.native import threads
+
+    rng = np.random.default_rng(5)
+    n, n_groups = 50_000, 37
+    groups = rng.integers(0, n_groups, n).astype(np.int64)
+    values = np.round(rng.normal(10.0, 40.0, n), 1) / 3.0
+    values[rng.integers(0, n, 500)] = np.nan
+    values[rng.integers(0, n, 200)] = 0.0
+    values[rng.integers(0, n, 200)] = -0.0
+    values[[7, 40_000]], groups[[7, 40_000]] = (np.inf, -np.inf), (3, 3)
+    values[11], groups[11] = np.inf, 4
+    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1 << 62)
+    one = moments.compiled_group_moments(groups, values, n_groups)
+    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
+    for lanes in (2, 3, 8):
+        monkeypatch.setattr(threads, "workers", lambda lanes=lanes: lanes)
+        assert len(moments._ranges(n, n_groups)) == lanes
+        split = moments.compiled_group_moments(groups, values, n_groups)
+        assert one is not None and split is not None
+        assert split[0].exact() == one[0].exact()
+        assert np.array_equal(split[0].count, one[0].count)
+        assert np.array_equal(split[0].infinite, one[0].infinite, equal_nan=True)
+        for a, b in zip(split[1:], one[1:]):
+            assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+        assert np.array_equal(split[0].mean(), one[0].mean(), equal_nan=True)
+        assert np.array_equal(split[0].variance(), one[0].variance(), equal_nan=True)
