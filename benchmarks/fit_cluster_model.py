@@ -3,9 +3,11 @@
     python benchmarks/fit_cluster_model.py --from benchmarks/results/cluster*.json
 
 The model, for ``N`` single-threaded workers, ``R`` rows, ``T`` partition tasks per pass and
-``P`` passes (the fit's and the transform's), ``n = min(N, T)`` workers busy::
+``P`` passes (the fit's and the transform's) of which ``Pr`` read their rows (a fit pass that
+ran from the values the first pass kept on its worker reads none), ``n = min(N, T)`` workers
+busy::
 
-    wall = job + P * (T * task / n + R * row / n + T * scheduler)
+    wall = job + P * (T * task / n + T * scheduler) + Pr * R * row / n
 
 ``job``: the client's fixed work (partition planning from footers, the merges between
 passes, the manifest); ``task``: a partition task's fixed cost on its worker; ``row``: a row's
@@ -34,9 +36,22 @@ WORKERS = {"1w": 1, "2w": 2}
 MARGINAL_GAIN = 0.10
 
 
-def _features(rows: int, tasks: int, workers: int, passes: int) -> list[float]:
+#: a pass whose tasks computed for less than this fraction of the first pass's read no rows
+#: (it ran from the values kept on the workers: milliseconds per task, not a read)
+LIGHT_PASS = 0.10
+
+
+def _features(rows: int, tasks: int, workers: int, passes: int, reading: int) -> list[float]:
     busy = max(1, min(workers, tasks))
-    return [1.0, passes * tasks / busy, passes * rows / busy, passes * tasks]
+    return [1.0, passes * tasks / busy, reading * rows / busy, passes * tasks]
+
+
+def _reading(run: dict[str, Any]) -> int:
+    """The run's passes that read their partitions (all, when the run has no per-pass times)."""
+    per_pass = [p["compute_seconds"] for p in run.get("per_pass", {}).values()]
+    if not per_pass:
+        return len(run["pass_seconds"])
+    return sum(1 for seconds in per_pass if seconds >= LIGHT_PASS * per_pass[0])
 
 
 def observations(files: list[Path]) -> list[dict[str, Any]]:
@@ -51,6 +66,7 @@ def observations(files: list[Path]) -> list[dict[str, Any]]:
                     passes = len(run["pass_seconds"])
                     out.append({"rows": point["rows"], "partition": point["partition"],
                                 "config": config, "workers": WORKERS[config], "passes": passes,
+                                "reading": _reading(run),
                                 "tasks": run["tasks"] // passes, "seconds": run["seconds"]})  # fmt: skip
     return out
 
@@ -58,22 +74,26 @@ def observations(files: list[Path]) -> list[dict[str, Any]]:
 def fit(obs: list[dict[str, Any]]) -> dict[str, float]:
     from scipy.optimize import nnls
 
-    A = np.array([_features(o["rows"], o["tasks"], o["workers"], o["passes"]) for o in obs])
+    A = np.array([_features(o["rows"], o["tasks"], o["workers"], o["passes"], o["reading"])
+                  for o in obs])  # fmt: skip
     b = np.array([o["seconds"] for o in obs])
     weights = 1.0 / b
     solution, _ = nnls(A * weights[:, None], b * weights)
     return dict(zip(NAMES, (float(x) for x in solution), strict=True))
 
 
-def predict(c: dict[str, float], rows: int, tasks: int, workers: int, passes: int) -> float:
-    return float(np.dot(_features(rows, tasks, workers, passes), [c[n] for n in NAMES]))
+def predict(
+    c: dict[str, float], rows: int, tasks: int, workers: int, passes: int, reading: int
+) -> float:
+    return float(np.dot(_features(rows, tasks, workers, passes, reading), [c[n] for n in NAMES]))
 
 
-def scaling_stops(c: dict[str, float], rows: int, tasks: int, passes: int) -> int:
+def scaling_stops(c: dict[str, float], rows: int, tasks: int, passes: int, reading: int) -> int:
     """The first N whose next worker shortens the wall time by less than 10%."""
     n = 1
     while n < 10_000:
-        now, more = predict(c, rows, tasks, n, passes), predict(c, rows, tasks, n + 1, passes)
+        now = predict(c, rows, tasks, n, passes, reading)
+        more = predict(c, rows, tasks, n + 1, passes, reading)
         if now - more < MARGINAL_GAIN * now:
             return n
         n += 1
@@ -89,7 +109,8 @@ def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
     for (rows, partition, _), runs in sorted(groups.items()):
         first = runs[0]
         measured = statistics.median(r["seconds"] for r in runs)
-        predicted = predict(c, rows, first["tasks"], first["workers"], first["passes"])
+        predicted = predict(c, rows, first["tasks"], first["workers"], first["passes"],
+                            first["reading"])  # fmt: skip
         each = ", ".join(f"{r['seconds']:.2f}" for r in runs)
         lines.append(f"| {rows:,} | {partition:,} | {first['tasks']} | {first['workers']} | "
                      f"{measured:.2f} s ({each}) | {predicted:.2f} s | "
@@ -107,23 +128,24 @@ def main() -> None:
     if len(obs) < len(NAMES):
         raise SystemExit(f"{len(obs)} cluster runs: the model has {len(NAMES)} constants")
     constants = fit(obs)
-    errors = [abs(predict(constants, o["rows"], o["tasks"], o["workers"], o["passes"])
-                  - o["seconds"]) / o["seconds"] for o in obs]  # fmt: skip
+    errors = [abs(predict(constants, o["rows"], o["tasks"], o["workers"], o["passes"],
+                          o["reading"]) - o["seconds"]) / o["seconds"] for o in obs]  # fmt: skip
     print(f"fitted on {len(obs)} runs; median relative error {statistics.median(errors):.0%}, "
           f"max {max(errors):.0%}")  # fmt: skip
     for name, value in constants.items():
         print(f"    {name}: float = {value:.3g}")
     print()
     print("\n".join(table(constants, obs)))
-    passes = obs[0]["passes"]
+    passes, reading = obs[0]["passes"], obs[0]["reading"]
     print()
     for rows, partition in ((r, p) for p in args.partition
                             for r in (3_367_760, 10_000_000, 100_000_000)):  # fmt: skip
         tasks = -(-rows // partition)
-        stops = scaling_stops(constants, rows, tasks, passes)
-        walls = ", ".join(f"N={n}: {predict(constants, rows, tasks, n, passes):.2f} s"
+        stops = scaling_stops(constants, rows, tasks, passes, reading)
+        walls = ", ".join(f"N={n}: {predict(constants, rows, tasks, n, passes, reading):.2f} s"
                           for n in (1, 2, 4, 8, 16) if n <= max(stops * 2, 4))  # fmt: skip
-        print(f"{rows:,} rows, {tasks} tasks of {partition:,} rows, {passes} passes: "
+        print(f"{rows:,} rows, {tasks} tasks of {partition:,} rows, {passes} passes "
+              f"({reading} reading): "
               f"{walls}; scaling stops at N={stops} (worker {stops + 1} gains < "
               f"{MARGINAL_GAIN:.0%})")  # fmt: skip
 

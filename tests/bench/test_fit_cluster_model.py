@@ -19,7 +19,7 @@ def _point(rows: int, partition: int) -> dict:
     tasks = -(-rows // partition)
     runs = {}
     for config, workers in model.WORKERS.items():
-        seconds = model.predict(TRUE, rows, tasks, workers, 3)
+        seconds = model.predict(TRUE, rows, tasks, workers, 3, 3)
         runs[config] = [{"seconds": seconds, "tasks": 3 * tasks,
                          "pass_seconds": {"fit level 0": 0, "fit level 0 median": 0, "transform": 0}}]  # fmt: skip
     runs["single"] = [{"seconds": 1.0}]  # not a cluster run: not fitted
@@ -37,10 +37,24 @@ def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
         assert fitted[name] == pytest.approx(value, rel=1e-6, abs=1e-9)
     profile = planner.CostProfile(**fitted)
     assert planner.dask_job_seconds(profile, 3_367_760, 7, 2, 3) == pytest.approx(
-        model.predict(fitted, 3_367_760, 7, 2, 3)
+        model.predict(fitted, 3_367_760, 7, 2, 3, 3)
     )
     # a worker more stops paying where b / a = (task + rows per task x row) / scheduler says
-    stops = model.scaling_stops(fitted, 10_000_000, 20, 3)
+    stops = model.scaling_stops(fitted, 10_000_000, 20, 3, 3)
     a, b = 3 * 20 * TRUE["dask_scheduler_task_seconds"], 3 * (20 * 0.02 + 10_000_000 * 5e-7)
     assert b / (stops * (stops + 1)) < 0.1 * (a + b / stops)
     assert b / ((stops - 1) * stops) >= 0.1 * (a + b / (stops - 1))
+
+
+def test_a_pass_run_from_kept_values_counts_no_rows() -> None:
+    # the median pass's tasks computed for milliseconds against the first pass's seconds
+    run = {"pass_seconds": {"fit level 0": 1.9, "fit level 0 median": 0.04, "transform": 1.6},
+           "per_pass": {"fit level 0": {"compute_seconds": 1.97},
+                        "fit level 0 median": {"compute_seconds": 0.025},
+                        "transform": {"compute_seconds": 1.6}}}  # fmt: skip
+    assert model._reading(run) == 2
+    assert model._reading({"pass_seconds": run["pass_seconds"]}) == 3  # no per-pass times
+    light = model.predict(TRUE, 3_367_760, 7, 2, 3, 2)
+    assert model.predict(TRUE, 3_367_760, 7, 2, 3, 3) - light == pytest.approx(
+        3_367_760 * TRUE["dask_row_seconds"] / 2
+    )
