@@ -185,7 +185,7 @@ def _pieces(
         else:
             taken = np.repeat(first - (np.cumsum(row_counts) - row_counts), row_counts)
             taken += np.arange(len(taken))
-        columns = offset + np.asarray(matrix.indices)[taken].astype(np.int64)
+        columns = np.add(np.asarray(matrix.indices)[taken], offset, dtype=np.int64)  # one pass
         return columns, np.asarray(matrix.data)[taken].astype(dtype, copy=False)
 
     return [(row_counts, entries)]

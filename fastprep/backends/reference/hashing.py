@@ -80,27 +80,37 @@ def _finish_pairs(
         (c0, c1), (v0, v1), (k0, k1) = columns, values, kept
         swap = c1 < c0
         columns = [np.minimum(c0, c1), np.maximum(c0, c1)]
-        values = [np.where(swap, v1, v0), np.where(swap, v0, v1)]
-        kept = [np.where(swap, k1, k0), np.where(swap, k0, k1)]
+        values, kept = list(_swapped(v0, v1, swap)), list(_swapped(k0, k1, swap))
         same = kept[0] & kept[1] & (columns[0] == columns[1])
         if same.any():
             with np.errstate(over="ignore", invalid="ignore"):  # inf + -inf: NaN, as scipy's
                 values[0] = np.where(same, values[0] + values[1], values[0])
             kept[1] &= ~same
     k = len(inputs)
-    pair_columns = np.empty((n_rows, k), np.int32)
-    pair_values = np.empty((n_rows, k), values[0].dtype)
-    pair_kept = np.empty((n_rows, k), bool)
-    counts = np.zeros(n_rows, np.int32)
-    for i in range(k):
-        pair_columns[:, i], pair_values[:, i], pair_kept[:, i] = columns[i], values[i], kept[i]
-        counts += kept[i]
+    # each (n_rows, k), row-major: a row's entries side by side (stack: one pass per array)
+    pair_columns = np.stack(columns, axis=1)
+    pair_values = np.stack(values, axis=1)
+    pair_kept = np.stack(kept, axis=1)
+    counts = kept[0].astype(np.int32)
+    for more in kept[1:]:
+        counts += more
     indptr = np.zeros(n_rows + 1, np.int32)
     np.cumsum(counts, out=indptr[1:])
     shape = (n_rows, n_features)
     if indptr[-1] == n_rows * k:  # every row has every entry: row-major as it is
         return CsrArrays(pair_values.ravel(), pair_columns.ravel(), indptr, shape)
     return CsrArrays(pair_values[pair_kept], pair_columns[pair_kept], indptr, shape)
+
+
+def _swapped(a: np.ndarray, b: np.ndarray, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(where(swap, b, a), where(swap, a, b))`` bit for bit, by XOR on the raw bits:
+    ``np.where`` on a condition with no pattern mispredicts a branch per row (~6x slower)."""
+    raw = np.dtype(f"u{a.dtype.itemsize}")
+    x, y = a.view(raw), b.view(raw)
+    mask = swap.astype(raw)
+    np.negative(mask, out=mask)  # all ones where swapped (unsigned wrap-around), else 0
+    mask &= x ^ y
+    return (x ^ mask).view(a.dtype), (y ^ mask).view(a.dtype)
 
 
 def hash_pairs(
