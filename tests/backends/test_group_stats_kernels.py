@@ -128,3 +128,13 @@ def test_number_codes_on_row_ranges_equal_the_numpy_twin(lanes):
         np.testing.assert_array_equal(
             numba_gs.number_codes(values, levels), numpy_gs.number_codes(values, levels)
         )
+
+
+@pytest.mark.parametrize("space", [1, 9, 5_000, 400_000])
+def test_present_codes_equal_the_numpy_twin(space, lanes):
+    rng = np.random.default_rng(space)
+    combined = rng.integers(0, space, 100_000) // 3 * 3  # some codes absent
+    got = numba_gs.present(combined, space)
+    np.testing.assert_array_equal(got, numpy_gs.present(combined, space))
+    empty = np.empty(0, np.int64)
+    np.testing.assert_array_equal(numba_gs.present(empty, space), np.zeros(space, bool))

@@ -363,14 +363,44 @@ def _row_ranges(n: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
+@jit(cache=True, nogil=True)
+def _mark_codes(codes, seen):  # pragma: no cover - compiled
+    for i in range(len(codes)):
+        seen[codes[i]] = True
+
+
+#: codes are marked on row ranges of the pool's threads while the key space is at most
+#: this share of the rows (each range fills its own table of the whole space)
+PRESENT_SPACE_SHARE = 8
+
+
+def present(combined: np.ndarray, space: int) -> np.ndarray:
+    """The numpy twin's codes present, without counting: each row range marks its own
+    byte table (no shared writes), the tables or-ed; one range for a space near the rows'
+    count (a table per thread would cost more than the pass)."""
+    combined = np.ascontiguousarray(combined, np.int64)
+    if space * PRESENT_SPACE_SHARE > len(combined):
+        ranges = [(0, len(combined))]
+    else:
+        ranges = _row_ranges(len(combined))
+
+    def mark(bounds: tuple[int, int]) -> np.ndarray:
+        seen = np.zeros(space, dtype=np.bool_)
+        _mark_codes(combined[bounds[0] : bounds[1]], seen)
+        return seen
+
+    tables = threads.map_all(mark, ranges) if len(combined) else [np.zeros(space, np.bool_)]
+    return np.logical_or.reduce(tables)
+
+
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
-    number_levels,
+    number_levels, present,
 )  # fmt: skip
 
 
 #: the kernels every GroupStats fit and transform runs (medians and numeric keys: when asked)
-_KERNELS = (_moments, _accumulate, _take, _put_rows)
+_KERNELS = (_moments, _accumulate, _take, _put_rows, _mark_codes)
 
 
 def readiness() -> str:
