@@ -138,3 +138,13 @@ def test_present_codes_equal_the_numpy_twin(space, lanes):
     np.testing.assert_array_equal(got, numpy_gs.present(combined, space))
     empty = np.empty(0, np.int64)
     np.testing.assert_array_equal(numba_gs.present(empty, space), np.zeros(space, bool))
+
+
+def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes):
+    index, values = rows(100_000, 40, 5, ties=False)
+    present = ~np.isnan(values)
+    start = np.zeros(41, np.int64)
+    np.cumsum(np.bincount(index[present], minlength=40), out=start[1:])
+    by_group = np.argsort(index[present], kind="stable")
+    want = values[present][by_group]
+    np.testing.assert_array_equal(numba_gs.segments(index, values, start), want)
