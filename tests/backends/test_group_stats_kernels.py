@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fastprep.backends import moments
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -140,7 +141,8 @@ def test_present_codes_equal_the_numpy_twin(space, lanes):
     np.testing.assert_array_equal(numba_gs.present(empty, space), np.zeros(space, bool))
 
 
-def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes):
+def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch):
+    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
     index, values = rows(100_000, 40, 5, ties=False)
     present = ~np.isnan(values)
     start = np.zeros(41, np.int64)
@@ -148,3 +150,7 @@ def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes):
     by_group = np.argsort(index[present], kind="stable")
     want = values[present][by_group]
     np.testing.assert_array_equal(numba_gs.segments(index, values, start), want)
+    counted = []  # the moments' pass counts each of its row ranges' values per group
+    moments.compiled_group_moments(index, values, 40, counted)
+    assert len(counted) > 1
+    np.testing.assert_array_equal(numba_gs.segments(index, values, start, counted), want)

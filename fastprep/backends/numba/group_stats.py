@@ -82,15 +82,24 @@ def _present_counts(index, values, count):  # pragma: no cover - compiled
             count[index[i]] += 1
 
 
-def segments(index: np.ndarray, values: np.ndarray, start: np.ndarray) -> np.ndarray:
+def segments(
+    index: np.ndarray, values: np.ndarray, start: np.ndarray,
+    counted: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+) -> np.ndarray:  # fmt: skip
     """The present values laid out by group (``start``: each group's first slot), each
     group's in row order: on row ranges of the pool's threads, each range counting its
     rows per group and then writing from where the earlier ranges' values of each group
-    end (the same array as one serial pass); one range for many groups beside the rows."""
+    end (the same array as one serial pass); one range for many groups beside the rows.
+    ``counted``: row ranges covering the rows in order with their present values per
+    group, already counted (by the moments' pass): no count pass."""
     n_groups = len(start) - 1
     # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
     ordered = ARENA.empty(int(start[-1]), np.float64)
-    ranges = _row_ranges(len(index)) if n_groups * TABLE_SHARE <= len(index) else []
+    if counted is not None and len(counted) > 1:
+        ranges, per_range = [r for r, _ in counted], [c for _, c in counted]
+    else:
+        ranges = _row_ranges(len(index)) if n_groups * TABLE_SHARE <= len(index) else []
+        per_range = None
     if len(ranges) < 2:
         _segments(index, values, start[:-1].copy(), ordered)
         return ordered
@@ -101,7 +110,7 @@ def segments(index: np.ndarray, values: np.ndarray, start: np.ndarray) -> np.nda
         return found
 
     fills, at = [], start[:-1].copy()
-    for found in threads.map_all(count, ranges):
+    for found in per_range or threads.map_all(count, ranges):
         fills.append(at.copy())
         at += found
     threads.map_all(
@@ -271,8 +280,9 @@ def group_statistics(
     index = np.ascontiguousarray(index, dtype=np.int64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     exact: dict[str, np.ndarray] = {}
+    counted: list[tuple[tuple[int, int], np.ndarray]] = []
     if "mean" in stats or "std" in stats:
-        found, low, high = moments_and_extremes(index, values, n_groups)
+        found, low, high = moments_and_extremes(index, values, n_groups, counted)
         count = found.count
         exact = reference_group_stats.exact_statistics(found)
     else:
@@ -287,16 +297,18 @@ def group_statistics(
     if "median" in stats:
         start = np.zeros(n_groups + 1, np.int64)
         np.cumsum(count, out=start[1:])
-        out["median"] = medians(segments(index, values, start), start)
+        out["median"] = medians(segments(index, values, start, counted), start)
     return {s: out[s] for s in stats}
 
 
 def moments_and_extremes(
-    index: np.ndarray, values: np.ndarray, n_groups: int
-) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
+    index: np.ndarray, values: np.ndarray, n_groups: int,
+    range_counts: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
     """Per group: the exact moments, the min and the max in one compiled pass (the numpy
-    twin's integers; its pass where the compiled one declines)."""
-    found = moments.compiled_group_moments(index, values, n_groups)
+    twin's integers; its pass where the compiled one declines); ``range_counts``: see
+    :func:`moments.compiled_group_moments` (left empty where the numpy pass ran)."""
+    found = moments.compiled_group_moments(index, values, n_groups, range_counts)
     if found is not None:
         return found
     _, _, _, low, high = _moments(index, values, n_groups)
