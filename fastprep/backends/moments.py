@@ -184,13 +184,7 @@ def _squares_sum(x: np.ndarray, scale: int, emax: int | None = None) -> int:
     ``|x| < 2**emax`` when known (then ``|p| <= 2**(2 emax)``, ``|e| <= 2**(2 emax - 53)``)."""
     if not len(x):
         return 0
-    p = x * x
-    t = x * 134217729.0  # 2**27 + 1
-    high = t - (t - x)
-    low = x - high
-    e = high * high - p
-    e += 2.0 * high * low
-    e += low * low
+    p, e = _dekker_square(x)
     shift = 2 * scale - 2 * EMIN
     if not e.any():  # every square exact in float64 (values of at most 26 bits)
         return _float_sum(p, shift, None if emax is None else 2 * emax + 1)

@@ -121,7 +121,7 @@ def targets(results: dict[str, Any]) -> list[str]:
     got = "not measured"
     if base.get("n") and ours.get("n"):
         extra = ours["median_s"] - base["median_s"]
-        got = f"+{extra:.2f} s: " + ("met" if extra <= IMPORT_TARGET_S else "NOT met")
+        got = f"{extra:+.2f} s: " + ("met" if extra <= IMPORT_TARGET_S else "NOT met")
     out.append(f"- `import fastprep` ≤ {IMPORT_TARGET_S:g} s over numpy + pandas + pyarrow: {got}")
     sample = sizes.get("20,000")
     cold = (sample or {}).get("cold", {}).get("first", {})

@@ -231,9 +231,10 @@ def _check_column(
     ``scans`` collects each number column's one-pass scan, by ``id`` of the array scanned."""
     arrow = frame.arrow(name)
     if arrow is not None and isinstance(spec, (Float, Int)):
-        # the same Arrow column checked again by the same type (transform after fit of
-        # one in-memory table) gives the first check's results (see data/reuse.py)
-        checked = reuse.reuse(arrow, ("numbers", spec), lambda: _arrow_numbers_checked(arrow, spec))
+        # checked every time, unlike text: Arrow number buffers may be numpy memory the
+        # caller still writes to (pa.table({"x": array}) is zero-copy), so equal buffers
+        # need not mean equal values, and a scan costs less than the encoding text reuses
+        checked = _arrow_numbers_checked(arrow, spec)
         if checked is not None:
             result, scanned = checked
             if scans is not None and scanned is not None:
@@ -245,8 +246,9 @@ def _check_column(
         tags, list_rules, list_checks = check_lists(name, arrow, lambda: frame[name], spec)
         return tags, list_rules, list_checks, None
     if arrow is not None and isinstance(spec, (Category, String)):
-        # as for numbers: the same column checked again by the same type reuses the checks
-        # (and the encoded column, whose value counts are then counted once)
+        # the same text column checked again by the same type (transform after fit of one
+        # in-memory table) reuses the checks and the encoded column (see data/reuse.py):
+        # Arrow text is built in Arrow's own memory, never over a caller's writable array
         checked_text = reuse.reuse(arrow, ("text", spec), lambda: _arrow_text_checked(arrow, spec))
         if checked_text is not None:
             return checked_text
@@ -301,19 +303,13 @@ def _arrow_numbers_checked(
 ) -> (
     tuple[tuple[Column, list[Violation], FitChecks, np.ndarray | None], nc.ColumnScan | None] | None
 ):
-    """An Arrow number column's checks and its scan (None: not plain numbers); the values
-    read-only when they may be kept for a later check of the same column."""
+    """An Arrow number column's checks and its scan (None: not plain numbers)."""
     numbers = arrow_numbers(arrow)
     if numbers is None:
         return None
     scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
     result = _checked_numbers(numbers[0], None, numbers[1], spec, scans)
-    values = result[0]
-    entry = scans.get(id(values))
-    if reuse.active() and isinstance(values, np.ndarray):
-        values = values.view()
-        values.flags.writeable = False
-        result = (values, *result[1:])
+    entry = scans.get(id(result[0]))
     return result, entry[1] if entry is not None else None
 
 
