@@ -688,11 +688,14 @@ def grouped(
 
 
 def compiled_group_moments(
-    index: np.ndarray, values: np.ndarray, n_groups: int
-) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:
+    index: np.ndarray, values: np.ndarray, n_groups: int,
+    range_counts: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:  # fmt: skip
     """:func:`group_moments` in one compiled pass over the rows, with each group's min and
     max (±inf for a group without values); None when the values need the numpy pass
-    (magnitudes whose squares leave float64's range, very many groups or rounds)."""
+    (magnitudes whose squares leave float64's range, very many groups or rounds).
+    ``range_counts``, if given, receives each row range's present values per group (the
+    pass counts them anyway: a caller laying the values out by group needs no count pass)."""
     if n_groups > _COMPILED_GROUPS:
         return None
     values = np.ascontiguousarray(values, dtype=np.float64)
@@ -720,6 +723,8 @@ def compiled_group_moments(
     parts = threads.map_all(pass_over, ranges)
     if any(part is None for part in parts):
         return None
+    if range_counts is not None:
+        range_counts.extend((bounds, part[0].copy()) for bounds, part in zip(ranges, parts))
     count, low, high, infinite, sums, products, errors = parts[0]
     # Every range's pieces sit on the same grids, chosen for all the rows: a range's
     # per-group float sums and their totals are exact, so adding ranges gives the one

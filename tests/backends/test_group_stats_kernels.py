@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fastprep.backends import moments
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -128,3 +129,28 @@ def test_number_codes_on_row_ranges_equal_the_numpy_twin(lanes):
         np.testing.assert_array_equal(
             numba_gs.number_codes(values, levels), numpy_gs.number_codes(values, levels)
         )
+
+
+@pytest.mark.parametrize("space", [1, 9, 5_000, 400_000])
+def test_present_codes_equal_the_numpy_twin(space, lanes):
+    rng = np.random.default_rng(space)
+    combined = rng.integers(0, space, 100_000) // 3 * 3  # some codes absent
+    got = numba_gs.present(combined, space)
+    np.testing.assert_array_equal(got, numpy_gs.present(combined, space))
+    empty = np.empty(0, np.int64)
+    np.testing.assert_array_equal(numba_gs.present(empty, space), np.zeros(space, bool))
+
+
+def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch):
+    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
+    index, values = rows(100_000, 40, 5, ties=False)
+    present = ~np.isnan(values)
+    start = np.zeros(41, np.int64)
+    np.cumsum(np.bincount(index[present], minlength=40), out=start[1:])
+    by_group = np.argsort(index[present], kind="stable")
+    want = values[present][by_group]
+    np.testing.assert_array_equal(numba_gs.segments(index, values, start), want)
+    counted = []  # the moments' pass counts each of its row ranges' values per group
+    moments.compiled_group_moments(index, values, 40, counted)
+    assert len(counted) > 1
+    np.testing.assert_array_equal(numba_gs.segments(index, values, start, counted), want)

@@ -62,17 +62,62 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
 
 
 @jit(cache=True, nogil=True)
-def _segments(index, values, start, ordered):  # pragma: no cover - compiled
-    """The present values laid out by group: ``ordered[start[g]:start[g + 1]]`` (a
-    counting sort; its own pass: folded into the moments' second pass, the four scattered
-    write streams together ran slower than the two passes)."""
-    fill = start[:-1].copy()
+def _segments(index, values, fill, ordered):  # pragma: no cover - compiled
+    """The present values laid out by group, in row order: ``ordered[fill[g]:...]`` (a
+    counting sort, ``fill`` advanced in place; its own pass: folded into the moments'
+    second pass, the four scattered write streams together ran slower than the two
+    passes)."""
     for i in range(len(index)):
         x = values[i]
         if x == x:
             g = index[i]
             ordered[fill[g]] = x
             fill[g] += 1
+
+
+@jit(cache=True, nogil=True)
+def _present_counts(index, values, count):  # pragma: no cover - compiled
+    for i in range(len(index)):
+        if values[i] == values[i]:
+            count[index[i]] += 1
+
+
+def segments(
+    index: np.ndarray, values: np.ndarray, start: np.ndarray,
+    counted: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """The present values laid out by group (``start``: each group's first slot), each
+    group's in row order: on row ranges of the pool's threads, each range counting its
+    rows per group and then writing from where the earlier ranges' values of each group
+    end (the same array as one serial pass); one range for many groups beside the rows.
+    ``counted``: row ranges covering the rows in order with their present values per
+    group, already counted (by the moments' pass): no count pass."""
+    n_groups = len(start) - 1
+    # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
+    ordered = ARENA.empty(int(start[-1]), np.float64)
+    if counted is not None and len(counted) > 1:
+        ranges, per_range = [r for r, _ in counted], [c for _, c in counted]
+    else:
+        ranges = _row_ranges(len(index)) if n_groups * TABLE_SHARE <= len(index) else []
+        per_range = None
+    if len(ranges) < 2:
+        _segments(index, values, start[:-1].copy(), ordered)
+        return ordered
+
+    def count(bounds: tuple[int, int]) -> np.ndarray:
+        found = np.zeros(n_groups, np.int64)
+        _present_counts(index[bounds[0] : bounds[1]], values[bounds[0] : bounds[1]], found)
+        return found
+
+    fills, at = [], start[:-1].copy()
+    for found in per_range or threads.map_all(count, ranges):
+        fills.append(at.copy())
+        at += found
+    threads.map_all(
+        lambda r: _segments(index[r[0][0] : r[0][1]], values[r[0][0] : r[0][1]], r[1], ordered),
+        list(zip(ranges, fills)),
+    )
+    return ordered
 
 
 @jit(cache=True, nogil=True)
@@ -235,8 +280,9 @@ def group_statistics(
     index = np.ascontiguousarray(index, dtype=np.int64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     exact: dict[str, np.ndarray] = {}
+    counted: list[tuple[tuple[int, int], np.ndarray]] = []
     if "mean" in stats or "std" in stats:
-        found, low, high = moments_and_extremes(index, values, n_groups)
+        found, low, high = moments_and_extremes(index, values, n_groups, counted)
         count = found.count
         exact = reference_group_stats.exact_statistics(found)
     else:
@@ -251,19 +297,18 @@ def group_statistics(
     if "median" in stats:
         start = np.zeros(n_groups + 1, np.int64)
         np.cumsum(count, out=start[1:])
-        # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
-        ordered = ARENA.empty(int(start[-1]), np.float64)
-        _segments(index, values, start, ordered)
-        out["median"] = medians(ordered, start)
+        out["median"] = medians(segments(index, values, start, counted), start)
     return {s: out[s] for s in stats}
 
 
 def moments_and_extremes(
-    index: np.ndarray, values: np.ndarray, n_groups: int
-) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
+    index: np.ndarray, values: np.ndarray, n_groups: int,
+    range_counts: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
     """Per group: the exact moments, the min and the max in one compiled pass (the numpy
-    twin's integers; its pass where the compiled one declines)."""
-    found = moments.compiled_group_moments(index, values, n_groups)
+    twin's integers; its pass where the compiled one declines); ``range_counts``: see
+    :func:`moments.compiled_group_moments` (left empty where the numpy pass ran)."""
+    found = moments.compiled_group_moments(index, values, n_groups, range_counts)
     if found is not None:
         return found
     _, _, _, low, high = _moments(index, values, n_groups)
@@ -355,6 +400,9 @@ def number_levels(values: np.ndarray) -> np.ndarray:
 
 #: below this many rows a per-row kernel runs on the calling thread alone
 PARALLEL_ROWS = 1 << 18
+#: a per-row kernel that fills a table per group (or per code) runs on row ranges only
+#: while the groups are at most this share of the rows (each range fills its own table)
+TABLE_SHARE = 8
 
 
 def _row_ranges(n: int) -> list[tuple[int, int]]:
@@ -363,14 +411,39 @@ def _row_ranges(n: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
+@jit(cache=True, nogil=True)
+def _mark_codes(codes, seen):  # pragma: no cover - compiled
+    for i in range(len(codes)):
+        seen[codes[i]] = True
+
+
+def present(combined: np.ndarray, space: int) -> np.ndarray:
+    """The numpy twin's codes present, without counting: each row range marks its own
+    byte table (no shared writes), the tables or-ed; one range for a space near the rows'
+    count (a table per thread would cost more than the pass)."""
+    combined = np.ascontiguousarray(combined, np.int64)
+    if space * TABLE_SHARE > len(combined):
+        ranges = [(0, len(combined))]
+    else:
+        ranges = _row_ranges(len(combined))
+
+    def mark(bounds: tuple[int, int]) -> np.ndarray:
+        seen = np.zeros(space, dtype=np.bool_)
+        _mark_codes(combined[bounds[0] : bounds[1]], seen)
+        return seen
+
+    tables = threads.map_all(mark, ranges) if len(combined) else [np.zeros(space, np.bool_)]
+    return np.logical_or.reduce(tables)
+
+
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
-    number_levels,
+    number_levels, present,
 )  # fmt: skip
 
 
 #: the kernels every GroupStats fit and transform runs (medians and numeric keys: when asked)
-_KERNELS = (_moments, _accumulate, _take, _put_rows)
+_KERNELS = (_moments, _accumulate, _take, _put_rows, _mark_codes)
 
 
 def readiness() -> str:

@@ -145,14 +145,20 @@ def distinct_groups(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct codes and each row's index among them (all codes present)."""
     if space <= max(DENSE_GROUPS, 4 * len(combined)):
-        seen = np.bincount(combined, minlength=space) if len(combined) else np.zeros(space, int)
-        groups = np.flatnonzero(seen).astype(np.int64)
+        groups = np.flatnonzero((kernels or NUMPY).present(combined, space)).astype(np.int64)
         return groups, group_index(combined, groups, space, kernels)
     groups, inverse = np.unique(combined, return_inverse=True)
     return groups.astype(np.int64), inverse.astype(np.int64)
 
 
 # ---------------------------------------------------------------- statistics
+
+
+def present(combined: np.ndarray, space: int) -> np.ndarray:
+    """Per code of ``range(space)``: whether a row has it (every code in ``combined`` >= 0)."""
+    if not len(combined):
+        return np.zeros(space, dtype=np.bool_)
+    return np.bincount(combined, minlength=space) > 0
 
 
 def group_statistics(
@@ -436,9 +442,11 @@ class GroupKernels:
         [np.ndarray, np.ndarray, int], tuple[moments.GroupMoments, np.ndarray, np.ndarray]
     ]
     number_levels: Callable[[np.ndarray], np.ndarray]
+    #: ``(combined codes, space) -> bool per code``: which codes the rows hold
+    present: Callable[[np.ndarray, int], np.ndarray]
 
 
 NUMPY = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
-    number_levels,
+    number_levels, present,
 )  # fmt: skip
