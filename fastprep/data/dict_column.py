@@ -14,7 +14,26 @@ from typing import Any
 import numpy as np
 
 
-class DictColumn:
+class EntryRows:
+    """Rows that own runs of flattened entries: row ``i`` owns ``offsets[i]:offsets[i+1]``
+    (the part :class:`DictColumn` and tag columns share)."""
+
+    __slots__ = ()
+    offsets: np.ndarray  # int64, n_rows + 1
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_entries(self) -> int:
+        return int(self.offsets[-1] - self.offsets[0])
+
+    def entry_rows(self) -> np.ndarray:
+        """The row of each entry (int64)."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+
+
+class DictColumn(EntryRows):
     """Flattened ``{str: number | str}`` rows; see the module docstring."""
 
     __slots__ = ("key_codes", "key_uniques", "numbers", "offsets", "value_codes", "value_uniques")
@@ -35,19 +54,8 @@ class DictColumn:
         self.value_uniques = value_uniques  # Arrow large_string array
         self.numbers = numbers  # float64 per entry (NaN for a string entry)
 
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def n_entries(self) -> int:
-        return int(self.offsets[-1] - self.offsets[0])
-
     def __repr__(self) -> str:
         return f"DictColumn({len(self):,} rows, {self.n_entries:,} entries)"
-
-    def entry_rows(self) -> np.ndarray:
-        """The row of each entry (int64)."""
-        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
 
     def take(self, rows: np.ndarray) -> DictColumn:
         """The rows at positions ``rows`` (int array), entries copied in row order."""

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.data.dict_column import gather_rows
+from fastprep.data.dict_column import EntryRows, gather_rows
 
 
-class TagColumn:
+class TagColumn(EntryRows):
     """Flattened tag rows; see the module docstring."""
 
     __slots__ = ("codes", "offsets", "uniques")
@@ -26,19 +26,8 @@ class TagColumn:
         self.codes = codes  # int32 per entry, into ``uniques``
         self.uniques = uniques  # Arrow large_string array of distinct tags (duck-typed here)
 
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def n_entries(self) -> int:
-        return int(self.offsets[-1] - self.offsets[0])
-
     def __repr__(self) -> str:
         return f"TagColumn({len(self):,} rows, {self.n_entries:,} tags)"
-
-    def entry_rows(self) -> np.ndarray:
-        """The row of each entry (int64)."""
-        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
 
     def take(self, rows: np.ndarray) -> TagColumn:
         """The rows at positions ``rows`` (int array; -1 gives an empty row), in that order."""
