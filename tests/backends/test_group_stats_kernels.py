@@ -28,10 +28,11 @@ def rows(n: int, groups: int, seed: int, ties: bool) -> tuple[np.ndarray, np.nda
 @pytest.fixture(params=["one thread", "several threads"])
 def lanes(request, monkeypatch):
     if request.param == "several threads":
-        monkeypatch.setattr(numba_gs, "MEDIAN_PARALLEL_VALUES", 1)
+        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
+        monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
     else:
-        monkeypatch.setattr(numba_gs, "MEDIAN_PARALLEL_VALUES", 1 << 60)
+        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1 << 60)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 << 60)
     return request.param
 
@@ -150,7 +151,12 @@ def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch)
     by_group = np.argsort(index[present], kind="stable")
     want = values[present][by_group]
     np.testing.assert_array_equal(numba_gs.segments(index, values, start), want)
-    counted = []  # the moments' pass counts each of its row ranges' values per group
-    moments.compiled_group_moments(index, values, 40, counted)
-    assert len(counted) > 1
+    counted = [
+        ((0, 30_000), np.bincount(index[:30_000][present[:30_000]], minlength=40)),
+        ((30_000, 100_000), np.bincount(index[30_000:][present[30_000:]], minlength=40)),
+    ]
     np.testing.assert_array_equal(numba_gs.segments(index, values, start, counted), want)
+    laid_out = []  # the moments' passes lay the values out for a median
+    moments.compiled_group_moments(index, values, 40, laid_out)
+    np.testing.assert_array_equal(laid_out[0][0], want)
+    np.testing.assert_array_equal(laid_out[0][1], start)

@@ -1,10 +1,11 @@
 """Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
 statistics of a column per group: count, min, max and the exact sums behind the mean and
-std in one compiled scatter pass (:func:`fastprep.backends.moments.compiled_group_moments`:
-the numpy twin's integers, so the same bits), and exact medians by a counting sort of the present values into per-group segments and a selection
-(quickselect) in each: no sort of all rows by (group, value), which is what the numpy
-twin pays ``O(n log n)`` for. Every kernel is a serial pass: memory-bound loops that two
-cores speed up little, and a serial kernel compiles in a fraction of a parallel one's time.
+std by compiled passes (:func:`fastprep.backends.moments.compiled_group_moments`: a scan,
+a counting sort of the present values into per-group segments, exact sums per segment:
+the numpy twin's integers, so the same bits), and exact medians by a selection
+(quickselect) in each of those segments: no sort of all rows by (group, value), which is
+what the numpy twin pays ``O(n log n)`` for. The per-row kernels run on row ranges and the
+per-group ones on ranges of groups, on the pool's threads.
 """
 
 from __future__ import annotations
@@ -61,63 +62,8 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
     return count, mean, m2, low, high
 
 
-@jit(cache=True, nogil=True)
-def _segments(index, values, fill, ordered):  # pragma: no cover - compiled
-    """The present values laid out by group, in row order: ``ordered[fill[g]:...]`` (a
-    counting sort, ``fill`` advanced in place; its own pass: folded into the moments'
-    second pass, the four scattered write streams together ran slower than the two
-    passes)."""
-    for i in range(len(index)):
-        x = values[i]
-        if x == x:
-            g = index[i]
-            ordered[fill[g]] = x
-            fill[g] += 1
-
-
-@jit(cache=True, nogil=True)
-def _present_counts(index, values, count):  # pragma: no cover - compiled
-    for i in range(len(index)):
-        if values[i] == values[i]:
-            count[index[i]] += 1
-
-
-def segments(
-    index: np.ndarray, values: np.ndarray, start: np.ndarray,
-    counted: list[tuple[tuple[int, int], np.ndarray]] | None = None,
-) -> np.ndarray:  # fmt: skip
-    """The present values laid out by group (``start``: each group's first slot), each
-    group's in row order: on row ranges of the pool's threads, each range counting its
-    rows per group and then writing from where the earlier ranges' values of each group
-    end (the same array as one serial pass); one range for many groups beside the rows.
-    ``counted``: row ranges covering the rows in order with their present values per
-    group, already counted (by the moments' pass): no count pass."""
-    n_groups = len(start) - 1
-    # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
-    ordered = ARENA.empty(int(start[-1]), np.float64)
-    if counted is not None and len(counted) > 1:
-        ranges, per_range = [r for r, _ in counted], [c for _, c in counted]
-    else:
-        ranges = _row_ranges(len(index)) if n_groups * TABLE_SHARE <= len(index) else []
-        per_range = None
-    if len(ranges) < 2:
-        _segments(index, values, start[:-1].copy(), ordered)
-        return ordered
-
-    def count(bounds: tuple[int, int]) -> np.ndarray:
-        found = np.zeros(n_groups, np.int64)
-        _present_counts(index[bounds[0] : bounds[1]], values[bounds[0] : bounds[1]], found)
-        return found
-
-    fills, at = [], start[:-1].copy()
-    for found in per_range or threads.map_all(count, ranges):
-        fills.append(at.copy())
-        at += found
-    threads.map_all(
-        lambda r: _segments(index[r[0][0] : r[0][1]], values[r[0][0] : r[0][1]], r[1], ordered),
-        list(zip(ranges, fills)),
-    )
-    return ordered
+#: the present values laid out by group (a counting sort on row ranges)
+segments = moments.segments
 
 
 @jit(cache=True, nogil=True)
@@ -178,20 +124,12 @@ def _select(a, lo, hi, k):  # pragma: no cover - compiled
     return a[k]
 
 
-#: groups' medians are selected on several threads from this many present values on
-MEDIAN_PARALLEL_VALUES = 1 << 18
-
-
 def medians(ordered: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Each segment's median; the groups cut into one range of about equal values per
     thread (selection is compute-bound: the two cores halve it)."""
-    n_groups = len(start) - 1
-    out = np.empty(n_groups)
-    lanes = min(threads.workers(), 8) if len(ordered) >= MEDIAN_PARALLEL_VALUES else 1
-    cuts = np.searchsorted(start, np.linspace(0, len(ordered), lanes + 1)[1:-1])
-    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < n_groups}), n_groups]
-    ranges = list(zip(bounds[:-1], bounds[1:]))
-    threads.map_all(lambda r: _medians(ordered, start, r[0], r[1], out), ranges)
+    out = np.empty(len(start) - 1)
+    threads.map_all(lambda r: _medians(ordered, start, r[0], r[1], out),
+                    moments.segment_ranges(start))  # fmt: skip
     return out
 
 
@@ -280,9 +218,9 @@ def group_statistics(
     index = np.ascontiguousarray(index, dtype=np.int64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     exact: dict[str, np.ndarray] = {}
-    counted: list[tuple[tuple[int, int], np.ndarray]] = []
+    laid_out: list[moments.Segments] = []
     if "mean" in stats or "std" in stats:
-        found, low, high = moments_and_extremes(index, values, n_groups, counted)
+        found, low, high = moments_and_extremes(index, values, n_groups, laid_out)
         count = found.count
         exact = reference_group_stats.exact_statistics(found)
     else:
@@ -295,20 +233,24 @@ def group_statistics(
         "max": np.where(empty, np.nan, high),
     }
     if "median" in stats:
-        start = np.zeros(n_groups + 1, np.int64)
-        np.cumsum(count, out=start[1:])
-        out["median"] = medians(segments(index, values, start, counted), start)
+        if laid_out:
+            ordered, start = laid_out[0]
+        else:
+            start = np.zeros(n_groups + 1, np.int64)
+            np.cumsum(count, out=start[1:])
+            ordered = segments(index, values, start)
+        out["median"] = medians(ordered, start)
     return {s: out[s] for s in stats}
 
 
 def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int,
-    range_counts: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+    laid_out: list[moments.Segments] | None = None,
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
-    """Per group: the exact moments, the min and the max in one compiled pass (the numpy
-    twin's integers; its pass where the compiled one declines); ``range_counts``: see
+    """Per group: the exact moments, the min and the max by compiled passes (the numpy
+    twin's integers; its pass where the compiled one declines); ``laid_out``: see
     :func:`moments.compiled_group_moments` (left empty where the numpy pass ran)."""
-    found = moments.compiled_group_moments(index, values, n_groups, range_counts)
+    found = moments.compiled_group_moments(index, values, n_groups, laid_out)
     if found is not None:
         return found
     _, _, _, low, high = _moments(index, values, n_groups)
