@@ -182,8 +182,16 @@ def accumulate(
     return out
 
 
+def _row_codes(codes: np.ndarray) -> np.ndarray:
+    """``codes`` as the kernels read them: int32 (a text column's own) or int64."""
+    if codes.dtype == np.int32:
+        return np.ascontiguousarray(codes)
+    return np.ascontiguousarray(codes, dtype=np.int64)
+
+
 def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
     """``lookup[combined]`` (-1: the last slot), row ranges on the pool's threads."""
+    combined = _row_codes(combined)
     out = ARENA.empty(len(combined), np.int64)
     threads.map_all(lambda r: _take(lookup, combined[r[0] : r[1]], out[r[0] : r[1]]),
                     _row_ranges(len(combined)))  # fmt: skip
@@ -205,7 +213,7 @@ def _put_rows(out, per_group, index):  # pragma: no cover - compiled
 def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
     """``out[i] = per_group[index[i]]`` (index -1: the last row) row by row, in place: no
     temporary (n, width) array as numpy's gather-then-copy makes."""
-    index = np.ascontiguousarray(index, dtype=np.int64)
+    index = _row_codes(index)
     threads.map_all(lambda r: _put_rows(out[r[0] : r[1]], per_group, index[r[0] : r[1]]),
                     _row_ranges(len(index)))  # fmt: skip
 

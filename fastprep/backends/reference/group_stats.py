@@ -146,6 +146,10 @@ def distinct_groups(
     """The sorted distinct codes and each row's index among them (all codes present)."""
     if space <= max(DENSE_GROUPS, 4 * len(combined)):
         groups = np.flatnonzero((kernels or NUMPY).present(combined, space)).astype(np.int64)
+        if not len(groups) or groups[-1] == len(groups) - 1:
+            # every code up to the last present (one key: each level, and missing when
+            # there is some): a code is its own group's index, no pass to look it up
+            return groups, combined
         return groups, group_index(combined, groups, space, kernels)
     groups, inverse = np.unique(combined, return_inverse=True)
     return groups.astype(np.int64), inverse.astype(np.int64)
@@ -271,14 +275,18 @@ def rows_code(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per row of ``table``: its combined key code and ``lookup`` (combined code -> fitted
     group index, -1 unseen; the last slot: code -1) for a small key space; else its group
-    index and None."""
+    index and None. One text key: its own codes and ``lookup`` by text code (-1, missing:
+    the last slot), whatever the key space (a slot per distinct text value)."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
-    combined = combine(
-        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
-    )
+    parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     space = math.prod(sizes)
+    if len(parts) == 1 and parts[0][1] is not None:
+        # no pass writing each row's combined code: the rows read the text codes they have
+        codes, lut = parts[0]
+        return codes, group_index(lut, fitted["groups"], space)
+    combined = combine(parts, sizes, kernels)
     if space <= SMALL_KEY_SPACE:
         lookup = np.full(space + 1, -1, dtype=np.int64)
         lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
