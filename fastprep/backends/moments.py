@@ -18,6 +18,7 @@ exponent); both give the same integers, which :func:`from_bins` reads back.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -777,12 +778,13 @@ def grouped(
     return group_moments(index, values, n_groups), None, None
 
 
-#: the present values laid out by group and each group's first slot (``start[-1]``: all)
-Segments = tuple[np.ndarray, np.ndarray]
+#: ``(ordered, start, g0, g1)``: work on groups ``g0:g1`` of the present values laid out by
+#: group (``ordered[start[g]:start[g + 1]]``, in row order), which it may reorder in place
+SegmentWork = Callable[[np.ndarray, np.ndarray, int, int], None]
 
 
 def compiled_group_moments(
-    index: np.ndarray, values: np.ndarray, n_groups: int, laid_out: list[Segments] | None = None
+    index: np.ndarray, values: np.ndarray, n_groups: int, then: SegmentWork | None = None
 ) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:
     """:func:`group_moments` by compiled passes, with each group's min and max (±inf for a
     group without values); None when the values need the numpy pass (magnitudes whose
@@ -792,7 +794,9 @@ def compiled_group_moments(
     lays the values out by group, and each group's exact sums are then taken from its
     contiguous values (on ranges of groups): the grid rounding of every value runs on
     vector lanes, where a scatter of each value's pieces to its group could not.
-    ``laid_out``, if given, receives the segments (a median selects in them)."""
+    ``then``, if given, runs on each range of groups right after its sums, on the same
+    thread, while its values are in the CPU's cache (a median's selection); when the
+    pass declines, some ranges may have run it."""
     if n_groups > _COMPILED_GROUPS:
         return None
     values = np.ascontiguousarray(values, dtype=np.float64)
@@ -820,17 +824,14 @@ def compiled_group_moments(
     start = np.zeros(n_groups + 1, np.int64)
     np.cumsum(count, out=start[1:])
     ordered = segments(index, values, start, [(r, p[0]) for r, p in zip(ranges, parts)])
-    found = _segment_moments(ordered, start, count, top)
-    if found is None:
-        return None
-    if laid_out is not None:
-        laid_out.append((ordered, start))
-    return found, low, high
+    found = _segment_moments(ordered, start, count, top, then)
+    return None if found is None else (found, low, high)
 
 
 def _segment_moments(
-    ordered: np.ndarray, start: np.ndarray, count: np.ndarray, top: int
-) -> GroupMoments | None:
+    ordered: np.ndarray, start: np.ndarray, count: np.ndarray, top: int,
+    then: SegmentWork | None = None,
+) -> GroupMoments | None:  # fmt: skip
     """The exact moments of laid-out values (``top``: their largest biased exponent)."""
     n_groups = len(count)
     emax = top - 1022 if top else 0  # every |x| < 2**emax
@@ -843,8 +844,11 @@ def _segment_moments(
 
     def pieces(bounds: tuple[int, int]) -> bool:
         scratch = np.empty((4, _SEGMENT_BLOCK))
-        return bool(_segment_pieces(ordered, start, bounds[0], bounds[1], bigs[0], bigs[1],
-                                    bigs[2], sums, products, errors, infinite, scratch))  # fmt: skip
+        done = _segment_pieces(ordered, start, bounds[0], bounds[1], bigs[0], bigs[1],
+                               bigs[2], sums, products, errors, infinite, scratch)  # fmt: skip
+        if done and then is not None:
+            then(ordered, start, *bounds)
+        return bool(done)
 
     # every group range writes only its own groups' columns
     if not all(threads.map_all(pieces, segment_ranges(start))):

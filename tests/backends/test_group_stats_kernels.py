@@ -156,7 +156,24 @@ def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch)
         ((30_000, 100_000), np.bincount(index[30_000:][present[30_000:]], minlength=40)),
     ]
     np.testing.assert_array_equal(numba_gs.segments(index, values, start, counted), want)
-    laid_out = []  # the moments' passes lay the values out for a median
-    moments.compiled_group_moments(index, values, 40, laid_out)
-    np.testing.assert_array_equal(laid_out[0][0], want)
-    np.testing.assert_array_equal(laid_out[0][1], start)
+    seen = []  # the moments' passes lay the values out for a median, a range at a time
+
+    def then(ordered, laid_start, g0, g1):
+        np.testing.assert_array_equal(laid_start, start)
+        seen.append((g0, ordered[start[g0] : start[g1]].copy()))
+
+    moments.compiled_group_moments(index, values, 40, then)
+    np.testing.assert_array_equal(np.concatenate([o for _, o in sorted(seen)]), want)
+
+
+def test_statistics_where_the_compiled_moments_decline(lanes):
+    """Values whose squares leave float64's range, or spread over too many bits: numpy's
+    moments, and the median from a layout of its own."""
+    index, values = rows(20_000, 9, 3, ties=False)
+    for odd in (1e300, 2.0**390):
+        spread = values.copy()
+        spread[[5, 17]] = (odd, 3.0 / odd)
+        got = numba_gs.group_statistics(index, spread, 9, STATS)
+        want = numpy_gs.group_statistics(index, spread, 9, STATS)
+        for stat in STATS:
+            np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)

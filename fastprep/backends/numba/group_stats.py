@@ -226,9 +226,16 @@ def group_statistics(
     index = np.ascontiguousarray(index, dtype=np.int64)
     values = np.ascontiguousarray(values, dtype=np.float64)
     exact: dict[str, np.ndarray] = {}
-    laid_out: list[moments.Segments] = []
+    median = np.full(n_groups, np.nan)
+    selected = []  # the median's selection, run by the moments' passes if they complete
+
+    def select(ordered: np.ndarray, start: np.ndarray, g0: int, g1: int) -> None:
+        _medians(ordered, start, g0, g1, median)
+        selected.append(g1 - g0)
+
     if "mean" in stats or "std" in stats:
-        found, low, high = moments_and_extremes(index, values, n_groups, laid_out)
+        then = select if "median" in stats else None
+        found, low, high = moments_and_extremes(index, values, n_groups, then)
         count = found.count
         exact = reference_group_stats.exact_statistics(found)
     else:
@@ -241,24 +248,22 @@ def group_statistics(
         "max": np.where(empty, np.nan, high),
     }
     if "median" in stats:
-        if laid_out:
-            ordered, start = laid_out[0]
-        else:
+        if sum(selected) < n_groups:  # the moments took numpy's pass: a layout of its own
             start = np.zeros(n_groups + 1, np.int64)
             np.cumsum(count, out=start[1:])
-            ordered = segments(index, values, start)
-        out["median"] = medians(ordered, start)
+            median = medians(segments(index, values, start), start)
+        out["median"] = median
     return {s: out[s] for s in stats}
 
 
 def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int,
-    laid_out: list[moments.Segments] | None = None,
+    then: moments.SegmentWork | None = None,
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
     """Per group: the exact moments, the min and the max by compiled passes (the numpy
-    twin's integers; its pass where the compiled one declines); ``laid_out``: see
-    :func:`moments.compiled_group_moments` (left empty where the numpy pass ran)."""
-    found = moments.compiled_group_moments(index, values, n_groups, laid_out)
+    twin's integers; its pass where the compiled one declines); ``then``: see
+    :func:`moments.compiled_group_moments`."""
+    found = moments.compiled_group_moments(index, values, n_groups, then)
     if found is not None:
         return found
     _, _, _, low, high = _moments(index, values, n_groups)
