@@ -62,16 +62,17 @@ def key_parts(
     column: np.ndarray | TextColumn, levels: Levels, kernels: GroupKernels | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
-    the column's own codes, -1 reading the lut's last slot, the missing code), or
-    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
-    ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
+    the column's own codes, -1 reading the lut's last slot, the missing code), or for
+    numbers (``codes``: the float64 values, ``lut``: the float64 levels) the value's index
+    among the levels, found by :func:`accumulate` as it combines the keys (no array of
+    codes made first). A code is the value's index among ``levels``, ``len(levels)`` for
+    missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
         import pandas as pd
 
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
-    values = np.asarray(column, dtype=np.float64)
-    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
+    return np.asarray(column, dtype=np.float64), np.asarray(levels, dtype=np.float64)
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -97,7 +98,12 @@ def accumulate(
     combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
 ) -> np.ndarray:
     """``combined * size + code`` per row (the first key: its code); -1 stays -1."""
-    code = codes.astype(np.int64) if lut is None else lut[codes]  # code -1: lut's last slot
+    if lut is None:
+        code = codes.astype(np.int64)
+    elif lut.dtype.kind == "f":  # a number key: its values among its levels
+        code = number_codes(codes, lut)
+    else:
+        code = lut[codes]  # code -1: lut's last slot
     if combined is None:
         return code
     out = combined * size + code
@@ -244,6 +250,11 @@ def _groups(
     combined = combine(
         [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
     )
+    if len(columns) == 1 and isinstance(columns[0], TextColumn):
+        # one text key: its levels are the values present, then missing if some row is:
+        # every code is its own group's index, no pass over the rows to find them
+        n_groups = len(levels[0]) + int(columns[0].value_counts()[0] > 0)
+        return levels, np.arange(n_groups, dtype=np.int64), combined
     groups, index = distinct_groups(combined, math.prod(sizes), kernels)
     return levels, groups, index
 
@@ -282,7 +293,7 @@ def rows_code(
     columns = _key_columns(step, table)
     parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     space = math.prod(sizes)
-    if len(parts) == 1 and parts[0][1] is not None:
+    if len(parts) == 1 and isinstance(columns[0], TextColumn):
         # no pass writing each row's combined code: the rows read the text codes they have
         codes, lut = parts[0]
         return codes, group_index(lut, fitted["groups"], space)
