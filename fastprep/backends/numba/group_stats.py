@@ -168,8 +168,7 @@ def _take(lookup, combined, out):  # pragma: no cover - compiled
 def accumulate(
     combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
 ) -> np.ndarray:
-    """The numpy twin's ``combined * size + code`` in one pass per key (a number key's
-    codes found in the same pass)."""
+    """The numpy twin's ``combined * size + code`` in one pass per key."""
     first = combined is None
     # retained pages (fastprep.native.arena): a fresh per-row int64 array's first touch
     # cost more than the pass that fills it
@@ -177,10 +176,6 @@ def accumulate(
     if lut is None:
         codes = np.ascontiguousarray(codes, np.int64)
         kernel = lambda r: _accumulate_codes(out[r[0] : r[1]], codes[r[0] : r[1]], size, first)  # noqa: E731
-    elif lut.dtype.kind == "f":  # a number key: values coded against its levels in the pass
-        codes = np.ascontiguousarray(codes, np.float64)
-        kernel = lambda r: _accumulate_numbers(out[r[0] : r[1]], codes[r[0] : r[1]], lut,  # noqa: E731
-                                               size, first)  # fmt: skip
     else:
         kernel = lambda r: _accumulate(out[r[0] : r[1]], codes[r[0] : r[1]], lut, size, first)  # noqa: E731
     threads.map_all(kernel, _row_ranges(len(codes)))
@@ -275,10 +270,8 @@ def moments_and_extremes(
     return moments.group_moments(index, values, n_groups), low, high
 
 
-@jit(cache=True, inline="always")
-def _number_table(levels):  # pragma: no cover - compiled
-    """``(whole, low, table)``: for whole-number levels close together, a table from
-    ``value - low`` to the level's index (-1: none)."""
+@jit(cache=True, nogil=True)
+def _number_codes(values, levels, out):  # pragma: no cover - compiled
     n = len(levels)
     whole = n > 0 and levels[n - 1] - levels[0] < 1 << 22
     whole = whole and levels[0] > -(2.0**52) and levels[n - 1] < 2.0**52  # exact as int64
@@ -288,41 +281,18 @@ def _number_table(levels):  # pragma: no cover - compiled
     table = np.full(int(levels[n - 1]) - low + 1 if whole else 0, -1, np.int64)
     for j in range(n if whole else 0):
         table[int(levels[j]) - low] = j
-    return whole, low, table
-
-
-@jit(cache=True, inline="always")
-def _number_code(v, levels, whole, low, table):  # pragma: no cover - compiled
-    """``v``'s index among ``levels``, ``len(levels)`` if NaN, else -1."""
-    n = len(levels)
-    if v != v:
-        return n
-    if whole:
-        if v < levels[0] or v > levels[n - 1] or v != np.floor(v):
-            return -1
-        return table[int(v) - low]
-    j = np.searchsorted(levels, v)
-    return j if j < n and levels[j] == v else -1
-
-
-@jit(cache=True, nogil=True)
-def _number_codes(values, levels, out):  # pragma: no cover - compiled
-    whole, low, table = _number_table(levels)
     for i in range(len(values)):
-        out[i] = _number_code(values[i], levels, whole, low, table)
-
-
-@jit(cache=True, nogil=True)
-def _accumulate_numbers(combined, values, levels, size, first):  # pragma: no cover - compiled
-    whole, low, table = _number_table(levels)
-    for i in range(len(values)):
-        code = _number_code(values[i], levels, whole, low, table)
-        if first:
-            combined[i] = code
-        elif code < 0 or combined[i] < 0:
-            combined[i] = -1
+        v = values[i]
+        if v != v:
+            out[i] = n
+        elif whole:
+            if v < levels[0] or v > levels[n - 1] or v != np.floor(v):
+                out[i] = -1
+            else:
+                out[i] = table[int(v) - low]
         else:
-            combined[i] = combined[i] * size + code
+            j = np.searchsorted(levels, v)
+            out[i] = j if j < n and levels[j] == v else -1
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:

@@ -62,17 +62,16 @@ def key_parts(
     column: np.ndarray | TextColumn, levels: Levels, kernels: GroupKernels | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
-    the column's own codes, -1 reading the lut's last slot, the missing code), or for
-    numbers (``codes``: the float64 values, ``lut``: the float64 levels) the value's index
-    among the levels, found by :func:`accumulate` as it combines the keys (no array of
-    codes made first). A code is the value's index among ``levels``, ``len(levels)`` for
-    missing, -1 for a value unseen at fit."""
+    the column's own codes, -1 reading the lut's last slot, the missing code), or
+    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
+    ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
         import pandas as pd
 
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
-    return np.asarray(column, dtype=np.float64), np.asarray(levels, dtype=np.float64)
+    values = np.asarray(column, dtype=np.float64)
+    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -98,12 +97,7 @@ def accumulate(
     combined: np.ndarray | None, codes: np.ndarray, lut: np.ndarray | None, size: int
 ) -> np.ndarray:
     """``combined * size + code`` per row (the first key: its code); -1 stays -1."""
-    if lut is None:
-        code = codes.astype(np.int64)
-    elif lut.dtype.kind == "f":  # a number key: its values among its levels
-        code = number_codes(codes, lut)
-    else:
-        code = lut[codes]  # code -1: lut's last slot
+    code = codes.astype(np.int64) if lut is None else lut[codes]  # code -1: lut's last slot
     if combined is None:
         return code
     out = combined * size + code
