@@ -177,3 +177,23 @@ def test_statistics_where_the_compiled_moments_decline(lanes):
         want = numpy_gs.group_statistics(index, spread, 9, STATS)
         for stat in STATS:
             np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)
+
+
+@pytest.mark.parametrize("n_keys", [2, 3])
+def test_text_keys_combined_in_one_pass_equal_key_by_key(n_keys, lanes):
+    """Text keys' codes (-1: missing) through their luts (-1: unseen), combined in one
+    pass: the numpy twin's key-by-key mixed radix, -1 where any key is unseen."""
+    rng = np.random.default_rng(n_keys)
+    n, parts, sizes = 50_001, [], []
+    for k in range(n_keys):
+        uniques = 5 + 7 * k
+        codes = rng.integers(-1, uniques, n).astype(np.int32)
+        lut = rng.permutation(uniques + 1).astype(np.int64)  # the last slot: missing
+        lut[rng.integers(0, uniques)] = -1  # a value unseen at fit
+        parts.append((codes, lut))
+        sizes.append(uniques + 1)
+    got = numba_gs.combine_texts(parts, sizes)
+    want = numpy_gs.combine(parts, sizes)
+    np.testing.assert_array_equal(got, want)
+    assert (want == -1).any() and (want >= 0).any()
+    np.testing.assert_array_equal(numpy_gs.combine(parts, sizes, numba_gs.NUMBA), want)

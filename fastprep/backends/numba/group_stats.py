@@ -182,6 +182,37 @@ def accumulate(
     return out
 
 
+@jit(cache=True, nogil=True)
+def _combine_texts(out, codes, luts, sizes):  # pragma: no cover - compiled
+    for i in range(len(out)):
+        combined = 0
+        for k in range(len(codes)):
+            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            if code < 0:
+                combined = -1
+                break
+            combined = combined * sizes[k] + code
+        out[i] = combined
+
+
+def combine_texts(
+    parts: list[tuple[np.ndarray, np.ndarray | None]], sizes: list[int]
+) -> np.ndarray:
+    """The numpy twin's ``combine`` of text keys (int32 codes, each with its lut) in one
+    pass over the rows, not a pass per key reading and writing the combined codes."""
+    n = len(parts[0][0])
+    out = ARENA.empty(n, np.int64)
+    radix = np.asarray(sizes, dtype=np.int64)
+    luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
+
+    def run(r: tuple[int, int]) -> None:
+        codes = tuple(np.ascontiguousarray(c[r[0] : r[1]]) for c, _ in parts)
+        _combine_texts(out[r[0] : r[1]], codes, luts, radix)
+
+    threads.map_all(run, _row_ranges(n))
+    return out
+
+
 def _row_codes(codes: np.ndarray) -> np.ndarray:
     """``codes`` as the kernels read them: int32 (a text column's own) or int64."""
     if codes.dtype == np.int32:
@@ -393,7 +424,7 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
-    number_levels, present,
+    number_levels, present, combine_texts,
 )  # fmt: skip
 
 

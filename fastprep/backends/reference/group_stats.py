@@ -117,7 +117,11 @@ def combine(
     kernels: GroupKernels | None = None,
 ) -> np.ndarray:  # fmt: skip
     """One int64 per row (mixed radix); -1 where some key is unseen."""
-    step = (kernels or NUMPY).accumulate
+    kernels = kernels or NUMPY
+    texts = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
+    if len(parts) > 1 and texts and kernels.combine_texts is not None:
+        return kernels.combine_texts(parts, sizes)  # every text key in one pass
+    step = kernels.accumulate
     combined: np.ndarray | None = None
     for (codes, lut), size in zip(parts, sizes):
         combined = step(combined, codes, lut, size)
@@ -457,6 +461,11 @@ class GroupKernels:
     number_levels: Callable[[np.ndarray], np.ndarray]
     #: ``(combined codes, space) -> bool per code``: which codes the rows hold
     present: Callable[[np.ndarray, int], np.ndarray]
+    #: ``(parts, sizes) -> combined``: :func:`combine` of text keys' parts (int32 codes
+    #: and their luts) in one pass; None: key by key
+    combine_texts: (
+        Callable[[list[tuple[np.ndarray, np.ndarray | None]], list[int]], np.ndarray] | None
+    ) = None
 
 
 NUMPY = GroupKernels(
