@@ -605,16 +605,17 @@ def segment_ranges(start: np.ndarray) -> list[tuple[int, int]]:
 
 
 @jit(cache=True, nogil=True, error_model="numpy")
-def _group_scan(index, values, count, low, high):  # pragma: no cover - compiled
-    """Per group the count of present values and their extremes; returns the largest and
-    the smallest biased exponent of the finite nonzero values (a subnormal's is 0)."""
+def _group_scan(index, lut, values, count, low, high):  # pragma: no cover - compiled
+    """Per group (row i's: ``lut[index[i]]``) the count of present values and their
+    extremes; returns the largest and the smallest biased exponent of the finite nonzero
+    values (a subnormal's is 0)."""
     bits = values.view(np.int64)
     top, bottom = 0, 0x7FF
     for i in range(len(index)):
         x = values[i]
         if x != x:
             continue
-        g = index[i]
+        g = lut[index[i]]
         count[g] += 1
         low[g] = min(low[g], x)
         high[g] = max(high[g], x)
@@ -627,34 +628,37 @@ def _group_scan(index, values, count, low, high):  # pragma: no cover - compiled
 
 
 @jit(cache=True, nogil=True)
-def _segments(index, values, fill, ordered):  # pragma: no cover - compiled
-    """The present values laid out by group, in row order: ``ordered[fill[g]:...]`` (a
-    counting sort, ``fill`` advanced in place)."""
+def _segments(index, lut, values, fill, ordered):  # pragma: no cover - compiled
+    """The present values laid out by group (``lut[index[i]]``), in row order:
+    ``ordered[fill[g]:...]`` (a counting sort, ``fill`` advanced in place)."""
     for i in range(len(index)):
         x = values[i]
         if x == x:
-            g = index[i]
+            g = lut[index[i]]
             ordered[fill[g]] = x
             fill[g] += 1
 
 
 @jit(cache=True, nogil=True)
-def _present_counts(index, values, count):  # pragma: no cover - compiled
+def _present_counts(index, lut, values, count):  # pragma: no cover - compiled
     for i in range(len(index)):
         if values[i] == values[i]:
-            count[index[i]] += 1
+            count[lut[index[i]]] += 1
 
 
 def segments(
     index: np.ndarray, values: np.ndarray, start: np.ndarray,
     counted: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+    lut: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
     """The present values laid out by group (``start``: each group's first slot), each
     group's in row order: on row ranges of the pool's threads, each range counting its
     rows per group and then writing from where the earlier ranges' values of each group
     end (the same array as one serial pass). ``counted``: row ranges covering the rows
-    in order with their present values per group, already counted: no count pass."""
+    in order with their present values per group, already counted: no count pass.
+    ``lut``: row i's group is ``lut[index[i]]`` (see :func:`row_groups`)."""
     n_groups = len(start) - 1
+    index, lut = row_groups(index, lut, n_groups)
     # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
     ordered = ARENA.empty(int(start[-1]), np.float64)
     if counted is not None and len(counted) > 1:
@@ -662,12 +666,12 @@ def segments(
     else:
         ranges, per_range = _ranges(len(index), n_groups), None
     if len(ranges) < 2:
-        _segments(index, values, start[:-1].copy(), ordered)
+        _segments(index, lut, values, start[:-1].copy(), ordered)
         return ordered
 
     def count(bounds: tuple[int, int]) -> np.ndarray:
         found = np.zeros(n_groups, np.int64)
-        _present_counts(index[bounds[0] : bounds[1]], values[bounds[0] : bounds[1]], found)
+        _present_counts(index[bounds[0] : bounds[1]], lut, values[bounds[0] : bounds[1]], found)
         return found
 
     fills, at = [], start[:-1].copy()
@@ -675,7 +679,9 @@ def segments(
         fills.append(at.copy())
         at += found
     threads.map_all(
-        lambda r: _segments(index[r[0][0] : r[0][1]], values[r[0][0] : r[0][1]], r[1], ordered),
+        lambda r: _segments(
+            index[r[0][0] : r[0][1]], lut, values[r[0][0] : r[0][1]], r[1], ordered
+        ),
         list(zip(ranges, fills)),
     )
     return ordered
@@ -783,9 +789,23 @@ def grouped(
 SegmentWork = Callable[[np.ndarray, np.ndarray, int, int], None]
 
 
+def row_groups(
+    index: np.ndarray, lut: np.ndarray | None, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, lut)`` as the compiled passes read them: row i's group is
+    ``lut[index[i]]`` (-1 reads the last slot); ``index`` int32 (a text column's own codes)
+    or int64, ``lut`` int64 (the identity when None: ``index`` holds the groups)."""
+    kind = np.int32 if index.dtype == np.int32 else np.int64
+    index = np.ascontiguousarray(index, dtype=kind)
+    if lut is None:
+        return index, np.arange(n_groups, dtype=np.int64)
+    return index, np.ascontiguousarray(lut, dtype=np.int64)
+
+
 def compiled_group_moments(
-    index: np.ndarray, values: np.ndarray, n_groups: int, then: SegmentWork | None = None
-) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:
+    index: np.ndarray, values: np.ndarray, n_groups: int, then: SegmentWork | None = None,
+    lut: np.ndarray | None = None,
+) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:  # fmt: skip
     """:func:`group_moments` by compiled passes, with each group's min and max (±inf for a
     group without values); None when the values need the numpy pass (magnitudes whose
     squares leave float64's range, very many groups or rounds).
@@ -796,18 +816,20 @@ def compiled_group_moments(
     vector lanes, where a scatter of each value's pieces to its group could not.
     ``then``, if given, runs on each range of groups right after its sums, on the same
     thread, while its values are in the CPU's cache (a median's selection); when the
-    pass declines, some ranges may have run it."""
+    pass declines, some ranges may have run it. ``lut``: row i's group is
+    ``lut[index[i]]`` (a text key's own codes read through its table: no per-row array
+    of groups made first)."""
     if n_groups > _COMPILED_GROUPS:
         return None
     values = np.ascontiguousarray(values, dtype=np.float64)
-    index = np.ascontiguousarray(index, dtype=np.int64)
+    index, lut = row_groups(index, lut, n_groups)
     ranges = _ranges(len(values), n_groups)
 
     def scan(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
         a, b = bounds
         count = np.zeros(n_groups, np.int64)
         low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
-        top, bottom = _group_scan(index[a:b], values[a:b], count, low, high)
+        top, bottom = _group_scan(index[a:b], lut, values[a:b], count, low, high)
         return count, low, high, top, bottom
 
     parts = threads.map_all(scan, ranges)
@@ -823,7 +845,7 @@ def compiled_group_moments(
         high = np.where(r_high > high, r_high, high)
     start = np.zeros(n_groups + 1, np.int64)
     np.cumsum(count, out=start[1:])
-    ordered = segments(index, values, start, [(r, p[0]) for r, p in zip(ranges, parts)])
+    ordered = segments(index, values, start, [(r, p[0]) for r, p in zip(ranges, parts)], lut)
     found = _segment_moments(ordered, start, count, top, then)
     return None if found is None else (found, low, high)
 

@@ -197,3 +197,17 @@ def test_text_keys_combined_in_one_pass_equal_key_by_key(n_keys, lanes):
     np.testing.assert_array_equal(got, want)
     assert (want == -1).any() and (want >= 0).any()
     np.testing.assert_array_equal(numpy_gs.combine(parts, sizes, numba_gs.NUMBA), want)
+
+
+@pytest.mark.parametrize("stats", [STATS, ("median", "count"), ("min", "max")])
+def test_statistics_read_through_a_lut_equal_the_groups_spelled_out(stats, lanes):
+    """Rows given as int32 codes (-1: the lut's last slot) and a lut from code to group:
+    the statistics of the groups spelled out row by row, in both twins."""
+    index, values = rows(30_000, 12, 4, ties=False)
+    codes = (index - 1).astype(np.int32)  # -1 .. 10, code -1 reads the last slot
+    lut = np.array([3, 0, 7, 1, 2, 5, 4, 6, 8, 10, 11, 9], dtype=np.int64)
+    want = numpy_gs.group_statistics(lut[codes], values, 12, stats)
+    for twin in (numba_gs, numpy_gs):
+        got = twin.group_statistics(codes, values, 12, stats, lut)
+        for stat in stats:
+            np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)

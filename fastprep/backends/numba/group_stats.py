@@ -250,11 +250,11 @@ def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
 
 
 def group_statistics(
-    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
-) -> dict[str, np.ndarray]:
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...],
+    lut: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
     """Each statistic per group, as the numpy twin gives it (NaN where a group has no
-    present value; count 0)."""
-    index = np.ascontiguousarray(index, dtype=np.int64)
+    present value; count 0). ``lut``: row i's group is ``lut[index[i]]``."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     exact: dict[str, np.ndarray] = {}
     median = np.full(n_groups, np.nan)
@@ -266,11 +266,12 @@ def group_statistics(
 
     if "mean" in stats or "std" in stats:
         then = select if "median" in stats else None
-        found, low, high = moments_and_extremes(index, values, n_groups, then)
+        found, low, high = moments_and_extremes(index, values, n_groups, then, lut)
         count = found.count
         exact = reference_group_stats.exact_statistics(found)
     else:
-        count, _, _, low, high = _moments(index, values, n_groups)
+        rows = np.ascontiguousarray(index, np.int64) if lut is None else take(lut, index)
+        count, _, _, low, high = _moments(rows, values, n_groups)
     empty = count == 0
     out = {
         "count": count.astype(np.float64),
@@ -282,21 +283,23 @@ def group_statistics(
         if sum(selected) < n_groups:  # the moments took numpy's pass: a layout of its own
             start = np.zeros(n_groups + 1, np.int64)
             np.cumsum(count, out=start[1:])
-            median = medians(segments(index, values, start), start)
+            median = medians(segments(index, values, start, None, lut), start)
         out["median"] = median
     return {s: out[s] for s in stats}
 
 
 def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int,
-    then: moments.SegmentWork | None = None,
+    then: moments.SegmentWork | None = None, lut: np.ndarray | None = None,
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
     """Per group: the exact moments, the min and the max by compiled passes (the numpy
-    twin's integers; its pass where the compiled one declines); ``then``: see
+    twin's integers; its pass where the compiled one declines); ``then``, ``lut``: see
     :func:`moments.compiled_group_moments`."""
-    found = moments.compiled_group_moments(index, values, n_groups, then)
+    found = moments.compiled_group_moments(index, values, n_groups, then, lut)
     if found is not None:
         return found
+    if lut is not None:
+        index = take(lut, index)
     _, _, _, low, high = _moments(index, values, n_groups)
     return moments.group_moments(index, values, n_groups), low, high
 

@@ -145,12 +145,15 @@ def group_index(
 
 
 def distinct_groups(
-    combined: np.ndarray, space: int, kernels: GroupKernels | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct codes and each row's index among them (all codes present)."""
+    combined: np.ndarray, space: int, kernels: GroupKernels | None = None,
+    as_lookup: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The sorted distinct codes and each row's index among them (all codes present).
+    ``as_lookup``: ``combined`` itself where a table over the key space would map it (the
+    caller reads the rows through that table)."""
     if space <= max(DENSE_GROUPS, 4 * len(combined)):
         groups = np.flatnonzero((kernels or NUMPY).present(combined, space)).astype(np.int64)
-        if not len(groups) or groups[-1] == len(groups) - 1:
+        if as_lookup or not len(groups) or groups[-1] == len(groups) - 1:
             # every code up to the last present (one key: each level, and missing when
             # there is some): a code is its own group's index, no pass to look it up
             return groups, combined
@@ -170,9 +173,13 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 
 
 def group_statistics(
-    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
-) -> dict[str, np.ndarray]:
-    """Each statistic per group (NaN where a group has no present value; count 0)."""
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...],
+    lut: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """Each statistic per group (NaN where a group has no present value; count 0).
+    ``lut``: row i's group is ``lut[index[i]]`` (-1 reads the last slot)."""
+    if lut is not None:
+        index = lut[index]
     present = ~np.isnan(values)
     g, x = index[present], values[present]
     count = np.bincount(g, minlength=n_groups).astype(np.float64)
@@ -221,40 +228,52 @@ def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn
     return [table[key] for key in step.keys]
 
 
-#: ``(group index per row, values, groups, stats) -> {stat: per group}``: this module's
-#: numpy function, or its Numba twin (:mod:`fastprep.backends.numba.group_stats`)
-Statistics = Callable[[np.ndarray, np.ndarray, int, tuple[str, ...]], dict[str, np.ndarray]]
+#: ``(rows' codes, values, groups, stats, lut) -> {stat: per group}`` (row i's group:
+#: ``lut[codes[i]]``, or ``codes[i]`` when ``lut`` is None): this module's numpy
+#: function, or its Numba twin (:mod:`fastprep.backends.numba.group_stats`)
+Statistics = Callable[
+    [np.ndarray, np.ndarray, int, tuple[str, ...], np.ndarray | None], dict[str, np.ndarray]
+]
 
 
 def fit(
     step: GroupStats, table: Table, kernels: GroupKernels | None = None
-) -> tuple[dict[str, dict[str, Any]], np.ndarray]:
+) -> tuple[dict[str, dict[str, Any]], np.ndarray, np.ndarray | None]:
     """Per output column, its fitted parameters (one pass over the keys and values); and
-    each fitted row's group index."""
+    the fitted rows' groups as ``(codes, lut)`` (see :func:`_groups`)."""
     kernels = kernels or NUMPY
-    levels, groups, index = _groups(step, table, kernels)
+    levels, groups, codes, lut = _groups(step, table, kernels)
     values = np.asarray(table[step.column], dtype=np.float64)
-    stats = kernels.statistics(index, values, len(groups), step.stats)
-    return _params(step, levels, groups, stats), index
+    stats = kernels.statistics(codes, values, len(groups), step.stats, lut)
+    return _params(step, levels, groups, stats), codes, lut
 
 
 def _groups(
     step: GroupStats, table: Table, kernels: GroupKernels
-) -> tuple[list[Levels], np.ndarray, np.ndarray]:
-    """The fit rows' key levels, distinct groups, and each row's group."""
+) -> tuple[list[Levels], np.ndarray, np.ndarray, np.ndarray | None]:
+    """The fit rows' key levels, distinct groups, and each row's group as ``(codes,
+    lut)``: ``lut[codes[i]]`` (-1 reading the last slot), or ``codes[i]`` when ``lut`` is
+    None. The kernels read the rows through the lut: no per-row array of groups is made
+    where a key's own codes or the combined codes serve."""
     columns = _key_columns(step, table)
     levels = [fit_levels(c, kernels) for c in columns]
     sizes = radices(levels, step.keys)
-    combined = combine(
-        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
-    )
+    parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     if len(columns) == 1 and isinstance(columns[0], TextColumn):
         # one text key: its levels are the values present, then missing if some row is:
-        # every code is its own group's index, no pass over the rows to find them
+        # a level's code is its group's index, the text codes read through the key's lut
         n_groups = len(levels[0]) + int(columns[0].value_counts()[0] > 0)
-        return levels, np.arange(n_groups, dtype=np.int64), combined
-    groups, index = distinct_groups(combined, math.prod(sizes), kernels)
-    return levels, groups, index
+        return levels, np.arange(n_groups, dtype=np.int64), *parts[0]
+    combined = combine(parts, sizes, kernels)
+    space = math.prod(sizes)
+    groups, index = distinct_groups(combined, space, kernels, as_lookup=True)
+    if index is not combined:
+        return levels, groups, index, None
+    if len(groups) and groups[-1] != len(groups) - 1:  # a table from code to group
+        lookup = np.full(space + 1, -1, dtype=np.int64)
+        lookup[groups] = np.arange(len(groups))
+        return levels, groups, combined, lookup
+    return levels, groups, combined, None
 
 
 def _params(
@@ -352,7 +371,8 @@ class GroupPartial:
 def partial_of(step: GroupStats, table: Table, kernels: GroupKernels | None = None) -> GroupPartial:
     """One partition's partial (its groups in its own levels, their moments)."""
     kernels = kernels or NUMPY
-    levels, groups, index = _groups(step, table, kernels)
+    levels, groups, codes, lut = _groups(step, table, kernels)
+    index = codes if lut is None else kernels.take(lut, codes)
     values = np.asarray(table[step.column], dtype=np.float64)
     found, low, high = kernels.moments(index, values, len(groups))
     kept: dict[str, Any] = {}
