@@ -198,27 +198,19 @@ def _combine_texts(out, codes, luts, sizes):  # pragma: no cover - compiled
 def combine_texts(
     parts: list[tuple[np.ndarray, np.ndarray | None]], sizes: list[int]
 ) -> np.ndarray:
-    """The numpy twin's ``combine`` of keys given as int32 codes, each with its lut, in
-    one pass over the rows, not a pass per key reading and writing the combined codes."""
+    """The numpy twin's ``combine`` of text keys (int32 codes, each with its lut) in one
+    pass over the rows, not a pass per key reading and writing the combined codes."""
     n = len(parts[0][0])
     out = ARENA.empty(n, np.int64)
     radix = np.asarray(sizes, dtype=np.int64)
     luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
 
     def run(r: tuple[int, int]) -> None:
-        codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
+        codes = tuple(np.ascontiguousarray(c[r[0] : r[1]]) for c, _ in parts)
         _combine_texts(out[r[0] : r[1]], codes, luts, radix)
 
     threads.map_all(run, _row_ranges(n))
     return out
-
-
-def _read_only(codes: np.ndarray) -> np.ndarray:
-    """A contiguous read-only view: a text column's codes over Arrow's buffers are
-    read-only, a number key's are not; one type lets the kernel index them as a tuple."""
-    view = np.ascontiguousarray(codes).view()
-    view.flags.writeable = False
-    return view
 
 
 def _row_codes(codes: np.ndarray) -> np.ndarray:
@@ -326,23 +318,22 @@ def _number_codes(values, levels, out):  # pragma: no cover - compiled
     for i in range(len(values)):
         v = values[i]
         if v != v:
-            out[i] = -1
+            out[i] = n
         elif whole:
             if v < levels[0] or v > levels[n - 1] or v != np.floor(v):
-                out[i] = n
+                out[i] = -1
             else:
-                code = table[int(v) - low]
-                out[i] = n if code < 0 else code
+                out[i] = table[int(v) - low]
         else:
             j = np.searchsorted(levels, v)
-            out[i] = j if j < n and levels[j] == v else n
+            out[i] = j if j < n and levels[j] == v else -1
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """The numpy twin's codes of a numeric key in one pass (a table over the levels' range
     when they are whole numbers close together, else a binary search per value), row
     ranges on the pool's threads (each builds its own small table)."""
-    out = ARENA.empty(len(values), np.int32)
+    out = ARENA.empty(len(values), np.int64)
     values = np.ascontiguousarray(values, np.float64)
     threads.map_all(lambda r: _number_codes(values[r[0] : r[1]], levels, out[r[0] : r[1]]),
                     _row_ranges(len(values)))  # fmt: skip

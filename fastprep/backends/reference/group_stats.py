@@ -61,30 +61,25 @@ def number_levels(values: np.ndarray) -> np.ndarray:
 def key_parts(
     column: np.ndarray | TextColumn, levels: Levels, kernels: GroupKernels | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """A key's codes as ``(codes, lut)``: int32 codes, -1 for missing, and the code of a
-    row is ``lut[codes[i]]`` (-1 reading the lut's last slot, the missing code): a text
-    column's own codes, or a number's index among the levels (``len(levels)``: a value
-    unseen at fit, which the lut maps to -1). A code through the lut is the value's
-    index among ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
-    n = np.int64(len(levels))
+    """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
+    the column's own codes, -1 reading the lut's last slot, the missing code), or
+    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
+    ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
         import pandas as pd
 
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
-        return column.codes, np.append(found.astype(np.int64), n)
+        return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
     values = np.asarray(column, dtype=np.float64)
-    codes = (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64))
-    return codes, np.append(np.arange(n, dtype=np.int64), [np.int64(-1), n])
+    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Per value (int32): its index among the sorted ``levels``, -1 if NaN, else
-    ``len(levels)`` (a value not among them)."""
+    """Per value: its index among the sorted ``levels``, ``len(levels)`` if NaN, else -1."""
     position = np.searchsorted(levels, values)
     clipped = np.minimum(position, max(len(levels) - 1, 0))
     known = (position < len(levels)) & (levels[clipped] == values) if len(levels) else False
-    codes = np.where(np.isnan(values), -1, np.where(known, position, len(levels)))
-    return codes.astype(np.int32)
+    return np.where(np.isnan(values), len(levels), np.where(known, position, -1))
 
 
 def radices(levels: list[Levels], keys: tuple[str, ...]) -> list[int]:
@@ -123,9 +118,9 @@ def combine(
 ) -> np.ndarray:  # fmt: skip
     """One int64 per row (mixed radix); -1 where some key is unseen."""
     kernels = kernels or NUMPY
-    coded = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
-    if len(parts) > 1 and coded and kernels.combine_texts is not None:
-        return kernels.combine_texts(parts, sizes)  # every key in one pass
+    texts = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
+    if len(parts) > 1 and texts and kernels.combine_texts is not None:
+        return kernels.combine_texts(parts, sizes)  # every text key in one pass
     step = kernels.accumulate
     combined: np.ndarray | None = None
     for (codes, lut), size in zip(parts, sizes):
@@ -308,15 +303,15 @@ def rows_code(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per row of ``table``: its combined key code and ``lookup`` (combined code -> fitted
     group index, -1 unseen; the last slot: code -1) for a small key space; else its group
-    index and None. One key: its own codes and ``lookup`` by code (-1, missing: the last
-    slot), whatever the key space (a slot per distinct text value or level)."""
+    index and None. One text key: its own codes and ``lookup`` by text code (-1, missing:
+    the last slot), whatever the key space (a slot per distinct text value)."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
     parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     space = math.prod(sizes)
-    if len(parts) == 1:
-        # no pass writing each row's combined code: the rows read the key's own codes
+    if len(parts) == 1 and isinstance(columns[0], TextColumn):
+        # no pass writing each row's combined code: the rows read the text codes they have
         codes, lut = parts[0]
         return codes, group_index(lut, fitted["groups"], space)
     combined = combine(parts, sizes, kernels)
