@@ -206,11 +206,19 @@ def combine_texts(
     luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
 
     def run(r: tuple[int, int]) -> None:
-        codes = tuple(np.ascontiguousarray(c[r[0] : r[1]]) for c, _ in parts)
+        codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
         _combine_texts(out[r[0] : r[1]], codes, luts, radix)
 
     threads.map_all(run, _row_ranges(n))
     return out
+
+
+def _read_only(codes: np.ndarray) -> np.ndarray:
+    """A contiguous read-only view: codes over Arrow's buffers are read-only, codes a
+    kernel wrote are not; one type lets the kernel index them as a tuple."""
+    view = np.ascontiguousarray(codes).view()
+    view.flags.writeable = False
+    return view
 
 
 def _row_codes(codes: np.ndarray) -> np.ndarray:
