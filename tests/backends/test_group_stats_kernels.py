@@ -212,3 +212,23 @@ def test_statistics_read_through_a_lut_equal_the_groups_spelled_out(stats, lanes
         got = twin.group_statistics(codes, values, 12, stats, lut)
         for stat in stats:
             np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)
+
+
+def test_rows_written_through_text_keys_equal_the_combined_gather(lanes):
+    """The gather combining text keys' codes as it writes each row (into a view of a wider
+    block, as X's columns are) equals the gather of the combined codes."""
+    rng = np.random.default_rng(9)
+    n, parts, sizes = 40_001, [], []
+    for uniques in (4, 9):
+        codes = rng.integers(-1, uniques, n).astype(np.int32)
+        lut = np.append(rng.permutation(uniques), uniques).astype(np.int64)
+        lut[1] = -1  # unseen at fit
+        parts.append((codes, lut))
+        sizes.append(uniques + 1)
+    per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 3)).astype(np.float32)
+    want = np.zeros((n, 5), np.float32)
+    numba_gs.put_rows(want[:, 1:4], per_code, numpy_gs.combine(parts, sizes))
+    got = np.zeros((n, 5), np.float32)
+    numba_gs.put_rows_texts(got[:, 1:4], per_code, parts, sizes)
+    np.testing.assert_array_equal(got, want)
+    assert (numpy_gs.combine(parts, sizes) == -1).any()

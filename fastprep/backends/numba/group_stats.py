@@ -213,6 +213,38 @@ def combine_texts(
     return out
 
 
+@jit(cache=True, nogil=True)
+def _put_rows_texts(out, per_code, codes, luts, sizes):  # pragma: no cover - compiled
+    last = per_code.shape[0] - 1
+    width = per_code.shape[1]
+    for i in range(len(out)):
+        combined = 0
+        for k in range(len(codes)):
+            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            if code < 0:
+                combined = last
+                break
+            combined = combined * sizes[k] + code
+        for j in range(width):
+            out[i, j] = per_code[combined, j]
+
+
+def put_rows_texts(
+    out: np.ndarray, per_code: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray | None]],
+    sizes: list[int],
+) -> None:  # fmt: skip
+    """:func:`put_rows` of the rows' combined codes (-1: the last row), combined from the
+    text keys' codes and luts as each row is written (no combined array)."""
+    radix = np.asarray(sizes, dtype=np.int64)
+    luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
+
+    def run(r: tuple[int, int]) -> None:
+        codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
+        _put_rows_texts(out[r[0] : r[1]], per_code, codes, luts, radix)
+
+    threads.map_all(run, _row_ranges(len(out)))
+
+
 def _read_only(codes: np.ndarray) -> np.ndarray:
     """A contiguous read-only view: codes over Arrow's buffers are read-only, codes a
     kernel wrote are not; one type lets the kernel index them as a tuple."""
@@ -435,7 +467,7 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
-    number_levels, present, combine_texts,
+    number_levels, present, combine_texts, put_rows_texts,
 )  # fmt: skip
 
 

@@ -269,6 +269,7 @@ def group_rows(
     rest = feature.steps[1:]
     codes, lookup = group_stats.rows_code(step, fitted[step.outputs[0]][0], table, kernels)
     if any(isinstance(s, _COUNTING) for s in rest):
+        codes = group_stats.combined_codes(codes, kernels)
         index = codes if lookup is None else (kernels or group_stats.NUMPY).take(lookup, codes)
         for j, item in enumerate(feature.inputs):
             values = group_stats.gather(fitted[item.name][0], index)

@@ -290,7 +290,22 @@ def rows_group(
 ) -> np.ndarray:
     """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
     codes, lookup = rows_code(step, fitted, table, kernels)
+    codes = combined_codes(codes, kernels)
     return codes if lookup is None else (kernels or NUMPY).take(lookup, codes)
+
+
+@dataclass(frozen=True)
+class KeyCodes:
+    """The rows' keys not combined yet: each text key's int32 codes and lut, and the
+    radix (the gather combines them row by row as it writes: no combined array)."""
+
+    parts: list[tuple[np.ndarray, np.ndarray | None]]
+    sizes: list[int]
+
+
+def combined_codes(codes: np.ndarray | KeyCodes, kernels: GroupKernels | None = None) -> np.ndarray:
+    """``codes`` as one combined code per row."""
+    return combine(codes.parts, codes.sizes, kernels) if isinstance(codes, KeyCodes) else codes
 
 
 #: a key space up to this many combinations is looked up by a table gathered per group
@@ -300,11 +315,13 @@ SMALL_KEY_SPACE = 1 << 16
 
 def rows_code(
     step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray | KeyCodes, np.ndarray | None]:
     """Per row of ``table``: its combined key code and ``lookup`` (combined code -> fitted
     group index, -1 unseen; the last slot: code -1) for a small key space; else its group
     index and None. One text key: its own codes and ``lookup`` by text code (-1, missing:
-    the last slot), whatever the key space (a slot per distinct text value)."""
+    the last slot), whatever the key space (a slot per distinct text value). Several
+    text keys in a small space, with kernels that gather through them: :class:`KeyCodes`
+    (combined as the rows are written)."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
@@ -314,11 +331,14 @@ def rows_code(
         # no pass writing each row's combined code: the rows read the text codes they have
         codes, lut = parts[0]
         return codes, group_index(lut, fitted["groups"], space)
-    combined = combine(parts, sizes, kernels)
     if space <= SMALL_KEY_SPACE:
         lookup = np.full(space + 1, -1, dtype=np.int64)
         lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
-        return combined, lookup
+        coded = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
+        if coded and (kernels or NUMPY).put_rows_texts is not None:
+            return KeyCodes(parts, sizes), lookup
+        return combine(parts, sizes, kernels), lookup
+    combined = combine(parts, sizes, kernels)
     return group_index(combined, fitted["groups"], space, kernels), None
 
 
@@ -337,18 +357,24 @@ def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
 
 
 def write_rows(
-    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None,
-    lookup: np.ndarray | None = None,
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray | KeyCodes,
+    kernels: GroupKernels | None = None, lookup: np.ndarray | None = None,
 ) -> bool:  # fmt: skip
     """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
     first: the same rounding as casting each row); whether every written value is finite.
-    ``lookup`` (see :func:`rows_code`): ``index`` holds combined codes, read through it."""
+    ``lookup`` (see :func:`rows_code`): ``index`` holds combined codes (or the keys'
+    codes, :class:`KeyCodes`), read through it."""
+    kernels = kernels or NUMPY
     if lookup is not None:
         per_group = per_group[lookup]  # a row per key combination; -1: the unseen row
     cast = np.ascontiguousarray(per_group, dtype=out.dtype)
-    (kernels or NUMPY).put_rows(out, cast, index)
+    if isinstance(index, KeyCodes) and kernels.put_rows_texts is not None:
+        kernels.put_rows_texts(out, cast, index.parts, index.sizes)
+    else:
+        index = combined_codes(index, kernels)
+        kernels.put_rows(out, cast, index)
     slot_finite = np.isfinite(cast).all(axis=1)
-    return bool(slot_finite.all() or slot_finite[index].all())
+    return bool(slot_finite.all() or slot_finite[combined_codes(index, kernels)].all())
 
 
 # ---------------------------------------------------------------- partitioned fit
@@ -486,6 +512,12 @@ class GroupKernels:
     combine_texts: (
         Callable[[list[tuple[np.ndarray, np.ndarray | None]], list[int]], np.ndarray] | None
     ) = None
+    #: ``(out, per combined code, parts, sizes)``: :func:`put_rows` reading text keys'
+    #: parts, combined row by row (no combined array); None: combined first
+    put_rows_texts: (
+        Callable[[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray | None]], list[int]],
+                 None] | None
+    ) = None  # fmt: skip
 
 
 NUMPY = GroupKernels(
