@@ -49,13 +49,16 @@ def test_statistics_equal_the_numpy_twin(groups, ties, lanes):
     np.testing.assert_array_equal(got["median"], want["median"])  # selected, not computed
 
 
-@pytest.mark.parametrize("size", [1, 2, 3, 16, 17, 18, 33, 1000])
-def test_medians_of_small_and_constant_segments(size):
+@pytest.mark.parametrize("size", [1, 2, 3, 16, 17, 18, 33, 512, 513, 1000, 4_096, 100_001])
+def test_medians_of_small_large_constant_and_ordered_segments(size):
     rng = np.random.default_rng(size)
-    for values in (rng.normal(size=size), np.full(size, 2.5), rng.integers(0, 3, size) * 1.0):
+    sorted_ = np.sort(rng.normal(size=size))
+    for values in (rng.normal(size=size), np.full(size, 2.5), rng.integers(0, 3, size) * 1.0,
+                   sorted_, sorted_[::-1].copy(), np.where(rng.random(size) < 0.5, -np.inf, np.inf)):  # fmt: skip
         start = np.array([0, size], dtype=np.int64)
         got = numba_gs.medians(values.copy(), start)
-        assert got[0] == np.median(values)
+        with np.errstate(invalid="ignore"):  # -inf and inf in the middle: NaN, as numpy's
+            np.testing.assert_equal(got[0], np.median(values))
 
 
 def test_row_ranges_give_the_serial_gathers(lanes):

@@ -69,6 +69,7 @@ segments = moments.segments
 @jit(cache=True, nogil=True)
 def _medians(ordered, start, g0, g1, out):  # pragma: no cover - compiled
     """``out[g]`` = the median of segment g, for groups ``g0:g1`` (selected in place)."""
+    sample = np.empty(_SAMPLE)
     for g in range(g0, g1):
         lo = start[g]
         c = start[g + 1] - lo
@@ -76,11 +77,53 @@ def _medians(ordered, start, g0, g1, out):  # pragma: no cover - compiled
             out[g] = np.nan
             continue
         k = lo + c // 2
-        upper = _select(ordered, lo, lo + c, k)
+        low, high = _narrow(ordered, lo, lo + c, k, sample)
+        upper = _select(ordered, low, high, k)
         if c % 2 == 1:
             out[g] = upper
-        else:  # the other middle value: the largest of those selected below it
+        elif k > low:  # the other middle value: the largest selected below it
+            out[g] = (ordered[low:k].max() + upper) / 2
+        else:  # below the narrowed range: every value there is smaller
             out[g] = (ordered[lo:k].max() + upper) / 2
+
+
+#: values sampled to choose the two pivots of :func:`_narrow`, and the sample ranks
+#: each pivot stands from the target's
+_SAMPLE = 64
+_SPREAD = 6
+#: ... for up to 8,192 values (the sample's sort is then a share of the work)
+_SMALL_SAMPLE = 16
+_SMALL_SPREAD = 3
+
+
+@jit(cache=True, nogil=True)
+def _narrow(a, lo, hi, k, sample):  # pragma: no cover - compiled
+    """A range ``[low, high)`` of ``a[lo:hi]``, reordered in place, that holds rank ``k``:
+    every value before it is <= each in it, and each in it <= every value after it.
+    Two pivots bracketing the rank in an evenly spaced sample split the values in
+    about 1.5 passes into a range a fifth as long (Floyd and Rivest's selection), where
+    quickselect's halving would take about 3."""
+    while hi - lo > 16 * _SMALL_SAMPLE:
+        n = hi - lo
+        size, spread = (_SAMPLE, _SPREAD) if n > 8192 else (_SMALL_SAMPLE, _SMALL_SPREAD)
+        for i in range(size):
+            sample[i] = a[lo + (i * n) // size]
+        sample[:size].sort()
+        r = ((k - lo) * size) // n
+        p1 = sample[max(r - spread, 0)]
+        p2 = sample[min(r + spread, size - 1)]
+        j = _below(a, lo, hi, p1, False)  # the values < p1 first
+        if k < j:
+            hi = j
+            continue
+        j2 = _below(a, j, hi, p2, True)  # then those <= p2
+        if k >= j2:
+            lo = j2
+            continue
+        if p1 == p2 or (j == lo and j2 == hi):  # all equal, or no progress
+            return j, j2
+        lo, hi = j, j2
+    return lo, hi
 
 
 @jit(cache=True, inline="always")
