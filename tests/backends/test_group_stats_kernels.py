@@ -235,3 +235,27 @@ def test_rows_written_through_text_keys_equal_the_combined_gather(lanes):
     numba_gs.put_rows_texts(got[:, 1:4], per_code, parts, sizes)
     np.testing.assert_array_equal(got, want)
     assert (numpy_gs.combine(parts, sizes) == -1).any()
+
+
+@pytest.mark.parametrize("case", ["hours", "negative", "one value", "all missing", "spread"])
+def test_number_levels_and_codes_in_one_go_equal_the_twins_steps(case, lanes):
+    """A number key's levels and codes from the same passes: the numpy twin's levels, and
+    through the lut its codes (missing: the code after the levels); None where the values
+    are not whole numbers close together."""
+    rng = np.random.default_rng(7)
+    values = {
+        "hours": rng.integers(5, 24, 30_000).astype(float),
+        "negative": rng.integers(-40, 3, 30_000) * 1.0,
+        "one value": np.full(30_000, 7.0),
+        "all missing": np.full(30_000, np.nan),
+        "spread": rng.integers(0, 3, 30_000) * 2.0**40,
+    }[case]
+    if case != "all missing":
+        values[rng.random(30_000) < 0.1] = np.nan
+    found = numba_gs.number_levels_codes(values)
+    if case in ("all missing", "spread"):
+        assert found is None
+        return
+    levels, (codes, lut) = found
+    np.testing.assert_array_equal(levels, numpy_gs.number_levels(values))
+    np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))

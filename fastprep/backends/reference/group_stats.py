@@ -256,9 +256,19 @@ def _groups(
     None. The kernels read the rows through the lut: no per-row array of groups is made
     where a key's own codes or the combined codes serve."""
     columns = _key_columns(step, table)
-    levels = [fit_levels(c, kernels) for c in columns]
+    levels: list[Levels] = []
+    parts: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for column in columns:
+        both = None
+        if not isinstance(column, TextColumn) and kernels.number_levels_codes is not None:
+            both = kernels.number_levels_codes(np.asarray(column, dtype=np.float64))
+        if both is None:
+            levels.append(fit_levels(column, kernels))
+            parts.append(key_parts(column, levels[-1], kernels))
+        else:  # a number key's levels and codes from the same passes
+            levels.append(both[0])
+            parts.append(both[1])
     sizes = radices(levels, step.keys)
-    parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     if len(columns) == 1 and isinstance(columns[0], TextColumn):
         # one text key: its levels are the values present, then missing if some row is:
         # a level's code is its group's index, the text codes read through the key's lut
@@ -518,6 +528,11 @@ class GroupKernels:
         Callable[[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray | None]], list[int]],
                  None] | None
     ) = None  # fmt: skip
+    #: ``values -> (levels, (codes, lut)) | None``: a number key's :func:`fit_levels` and
+    #: :func:`key_parts` at fit in fewer passes where it can; None: one after the other
+    number_levels_codes: (
+        Callable[[np.ndarray], tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None] | None
+    ) = None
 
 
 NUMPY = GroupKernels(
