@@ -424,16 +424,25 @@ def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
 
 
 @jit(cache=True, nogil=True)
-def _whole_range(values):  # pragma: no cover - compiled
-    """(lowest, highest, every one a whole number) of the present values."""
-    low, high = np.inf, -np.inf
-    whole = True
-    for v in values:
-        if v == v:
-            low = min(low, v)
-            high = max(high, v)
-            whole &= v == np.floor(v)
-    return low, high, whole
+def _fractions(values):  # pragma: no cover - compiled
+    """How many values have a fractional part (NaN and ±inf do not)."""
+    found = 0
+    for i in range(len(values)):
+        v = values[i]
+        found += v - np.floor(v) > 0.0
+    return found
+
+
+def _whole_range(values: np.ndarray) -> tuple[float, float, bool]:
+    """(lowest, highest, every one a whole number) of the present values (±inf and True
+    without any). The extremes by numpy's NaN-skipping reductions: a compiled loop's
+    comparison chain ran 4x slower (13 vs 3 ms at 3.4M rows) than their vector lanes."""
+    if not len(values):
+        return np.inf, -np.inf, True
+    low, high = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
+    if low != low:  # only NaN
+        return np.inf, -np.inf, True
+    return low, high, _fractions(values) == 0
 
 
 @jit(cache=True, nogil=True)
