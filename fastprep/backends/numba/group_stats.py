@@ -513,7 +513,8 @@ def number_levels_codes(
     if whole is None:
         return None
     low, span = whole
-    out = ARENA.empty(len(values), np.int64)
+    # int32 as a text key's codes: the keys then combine in one pass (combine_texts)
+    out = ARENA.empty(len(values), np.int32)
 
     def mark(bounds: tuple[int, int]) -> np.ndarray:
         seen = np.zeros(span, dtype=np.bool_)  # each range its own: no shared writes
