@@ -99,6 +99,7 @@ def entry(argv: Sequence[str] | None = None) -> NoReturn:
     a user's own handlers), stdout and stderr are flushed; only then ``os._exit``. Output
     files are already complete (fsynced) when :func:`main` returns. An exception leaves the
     normal way (its traceback)."""
+    _keep_freed_memory()
     code = main(argv)
     shutdown_threads = getattr(threading, "_shutdown", None)
     # under a profiler or a tracer (``python -m cProfile -m fastprep``, coverage), their
@@ -113,6 +114,31 @@ def entry(argv: Sequence[str] | None = None) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+#: glibc's ``mallopt`` parameters (malloc.h)
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+
+
+def _keep_freed_memory() -> None:
+    """For this short-lived process: arrays up to 32 MiB (glibc's ceiling) come from the
+    heap and freed ones are reused, instead of each being a fresh ``mmap`` whose every page
+    faults in zero-filled on first touch and is unmapped when freed. A job's temporaries
+    of one size follow each other (a column's float64 copy, masks, gathers): at 336k
+    rows the run faulted ~33k pages, ~6k fewer this way, and each fault is kernel time
+    that grows with the machine's memory pressure. Larger arrays keep their own mapping.
+    glibc only; ``FASTPREP_MALLOC_TUNE=0`` leaves the allocator as it is."""
+    if os.environ.get("FASTPREP_MALLOC_TUNE") == "0" or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(M_MMAP_THRESHOLD, 32 * 2**20)
+    mallopt(M_TRIM_THRESHOLD, 2**31 - 1)  # freed memory stays for reuse (exit frees it)
+    mallopt(M_TOP_PAD, 64 * 2**20)  # grow the heap in large steps (pages fault on use only)
 
 
 def _run(args: argparse.Namespace) -> int:
