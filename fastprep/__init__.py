@@ -23,9 +23,11 @@ import gc as _gc
 # garbage, yet the young-generation collections they trigger scan them again and again:
 # 6-15 ms of a fresh process's ~0.25 s import. Afterwards they are moved to the oldest
 # generation, where they would have ended anyway (still collectable: freeze + unfreeze,
-# not freeze alone), and the collector's state is restored
+# not freeze alone), and the collector's state is restored. FASTPREP_PAUSE_GC=0: not paused
 _gc_was_enabled = _gc.isenabled()
-_gc.disable()
+_gc_pause = _gc_was_enabled and _os.environ.get("FASTPREP_PAUSE_GC") != "0"
+if _gc_pause:
+    _gc.disable()
 try:
     from fastprep.api import Dict, Tags, col, cols, cross, expr
     from fastprep.api.lookup import Lookup
@@ -78,9 +80,9 @@ try:
     from fastprep.storage.shards import open_output
     from fastprep.validate import infer as _infer  # noqa: F401  (registers fp.Schema.infer)
 finally:
-    _gc.freeze()
-    _gc.unfreeze()
-    if _gc_was_enabled:
+    if _gc_pause:
+        _gc.freeze()
+        _gc.unfreeze()
         _gc.enable()
 
 __version__ = "0.1.0"
