@@ -14,7 +14,7 @@ pools of ``cpu_count`` threads each did when their work overlapped).
   pool. Interpreter exit joins them (``concurrent.futures`` does that for every pool).
 
 Not here: the streamed run's read-ahead thread and an output writer's file-sync threads.
-Each is one thread doing I/O that must start at once, not queue behind compute tasks on
+Each does I/O that must start at once, not queue behind compute tasks on
 this pool (a read-ahead that waits for the compute it should overlap overlaps nothing).
 """
 
