@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fastprep.data.pandas_objects import is_pandas_frame
@@ -30,6 +29,7 @@ from fastprep.errors import SchemaError, SourceError
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow.csv as pacsv
 
 #: a path/glob, a pandas DataFrame, a pyarrow Table or Dataset, a Polars DataFrame/LazyFrame
 Source: TypeAlias = "pd.DataFrame | pa.Table | str | os.PathLike[str] | Any"
@@ -378,6 +378,8 @@ def _read_file_and_names(
                 columns = [c for c in columns if c in present or c not in optional]
                 _require(columns, present, path)
                 return text_dictionaries_only(handle.read(columns=columns), handle), present
+        import pyarrow.csv as pacsv  # on use: a Parquet job needs none of it
+
         header = _csv_header(path)
         columns = [c for c in columns if c in header or c not in optional]
         _require(columns, header, path)
@@ -441,6 +443,8 @@ def _read_csv_keeping_bad_text(
 ) -> pa.Table:
     """Text that is not valid UTF-8: read those columns as bytes, so validation can flag the
     rows (rule ``encoding``) and apply the column's policy instead of failing the file."""
+    import pyarrow.csv as pacsv
+
     convert.column_types = {c: pa.binary() for c in text_columns}
     table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
     for name in text_columns:
@@ -451,6 +455,8 @@ def _read_csv_keeping_bad_text(
 
 
 def _csv_header(path: str) -> list[str]:
+    import pyarrow.csv as pacsv
+
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
     # the file closed on every exit (the reader's close leaves it open)
     with (

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from fastprep.data import reuse
+from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.columns import TextColumn
 from fastprep.native import threads
 from fastprep.native.arena import ARENA
@@ -409,13 +410,13 @@ def _encode_dictionary(
         order = np.empty(len(entry_uniques), dtype=np.int64)
         order = order[: _rank_codes(codes, rank, order)]  # renumbered in the same pass
     else:
-        order = pc.unique(pa.array(codes, type=pa.int32())).to_numpy()  # by first appearance
+        order = pc.unique(numeric_array(codes)).to_numpy()  # by first appearance
         order = order[order >= 0]
         if not np.array_equal(order, np.arange(len(entry_uniques))):
             rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # last slot: code -1
             rank[order] = np.arange(len(order), dtype=np.int32)
             codes[...] = rank[codes]
-    return codes, _plain(entry_uniques.take(pa.array(order, type=pa.int64())))
+    return codes, _plain(entry_uniques.take(numeric_array(order)))
 
 
 def _dictionary_key(dictionary: pa.Array) -> tuple:

@@ -150,9 +150,19 @@ def load_profile(path: Path | None = None) -> CostProfile:
     """The calibrated profile if one was stored (and is readable), else the defaults."""
     path = path or profile_path()
     try:
-        return CostProfile.from_dict(json.loads(path.read_text()))
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+        known = _PROFILES.get(path)
+        if known is None or known[0] != stamp:
+            known = _PROFILES[path] = (stamp, CostProfile.from_dict(json.loads(path.read_text())))
+        return known[1]
     except (OSError, ValueError, TypeError):
         return CostProfile()
+
+
+#: profiles read, by path, while the file is unchanged: every kernel-path choice of a run
+#: (dozens) asks for it (the profile is frozen: shared as it is)
+_PROFILES: dict[Path, tuple[tuple[int, int], CostProfile]] = {}
 
 
 def save_profile(profile: CostProfile, path: Path | None = None) -> Path:

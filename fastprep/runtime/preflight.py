@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
@@ -481,6 +480,8 @@ def cardinality(source: Source, column: str) -> Cardinality:
 def _csv_head_text(path: str, column: str, n_rows: int) -> pa.ChunkedArray:
     """The first ``n_rows`` values of one CSV column, as text (missing: null); read in
     blocks by Arrow, so only the head of the file is parsed."""
+    import pyarrow.csv as pacsv  # on use: a Parquet job needs none of it
+
     parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
     convert = pacsv.ConvertOptions(
         include_columns=[column], column_types={column: pa.string()}, strings_can_be_null=True
