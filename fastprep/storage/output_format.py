@@ -34,6 +34,7 @@ import json
 import os
 import re
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,10 +43,11 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.emit.csr_stream import PendingCsr
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.native import threads
-from fastprep.storage.direct_io import write_npy
+from fastprep.storage.direct_io import NpyStream, write_npy
 
 try:
     import fcntl
@@ -147,6 +149,52 @@ class FileWriter:
         entry["bytes"] = os.path.getsize(self.folder / entry["file"])
         self.later(_sync, handle)
         return entry
+
+    def csr_entries(self, stem: str, X: PendingCsr) -> dict[str, dict[str, Any]]:
+        """Write ``X.data`` and ``X.indices`` as their blocks of rows are made (each block
+        written on a thread of its own while the next is filled), then ``X.indptr``;
+        returns their manifest entries. Plain ``.npy`` only (a codec takes the whole
+        arrays, see :meth:`array`)."""
+        nnz = X.nnz
+        names = {"data": f"{stem}.X.data.npy", "indices": f"{stem}.X.indices.npy"}
+        streams: dict[str, NpyStream] = {}
+        writer = ThreadPoolExecutor(1)  # I/O that must start at once, like ``_background``
+        pending: deque[Future[Any]] = deque()
+        try:
+            streams["data"] = NpyStream(self.folder / names["data"], X.dtype, (nnz,))
+            streams["indices"] = NpyStream(self.folder / names["indices"], X.index_dtype,
+                                           (nnz,))  # fmt: skip
+            block = max(s.unit for s in streams.values())
+            unit = max(block // min(X.dtype.itemsize, X.index_dtype.itemsize), 1)
+
+            def write(data: np.ndarray, indices: np.ndarray) -> None:
+                streams["data"].write(data)
+                streams["indices"].write(indices)
+
+            for data, indices in X.pieces(unit):
+                pending.append(writer.submit(write, data, indices))
+                if len(pending) > 1:  # the next piece is filled into this one's buffers
+                    pending.popleft().result()
+            while pending:
+                pending.popleft().result()
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            writer.shutdown(wait=True)
+            for stream in streams.values():
+                stream.close()
+            raise
+        writer.shutdown(wait=True)
+        entries = {}
+        for part, stream in streams.items():
+            descriptor = stream.detach()
+            entries[f"X.{part}"] = {
+                "dtype": (X.dtype if part == "data" else X.index_dtype).str, "shape": [nnz],
+                "file": names[part], "bytes": os.fstat(descriptor).st_size,
+            }  # fmt: skip
+            self.later(_sync_descriptor, descriptor)
+        entries["X.indptr"] = self.array(f"{stem}.X.indptr", X.indptr)
+        return entries
 
     def _write_compressed(self, handle: Any, array: np.ndarray) -> list[int]:
         import pyarrow as pa
@@ -250,7 +298,10 @@ def write_shard(
 
         files.later(save_quarantine)
     arrays = entry["arrays"]
-    if entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
+    if isinstance(X, PendingCsr) and X.pending and files.codec is None:
+        arrays.update(files.csr_entries(stem, X))  # made block by block as they are written
+        entry["nnz"] = int(X.nnz)
+    elif entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
         for part in ("data", "indices", "indptr"):
             arrays[f"X.{part}"] = files.array(f"{stem}.X.{part}", getattr(X, part))
         entry["nnz"] = int(X.nnz)
