@@ -128,8 +128,12 @@ class CountedCsr:
         if self.rows is not None:
             head = [n, self.rows[r0:r1], self.dense, *self.arguments]
         else:
-            head = [n, _NO_ROWS, self.dense[r0:r1], *_row_slices(self.layout,
-                                                                 self.arguments, r0, r1)]
+            head = [
+                n,
+                _NO_ROWS,
+                self.dense[r0:r1],
+                *_row_slices(self.layout, self.arguments, r0, r1),
+            ]
         getattr(self.module, "fill" + self.suffix)(*head, starts, indices, data)
         return int(self.starts[r1]) - base
 

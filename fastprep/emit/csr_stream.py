@@ -68,13 +68,15 @@ class PendingCsr(CsrArrays):
         self._counted = None  # its inputs (the dense buffer, the encoders' blocks) can go
 
     def pieces(
-        self, unit: int = 1, block_entries: int = BLOCK_ENTRIES
+        self, unit: int = 1, block_entries: int | None = None
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """X's entries in order as ``(data, indices)`` pieces, each (but the last) a
         multiple of ``unit`` entries long; a piece's arrays are overwritten once the
         generator has been resumed twice (two buffers take turns: the caller may write one
         piece while the next is filled). The entries beyond a multiple of ``unit`` move to
-        the front of the next piece, so an ``O_DIRECT`` writer gets whole blocks."""
+        the front of the next piece, so an ``O_DIRECT`` writer gets whole blocks (at most
+        ``block_entries`` new entries per piece, :data:`BLOCK_ENTRIES` by default)."""
+        block_entries = BLOCK_ENTRIES if block_entries is None else block_entries
         if not self.pending:
             yield from _whole(self.data, self.indices, unit, block_entries)
             return
