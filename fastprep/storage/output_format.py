@@ -151,46 +151,52 @@ class FileWriter:
         return entry
 
     def csr_entries(self, stem: str, X: PendingCsr) -> dict[str, dict[str, Any]]:
-        """Write ``X.data`` and ``X.indices`` as their blocks of rows are made (each block
-        written on a thread of its own while the next is filled), then ``X.indptr``;
-        returns their manifest entries. Plain ``.npy`` only (a codec takes the whole
-        arrays, see :meth:`array`)."""
-        nnz = X.nnz
-        names = {"data": f"{stem}.X.data.npy", "indices": f"{stem}.X.indices.npy"}
+        """Write ``X.data`` and ``X.indices`` as their blocks of rows are made (each file
+        written by a thread of its own while the next block is filled: two requests in
+        flight keep the disk busier than one), then ``X.indptr``; returns their manifest
+        entries. Plain ``.npy`` only (a codec takes the whole arrays, see :meth:`array`)."""
+        nnz, parts = X.nnz, {"data": X.dtype, "indices": X.index_dtype}
+        names = {part: f"{stem}.X.{part}.npy" for part in parts}
         streams: dict[str, NpyStream] = {}
-        writer = ThreadPoolExecutor(1)  # I/O that must start at once, like ``_background``
-        pending: deque[Future[Any]] = deque()
+        # I/O that must start at once, like ``_background``; one thread per file keeps
+        # each file's pieces in order
+        writers = {part: ThreadPoolExecutor(1) for part in parts}
+        pending: deque[list[Future[Any]]] = deque()
         try:
-            streams["data"] = NpyStream(self.folder / names["data"], X.dtype, (nnz,))
-            streams["indices"] = NpyStream(self.folder / names["indices"], X.index_dtype,
-                                           (nnz,))  # fmt: skip
+            for part, dtype in parts.items():
+                streams[part] = NpyStream(self.folder / names[part], dtype, (nnz,))
             block = max(s.unit for s in streams.values())
-            unit = max(block // min(X.dtype.itemsize, X.index_dtype.itemsize), 1)
-
-            def write(data: np.ndarray, indices: np.ndarray) -> None:
-                streams["data"].write(data)
-                streams["indices"].write(indices)
-
+            unit = max(block // min(dtype.itemsize for dtype in parts.values()), 1)
             for data, indices in X.pieces(unit):
-                pending.append(writer.submit(write, data, indices))
-                if len(pending) > 1:  # the next piece is filled into this one's buffers
-                    pending.popleft().result()
+                pending.append(
+                    [
+                        writers["data"].submit(streams["data"].write, data),
+                        writers["indices"].submit(streams["indices"].write, indices),
+                    ]
+                )
+                if len(pending) > 1:  # the next block is filled into these buffers
+                    for future in pending.popleft():
+                        future.result()
             while pending:
-                pending.popleft().result()
+                for future in pending.popleft():
+                    future.result()
         except BaseException:
-            for future in pending:
-                future.cancel()
-            writer.shutdown(wait=True)
+            for futures in pending:
+                for future in futures:
+                    future.cancel()
+            for writer in writers.values():
+                writer.shutdown(wait=True)
             for stream in streams.values():
                 stream.close()
             raise
-        writer.shutdown(wait=True)
+        for writer in writers.values():
+            writer.shutdown(wait=True)
         entries = {}
         for part, stream in streams.items():
             descriptor = stream.detach()
             entries[f"X.{part}"] = {
-                "dtype": (X.dtype if part == "data" else X.index_dtype).str, "shape": [nnz],
-                "file": names[part], "bytes": os.fstat(descriptor).st_size,
+                "dtype": parts[part].str, "shape": [nnz], "file": names[part],
+                "bytes": os.fstat(descriptor).st_size,
             }  # fmt: skip
             self.later(_sync_descriptor, descriptor)
         entries["X.indptr"] = self.array(f"{stem}.X.indptr", X.indptr)
