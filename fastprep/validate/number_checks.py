@@ -196,7 +196,8 @@ def warm_in_background(n_rows: int) -> threading.Thread | None:
     import os
     if os.environ.get("XX_NO_WARM") or n_rows < PARALLEL_MIN or numba_imported() or scan_path(n_rows) != "numba":
         return None
-    thread = threading.Thread(target=_load_scan_kernels, name="fastprep-warm", daemon=True)
+    # not a daemon: an interpreter exiting mid-import of Numba would crash, not stop
+    thread = threading.Thread(target=_load_scan_kernels, name="fastprep-warm")
     thread.start()
     return thread
 

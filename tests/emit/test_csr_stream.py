@@ -99,3 +99,29 @@ def test_run_written_block_by_block_equals_the_in_memory_x(tmp_path, monkeypatch
     assert np.array_equal(opened.y, in_memory.y)
     assert np.array_equal(opened.row_ids, in_memory.row_ids)
     assert written.X.data.tobytes() == expected.data.tobytes()  # made on access
+
+
+@pytest.mark.parametrize(("out_dtype", "compress"), [("float16", None), ("float32", "zstd")])
+def test_outputs_that_need_the_whole_csr_make_it(tmp_path, monkeypatch, out_dtype,
+                                                 compress) -> None:  # fmt: skip
+    """A narrower dtype (checked on the whole data) or a compressed output takes X's
+    arrays made at once: the folder still holds the in-memory run's X."""
+    monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numba")
+    pipeline = fp.Pipeline(
+        schema=fp.Schema(
+            {"distance": fp.Float(min=0), "carrier": fp.Category(), "dest": fp.String()}
+        ),
+        features=[
+            fp.col("distance") >> fp.Log1p(),
+            fp.cols("carrier") >> fp.OneHot(),
+            fp.cols("dest") >> fp.Hash(n_features=64),
+        ],
+    )
+    source = REPO / "data_samples" / "flights.parquet"
+    pipeline.fit_and_transform(source, out_dtype=out_dtype, output_dir=tmp_path / "out",
+                               compress=compress)  # fmt: skip
+    expected = pipeline.fit_transform(source, out_dtype=out_dtype).X
+    X = fp.open_output(tmp_path / "out").X
+    assert X.dtype == expected.dtype and np.array_equal(X.indptr, expected.indptr)
+    assert np.array_equal(X.indices, expected.indices)
+    assert X.data.tobytes() == expected.data.tobytes()
