@@ -203,11 +203,11 @@ def warm_in_background(n_rows: int) -> threading.Thread | None:
 
 
 def _load_scan_kernels() -> None:
-    # a failure here shows up, if it matters, where the kernel is really called
+    # a serial kernel only: two threads launching parallel kernels at once abort the
+    # process under Numba's default "workqueue" threading layer. A failure here shows up,
+    # if it matters, where the kernel is really called.
     with contextlib.suppress(Exception):
-        values = np.zeros(1)
-        _first_finite(values)
-        _parallel(values, 0.0, 1.0, False, False, False, 0.0, N_CHUNKS)
+        _first_finite(np.zeros(1))
 
 
 def first_finite(values: np.ndarray) -> float:
