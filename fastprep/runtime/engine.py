@@ -35,7 +35,7 @@ from fastprep.runtime.fitted import FittedState
 from fastprep.runtime.preflight import Preflight
 from fastprep.runtime.report import Report
 from fastprep.validate import alerts as alerting
-from fastprep.validate import drift, number_checks
+from fastprep.validate import drift
 
 #: a step class setting this attribute to True gives its fit's own rows other values in
 #: ``fit_transform`` than ``transform`` after ``fit`` would (an out-of-fold encoding: each
@@ -83,13 +83,6 @@ class Place:
     def notes(self) -> tuple[str, ...]:
         """The pre-flight's line for the report, when it decided."""
         return () if self.pre is None else (route.note(self.pre),)
-
-
-def _warm_kernels(place: Place) -> None:
-    """A run in memory whose size the pre-flight knows: the kernels its validation will
-    load start loading now, beside the read (see ``number_checks.warm_in_background``)."""
-    if place.pre is not None:
-        number_checks.warm_in_background(place.pre.n_rows)
 
 
 @contextmanager
@@ -182,7 +175,6 @@ def fit_transform(
         if place.kind != "memory":
             return _fit_transform_partitioned(place, plan, schema, run, name, wrap)
         backend = run.backend or "auto"
-        _warm_kernels(place)
         with execute.cyclic_gc_paused():
             prepared = execute.prepare(plan, schema, place.source, phase="fit", backend=backend)
             profile = _profile(prepared)
@@ -307,7 +299,6 @@ def _transform(
                 drift_thresholds=drift_thresholds,
             )  # fmt: skip
         source = place.source
-        _warm_kernels(place)
     with execute.cyclic_gc_paused():
         prepared = execute.prepare(plan, schema, source, phase="transform", backend=backend)
         if state.profile is not None:

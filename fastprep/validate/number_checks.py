@@ -8,8 +8,6 @@ so the drift profile of a column that lost no rows costs nothing more (``drift.p
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from dataclasses import dataclass
 
@@ -17,7 +15,7 @@ import numpy as np
 
 from fastprep.native.kernel_files import jit as njit
 from fastprep.native.kernel_files import numba_cached, numba_loaded, prange
-from fastprep.planning.planner import kernel_path, note_helper, numba_imported
+from fastprep.planning.planner import kernel_path, note_helper
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
 EXACT_INT = 2.0**53
@@ -182,32 +180,6 @@ def scan_path(n_values: int) -> str:
         cached=all(numba_cached(k) for k in kernels),
         loaded=all(numba_loaded(k) for k in kernels),
     )
-
-
-def warm_in_background(n_rows: int) -> threading.Thread | None:
-    """When a job of ``n_rows`` rows will scan its number columns on Numba's cached
-    kernels, start loading them on a thread now (returned; None when not started).
-
-    Why: the first cached kernel a process calls pays for Numba itself: its import and
-    the set-up of its compiler target, ~0.4 s here, on the first column's scan. Started
-    before the source is read, that work overlaps the read (Arrow's, which releases the
-    GIL); the scan then waits only for what is left of it (Numba's locks and the import
-    lock order the two threads). Nothing is compiled: only kernels in the disk cache."""
-    import os
-    if os.environ.get("XX_NO_WARM") or n_rows < PARALLEL_MIN or numba_imported() or scan_path(n_rows) != "numba":
-        return None
-    # not a daemon: an interpreter exiting mid-import of Numba would crash, not stop
-    thread = threading.Thread(target=_load_scan_kernels, name="fastprep-warm")
-    thread.start()
-    return thread
-
-
-def _load_scan_kernels() -> None:
-    # a serial kernel only: two threads launching parallel kernels at once abort the
-    # process under Numba's default "workqueue" threading layer. A failure here shows up,
-    # if it matters, where the kernel is really called.
-    with contextlib.suppress(Exception):
-        _first_finite(np.zeros(1))
 
 
 def first_finite(values: np.ndarray) -> float:
