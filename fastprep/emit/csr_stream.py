@@ -84,18 +84,21 @@ class PendingCsr(CsrArrays):
         assert counted is not None
         starts, n_rows = counted.starts, counted.n_rows
         room = max(min(block_entries, counted.nnz), 2 * unit)
-        widest = int(np.max(np.diff(starts))) if n_rows else 0  # one row never splits
-        size = room + unit + widest
         buffers = [
-            (_aligned(size, self._dtype), _aligned(size, self.index_dtype)) for _ in range(2)
+            (_aligned(room, self._dtype), _aligned(room, self.index_dtype)) for _ in range(2)
         ]
         local = np.empty(0, np.int64)
         r0, lead, turn = 0, 0, 0
         while r0 < n_rows:
-            data, indices = buffers[turn]
-            # the most rows whose entries fit after the carried ones
+            # the most rows whose entries fit after the carried ones (at least one row)
             r1 = int(np.searchsorted(starts, starts[r0] + room - lead, side="right")) - 1
             r1 = min(max(r1, r0 + 1), n_rows)
+            need = lead + int(starts[r1] - starts[r0])
+            if need > len(buffers[turn][0]):  # one row longer than a block: larger buffers
+                old = buffers[turn]
+                buffers[turn] = (_aligned(need, self._dtype), _aligned(need, self.index_dtype))
+                buffers[turn][0][:lead], buffers[turn][1][:lead] = old[0][:lead], old[1][:lead]
+            data, indices = buffers[turn]
             if len(local) < r1 - r0:
                 local = np.empty(r1 - r0, np.int64)
             end = counted.fill_rows(r0, r1, lead, indices, data, local)

@@ -39,7 +39,7 @@ def _counted(n_rows: int, select: bool, monkeypatch) -> CountedCsr:
 
 @pytest.mark.parametrize("n_rows", [0, 1, 2000])
 @pytest.mark.parametrize("select", [False, True])
-@pytest.mark.parametrize(("unit", "block_entries"), [(1, 7), (16, 100), (1024, 3000),
+@pytest.mark.parametrize(("unit", "block_entries"), [(1, 1), (1, 7), (16, 100), (1024, 3000),
                                                      (1, 1 << 20)])  # fmt: skip
 def test_pieces_equal_the_whole_csr(n_rows, select, unit, block_entries, monkeypatch) -> None:
     data, indices, indptr = _counted(n_rows, select, monkeypatch).fill_all()
