@@ -304,18 +304,27 @@ def write_shard(
 
         files.later(save_quarantine)
     arrays = entry["arrays"]
+    rest = {"y": y, "row_ids": row_ids} if y is not None else {"row_ids": row_ids}
     if isinstance(X, PendingCsr) and X.pending and files.codec is None:
-        arrays.update(files.csr_entries(stem, X))  # made block by block as they are written
+        # y and the row ids are written on a thread of their own while X's blocks are
+        # made and written (made block by block, see FileWriter.csr_entries)
+        with ThreadPoolExecutor(1) as side:
+            written = {
+                name: side.submit(files.array, f"{stem}.{name}", array)
+                for name, array in rest.items()
+            }
+            arrays.update(files.csr_entries(stem, X))
+            arrays.update({name: future.result() for name, future in written.items()})
         entry["nnz"] = int(X.nnz)
-    elif entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
+        return entry
+    if entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
         for part in ("data", "indices", "indptr"):
             arrays[f"X.{part}"] = files.array(f"{stem}.X.{part}", getattr(X, part))
         entry["nnz"] = int(X.nnz)
     else:
         arrays["X"] = files.array(f"{stem}.X", X)
-    if y is not None:
-        arrays["y"] = files.array(f"{stem}.y", y)
-    arrays["row_ids"] = files.array(f"{stem}.row_ids", row_ids)
+    for name, array in rest.items():
+        arrays[name] = files.array(f"{stem}.{name}", array)
     return entry
 
 
