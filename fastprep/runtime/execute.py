@@ -409,7 +409,8 @@ def transform_prepared(
 ) -> Output:
     """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y.
     ``defer_quarantine``: the output is saved next, which builds the quarantine's rows (on
-    the writer's background thread, beside the arrays' writes) instead of the run."""
+    the writer's background thread, beside the arrays' writes) instead of the run, and
+    writes a CSR X's entries block by block as they are made (``X`` is made on access)."""
     choices = _stage_choices(plan, prepared, backend)
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
@@ -425,7 +426,7 @@ def transform_prepared(
                 table.drop(column)  # its last consumer has run
         keep = _quarantine_non_finite(plan, sink, checked, table, quarantine, report)
     with report.stage("emit"):
-        X = sink.finish(keep)
+        X = sink.finish(keep, deferred=defer_quarantine)
         row_ids = table.row_ids if keep is None else table.row_ids[keep]
         if y is not None:
             y = (y if keep is None else y[keep]).astype(np.float32, copy=False)

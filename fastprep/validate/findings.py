@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_na
-from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read
+from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read, take_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,7 +210,7 @@ class Quarantine:
                 return None
         columns: dict[str, pa.ChunkedArray | pa.Array] = {}
         ids, reasons = self.reason_arrays()
-        taken = decoded(source_rows.take(numeric_array(ids - first_row_id, pa.int64())))
+        taken = decoded(take_rows(source_rows, ids - first_row_id))
         columns["row_id"] = numeric_array(ids, pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:
