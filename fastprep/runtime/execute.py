@@ -304,6 +304,26 @@ def prepare(
     return prepared
 
 
+def for_transform(prepared: Prepared) -> Prepared:
+    """Rows read and validated by a fit (``prepare(phase="fit")``), ready to transform as
+    if read and validated again for it: the same table, quarantine and ``y``; the report a
+    transform's validation gives (its findings, not the fit-only warnings; no stage
+    times: nothing was read or validated); no fit target, so a target-fitted step
+    encodes these rows as any rows (a fit_transform's own rows get theirs from its
+    cross-fit). ``prepared`` itself is used up: transforming drops columns from its table."""
+    from fastprep.validate.findings import at_transform
+
+    planner.PATHS.clear()
+    report = prepared.report
+    fresh = Report(
+        source=report.source, backend=report.backend, rows_in=report.rows_in,
+        findings=at_transform(report.findings), notes=list(report.notes),
+        text_encoding={k: dict(v) for k, v in report.text_encoding.items()},
+    )  # fmt: skip
+    prepared.table.fit_target = None
+    return replace(prepared, report=fresh, choices=None, choices_for=None)
+
+
 def needs_target(plan: LogicalPlan) -> bool:
     """Some step is fitted against the target (target encoding)."""
     return any(getattr(s, "needs_target", False) for f in plan.features for s in f.steps)
