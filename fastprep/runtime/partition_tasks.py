@@ -385,8 +385,9 @@ def transform_partition(
             measures = drift.profile_for_drift(prepared.table, profile)
     precision = Precision(dtype_name)
     output = execute.transform_prepared(
-        job.plan, params, prepared, precision.compute_dtype, job.backend
-    )
+        job.plan, params, prepared, precision.compute_dtype, job.backend,
+        defer_quarantine=output_dir is not None,  # the rows built by the shard's writer
+    )  # fmt: skip
     execute.apply_precision(output, precision)
     entry: dict[str, Any] = {
         "index": spec.index,
