@@ -199,8 +199,13 @@ def fit_partials(
     partials: dict[tuple[int, str, int], Any] = {}
     kept: dict[tuple[int, str, int], np.ndarray] = {}
     grouped: dict[int, Any] = {}  # a GroupStats partial serves all its output columns
+    fused = _fused_moments(job, table, learned, targets)
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
+        before = position - 1 if kind == "unfilled" else position
+        if kind in ("moments", "unfilled") and (feature_index, name, before) in fused:
+            partials[(feature_index, name, position)] = fused[(feature_index, name, before)]
+            continue
         if kind == "groups":
             if feature_index not in grouped:
                 grouped[feature_index] = group_stats.partial_of(
@@ -261,6 +266,34 @@ def fit_partials(
         size = kept_values.size_of((table, prepared.raw, prepared.quarantine, prepared.y))
         out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
     return out
+
+
+def _fused_moments(
+    job: Job, table: Any, learned: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[Target],
+) -> dict[tuple[int, str, int], Any]:  # fmt: skip
+    """The moments targets' partials by the Numba backend's fused fit kernels (one pass
+    over the partition's columns for all of them, the steps before each applied in the
+    kernel: what one process's fit runs), when the job runs on Numba: asked for, or
+    ``"auto"`` with a job whose rows repay Numba (imported for it). Keyed by the value
+    measured: (feature, input, the step it is the input of). Empty otherwise: the
+    reference computes them."""
+    from fastprep.planning import planner
+
+    if not (job.backend == "numba" or (job.backend == "auto" and job.rows
+                                       and planner.numba_imported()
+                                       and planner.job_imports_numba(job.rows))):  # fmt: skip
+        return {}
+    wanted = []
+    for f, name, position, kind, _ in targets:
+        feature = job.plan.features[f]
+        if kind in ("moments", "unfilled") and _keepable(feature) and not is_tags(feature, table):
+            wanted.append((f, name, position - 1 if kind == "unfilled" else position))
+    if not wanted:
+        return {}
+    from fastprep.backends.numba.backend import chain_moments
+
+    return chain_moments(job.plan, table, learned, wanted)
 
 
 def _held_partition(key: str, spec: PartitionSpec, take: bool) -> execute.Prepared | None:

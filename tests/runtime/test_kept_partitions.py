@@ -119,3 +119,25 @@ def test_partition_store_keeps_its_fit_and_makes_room_from_others(monkeypatch):
     assert kept_values.take_partition("b1") == {} and kept_values.take_partition("b1") is None
     assert kept_values.drop_partitions(["b2", "b3", "absent"]) == 2
     assert kept_values.partition_bytes() == 0
+
+
+def test_numba_fit_partials_equal_the_references(source):
+    """A partition's moments by the fused Numba fit kernels (the in-process fit's) are
+    the reference's, bit for bit: the merged state cannot depend on the backend."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    spec = plan_partitions(source, 5_000)[2]
+    results = {}
+    for backend in ("numba", "pandas"):
+        job = Job(pipeline.optimized, pipeline._fit_schema(), backend)
+        seen = []
+
+        def run_pass(learned, targets, stage, job=job, seen=seen):
+            seen.append(fit_partials(job, spec, learned, targets))
+            return seen[-1:]
+
+        fit_levels(job.plan, str(source), run_pass, spec.n_rows)
+        results[backend] = seen
+    for numba_pass, reference_pass in zip(results["numba"], results["pandas"]):
+        assert numba_pass["partials"].keys() == reference_pass["partials"].keys()
+        for key, part in reference_pass["partials"].items():
+            assert repr(numba_pass["partials"][key]) == repr(part), key
