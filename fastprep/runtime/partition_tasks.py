@@ -32,7 +32,7 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
-from fastprep.runtime import execute, kept_values, shards
+from fastprep.runtime import execute, kept_values, memory, shards
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def load_prepared(
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
     numba_for_the_job(job.rows)
+    memory.settle_heap()
     columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
@@ -404,6 +405,7 @@ def transform_partition(
     from it, not read and validated again (the result's ``"reused"``)."""
     import scipy.sparse as sp
 
+    memory.settle_heap()
     held = None if reuse is None else _held_partition(reuse, spec, take=True)
     if held is not None:
         prepared, retries = execute.for_transform(held), 0
