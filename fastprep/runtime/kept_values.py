@@ -38,11 +38,13 @@ import numpy as np
 #: overrides): 8 bytes per row and order statistic, so 256 MiB is 32M values per worker
 KEPT_BYTES = int(os.environ.get("FASTPREP_KEPT_BYTES", 256 * 2**20))
 #: bytes of whole validated partitions one process keeps for the transform
-#: (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps none). Why 192 MiB: a worker of
-#: the flights job at 3.4M rows on 2 workers holds ~170 MiB of partitions; the cap keeps a
-#: bigger job's worker within ~5% of that (its peak flat with the data), and is half of
-#: the ~400 MiB a worker process needs anyway (interpreter, Arrow, Numba, one partition)
-PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 192 * 2**20))
+#: (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps none). Why 128 MiB: two
+#: 500,000-row partitions of the flights job (56 MiB each as counted by :func:`size_of`,
+#: ~65 MiB of resident memory), so a 2-worker job at 3.4M rows and one at 10M keep the
+#: same per worker and its peak stays flat with the data (measured per-worker peaks,
+#: 2-worker LocalCluster: 586 -> 631 MiB from 3.4M to 10M rows with two kept, 649 -> 738
+#: with three, 477 -> 490 with none: with more kept, a longer job's fragmented heap adds)
+PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 128 * 2**20))
 
 
 class _Store:
@@ -155,32 +157,60 @@ def clear() -> int:
     return _INPUTS.clear() + _PARTITIONS.clear()
 
 
-def size_of(value: Any, seen: set[int] | None = None) -> int:
+def size_of(value: Any) -> int:
     """Bytes of the arrays reachable from ``value`` (numpy arrays, Arrow tables and
     arrays, through dicts, lists and objects' attributes), each buffer once: a numpy view
-    counts its owning array once; a view of an Arrow buffer counts nothing (an Arrow table
-    counts its own buffers where it is reached)."""
-    seen = set() if seen is None else seen
-    if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float)):
-        return 0
-    seen.add(id(value))
-    if isinstance(value, np.ndarray):  # its memory's owner, counted once
+    counts its owning array once; an array over an Arrow buffer counts unless that buffer
+    belongs to an Arrow table or array reached earlier (list those first: the numeric
+    columns validated from a table as read are views of its buffers, the text columns'
+    codes are not)."""
+    return _Sizer().size(value)
+
+
+class _Sizer:
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.spans: list[tuple[int, int]] = []  # Arrow buffers counted: (address, end)
+
+    def size(self, value: Any) -> int:
+        if id(value) in self.seen or value is None or isinstance(value, (str, bytes, int, float)):
+            return 0
+        self.seen.add(id(value))
+        if isinstance(value, np.ndarray):
+            return self._array(value)
+        if type(value).__module__.startswith("pyarrow"):
+            return self._arrow(value)
+        if isinstance(value, dict):
+            return sum(self.size(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return sum(self.size(v) for v in value)
+        fields = getattr(value, "__dict__", None)
+        if fields is None:
+            slots = getattr(type(value), "__slots__", ())
+            fields = {s: getattr(value, s, None) for s in slots}
+        return sum(self.size(v) for v in fields.values())
+
+    def _array(self, value: np.ndarray) -> int:
         owner = value
         while isinstance(owner.base, np.ndarray):
             owner = owner.base
-        if owner.base is not None or (owner is not value and id(owner) in seen):
-            return 0  # over another's buffer (an Arrow column's: counted with its table)
-        seen.add(id(owner))
+        if owner is not value and id(owner) in self.seen:
+            return 0
+        self.seen.add(id(owner))
+        if owner.base is None:
+            return int(owner.nbytes)
+        address = owner.__array_interface__["data"][0]
+        if any(lo <= address < hi for lo, hi in self.spans):
+            return 0  # a view of a counted Arrow buffer
+        self.spans.append((address, address + int(owner.nbytes)))
         return int(owner.nbytes)
-    nbytes_of = getattr(value, "nbytes", None)
-    if type(value).__module__.startswith("pyarrow") and isinstance(nbytes_of, int):
-        return nbytes_of
-    if isinstance(value, dict):
-        return sum(size_of(v, seen) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(size_of(v, seen) for v in value)
-    fields = getattr(value, "__dict__", None)
-    if fields is None:
-        slots = getattr(type(value), "__slots__", ())
-        fields = {s: getattr(value, s, None) for s in slots}
-    return sum(size_of(v, seen) for v in fields.values())
+
+    def _arrow(self, value: Any) -> int:
+        chunks = getattr(value, "columns", None) or [value]
+        for column in chunks:
+            for chunk in getattr(column, "chunks", [column]):
+                for buffer in chunk.buffers() if hasattr(chunk, "buffers") else ():
+                    if buffer is not None:
+                        self.spans.append((buffer.address, buffer.address + buffer.size))
+        nbytes = getattr(value, "nbytes", 0)
+        return nbytes if isinstance(nbytes, int) else 0

@@ -264,7 +264,7 @@ def fit_partials(
     elif whole is not None and keep_as is not None:
         table.forget_selected()
         entry = {"prepared": prepared, "spec": spec, "file": file_identity(spec)}
-        size = kept_values.size_of((table, prepared.raw, prepared.quarantine, prepared.y))
+        size = kept_values.size_of((prepared.raw, table, prepared.quarantine, prepared.y))
         out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
     return out
 
