@@ -290,7 +290,7 @@ def _fused_moments(
         feature = job.plan.features[f]
         if kind in ("moments", "unfilled") and _keepable(feature) and not is_tags(feature, table):
             wanted.append((f, name, position - 1 if kind == "unfilled" else position))
-    if not wanted:
+    if not wanted or not table.n_rows:  # no rows: the reference's empty moments
         return {}
     from fastprep.backends.numba.backend import chain_moments
 
