@@ -75,3 +75,17 @@ def test_worker_killed_between_fit_and_transform(flights_row_groups, cluster, cl
     _same(out, single)
     taken, tasks = _taken(out.report)
     assert tasks == 4 and taken <= 3  # the lost worker's partitions were read
+
+
+def test_numba_job_on_the_cluster_equals_one_process(flights_row_groups, client):
+    """Tasks of a Numba job take their moments from the fused fit kernels: the fitted
+    state and the output are one process's."""
+    from test_cluster_runs import assert_same_params
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    single = pipeline.fit(flights_row_groups, backend="numba")
+    fitted = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS,
+                          backend="numba")  # fmt: skip
+    assert_same_params(single.params, fitted.params)
+    out = fitted.transform(flights_row_groups, client=client, rows_per_partition=ROWS)
+    _same(out, single.transform(flights_row_groups))
