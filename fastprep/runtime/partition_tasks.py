@@ -276,14 +276,14 @@ def _fused_moments(
     """The moments targets' partials by the Numba backend's fused fit kernels (one pass
     over the partition's columns for all of them, the steps before each applied in the
     kernel: what one process's fit runs), when the job runs on Numba: asked for, or
-    ``"auto"`` with a job whose rows repay Numba (imported for it). Keyed by the value
+    ``"auto"`` with a job whose rows repay Numba (not a small job in a worker that
+    imported Numba for an earlier one). Keyed by the value
     measured: (feature, input, the step it is the input of). Empty otherwise: the
     reference computes them."""
     from fastprep.planning import planner
 
-    if not (job.backend == "numba" or (job.backend == "auto" and job.rows
-                                       and planner.numba_imported()
-                                       and planner.job_imports_numba(job.rows))):  # fmt: skip
+    auto = job.backend == "auto" and planner.numba_imported() and planner.repays_numba(job.rows)
+    if not (job.backend == "numba" or auto):
         return {}
     wanted = []
     for f, name, position, kind, _ in targets:
