@@ -341,7 +341,7 @@ def transform(
         entries = {r["entry"]["index"]: r["entry"] for r in results} | done
         notes = _job_notes(results, reruns, len(done))
         taken = sum(bool(r.get("reused")) for r in results)
-        if held is not None:
+        if held is not None and results:
             notes.append(f"{taken} of {len(results)} partition(s) transformed from the rows "
                          "their worker kept from the fit (not read or validated again)")  # fmt: skip
         if output_dir is not None:
