@@ -656,8 +656,12 @@ def numba_imported() -> bool:
 
 def job_imports_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
     """Whether a job over ``n_rows`` rows repays importing Numba (already imported: yes)."""
-    if numba_imported():
-        return True
+    return numba_imported() or repays_numba(n_rows, profile)
+
+
+def repays_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
+    """Whether a job over ``n_rows`` rows saves more on Numba's kernels than importing
+    Numba costs (whether or not this process has imported it already)."""
     profile = profile or load_profile()
     return n_rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
 

@@ -150,19 +150,22 @@ class Output:
         one ``manifest.json``: a killed write leaves the folder's earlier output intact.
         ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
         returns name -> path."""
-        rows = self.quarantine_rows
-        if isinstance(rows, _ArrowQuarantine):  # written as Arrow: no pandas needed
-            quarantine: Any = rows.table
-        elif isinstance(rows, _DeferredQuarantine):
-            # not built yet: the writer builds it, beside the arrays' writes
-            quarantine = rows.rows_to_write
-        else:
-            quarantine = rows
         return write_output(
             folder, self.matrix, self.y, self.feature_names, self.report.to_dict(),
-            quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
-            pipeline=pipeline,
+            self.quarantine_to_write(), self.row_ids, out_dtype=self.out_dtype,
+            compress=compress, pipeline=pipeline,
         )  # fmt: skip
+
+    def quarantine_to_write(self) -> Any:
+        """The rejected rows as the output format's writer takes them: an Arrow table for
+        a file source (written without pandas), a function building them (the writer calls
+        it on its background thread, beside the arrays' writes), or the frame."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _ArrowQuarantine):
+            return rows.table
+        if isinstance(rows, _DeferredQuarantine):
+            return rows.rows_to_write
+        return rows
 
     def save_shards(self, folder: str | os.PathLike[str]) -> str:
         """The same folder as :meth:`save` (kept for callers of the shard API); returns
@@ -302,6 +305,26 @@ def prepare(
         if phase == "fit" and needs_target(plan):
             prepared.table.fit_target = fit_target(plan, schema, prepared.table)
     return prepared
+
+
+def for_transform(prepared: Prepared) -> Prepared:
+    """Rows read and validated by a fit (``prepare(phase="fit")``), ready to transform as
+    if read and validated again for it: the same table, quarantine and ``y``; the report a
+    transform's validation gives (its findings, not the fit-only warnings; no stage
+    times: nothing was read or validated); no fit target, so a target-fitted step
+    encodes these rows as any rows (a fit_transform's own rows get theirs from its
+    cross-fit). ``prepared`` itself is used up: transforming drops columns from its table."""
+    from fastprep.validate.findings import at_transform
+
+    planner.PATHS.clear()
+    report = prepared.report
+    fresh = Report(
+        source=report.source, backend=report.backend, rows_in=report.rows_in,
+        findings=at_transform(report.findings), notes=list(report.notes),
+        text_encoding={k: dict(v) for k, v in report.text_encoding.items()},
+    )  # fmt: skip
+    prepared.table.fit_target = None
+    return replace(prepared, report=fresh, choices=None, choices_for=None)
 
 
 def needs_target(plan: LogicalPlan) -> bool:

@@ -124,7 +124,7 @@ def fit(
     job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
     shared = _shared(client, job)
-    kept = Kept(secrets.token_hex(8), later_chains(plan))
+    kept = Kept(secrets.token_hex(8), later_chains(plan), whole=_keeps_partitions())
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
@@ -132,8 +132,11 @@ def fit(
 
     try:
         params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
-    finally:
-        kept.drop(client, specs)
+    except BaseException:
+        kept.drop(client, specs, partitions=True)
+        raise
+    kept.drop(client, specs)
+    _hold(client, kept, specs, _held_key(plan, params, source))
     if kept.passes:
         report.notes.append(
             f"passes after the first: {kept.reused} of {kept.passes} partition task(s) took "
@@ -153,20 +156,67 @@ class Kept:
     holders: dict[int, list[str]] = field(default_factory=dict)
     passes: int = 0  # partition tasks of the passes after the first
     reused: int = 0  # of which took kept values
+    #: the first pass also keeps each whole validated partition for the transform
+    #: (``fit_partials(whole=)``); ``partitions``: partition -> the workers holding it
+    whole: bool = False
+    partitions: dict[int, list[str]] = field(default_factory=dict)
 
     def key(self, spec: PartitionSpec) -> str:
         return f"{self.token}-{spec.index}"
 
-    def drop(self, client: Client, specs: list[PartitionSpec]) -> None:
-        """Let the values go on every worker (a fit that ended, or failed: a task that kept
-        values before the failure is not in ``holders``)."""
+    def drop(self, client: Client, specs: list[PartitionSpec], partitions: bool = False) -> None:
+        """Let the input values go on every worker (a fit that ended, or failed: a task
+        that kept values before the failure is not in ``holders``); ``partitions``: the
+        whole partitions too (a failed fit, or a transform that ended)."""
         from fastprep.runtime import kept_values
 
-        if self.inputs:
-            keys = [self.key(spec) for spec in specs]
-            with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+        keys = [self.key(spec) for spec in specs]
+        with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+            if self.inputs:
                 client.run(kept_values.drop, keys, on_error="ignore")
+            if partitions and self.whole:
+                client.run(kept_values.drop_partitions, keys, on_error="ignore")
         self.holders.clear()
+        if partitions:
+            self.partitions.clear()
+
+
+#: per scheduler, the partitions the last fit kept on its workers for its transform:
+#: (what they were kept for, the fit's :class:`Kept`, its partitions)
+_HELD: dict[str, tuple[str, Kept, list[PartitionSpec]]] = {}
+
+
+def _keeps_partitions() -> bool:
+    """Whether a fit keeps whole partitions for its transform (a cap of 0 on the client's
+    side says no; the workers apply their own)."""
+    from fastprep.runtime import kept_values
+
+    return kept_values.PARTITION_BYTES > 0
+
+
+def _held_key(plan: LogicalPlan, params: Any, source: Source) -> str:
+    """The transform the partitions were kept for: this fitted state over this source."""
+    return _token((plan.to_dict(), encode_floats(params), str(source)))
+
+
+def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> None:
+    """Remember where the fit's partitions are for its transform; an earlier fit's that
+    no transform took are let go (one fit's per cluster)."""
+    address = client.scheduler.address
+    earlier = _HELD.pop(address, None)
+    if earlier is not None:
+        earlier[1].drop(client, earlier[2], partitions=True)
+    if kept.partitions:
+        _HELD[address] = (key, kept, specs)
+
+
+def _take_held(client: Client, key: str) -> Kept | None:
+    """The fit's kept partitions when this transform is the one they were kept for."""
+    held = _HELD.get(client.scheduler.address)
+    if held is None or held[0] != key:
+        return None
+    del _HELD[client.scheduler.address]
+    return held[1]
 
 
 def _fit_pass(
@@ -184,8 +234,10 @@ def _fit_pass(
     for spec, part in zip(specs, frames):
         key = f"fastprep-fit-{token}-{_token(spec)}"
         options: dict[str, Any] = {}
-        if kept.inputs and part is None:  # a dask DataFrame's partition: nothing to keep
+        if (kept.inputs or kept.whole) and part is None:  # a dask DataFrame's: not kept
             options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            if kept.whole:
+                options["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
             # cluster's memory, would be returned without running (and keeping) anything
             key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
@@ -204,13 +256,16 @@ def _fit_pass(
     if kept.holders:
         kept.passes += len(results)
         kept.reused += sum(bool(r.get("reused")) for r in results)
+    whole = {s.index for s, r in zip(specs, results) if r.pop("whole", False)}
     held = [(s, f) for s, f, r in zip(specs, futures, results)
-            if r.pop("kept", False) or r.get("reused")]  # fmt: skip
+            if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
     if held:
         who = client.who_has([f for _, f in held])
         for spec, future in held:
             if who.get(future.key):
                 kept.holders[spec.index] = list(who[future.key])
+                if spec.index in whole:
+                    kept.partitions[spec.index] = list(who[future.key])
     return results
 
 
@@ -247,12 +302,14 @@ def transform(
     # the client claims the folder for the whole job: its tasks' files are never taken
     # for a killed writer's leftovers by another writer's publish
     claim = Writing(Path(output_dir)) if output_dir is not None else None
+    held: Kept | None = None
     try:
         done: dict[int, dict[str, Any]] = {}
         if output_dir is not None:
             done = shards.completed(Path(output_dir), specs, fingerprint)
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
         todo = [s for s in specs if s.index not in done]
+        held = _take_held(client, _held_key(plan, params, source))
         shared = _shared(client, job) if todo else job
         # the per-fold encodings once to every worker; each task gets its rows' folds
         tables = None
@@ -275,6 +332,7 @@ def transform(
                 folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
                 priority=largest_first(spec),
+                **_kept_for(held, spec),
             )
             for spec in todo
         ]
@@ -282,14 +340,29 @@ def transform(
         reruns = _reruns(client, futures, started)
         entries = {r["entry"]["index"]: r["entry"] for r in results} | done
         notes = _job_notes(results, reruns, len(done))
+        taken = sum(bool(r.get("reused")) for r in results)
+        if held is not None and results:
+            notes.append(f"{taken} of {len(results)} partition(s) transformed from the rows "
+                         "their worker kept from the fit (not read or validated again)")  # fmt: skip
         if output_dir is not None:
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
                                          pipeline=pipeline, writing=claim)  # fmt: skip
         return _gather(results, names, notes, str(source))
     finally:
+        if held is not None:  # those no task took (a task run elsewhere, a skipped one)
+            held.drop(client, specs, partitions=True)
         if claim is not None:
             claim.release()
+
+
+def _kept_for(held: Kept | None, spec: PartitionSpec) -> dict[str, Any]:
+    """A transform task's options when the fit kept its partition on a worker: the key to
+    take it by, and that worker (another may still run it: it then reads the partition)."""
+    if held is None or spec.index not in held.partitions:
+        return {}
+    return {"reuse": held.key(spec), "workers": held.partitions[spec.index],
+            "allow_other_workers": True}  # fmt: skip
 
 
 def _shared(client: Client, job: Job) -> Any:
