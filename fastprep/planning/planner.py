@@ -115,11 +115,15 @@ class CostProfile:
 
 
 def dask_pass_seconds(profile: CostProfile, rows: int, tasks: int, workers: int) -> float:
-    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks on ``workers``
-    single-threaded workers: the tasks' fixed and per-row costs shared by the workers that
-    have a task, the scheduler's per-task cost not (it is one process)."""
-    parallel = max(1, min(workers, tasks))
-    return (tasks * profile.dask_task_seconds + rows * profile.dask_row_seconds) / parallel + (
+    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks of equal
+    rows on ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
+    workers)`` of them, each its fixed cost and its rows (7 tasks on 2 workers take 4
+    rounds, the last with one worker idle), and the scheduler's per-task cost is not
+    shared (it is one process)."""
+    if tasks <= 0:
+        return 0.0
+    rounds = -(-tasks // max(1, workers))
+    return rounds * (profile.dask_task_seconds + rows / tasks * profile.dask_row_seconds) + (
         tasks * profile.dask_scheduler_task_seconds
     )
 

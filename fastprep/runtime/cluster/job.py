@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import json
 import secrets
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +57,8 @@ def partitions_for(
     client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
     retry: RetryPolicy, progress: Progress | None = None,
 ) -> list[PartitionSpec]:  # fmt: skip
-    """The source's partitions with every row offset known (CSV files counted on workers)."""
+    """The source's partitions with every row offset known (CSV files counted on workers),
+    balanced over the cluster's worker threads (:func:`fastprep.data.partitions.balanced_count`)."""
     if is_dask_frame(source):
         lengths = [int(n) for n in source.map_partitions(len).compute()]
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
@@ -73,7 +73,7 @@ def partitions_for(
             "path or glob (e.g. df.to_parquet('data.parquet', row_group_size=...)), not an "
             f"in-memory {type(source).__name__}"
         )
-    specs = plan_partitions(source, rows_per_partition)
+    specs = plan_partitions(source, rows_per_partition, worker_threads(client))
     if all(s.row_offset is not None and s.n_rows is not None for s in specs):
         return specs
     futures = [
@@ -83,6 +83,12 @@ def partitions_for(
     sizes = _results(client, futures, specs, "count rows", progress)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
+
+
+def worker_threads(client: Client) -> int:
+    """The threads a pass's tasks run on at once (at least 1: a cluster whose workers have
+    not joined yet gets partitions as for one)."""
+    return max(1, sum(client.nthreads().values()))
 
 
 def largest_first(spec: PartitionSpec) -> int:
@@ -259,7 +265,6 @@ def transform(
         if cross_fit is not None and todo:
             # in a list: one future of a fresh key (a dict's keys would name the futures)
             [tables] = client.scatter([cross_fit.tables], broadcast=True, hash=False)
-        started = client.run_on_scheduler(_scheduler_time)
         where = _token([output_dir, codec])
         futures = [
             client.submit(
@@ -279,7 +284,7 @@ def transform(
             for spec in todo
         ]
         results = _results(client, futures, todo, "transform", bars, total=len(specs))
-        reruns = _reruns(client, futures, started)
+        reruns = _reruns(client, futures)
         entries = {r["entry"]["index"]: r["entry"] for r in results} | done
         notes = _job_notes(results, reruns, len(done))
         if output_dir is not None:
@@ -377,29 +382,35 @@ def _wait(
     return client.gather(futures)
 
 
-def _processing_counts(dask_scheduler: Any, keys: list[str], since: float) -> dict[str, int]:
-    """On the scheduler: how many times each task was sent to a worker since ``since``
-    (transition log entries: key, start, finish, recommendations, stimulus, time)."""
+def _processing_counts(dask_scheduler: Any, keys: list[str]) -> dict[str, int]:
+    """On the scheduler: how many times each task was sent to a worker since the client
+    last submitted it (transition log entries: key, start, finish, recommendations,
+    stimulus, time; a submission is ``released -> waiting`` by an ``update-graph``
+    stimulus, a re-run after a lost worker the same transition by another). Counted from
+    the log rather than from a time taken on the scheduler before the job: that was one
+    more round trip to the scheduler per job, and the client's clock is not the
+    scheduler's."""
     out = {}
     for key in keys:
-        out[key] = sum(
-            1
-            for event in dask_scheduler.story(key)
-            if event[0] == key and event[2] == "processing" and event[-1] >= since
-        )
+        runs = 0
+        for event in dask_scheduler.story(key):
+            if event[0] != key:
+                continue
+            if event[1:3] == ("released", "waiting") and str(event[4]).startswith("update-graph"):
+                runs = 0
+            elif event[2] == "processing":
+                runs += 1
+        out[key] = runs
     return out
 
 
-def _scheduler_time(dask_scheduler: Any) -> float:
-    return time.time()
-
-
-def _reruns(client: Client, futures: list[Future], since: float) -> dict[str, int]:
-    """Tasks that ran more than once (a worker died holding or running them)."""
+def _reruns(client: Client, futures: list[Future]) -> dict[str, int]:
+    """Tasks that ran more than once (a worker died holding or running them): one round
+    trip to the scheduler, after the tasks."""
     if not futures:
         return {}
     keys = [f.key for f in futures]
-    counts = client.run_on_scheduler(_processing_counts, keys=keys, since=since)
+    counts = client.run_on_scheduler(_processing_counts, keys=keys)
     return {k: n - 1 for k, n in counts.items() if n > 1}
 
 
