@@ -145,8 +145,11 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
     manifest = fitted.transform(path, client=client, output_dir=out,
                                 rows_per_partition=partition, progress=passes)  # fmt: skip
     seconds = time.perf_counter() - started
+    spans = passes.seconds()
     return {"seconds": seconds, "fit_seconds": fit_seconds, "rows": manifest.report.rows_in,
-            "shards": len(manifest.partitions), "pass_seconds": passes.seconds(),
+            "shards": len(manifest.partitions), "pass_seconds": spans,
+            # the client's own time: planning, submitting, merging, the manifest
+            "outside_passes_seconds": seconds - sum(spans.values()),
             "since": since, "spans": passes.spans}  # fmt: skip
 
 
@@ -247,6 +250,27 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _busy(run: dict[str, Any], stage: str, workers: int) -> float:
+    """The share of the workers' time in a pass spent computing its tasks (1.0: none idle)."""
+    wall = run["pass_seconds"].get(stage, 0.0)
+    compute = run.get("per_pass", {}).get(stage, {}).get("compute_seconds", 0.0)
+    return compute / (wall * workers) if wall > 0 else float("nan")
+
+
+def fixed_cost(bench: Bench, config: str, work: Path, repeat: int = 5) -> float:
+    """Median wall of the whole job (fit + shards) on the 20,000-row sample in 2 partitions:
+    what a job costs on a running cluster besides its rows."""
+    tiny = work / "sample-2-row-groups.parquet"
+    if not tiny.exists():
+        pq.write_table(pq.read_table(SAMPLE), tiny, row_group_size=10_000)
+    walls = []
+    for r in range(repeat):
+        out = work / f"fixed-{config}-{r}"
+        walls.append(bench.run(config, tiny, 10_000, out)["seconds"])
+        shutil.rmtree(out, ignore_errors=True)
+    return _median(walls)
+
+
 def summarize(point: dict[str, Any]) -> list[str]:
     """One line per configuration of one (rows, partition) point."""
     rows = point["rows"]
@@ -283,9 +307,13 @@ def summarize(point: dict[str, Any]) -> list[str]:
             )
         if "pass_seconds" in runs[0]:
             stages = runs[0]["pass_seconds"]
-            passes = ", ".join(f"{s} {_median([r['pass_seconds'].get(s, 0) for r in runs]):.2f} s"
-                               for s in stages)  # fmt: skip
-            text += f"\n           passes: {passes}"
+            passes = ", ".join(
+                f"{s} {_median([r['pass_seconds'].get(s, 0) for r in runs]):.2f} s"
+                f" ({_median([_busy(r, s, workers) for r in runs]):.0%} busy)"
+                for s in stages
+            )  # fmt: skip
+            outside = _median([r.get("outside_passes_seconds", 0) for r in runs])
+            text += f"\n           passes: {passes}; outside the passes {outside:.3f} s"
         lines.append(text)
     return lines
 
@@ -335,6 +363,9 @@ def measure(bench: Bench, rows: int, partition: int, args: argparse.Namespace,
         started = time.perf_counter()
         bench.run(config, SAMPLE, partition, work / f"warm-{config}")
         bench.startup.setdefault(f"{config} first job (20,000 rows)", time.perf_counter() - started)
+        if config in ("1w", "2w"):
+            bench.startup.setdefault(f"{config} warm job on 2 x 10,000 rows (median of 5)",
+                                     fixed_cost(bench, config, work))  # fmt: skip
     check: dict[str, dict[str, Any]] = {}
     reference = None
     for config in ["single"] + [c for c in args.configs if c != "single"]:

@@ -363,11 +363,18 @@ def _wait(
     tracker: Any,
 ) -> list[Any]:  # fmt: skip
     by_key = {f.key: s for f, s in zip(futures, specs)}
-    for future in as_completed(futures):
-        if future.status != "error":
+    results: dict[Any, Any] = {}
+    # each result fetched as its task ends, while the others run: when the last one ends
+    # only its own is still to fetch before the client merges and submits the next pass
+    for future, result in as_completed(futures, with_results=True, raise_errors=False):
+        if future.status == "finished":
+            results[future.key] = result
             tracker.tick()
             continue
         spec = by_key[future.key]
+        if future.status != "error":  # cancelled from outside the job
+            client.cancel(futures)
+            raise JobError(f"{stage}: {spec.describe()} was cancelled ({future.status})")
         exc = future.exception()
         client.cancel(futures)
         if isinstance(exc, KilledWorker):
@@ -379,7 +386,7 @@ def _wait(
         if isinstance(exc, FastprepError):
             raise exc
         raise JobError(f"{stage}: {spec.describe()} failed: {type(exc).__name__}: {exc}") from exc
-    return client.gather(futures)
+    return [results[f.key] for f in futures]
 
 
 def _processing_counts(dask_scheduler: Any, keys: list[str]) -> dict[str, int]:
