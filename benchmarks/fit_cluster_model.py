@@ -39,6 +39,8 @@ WORKERS = {"1w": 1, "2w": 2}
 MARGINAL_GAIN = 0.10
 
 
+#: the rows of the bench's warm tiny job (the 20,000-row sample in 2 partitions)
+FIXED_ROWS = 20_000
 #: a pass whose tasks computed for less than this fraction of the first pass's read no rows
 #: (it ran from the values kept on the workers: milliseconds per task, not a read)
 LIGHT_PASS = 0.10
@@ -58,10 +60,17 @@ def _reading(run: dict[str, Any]) -> int:
 
 
 def observations(files: list[Path]) -> list[dict[str, Any]]:
-    """One record per cluster run of fastprep: rows, tasks per pass, workers, passes, wall."""
+    """One record per cluster run of fastprep: rows, tasks per pass, workers, passes, wall;
+    and one per warm tiny job (``fixed``: 20,000 rows in 2 partitions, 3 passes of which 2
+    read), which pins the fixed and per-task terms against the big runs' per-row term."""
     out = []
     for file in files:
-        for point in json.loads(file.read_text())["points"]:
+        data = json.loads(file.read_text())
+        for config, seconds in data.get("fixed", {}).items():
+            out.append({"rows": FIXED_ROWS, "partition": FIXED_ROWS // 2, "config": config,
+                        "workers": WORKERS[config], "passes": 3, "reading": 2, "tasks": 2,
+                        "seconds": seconds})  # fmt: skip
+        for point in data["points"]:
             for config, runs in point["runs"].items():
                 if config not in WORKERS:
                     continue

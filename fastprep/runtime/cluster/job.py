@@ -98,6 +98,13 @@ def largest_first(spec: PartitionSpec) -> int:
     return int(spec.n_rows or 0)
 
 
+def submission_order(specs: list[PartitionSpec]) -> list[int]:
+    """Positions of ``specs`` largest first: the scheduler sends the first tasks it gets to
+    the idle workers before it has the others to order by priority, so the submission
+    order itself is largest first (:func:`largest_first`)."""
+    return sorted(range(len(specs)), key=lambda i: -largest_first(specs[i]))
+
+
 def is_dask_frame(source: Any) -> bool:
     return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
 
@@ -187,7 +194,8 @@ def _fit_pass(
     kept = kept or Kept("", ())
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     futures = []
-    for spec, part in zip(specs, frames):
+    order = submission_order(specs)
+    for spec, part in ((specs[i], frames[i]) for i in order):
         key = f"fastprep-fit-{token}-{_token(spec)}"
         options: dict[str, Any] = {}
         if kept.inputs and part is None:  # a dask DataFrame's partition: nothing to keep
@@ -206,6 +214,7 @@ def _fit_pass(
             fit_partials, job if shared is None else shared, spec, learned, targets, part,
             **options, key=key, **where, priority=largest_first(spec),
         ))  # fmt: skip
+    futures = [f for _, f in sorted(zip(order, futures), key=lambda p: p[0])]
     results = _results(client, futures, specs, stage, progress)
     if kept.holders:
         kept.passes += len(results)
@@ -258,7 +267,7 @@ def transform(
         if output_dir is not None:
             done = shards.completed(Path(output_dir), specs, fingerprint)
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
-        todo = [s for s in specs if s.index not in done]
+        todo = [specs[i] for i in submission_order(specs) if specs[i].index not in done]
         shared = _shared(client, job) if todo else job
         # the per-fold encodings once to every worker; each task gets its rows' folds
         tables = None
