@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep.api.schema import Schema
 from fastprep.data.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
-from fastprep.data.sources import Source, is_path
+from fastprep.data.sources import Source, is_path, resolve_files
 from fastprep.emit import make_layout
 from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
@@ -55,10 +56,12 @@ if TYPE_CHECKING:
 
 def partitions_for(
     client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
-    retry: RetryPolicy, progress: Progress | None = None,
+    retry: RetryPolicy, progress: Progress | None = None, reuse: bool = False,
 ) -> list[PartitionSpec]:  # fmt: skip
     """The source's partitions with every row offset known (CSV files counted on workers),
-    balanced over the cluster's worker threads (:func:`fastprep.data.partitions.balanced_count`)."""
+    balanced over the cluster's worker threads (:func:`fastprep.data.partitions.balanced_count`).
+    ``reuse`` (a transform): the partitions last planned for the same files, unchanged, on
+    this cluster (by its fit), whatever its workers now (see ``_PLANS``)."""
     if is_dask_frame(source):
         lengths = [int(n) for n in source.map_partitions(len).compute()]
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
@@ -73,16 +76,44 @@ def partitions_for(
             "path or glob (e.g. df.to_parquet('data.parquet', row_group_size=...)), not an "
             f"in-memory {type(source).__name__}"
         )
+    address = client.scheduler.address
+    try:
+        signature: Any = (
+            rows_per_partition,
+            tuple(_file_identity(p) for p in resolve_files(source)),
+        )
+    except OSError:  # a file gone: planning says which, as without this memo
+        signature = None
+    planned = _PLANS.get(address)
+    if reuse and signature is not None and planned is not None and planned[0] == signature:
+        return planned[1]
     specs = plan_partitions(source, rows_per_partition, worker_threads(client))
-    if all(s.row_offset is not None and s.n_rows is not None for s in specs):
-        return specs
-    futures = [
-        client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
-        for s in specs
-    ]
-    sizes = _results(client, futures, specs, "count rows", progress)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
-    return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
+    if not all(s.row_offset is not None and s.n_rows is not None for s in specs):
+        futures = [
+            client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
+            for s in specs
+        ]
+        sizes = _results(client, futures, specs, "count rows", progress)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+        specs = [replace(s, n_rows=int(n), row_offset=int(o))
+                 for s, n, o in zip(specs, sizes, offsets)]  # fmt: skip
+    if signature is not None:
+        _PLANS[address] = (signature, specs)
+    return specs
+
+
+#: per scheduler, the last source's partitions and what they were planned from (rows per
+#: partition; each file's path, size and modification time): a transform after its fit
+#: runs the fit's partitions (a fit always plans for the workers it has), so partition ``i`` is the same rows in both, the same
+#: worker's kept data, even when workers joined or left in between (the transform is then
+#: balanced for the fit's workers); footers are not read again, CSV rows not counted again.
+#: Any change to a file plans again.
+_PLANS: dict[str, tuple[Any, list[PartitionSpec]]] = {}
+
+
+def _file_identity(path: str) -> tuple[str, int, int]:
+    stat = os.stat(path)
+    return path, stat.st_size, stat.st_mtime_ns
 
 
 def worker_threads(client: Client) -> int:
@@ -250,7 +281,7 @@ def transform(
     retry = retry or RetryPolicy()
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, retry,
-                                         bars)  # fmt: skip
+                                         bars, reuse=True)  # fmt: skip
     job = Job(plan, schema, backend, retry, sum(s.n_rows or 0 for s in specs))
     fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
     if getattr(schema, "tables", None):  # a refit side table changes the output too

@@ -43,3 +43,24 @@ def test_each_pass_runs_a_multiple_of_the_workers(coarse, client, tmp_path) -> N
     text = pipeline.explain(str(coarse), client=client, rows_per_partition=ROWS)
     assert "8 partition(s) of 20,000 rows (1,500-3,000 rows each" in text
     assert "4 per worker thread, balanced" in text
+
+
+def test_a_transform_runs_its_fits_partitions_when_workers_join(coarse, cluster, client) -> None:
+    """Partition i is the same rows in the fit and its transform (where the fit's worker
+    kept it), even when a worker joined in between; the next fit plans for the three."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    totals: dict[str, int] = {}
+    record = lambda stage, done, total: totals.__setitem__(stage, total)  # noqa: E731
+    fitted = pipeline.fit(coarse, client=client, rows_per_partition=ROWS, progress=record)
+    third = cluster.start_worker()
+    try:
+        cluster.wait_for_workers(3)
+        out = fitted.transform(coarse, client=client, rows_per_partition=ROWS, progress=record)
+        assert totals["transform"] == 8
+        assert_same_matrix(pipeline.fit(coarse).transform(coarse).X, out.X)
+        pipeline.fit(coarse, client=client, rows_per_partition=ROWS, progress=record)
+        assert totals["fit level 0"] == 9  # a multiple of 3 workers
+    finally:
+        third.terminate()
+        third.wait(10)
+        cluster.ensure_two_workers()
