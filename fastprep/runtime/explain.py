@@ -132,7 +132,6 @@ def explain_cluster(
         elif workers > 1:
             size += (f"; {tasks} is no multiple of the {workers} worker threads: the row "
                      "groups are too coarse to cut evenly")  # fmt: skip
-    parallel = min(workers, tasks)
     lines = [
         f"Dask job on {where}, {workers} worker thread(s): {tasks} partition(s) of {rows:,} "
         f"rows ({size}); {len(passes)} pass(es), one task per partition in each",
@@ -146,10 +145,12 @@ def explain_cluster(
         seconds = light if kept and read == later else one
         lines.append(f"├─ {name}: {read}, {tasks} partition(s), predicted {seconds:.2f} s")
         lines += [f"│    {line}" for line in collects]
+    rounds = -(-tasks // max(workers, 1))
     lines.append(
         f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "
-        f"the client + per pass ({tasks} tasks x {profile.dask_task_seconds:.3f} s + {rows:,} "
-        f"rows x {profile.dask_row_seconds:.2e} s) / {parallel} + {tasks} tasks x "
+        f"the client + per pass {rounds} round(s) of the busiest worker x "
+        f"({profile.dask_task_seconds:.3f} s + {rows // max(tasks, 1):,} rows x "
+        f"{profile.dask_row_seconds:.2e} s) + {tasks} tasks x "
         f"{profile.dask_scheduler_task_seconds:.4f} s on the scheduler ({profile.source} cost "
         "profile; docs/distributed.md)"
     )
