@@ -41,7 +41,8 @@ def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
     )
     # 7 tasks on 2 workers: the busiest runs 4 of them per pass
     assert model.predict(fitted, 3_367_760, 7, 2, 3, 3) == pytest.approx(
-        model.predict(fitted, 3_367_760, 8, 2, 3, 3) - 3 * TRUE["dask_scheduler_task_seconds"]
+        model.predict(fitted, 3_367_760, 8, 2, 3, 3)
+        - 3 * TRUE["dask_scheduler_task_seconds"]
         + 3 * 4 * 3_367_760 * 5e-7 * (1 / 7 - 1 / 8)
     )
     # a worker more stops paying where it gains < 10%, each N with the partitions planned
