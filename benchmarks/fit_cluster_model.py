@@ -59,7 +59,7 @@ def _reading(run: dict[str, Any]) -> int:
     return sum(1 for seconds in per_pass if seconds >= LIGHT_PASS * per_pass[0])
 
 
-def observations(files: list[Path]) -> list[dict[str, Any]]:
+def observations(files: list[Path], fixed_only: bool = False) -> list[dict[str, Any]]:
     """One record per cluster run of fastprep: rows, tasks per pass, workers, passes, wall;
     and one per warm tiny job (``fixed``: 20,000 rows in 2 partitions, 3 passes of which 2
     read), which pins the fixed and per-task terms against the big runs' per-row term."""
@@ -70,7 +70,7 @@ def observations(files: list[Path]) -> list[dict[str, Any]]:
             out.append({"rows": FIXED_ROWS, "partition": FIXED_ROWS // 2, "config": config,
                         "workers": WORKERS[config], "passes": 3, "reading": 2, "tasks": 2,
                         "seconds": seconds})  # fmt: skip
-        for point in data["points"]:
+        for point in [] if fixed_only else data["points"]:
             for config, runs in point["runs"].items():
                 if config not in WORKERS:
                     continue
@@ -144,10 +144,13 @@ def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="files", nargs="+", required=True, type=Path)
+    parser.add_argument("--fixed-from", dest="fixed_files", nargs="*", default=[], type=Path,
+                        help="files whose warm tiny jobs only are fitted (their big runs "
+                             "were taken on a loaded machine)")  # fmt: skip
     parser.add_argument("--partition", type=int, nargs="+", default=[500_000, 1_000_000],
                         help="rows per partition of the scaling predictions")  # fmt: skip
     args = parser.parse_args()
-    obs = observations(args.files)
+    obs = observations(args.files) + observations(args.fixed_files, fixed_only=True)
     if len(obs) < len(NAMES):
         raise SystemExit(f"{len(obs)} cluster runs: the model has {len(NAMES)} constants")
     constants = fit(obs)
