@@ -93,3 +93,20 @@ def test_a_frame_is_sliced_evenly_for_several_workers(flights_sample) -> None:
 def test_no_workers_plans_as_for_one(tmp_path, flights_sample, workers) -> None:
     path = _write(tmp_path / "f.parquet", flights_sample, 1_500)
     assert plan_partitions(path, 3_000, workers=workers) == plan_partitions(path, 3_000)
+
+
+def test_a_datasets_fragments_are_balanced_too(tmp_path, flights_sample) -> None:
+    import pyarrow.dataset as pads
+
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    table = pa.Table.from_pandas(flights_sample, preserve_index=False)
+    for i in range(2):  # 2 files of 13 row groups of 750 rows and one of 250
+        pq.write_table(table.slice(i * 10_000, 10_000), folder / f"part-{i}.parquet",
+                       row_group_size=750)  # fmt: skip
+    dataset = pads.dataset(folder)
+    one, two = plan_partitions(dataset, 3_000), plan_partitions(dataset, 3_000, workers=2)
+    assert len(two) % 2 == 0 and max(_rows(two)) <= 3_000
+    assert busiest_rows(_rows(two), 2) <= busiest_rows(_rows(one), 2)
+    read = [read_partition(spec, ["dep_delay"], frame=dataset) for spec in two]
+    assert pa.concat_tables(read).equals(dataset.to_table(columns=["dep_delay"]))
