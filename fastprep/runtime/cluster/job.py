@@ -104,10 +104,10 @@ def partitions_for(
 
 #: per scheduler, the last source's partitions and what they were planned from (rows per
 #: partition; each file's path, size and modification time): a transform after its fit
-#: runs the fit's partitions (a fit always plans for the workers it has), so partition ``i`` is the same rows in both, the same
-#: worker's kept data, even when workers joined or left in between (the transform is then
-#: balanced for the fit's workers); footers are not read again, CSV rows not counted again.
-#: Any change to a file plans again.
+#: runs the fit's partitions (a fit always plans for the workers it has), so partition
+#: ``i`` is the same rows in both, the same worker's kept data, even when workers joined
+#: or left in between (the transform is then balanced for the fit's workers); footers are
+#: not read again, CSV rows not counted again. Any change to a file plans again.
 _PLANS: dict[str, tuple[Any, list[PartitionSpec]]] = {}
 
 
@@ -443,7 +443,8 @@ def _processing_counts(dask_scheduler: Any, keys: list[str]) -> dict[str, int]:
         for event in dask_scheduler.story(key):
             if event[0] != key:
                 continue
-            if event[1:3] == ("released", "waiting") and str(event[4]).startswith("update-graph"):
+            submitted = str(event[4]).startswith("update-graph")
+            if tuple(event[1:3]) == ("released", "waiting") and submitted:
                 runs = 0
             elif event[2] == "processing":
                 runs += 1
