@@ -27,8 +27,11 @@ worker time per task (``(wall × workers − Σ compute) / tasks``: scheduling, 
 the client's merge between passes, idle workers), the bytes the tasks' results held (what
 the client gathers) and the bytes workers served (``transfer_outgoing_bytes_total``), and
 each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
-``/proc/self/clear_refs``). ``--json`` writes every run; ``benchmarks/fit_cluster_model.py``
-fits the cost model of ``docs/distributed.md`` to it.
+``/proc/self/clear_refs``); per pass, the share of the workers' time spent computing its
+tasks ("busy": an idle last round shows there), and the client's time outside the passes.
+Before each point's runs, a warm job on the 20,000-row sample in 2 partitions (median of 5)
+measures what a job costs on a running cluster besides its rows. ``--json`` writes every
+run; ``benchmarks/fit_cluster_model.py`` fits the cost model of ``docs/distributed.md`` to it.
 """
 
 from __future__ import annotations
