@@ -29,7 +29,7 @@ the client gathers) and the bytes workers served (``transfer_outgoing_bytes_tota
 each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
 ``/proc/self/clear_refs``); per pass, the share of the workers' time spent computing its
 tasks ("busy": an idle last round shows there), and the client's time outside the passes.
-Before each point's runs, a warm job on the 20,000-row sample in 2 partitions (median of 5)
+Once per cluster, after its warm-up, a job on the 20,000-row sample in 2 partitions (median of 5)
 measures what a job costs on a running cluster besides its rows. ``--json`` writes every
 run; ``benchmarks/fit_cluster_model.py`` fits the cost model of ``docs/distributed.md`` to it.
 """
