@@ -1,7 +1,8 @@
 """A cluster job plans its partitions for the cluster's worker threads: on the 2-worker
 cluster of this folder's conftest, a source that packs into 7 partitions for one worker runs
 8 tasks per pass (no worker idle through a last round), shown by ``explain``, with the same
-X as one process."""
+X as one process; a transform runs its fit's partitions; and the job's bookkeeping (re-runs
+counted from the scheduler's log) does not mistake a later job's run for a re-run."""
 
 from __future__ import annotations
 
@@ -64,3 +65,15 @@ def test_a_transform_runs_its_fits_partitions_when_workers_join(coarse, cluster,
         third.terminate()
         third.wait(10)
         cluster.ensure_two_workers()
+
+
+def test_a_task_run_again_by_a_later_job_is_no_rerun(coarse, client) -> None:
+    """The same transform twice: the second job submits the same task keys again (the
+    first's results released); each ran once in its job, so neither says a task ran again
+    after a lost worker (re-runs are counted from the key's latest submission)."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    fitted = pipeline.fit(coarse, client=client, rows_per_partition=ROWS)
+    for _ in range(2):
+        out = fitted.transform(coarse, client=client, rows_per_partition=ROWS)
+        assert not [n for n in out.report.notes if "re-run" in n]
+        del out
