@@ -245,6 +245,8 @@ class Pipeline:
     def _fit_schema(self) -> Schema:
         """The schema a fit runs with: with lookups, bound to the side tables, read afresh
         by each fit (the fitted state keeps them)."""
+        if not isinstance(self.schema, JoinedSchema):
+            return self.schema  # no side tables: the lookup machinery is not even imported
         from fastprep.runtime.lookups import schema_for_fit
 
         return schema_for_fit(self.schema, self.optimized.columns)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
@@ -356,6 +355,8 @@ def set_inferrer(function: Callable[..., Schema]) -> None:
 
 def unknown_column_message(name: str, known: Mapping[str, Any] | list[str], where: str = "") -> str:
     """ "column 'dep_dealy' is not in the schema; did you mean 'dep_delay'?"."""
+    import difflib  # on use: only an error message needs it
+
     names = list(known)
     close = difflib.get_close_matches(name, names, n=3)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

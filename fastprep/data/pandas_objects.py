@@ -65,14 +65,15 @@ def arrow_without_pandas() -> bool:
     Returns whether it was done (False: pandas already imported)."""
     if "pandas" in sys.modules:
         return False
-    import numpy as np
     import pyarrow as pa
 
     finder = _RefusePandas()
     sys.meta_path.insert(0, finder)
     try:
         pa.scalar(0)  # the Python shim's check
-        pa.array(np.zeros(1)).to_numpy()  # the C++ conversion's check
+        # the C++ conversion's check; from a list, not a numpy array: ``pa.array`` of an
+        # ndarray imports numpy.ma (~7 ms) to test for a masked array
+        pa.array([0.0]).to_numpy()
     finally:
         sys.meta_path.remove(finder)
         sys.modules.pop("pandas", None)

@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.errors import SchemaError, SourceError
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow.csv as pacsv
 
 #: a path/glob, a pandas DataFrame, a pyarrow Table or Dataset, a Polars DataFrame/LazyFrame
 Source: TypeAlias = "pd.DataFrame | pa.Table | str | os.PathLike[str] | Any"
@@ -265,13 +266,39 @@ def read_as_dictionary(field: pa.Field) -> bool:
     return bool(field.metadata) and READ_AS_DICTIONARY in field.metadata
 
 
+def take_rows(table: pa.Table, positions: np.ndarray) -> pa.Table:
+    """Rows ``positions`` of ``table``, as ``table.take`` gives them (chunked otherwise).
+
+    Ascending positions (a quarantine's rows) are taken chunk by chunk, each chunk's rows
+    from that chunk: Arrow's take over a column of many chunks (a Parquet file read in
+    batches) was 4-7x slower (~90 ms for 94,300 of 3.4M rows in 26 chunks, 10 columns)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    ascending = len(positions) < 2 or bool((positions[1:] >= positions[:-1]).all())
+    if not ascending or all(column.num_chunks < 2 for column in table.columns):
+        return table.take(numeric_array(positions))
+    plans: dict[tuple[int, ...], list[tuple[int, pa.Array]]] = {}
+    columns = []
+    for column in table.columns:
+        lengths = tuple(len(chunk) for chunk in column.chunks)
+        if lengths not in plans:  # the columns of a file read share one chunk layout
+            starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+            cuts = np.searchsorted(positions, starts)
+            plans[lengths] = [
+                (k, numeric_array(positions[cuts[k] : cuts[k + 1]] - starts[k]))
+                for k in range(len(lengths)) if cuts[k + 1] > cuts[k]
+            ]  # fmt: skip
+        taken = [column.chunk(k).take(local) for k, local in plans[lengths]]
+        columns.append(pa.chunked_array(taken, column.type))
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def rows_as_read(raw: Raw, positions: np.ndarray) -> pd.DataFrame:
     """Rows ``positions`` of the raw table as pandas, each column in the dtype the whole
     column converts to (an integer column with a missing value anywhere is float64, even
     if the rows taken have none), with a fresh RangeIndex."""
     if not isinstance(raw, pa.Table):
         return raw.iloc[positions].reset_index(drop=True).copy()
-    taken = decoded(raw.take(pa.array(np.asarray(positions, dtype=np.int64))))
+    taken = decoded(take_rows(raw, positions))
     if not raw.num_rows or not any(raw.column(i).null_count for i in range(raw.num_columns)):
         return taken.to_pandas()
     # one extra row, missing where the whole column has a missing value: the conversion then
@@ -378,6 +405,8 @@ def _read_file_and_names(
                 columns = [c for c in columns if c in present or c not in optional]
                 _require(columns, present, path)
                 return text_dictionaries_only(handle.read(columns=columns), handle), present
+        import pyarrow.csv as pacsv  # on use: a Parquet job needs none of it
+
         header = _csv_header(path)
         columns = [c for c in columns if c in header or c not in optional]
         _require(columns, header, path)
@@ -441,6 +470,8 @@ def _read_csv_keeping_bad_text(
 ) -> pa.Table:
     """Text that is not valid UTF-8: read those columns as bytes, so validation can flag the
     rows (rule ``encoding``) and apply the column's policy instead of failing the file."""
+    import pyarrow.csv as pacsv
+
     convert.column_types = {c: pa.binary() for c in text_columns}
     table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
     for name in text_columns:
@@ -451,6 +482,8 @@ def _read_csv_keeping_bad_text(
 
 
 def _csv_header(path: str) -> list[str]:
+    import pyarrow.csv as pacsv
+
     delimiter = "\t" if path.lower().endswith(".tsv") else ","
     # the file closed on every exit (the reader's close leaves it open)
     with (

@@ -13,8 +13,8 @@ pools of ``cpu_count`` threads each did when their work overlapped).
   :func:`shutdown` ends the threads (tests, a worker closing); the next use makes a new
   pool. Interpreter exit joins them (``concurrent.futures`` does that for every pool).
 
-Not here: the streamed run's read-ahead thread and an output writer's file-sync thread.
-Each is one thread doing I/O that must start at once, not queue behind compute tasks on
+Not here: the streamed run's read-ahead thread and an output writer's file-sync threads.
+Each does I/O that must start at once, not queue behind compute tasks on
 this pool (a read-ahead that waits for the compute it should overlap overlaps nothing).
 """
 

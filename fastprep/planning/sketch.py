@@ -73,7 +73,7 @@ def hash_values(values: Iterable[object] | np.ndarray) -> np.ndarray:
         return out
     # group by padded width (powers of two) so one long outlier does not pad every key
     widths = np.maximum(4, 1 << np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64))
-    for width in np.unique(widths):
+    for width in sorted(set(widths.tolist())):  # not np.unique: it imports numpy.ma
         rows = np.flatnonzero(widths == width)
         packed = np.array([encoded[i] for i in rows], dtype=f"S{int(width)}")
         data = packed.view(np.uint8).reshape(len(rows), int(width))

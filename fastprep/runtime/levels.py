@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,13 +23,16 @@ from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Bin, FillMissing, MinMax, Standardize
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime.cross_fit import CrossFit
-from fastprep.runtime.partition_tasks import Target, stat_kind
 from fastprep.runtime.report import Report
 from fastprep.validate.findings import Finding, merge_findings
 
+if TYPE_CHECKING:  # the partition tasks (and the shard writers they import) load on use:
+    # a run in memory only counts its passes here (the pre-flight)
+    from fastprep.runtime.partition_tasks import Target
+
 Learned = dict[tuple[int, str], list[dict[str, Any]]]
 #: runs one pass: (learned so far, targets, stage name) -> one result per partition, in order
-RunPass = Callable[[Learned, list[Target], str], list[dict[str, Any]]]
+RunPass = Callable[[Learned, list["Target"], str], list[dict[str, Any]]]
 
 
 def fitted_levels(plan: LogicalPlan) -> tuple[dict[Any, list[int]], dict[Any, set[int]]]:
@@ -54,7 +57,7 @@ def level_targets(plan: LogicalPlan) -> list[list[Target]]:
         targets: list[Target] = []
         for (f, name), positions in levels.items():
             if level < len(positions):
-                kind = stat_kind(plan.features[f].steps[positions[level]])
+                kind = agg.partial_kind(plan.features[f].steps[positions[level]])
                 targets.append((f, name, positions[level], "summary" if kind == "median"
                                 else kind, None))  # fmt: skip
                 if positions[level] + 1 in folds.get((f, name), ()):

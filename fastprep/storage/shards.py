@@ -375,12 +375,12 @@ class ShardWriter:
         every file is on disk, then publish."""
         try:
             data = json.dumps(report or {}, indent=1, default=str).encode()
-            self.files["report"] = fmt.write_bytes(self.folder, f"report.{self.token}.json", data)
+            self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
             if pipeline is not None:
-                self.files["pipeline"] = fmt.write_file(
-                    self.folder, f"pipeline.{self.token}.fastprep", pipeline.save
+                self.files["pipeline"] = self._writer.saved_file(
+                    f"pipeline.{self.token}.fastprep", pipeline.save
                 )
-            self._writer.finish()
+            self._writer.finish()  # every file above is on disk before the manifest names it
             doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
                                    self.files)  # fmt: skip
             return fmt.publish(self.folder, doc, self._writing, self._mark_published)

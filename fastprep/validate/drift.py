@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
 from fastprep.data.tag_column import TagColumn
@@ -220,7 +221,7 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
             unseen = ~pc.is_in(uniques, value_set=known).to_numpy(zero_copy_only=False)
             n_unseen = int(per_value[1:][unseen].sum())
             entry["unseen_share"] = n_unseen / n_present if n_present else 0.0
-            picked = uniques.filter(pa.array(unseen)).slice(0, 3).to_pylist()
+            picked = uniques.take(numeric_array(np.flatnonzero(unseen)[:3])).to_pylist()
             entry["unseen_examples"] = [str(v) for v in picked]
         out[name] = entry
     return out

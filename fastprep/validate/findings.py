@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_na
-from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read
+from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read, take_rows
+from fastprep.errors import Reason
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,6 +82,21 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
             examples=(seen.examples + finding.examples)[:EXAMPLES],
         )
     return list(merged.values())
+
+
+#: warnings only a fit gives (a column with no value, or one value, at fit time; no rows)
+FIT_ONLY_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY.value)
+
+
+def at_transform(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings a transform's validation of the same rows gives, from a fit's: the
+    same rules broken on the same rows, without the fit-only warnings
+    (:data:`FIT_ONLY_RULES`) and tagged with the transform phase."""
+    return [
+        replace(f, phase="transform") if f.phase == "fit" else f
+        for f in findings
+        if not (f.phase == "fit" and f.rule in FIT_ONLY_RULES)
+    ]
 
 
 def make_finding(
@@ -209,8 +226,8 @@ class Quarantine:
                 return None
         columns: dict[str, pa.ChunkedArray | pa.Array] = {}
         ids, reasons = self.reason_arrays()
-        taken = decoded(source_rows.take(pa.array(ids - first_row_id, type=pa.int64())))
-        columns["row_id"] = pa.array(ids, type=pa.int64())
+        taken = decoded(take_rows(source_rows, ids - first_row_id))
+        columns["row_id"] = numeric_array(ids, pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:
                 column = column.cast(pa.float64())

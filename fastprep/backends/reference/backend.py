@@ -370,8 +370,10 @@ def _by_code(
     columns, signs = hashref.columns_and_signs(hashref.signed_hashes(tokens), step.n_features)
     if not step.alternate_sign:
         signs = np.ones(len(tokens))
-    # a trailing slot for code -1, so the gathers need no masking
-    columns, signs = np.append(columns, np.int32(0)), np.append(signs, 0.0)
+    # a trailing slot for code -1, so the gathers need no masking; the signs (+-1, 0) in
+    # float32, exact, so the gather is the output's type already (no float64 copy to cast)
+    columns = np.append(columns, np.int32(0))
+    signs = np.append(signs, 0.0).astype(np.float32)
     return present, columns[codes], signs[codes]
 
 

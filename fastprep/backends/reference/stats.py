@@ -60,4 +60,16 @@ def fill_value(values: np.ndarray, how: str, what: str) -> float:
         require_values(found.count, len(values), what)
         return found.mean()
     _present(values, what)
-    return float(np.nanmedian(values))
+    return nanmedian(values)
+
+
+def nanmedian(values: np.ndarray) -> float:
+    """``np.nanmedian`` of a 1-d array with a value, the same bits (the middle value, or
+    the mean of the two middle ones), by the same selection; not ``np.nanmedian`` itself,
+    whose check for a masked array imports numpy.ma (~7 ms of a fresh process)."""
+    present = values[~np.isnan(values)]
+    middle = len(present) // 2
+    if len(present) % 2:
+        return float(np.partition(present, middle)[middle])
+    part = np.partition(present, (middle - 1, middle))
+    return float(np.mean(part[middle - 1 : middle + 1]))
