@@ -757,6 +757,10 @@ def _segment_pieces(ordered, start, g0, g1, big_s, big_p, big_e, sums, products,
     return True
 
 
+#: the compiled per-group pass's kernels (a caller asks whether they are loaded or cached)
+GROUP_KERNELS = (_group_scan, _segments, _segment_pieces)
+
+
 def _grids(emax: int, piece: int) -> np.ndarray:
     """The first :data:`_ROUNDS` grid exponents for values below ``2**emax``."""
     out, q = [], max(emax - piece, -1074)

@@ -573,8 +573,9 @@ NUMBA = GroupKernels(
 )  # fmt: skip
 
 
-#: the kernels every GroupStats fit and transform runs (medians and numeric keys: when asked)
-_KERNELS = (_moments, _accumulate, _take, _put_rows, _mark_codes)
+#: the kernels a GroupStats fit and transform run (the exact moments' pass, medians; numeric
+#: keys and a fit without mean or std run others too)
+_KERNELS = (*moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes)
 
 
 def readiness() -> str:
