@@ -259,3 +259,19 @@ def test_number_levels_and_codes_in_one_go_equal_the_twins_steps(case, lanes):
     levels, (codes, lut) = found
     np.testing.assert_array_equal(levels, numpy_gs.number_levels(values))
     np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))
+
+
+def test_number_key_codes_against_fitted_levels_equal_the_twins_codes(lanes):
+    """A number key at transform as int32 offsets and a lut: through the lut, the numpy
+    twin's codes (missing: the code after the levels; unseen: -1), for values in the
+    levels' range but not a level, outside it, not whole, infinite or missing."""
+    rng = np.random.default_rng(11)
+    levels = np.array([-3.0, 0.0, 1.0, 5.0, 6.0, 20.0])
+    values = rng.choice([-3.0, 0.0, 1.0, 5.0, 6.0, 20.0, 2.0, -4.0, 21.0, 2.5, np.inf,
+                         -np.inf, np.nan, 1e300], 30_000)  # fmt: skip
+    codes, lut = numba_gs.number_key_codes(values, levels)
+    assert codes.dtype == np.int32
+    np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))
+    assert numba_gs.number_key_codes(values, np.array([0.5, 1.0])) is None
+    assert numba_gs.number_key_codes(values, np.array([0.0, 2.0**40])) is None
+    assert numba_gs.number_key_codes(values, np.empty(0)) is None

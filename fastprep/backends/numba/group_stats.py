@@ -529,6 +529,44 @@ def number_levels_codes(
     return (present + np.int64(low)).astype(np.float64), (out, lut)
 
 
+@jit(cache=True, nogil=True)
+def _known_offsets(values, low, span, out):  # pragma: no cover - compiled
+    top = low + span - 1
+    for i in range(len(values)):
+        v = values[i]
+        if v != v:
+            out[i] = -1
+        elif low <= v <= top and v == np.floor(v):
+            out[i] = np.int64(v) - low
+        else:
+            out[i] = span
+
+
+def number_key_codes(
+    values: np.ndarray, levels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A number key's parts against fitted whole levels close together: each row's
+    int32 offset from the lowest level (-1: missing; ``span``: outside the levels' range
+    or not whole) and a lut from offset to the level's index (-1: not a level; the last
+    slot: the missing code), read like a text key's codes (the keys then combine, or
+    gather, in one pass); None for other levels."""
+    n = len(levels)
+    if not n or not (levels[0] > -(2.0**52) and levels[-1] < 2.0**52):
+        return None
+    if levels[-1] - levels[0] >= WHOLE_LEVELS_SPAN or (levels != np.floor(levels)).any():
+        return None
+    low = int(levels[0])
+    span = int(levels[-1]) - low + 1
+    lut = np.full(span + 2, -1, dtype=np.int64)
+    lut[levels.astype(np.int64) - low] = np.arange(n)
+    lut[-1] = n  # offset -1 (missing) reads the last slot: the missing code
+    values = np.ascontiguousarray(values, np.float64)
+    out = ARENA.empty(len(values), np.int32)
+    threads.map_all(lambda r: _known_offsets(values[r[0] : r[1]], np.int64(low), np.int64(span),
+                                             out[r[0] : r[1]]), _row_ranges(len(values)))  # fmt: skip
+    return out, lut
+
+
 #: below this many rows a per-row kernel runs on the calling thread alone
 PARALLEL_ROWS = 1 << 18
 #: a per-row kernel that fills a table per group (or per code) runs on row ranges only
@@ -570,6 +608,7 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
     number_levels, present, combine_texts, put_rows_texts, number_levels_codes,
+    number_key_codes,
 )  # fmt: skip
 
 

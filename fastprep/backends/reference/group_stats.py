@@ -63,7 +63,8 @@ def key_parts(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
     the column's own codes, -1 reading the lut's last slot, the missing code), or
-    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
+    ``codes[i]`` itself when ``lut`` is None (numbers; or, by kernels that can, int32
+    offsets read through a lut as a text key's codes). A code is the value's index among
     ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
         import pandas as pd
@@ -71,7 +72,13 @@ def key_parts(
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
     values = np.asarray(column, dtype=np.float64)
-    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
+    levels = np.asarray(levels, dtype=np.float64)
+    kernels = kernels or NUMPY
+    if kernels.number_key_codes is not None:
+        coded = kernels.number_key_codes(values, levels)
+        if coded is not None:
+            return coded
+    return kernels.number_codes(values, levels), None
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -337,8 +344,8 @@ def rows_code(
     columns = _key_columns(step, table)
     parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     space = math.prod(sizes)
-    if len(parts) == 1 and isinstance(columns[0], TextColumn):
-        # no pass writing each row's combined code: the rows read the text codes they have
+    if len(parts) == 1 and parts[0][1] is not None:
+        # no pass writing each row's combined code: the rows read the key's own codes
         codes, lut = parts[0]
         return codes, group_index(lut, fitted["groups"], space)
     if space <= SMALL_KEY_SPACE:
@@ -532,6 +539,11 @@ class GroupKernels:
     #: :func:`key_parts` at fit in fewer passes where it can; None: one after the other
     number_levels_codes: (
         Callable[[np.ndarray], tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None] | None
+    ) = None
+    #: ``(values, levels) -> (codes, lut) | None``: :func:`key_parts` of a number key as
+    #: int32 codes and a lut where it can (whole levels close together); None: its codes
+    number_key_codes: (
+        Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None
     ) = None
 
 
