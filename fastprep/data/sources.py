@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fastprep.data import arrow_compute as ac
+from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.errors import SchemaError, SourceError
 
@@ -222,7 +224,7 @@ def _without_views(table: pa.Table) -> pa.Table:
     for i, kind in enumerate(table.schema.types):
         if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
             wide = pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary()
-            table = table.set_column(i, table.schema.names[i], table.column(i).cast(wide))
+            table = table.set_column(i, table.schema.names[i], ac.cast(table.column(i), wide))
     return table
 
 
@@ -255,7 +257,7 @@ def decoded(table: pa.Table) -> pa.Table:
                 if field.metadata[READ_AS_DICTIONARY] == b"large_string"
                 else pa.string()
             )
-            table = table.set_column(i, field.name, table.column(i).cast(held))
+            table = table.set_column(i, field.name, ac.cast(table.column(i), held))
     return table
 
 
@@ -271,7 +273,7 @@ def rows_as_read(raw: Raw, positions: np.ndarray) -> pd.DataFrame:
     if the rows taken have none), with a fresh RangeIndex."""
     if not isinstance(raw, pa.Table):
         return raw.iloc[positions].reset_index(drop=True).copy()
-    taken = decoded(raw.take(pa.array(np.asarray(positions, dtype=np.int64))))
+    taken = decoded(ac.take(raw, numeric_array(np.asarray(positions, dtype=np.int64))))
     if not raw.num_rows or not any(raw.column(i).null_count for i in range(raw.num_columns)):
         return taken.to_pandas()
     # one extra row, missing where the whole column has a missing value: the conversion then
@@ -434,7 +436,7 @@ def text_dictionaries_only(table: pa.Table, handle: pq.ParquetFile) -> pa.Table:
             field = table.schema.field(i).with_metadata({READ_AS_DICTIONARY: held or b"string"})
             table = table.set_column(i, field, table.column(i))
         else:
-            table = table.set_column(i, name, table.column(i).cast(kind.value_type))
+            table = table.set_column(i, name, ac.cast(table.column(i), kind.value_type))
     return table
 
 
@@ -450,7 +452,7 @@ def _read_csv_keeping_bad_text(
     for name in text_columns:
         index = table.schema.get_field_index(name)
         with contextlib.suppress(pa.ArrowInvalid):  # else keep the bytes: to_text flags them
-            table = table.set_column(index, name, table[name].cast(pa.string()))
+            table = table.set_column(index, name, ac.cast(table[name], pa.string()))
     return table
 
 

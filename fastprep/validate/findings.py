@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from fastprep.data import arrow_compute as ac
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_na
 from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read
@@ -210,11 +211,11 @@ class Quarantine:
                 return None
         columns: dict[str, pa.ChunkedArray | pa.Array] = {}
         ids, reasons = self.reason_arrays()
-        taken = decoded(source_rows.take(numeric_array(ids - first_row_id, pa.int64())))
+        taken = decoded(ac.take(source_rows, numeric_array(ids - first_row_id, pa.int64())))
         columns["row_id"] = numeric_array(ids, pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:
-                column = column.cast(pa.float64())
+                column = ac.cast(column, pa.float64())
             columns[name] = column
         columns["reason"] = pa.array(reasons.tolist(), type=pa.large_string())
         return pa.table(columns)
