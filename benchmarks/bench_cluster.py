@@ -27,8 +27,11 @@ worker time per task (``(wall × workers − Σ compute) / tasks``: scheduling, 
 the client's merge between passes, idle workers), the bytes the tasks' results held (what
 the client gathers) and the bytes workers served (``transfer_outgoing_bytes_total``), and
 each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
-``/proc/self/clear_refs``). ``--json`` writes every run; ``benchmarks/fit_cluster_model.py``
-fits the cost model of ``docs/distributed.md`` to it.
+``/proc/self/clear_refs``); per pass, the share of the workers' time spent computing its
+tasks ("busy": an idle last round shows there), and the client's time outside the passes.
+Once per cluster, after its warm-up, a job on the 20,000-row sample in 2 partitions (median of 5)
+measures what a job costs on a running cluster besides its rows. ``--json`` writes every
+run; ``benchmarks/fit_cluster_model.py`` fits the cost model of ``docs/distributed.md`` to it.
 """
 
 from __future__ import annotations
@@ -145,8 +148,11 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
     manifest = fitted.transform(path, client=client, output_dir=out,
                                 rows_per_partition=partition, progress=passes)  # fmt: skip
     seconds = time.perf_counter() - started
+    spans = passes.seconds()
     return {"seconds": seconds, "fit_seconds": fit_seconds, "rows": manifest.report.rows_in,
-            "shards": len(manifest.partitions), "pass_seconds": passes.seconds(),
+            "shards": len(manifest.partitions), "pass_seconds": spans,
+            # the client's own time: planning, submitting, merging, the manifest
+            "outside_passes_seconds": seconds - sum(spans.values()),
             "since": since, "spans": passes.spans}  # fmt: skip
 
 
@@ -217,6 +223,8 @@ class Bench:
         self._closing: list[Any] = []
         #: seconds to start each LocalCluster + client, and its first (warm-up) job
         self.startup: dict[str, float] = {}
+        #: per cluster configuration, the median wall of a warm job on 2 x 10,000 rows
+        self.fixed: dict[str, float] = {}
         for config in configs:
             if config == "single":
                 continue
@@ -245,6 +253,27 @@ class Bench:
 
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def _busy(run: dict[str, Any], stage: str, workers: int) -> float:
+    """The share of the workers' time in a pass spent computing its tasks (1.0: none idle)."""
+    wall = run["pass_seconds"].get(stage, 0.0)
+    compute = run.get("per_pass", {}).get(stage, {}).get("compute_seconds", 0.0)
+    return compute / (wall * workers) if wall > 0 else float("nan")
+
+
+def fixed_cost(bench: Bench, config: str, work: Path, repeat: int = 5) -> float:
+    """Median wall of the whole job (fit + shards) on the 20,000-row sample in 2 partitions:
+    what a job costs on a running cluster besides its rows."""
+    tiny = work / "sample-2-row-groups.parquet"
+    if not tiny.exists():
+        pq.write_table(pq.read_table(SAMPLE), tiny, row_group_size=10_000)
+    walls = []
+    for r in range(repeat):
+        out = work / f"fixed-{config}-{r}"
+        walls.append(bench.run(config, tiny, 10_000, out)["seconds"])
+        shutil.rmtree(out, ignore_errors=True)
+    return _median(walls)
 
 
 def summarize(point: dict[str, Any]) -> list[str]:
@@ -283,9 +312,13 @@ def summarize(point: dict[str, Any]) -> list[str]:
             )
         if "pass_seconds" in runs[0]:
             stages = runs[0]["pass_seconds"]
-            passes = ", ".join(f"{s} {_median([r['pass_seconds'].get(s, 0) for r in runs]):.2f} s"
-                               for s in stages)  # fmt: skip
-            text += f"\n           passes: {passes}"
+            passes = ", ".join(
+                f"{s} {_median([r['pass_seconds'].get(s, 0) for r in runs]):.2f} s"
+                f" ({_median([_busy(r, s, workers) for r in runs]):.0%} busy)"
+                for s in stages
+            )  # fmt: skip
+            outside = _median([r.get("outside_passes_seconds", 0) for r in runs])
+            text += f"\n           passes: {passes}; outside the passes {outside:.3f} s"
         lines.append(text)
     return lines
 
@@ -335,6 +368,8 @@ def measure(bench: Bench, rows: int, partition: int, args: argparse.Namespace,
         started = time.perf_counter()
         bench.run(config, SAMPLE, partition, work / f"warm-{config}")
         bench.startup.setdefault(f"{config} first job (20,000 rows)", time.perf_counter() - started)
+        if config in ("1w", "2w") and config not in bench.fixed:
+            bench.fixed[config] = fixed_cost(bench, config, work)
     check: dict[str, dict[str, Any]] = {}
     reference = None
     for config in ["single"] + [c for c in args.configs if c != "single"]:
@@ -393,10 +428,14 @@ def main() -> None:
         "start-up, not timed above: "
         + ", ".join(f"{k} {v:.2f} s" for k, v in bench.startup.items())
     )
+    if bench.fixed:
+        print("a warm job on the 20,000-row sample in 2 partitions (fit + shards, median of 5): "
+              + ", ".join(f"{k} {v:.3f} s" for k, v in bench.fixed.items()))  # fmt: skip
     print("\n".join(targets(points)))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"cores": os.cpu_count(), "startup": bench.startup, "points": points},
+        Path(args.json).write_text(json.dumps({"cores": os.cpu_count(), "startup": bench.startup,
+                                               "fixed": bench.fixed, "points": points},
                                               indent=1, default=str))  # fmt: skip
 
 

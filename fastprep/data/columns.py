@@ -315,6 +315,11 @@ class Table:
 
         return self.derive(("selected_counts", name), self.selection, subtract)
 
+    def forget_selected(self) -> None:
+        """Release the selected rows' copies made by ``self[name]`` (made again when next
+        asked for): a table kept for later use holds its columns, not the copies."""
+        self._cache.clear()
+
     def drop(self, name: str) -> None:
         """Release a column whose last consumer has run."""
         column = self.columns.pop(name, None)

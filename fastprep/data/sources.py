@@ -267,13 +267,39 @@ def read_as_dictionary(field: pa.Field) -> bool:
     return bool(field.metadata) and READ_AS_DICTIONARY in field.metadata
 
 
+def take_rows(table: pa.Table, positions: np.ndarray) -> pa.Table:
+    """Rows ``positions`` of ``table``, as ``table.take`` gives them (chunked otherwise).
+
+    Ascending positions (a quarantine's rows) are taken chunk by chunk, each chunk's rows
+    from that chunk: Arrow's take over a column of many chunks (a Parquet file read in
+    batches) was 4-7x slower (~90 ms for 94,300 of 3.4M rows in 26 chunks, 10 columns)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    ascending = len(positions) < 2 or bool((positions[1:] >= positions[:-1]).all())
+    if not ascending or all(column.num_chunks < 2 for column in table.columns):
+        return ac.take(table, numeric_array(positions))
+    plans: dict[tuple[int, ...], list[tuple[int, pa.Array]]] = {}
+    columns = []
+    for column in table.columns:
+        lengths = tuple(len(chunk) for chunk in column.chunks)
+        if lengths not in plans:  # the columns of a file read share one chunk layout
+            starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+            cuts = np.searchsorted(positions, starts)
+            plans[lengths] = [
+                (k, numeric_array(positions[cuts[k] : cuts[k + 1]] - starts[k]))
+                for k in range(len(lengths)) if cuts[k + 1] > cuts[k]
+            ]  # fmt: skip
+        taken = [ac.take(column.chunk(k), local) for k, local in plans[lengths]]
+        columns.append(pa.chunked_array(taken, column.type))
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def rows_as_read(raw: Raw, positions: np.ndarray) -> pd.DataFrame:
     """Rows ``positions`` of the raw table as pandas, each column in the dtype the whole
     column converts to (an integer column with a missing value anywhere is float64, even
     if the rows taken have none), with a fresh RangeIndex."""
     if not isinstance(raw, pa.Table):
         return raw.iloc[positions].reset_index(drop=True).copy()
-    taken = decoded(ac.take(raw, numeric_array(np.asarray(positions, dtype=np.int64))))
+    taken = decoded(take_rows(raw, positions))
     if not raw.num_rows or not any(raw.column(i).null_count for i in range(raw.num_columns)):
         return taken.to_pandas()
     # one extra row, missing where the whole column has a missing value: the conversion then

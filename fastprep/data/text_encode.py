@@ -395,6 +395,11 @@ def _encode_dictionary(
             dictionaries.append(ac.cast(chunk.dictionary, pa.large_string()))
             at_entry += len(chunk.dictionary)
     entry_codes, entry_uniques = _encode_any(pa.chunked_array(dictionaries, pa.large_string()))
+    fused = _use_numba(n) and (numba_cached(_map_rank) or n >= BY_HASH_COMPILE_ROWS)
+    if fused:  # each row mapped and renumbered in one pass, chunk after chunk
+        rank = np.full(len(entry_uniques), -1, dtype=np.int32)
+        order = np.empty(len(entry_uniques), dtype=np.int64)
+        seen = 0
     at = 0
     for chunk in chunks:
         first = first_entry[_dictionary_key(chunk.dictionary)]
@@ -402,9 +407,14 @@ def _encode_dictionary(
         indices = chunk.indices
         if indices.null_count:
             indices = ac.fill_null(indices, len(chunk.dictionary))  # the lut's last slot: -1
-        codes[at : at + len(chunk)] = lut[indices.to_numpy()]
+        if fused:
+            seen = _map_rank(_int32_indices(indices), lut, codes, at, rank, order, seen)
+        else:
+            codes[at : at + len(chunk)] = lut[indices.to_numpy()]
         at += len(chunk)
-    if _use_numba(n) and (numba_cached(_rank_codes) or n >= BY_HASH_COMPILE_ROWS):
+    if fused:
+        order = order[:seen]
+    elif _use_numba(n) and (numba_cached(_rank_codes) or n >= BY_HASH_COMPILE_ROWS):
         rank = np.full(len(entry_uniques), -1, dtype=np.int32)
         order = np.empty(len(entry_uniques), dtype=np.int64)
         order = order[: _rank_codes(codes, rank, order)]  # renumbered in the same pass
@@ -416,6 +426,15 @@ def _encode_dictionary(
             rank[order] = np.arange(len(order), dtype=np.int32)
             codes[...] = rank[codes]
     return codes, _plain(ac.take(entry_uniques, numeric_array(order)))
+
+
+def _int32_indices(indices: pa.Array) -> np.ndarray:
+    """A chunk's dictionary indices as read-only int32 (zero-copy when they are int32, as
+    Parquet's are): the one signature :func:`_map_rank` is compiled for."""
+    values = indices.to_numpy(zero_copy_only=False)
+    if values.dtype != np.int32:
+        values = values.astype(np.int32)
+    return _read_only(values)
 
 
 def _dictionary_key(dictionary: pa.Array) -> tuple:
@@ -596,6 +615,26 @@ def _rank_codes(codes, rank, order):  # pragma: no cover - compiled
                 g += 1
             codes[i] = r
     return g
+
+
+@njit(cache=True, nogil=True)
+def _map_rank(indices, lut, codes, start, rank, order, seen):  # pragma: no cover - compiled
+    """One chunk of a dictionary column: row ``i``'s entry code ``lut[indices[i]]``,
+    numbered by first appearance over the chunks so far (``rank``/``order`` as in
+    :func:`_rank_codes`, ``seen`` values met before), into ``codes[start + i]``.
+    Returns the new ``seen``. The lut gather and :func:`_rank_codes` in one pass."""
+    for i in range(indices.shape[0]):
+        c = lut[indices[i]]
+        if c >= 0:
+            r = rank[c]
+            if r < 0:
+                r = seen
+                rank[c] = seen
+                order[seen] = c
+                seen += 1
+            c = r
+        codes[start + i] = c
+    return seen
 
 
 @njit(parallel=True, cache=True)

@@ -50,6 +50,20 @@ def assemble_csr(
     ``("codes", x_offset, [codes...], [widths...])`` or ``("sparse", x_offset, csr)``;
     ``rows``: for each output row, its row in the blocks (int64), or None for all rows.
     Returns ``(data, indices, indptr)`` of X."""
+    counted = count_csr(blocks, rows, width, dense, dtype)
+    return counted if isinstance(counted, tuple) else counted.fill_all()
+
+
+def count_csr(
+    blocks: list[tuple],
+    rows: np.ndarray | None,
+    width: int,
+    dense: np.ndarray,
+    dtype: np.dtype,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | CountedCsr:
+    """:func:`assemble_csr`'s first pass: the row starts of X, with the kernels that fill
+    it (a :class:`CountedCsr`, whose entries can be made all at once or a range of rows
+    at a time); or, on the numpy path (no compiled kernels at hand), X's arrays at once."""
     n_rows = dense.shape[0] if rows is None else len(rows)
     layout = _layout(blocks)
     source = _source(layout, rows is not None)
@@ -60,28 +74,110 @@ def assemble_csr(
         note_helper("csr", n_rows * len(layout), time.perf_counter() - started)
         return assembled
     module = load_module(source, prefix="csr")
-    head = [n_rows, rows if rows is not None else _NO_ROWS, dense, *_arguments(blocks, dtype)]
+    arguments = _arguments(blocks, dtype)
+    head = [n_rows, rows if rows is not None else _NO_ROWS, dense, *arguments]
     counts = ARENA.empty(n_rows + 1, np.int64)
     counts[0] = 0
     getattr(module, "count" + suffix)(*head, counts[1:])
     np.cumsum(counts, out=counts)  # in place: counts become the row starts
-    indptr, indices, data = _allocate(counts, width, dtype)
-    getattr(module, "fill" + suffix)(*head, counts, indices, data)
-    return data, indices, indptr
+    return CountedCsr(module, suffix, rows, dense, arguments, layout, counts, width,
+                      np.dtype(dtype))  # fmt: skip
+
+
+class CountedCsr:
+    """X's row starts (``starts``, int64) and what the fill kernel needs to write its
+    entries: all rows into new arrays (:meth:`fill_all`), or rows ``r0:r1`` into a
+    caller's buffers (:meth:`fill_rows`; the block-wise writer of an output reuses two
+    small buffers instead of first touching X's full size)."""
+
+    def __init__(
+        self, module: Any, suffix: str, rows: np.ndarray | None, dense: np.ndarray,
+        arguments: list[Any], layout: tuple[str, ...], starts: np.ndarray, width: int,
+        dtype: np.dtype,
+    ) -> None:  # fmt: skip
+        self.module, self.suffix, self.rows, self.dense = module, suffix, rows, dense
+        self.arguments, self.layout, self.starts = arguments, layout, starts
+        self.width, self.dtype = width, dtype
+        self.n_rows = len(starts) - 1
+        self.nnz = int(starts[-1])
+        self.index_dtype = _index_dtype(self.nnz, width)
+
+    def indptr(self) -> np.ndarray:
+        """X's ``indptr`` in the index type (``starts`` itself when that is int64)."""
+        return _indptr(self.starts, self.index_dtype)
+
+    def fill_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(data, indices, indptr)`` of X, every row at once."""
+        indptr, indices, data = _allocate(self.starts, self.width, self.dtype)
+        head = [self.n_rows, self.rows if self.rows is not None else _NO_ROWS, self.dense]
+        getattr(self.module, "fill" + self.suffix)(*head, *self.arguments, self.starts,
+                                                    indices, data)  # fmt: skip
+        return data, indices, indptr
+
+    def fill_rows(
+        self, r0: int, r1: int, lead: int, indices: np.ndarray, data: np.ndarray,
+        local: np.ndarray,
+    ) -> int:  # fmt: skip
+        """The entries of X's rows ``r0:r1`` into ``indices``/``data`` from position
+        ``lead`` on (``local``: an int64 buffer of at least ``r1 - r0``); returns the
+        position after the last. The same compiled kernels as :meth:`fill_all`: with no
+        row selection each row-indexed input is passed as its slice of rows ``r0:r1``."""
+        n = r1 - r0
+        base = int(self.starts[r0]) - lead
+        starts = np.subtract(self.starts[r0:r1], base, out=local[:n])
+        if self.rows is not None:
+            head = [n, self.rows[r0:r1], self.dense, *self.arguments]
+        else:
+            head = [
+                n,
+                _NO_ROWS,
+                self.dense[r0:r1],
+                *_row_slices(self.layout, self.arguments, r0, r1),
+            ]
+        getattr(self.module, "fill" + self.suffix)(*head, starts, indices, data)
+        return int(self.starts[r1]) - base
+
+
+def _row_slices(layout: tuple[str, ...], arguments: list[Any], r0: int, r1: int) -> list[Any]:
+    """The kernel arguments with every row-indexed array cut to rows ``r0:r1``: code
+    columns and CSR blocks' ``indptr`` (whose values still point into their full
+    ``indices``/``data``)."""
+    out, at = [], 0
+    for kind in layout:
+        if kind == "d":
+            out += arguments[at : at + 3]
+            at += 3
+        elif kind == "c":
+            out += [arguments[at][r0:r1], arguments[at + 1]]
+            at += 2
+        else:
+            out += [arguments[at][r0 : r1 + 1], *arguments[at + 1 : at + 4]]
+            at += 4
+    return out
 
 
 def _allocate(
     starts: np.ndarray, width: int, dtype: np.dtype
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """X's ``indptr`` (``starts`` itself when int64 is needed), ``indices`` and ``data``
-    for the int64 row ``starts``: int32 indices while they fit, as scipy makes them."""
+    for the int64 row ``starts``."""
     nnz = int(starts[-1])
-    index_dtype = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
-    indptr = starts
-    if index_dtype != np.int64:
-        indptr = ARENA.empty(len(starts), index_dtype)
-        np.copyto(indptr, starts, casting="same_kind")
+    index_dtype = _index_dtype(nnz, width)
+    indptr = _indptr(starts, index_dtype)
     return indptr, ARENA.empty(nnz, index_dtype), ARENA.empty(nnz, dtype)
+
+
+def _index_dtype(nnz: int, width: int) -> np.dtype:
+    """int32 indices while they fit, as scipy makes them."""
+    return np.dtype(np.int32 if max(nnz, width) < 2**31 - 1 else np.int64)
+
+
+def _indptr(starts: np.ndarray, index_dtype: np.dtype) -> np.ndarray:
+    if index_dtype == np.int64:
+        return starts
+    indptr = ARENA.empty(len(starts), index_dtype)
+    np.copyto(indptr, starts, casting="same_kind")
+    return indptr
 
 
 _NO_ROWS = np.empty(0, dtype=np.int64)

@@ -13,7 +13,8 @@ import numpy as np
 
 from fastprep.emit.blocks import CodesBlock, SparseBlock
 from fastprep.emit.csr import CsrArrays
-from fastprep.emit.csr_kernels import assemble_csr
+from fastprep.emit.csr_kernels import CountedCsr, count_csr
+from fastprep.emit.csr_stream import PendingCsr
 from fastprep.emit.layout import Layout
 from fastprep.native.arena import ARENA
 from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
@@ -95,8 +96,11 @@ class OutputSink:
             out[block.prefix] = bad
         return out
 
-    def finish(self, keep: np.ndarray | None) -> np.ndarray | CsrArrays:
-        """X, dropping the rows where ``keep`` is False (only when some must go)."""
+    def finish(self, keep: np.ndarray | None, deferred: bool = False) -> np.ndarray | CsrArrays:
+        """X, dropping the rows where ``keep`` is False (only when some must go).
+        ``deferred``: a CSR X's entries are made when first needed (a
+        :class:`~fastprep.emit.csr_stream.PendingCsr`: an output written to disk next
+        streams them block by block instead of holding them all)."""
         if not self.layout.sparse:
             return self.dense if keep is None else _compact_rows(self.dense, keep)
         blocks: list[tuple] = []
@@ -119,9 +123,12 @@ class OutputSink:
             else:
                 blocks.append(("sparse", slot.offset, block.matrix))
         rows = None if keep is None else np.flatnonzero(keep)
-        data, indices, indptr = assemble_csr(
-            blocks, rows, self.layout.width, self.dense, self.dtype
-        )
+        counted = count_csr(blocks, rows, self.layout.width, self.dense, self.dtype)
+        if isinstance(counted, CountedCsr):
+            if deferred:
+                return PendingCsr(counted)
+            counted = counted.fill_all()
+        data, indices, indptr = counted
         n_out = self.n_rows if rows is None else len(rows)
         return CsrArrays(data, indices, indptr, (n_out, self.layout.width))
 

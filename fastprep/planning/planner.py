@@ -81,21 +81,22 @@ class CostProfile:
     run_row_seconds: float = 1.0e-6
     #: the Dask job's cost model (:func:`dask_job_seconds`, ``docs/distributed.md`` "Cost
     #: model"): starting a LocalCluster, then the client's fixed work (partition planning,
-    #: merges, manifest), and per pass a partition task's fixed cost on its worker, the
-    #: scheduler's (serial) cost per task and a row's cost on one worker thread (a pass run
-    #: from the values kept on the workers reads no rows). Fitted by
-    #: ``benchmarks/fit_cluster_model.py`` to the 12 cluster runs of
+    #: merges, manifest), and per pass the busiest worker's rounds of a partition task's
+    #: fixed cost and its rows, plus the scheduler's (serial) cost per task (a pass run from
+    #: the values kept on the workers reads no rows). Fitted by
+    #: ``benchmarks/fit_cluster_model.py`` to the 12 quiet-machine runs of
     #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-3.4m-10m.json`` (flights, 3,367,760 and
-    #: 10,000,000 rows, 500,000-row partitions, 1 and 2 workers; quiet 2-core VM,
-    #: 2026-12-05; median error 3%, max 10%): the task's fixed cost fitted to 0, every
-    #: per-task cost landing on the serial term (on 2 cores the two cannot be told apart).
-    #: The cluster's start: a 2-worker LocalCluster plus its first job (20,000 rows: the
-    #: workers' imports and kernel loads) took 1.3-5.6 s over the runs
+    #: 10,000,000 rows, 500,000-row partitions, 1 and 2 workers) and the warm 20,000-row jobs
+    #: of ``vm-2026-12-05-loaded-balanced-3.4m-10m.json`` (which pin the fixed terms; taken at
+    #: load 3-8 on the shared 2-core VM, 2026-12-05): median error 11%, max 17%. Provisional:
+    #: the quiet runs predate the balanced partitions. The cluster's start: a 2-worker
+    #: LocalCluster plus its first job (20,000 rows: the workers' imports and kernel loads)
+    #: took 1.3-5.6 s over the runs
     dask_cluster_start_seconds: float = 4.0
-    dask_job_seconds: float = 0.84
-    dask_task_seconds: float = 0.0
-    dask_scheduler_task_seconds: float = 0.0141
-    dask_row_seconds: float = 3.28e-7
+    dask_job_seconds: float = 0.104
+    dask_task_seconds: float = 0.00381
+    dask_scheduler_task_seconds: float = 0.00748
+    dask_row_seconds: float = 4.32e-7
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
@@ -115,11 +116,15 @@ class CostProfile:
 
 
 def dask_pass_seconds(profile: CostProfile, rows: int, tasks: int, workers: int) -> float:
-    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks on ``workers``
-    single-threaded workers: the tasks' fixed and per-row costs shared by the workers that
-    have a task, the scheduler's per-task cost not (it is one process)."""
-    parallel = max(1, min(workers, tasks))
-    return (tasks * profile.dask_task_seconds + rows * profile.dask_row_seconds) / parallel + (
+    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks of equal
+    rows on ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
+    workers)`` of them, each its fixed cost and its rows (7 tasks on 2 workers take 4
+    rounds, the last with one worker idle), and the scheduler's per-task cost is not
+    shared (it is one process)."""
+    if tasks <= 0:
+        return 0.0
+    rounds = -(-tasks // max(1, workers))
+    return rounds * (profile.dask_task_seconds + rows / tasks * profile.dask_row_seconds) + (
         tasks * profile.dask_scheduler_task_seconds
     )
 
@@ -656,8 +661,12 @@ def numba_imported() -> bool:
 
 def job_imports_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
     """Whether a job over ``n_rows`` rows repays importing Numba (already imported: yes)."""
-    if numba_imported():
-        return True
+    return numba_imported() or repays_numba(n_rows, profile)
+
+
+def repays_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
+    """Whether a job over ``n_rows`` rows saves more on Numba's kernels than importing
+    Numba costs (whether or not this process has imported it already)."""
     profile = profile or load_profile()
     return n_rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
 

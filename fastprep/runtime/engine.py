@@ -357,7 +357,7 @@ def write_shards(
             if writer is None:
                 writer = ShardWriter(folder, output.feature_names,
                                      stream.precision.out_dtype, compress=compress)  # fmt: skip
-            writer.add(output.X, output.y, output.row_ids, output.quarantine)
+            writer.add(output.X, output.y, output.row_ids, output.quarantine_to_write())
         assert writer is not None  # a source has at least one partition
         stats = stream.stats
         counts = {"rows_in": stats.rows_in, "rows_out": stats.rows_out,

@@ -150,19 +150,22 @@ class Output:
         one ``manifest.json``: a killed write leaves the folder's earlier output intact.
         ``compress="zstd"|"lz4"`` compresses the arrays. Open with ``fp.open_output``;
         returns name -> path."""
-        rows = self.quarantine_rows
-        if isinstance(rows, _ArrowQuarantine):  # written as Arrow: no pandas needed
-            quarantine: Any = rows.table
-        elif isinstance(rows, _DeferredQuarantine):
-            # not built yet: the writer builds it, beside the arrays' writes
-            quarantine = rows.rows_to_write
-        else:
-            quarantine = rows
         return write_output(
             folder, self.matrix, self.y, self.feature_names, self.report.to_dict(),
-            quarantine, self.row_ids, out_dtype=self.out_dtype, compress=compress,
-            pipeline=pipeline,
+            self.quarantine_to_write(), self.row_ids, out_dtype=self.out_dtype,
+            compress=compress, pipeline=pipeline,
         )  # fmt: skip
+
+    def quarantine_to_write(self) -> Any:
+        """The rejected rows as the output format's writer takes them: an Arrow table for
+        a file source (written without pandas), a function building them (the writer calls
+        it on its background thread, beside the arrays' writes), or the frame."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _ArrowQuarantine):
+            return rows.table
+        if isinstance(rows, _DeferredQuarantine):
+            return rows.rows_to_write
+        return rows
 
     def save_shards(self, folder: str | os.PathLike[str]) -> str:
         """The same folder as :meth:`save` (kept for callers of the shard API); returns
@@ -304,6 +307,26 @@ def prepare(
     return prepared
 
 
+def for_transform(prepared: Prepared) -> Prepared:
+    """Rows read and validated by a fit (``prepare(phase="fit")``), ready to transform as
+    if read and validated again for it: the same table, quarantine and ``y``; the report a
+    transform's validation gives (its findings, not the fit-only warnings; no stage
+    times: nothing was read or validated); no fit target, so a target-fitted step
+    encodes these rows as any rows (a fit_transform's own rows get theirs from its
+    cross-fit). ``prepared`` itself is used up: transforming drops columns from its table."""
+    from fastprep.validate.findings import at_transform
+
+    planner.PATHS.clear()
+    report = prepared.report
+    fresh = Report(
+        source=report.source, backend=report.backend, rows_in=report.rows_in,
+        findings=at_transform(report.findings), notes=list(report.notes),
+        text_encoding={k: dict(v) for k, v in report.text_encoding.items()},
+    )  # fmt: skip
+    prepared.table.fit_target = None
+    return replace(prepared, report=fresh, choices=None, choices_for=None)
+
+
 def needs_target(plan: LogicalPlan) -> bool:
     """Some step is fitted against the target (target encoding)."""
     return any(getattr(s, "needs_target", False) for f in plan.features for s in f.steps)
@@ -409,7 +432,8 @@ def transform_prepared(
 ) -> Output:
     """Run every stage into one preallocated output, quarantine non-finite rows, emit X and y.
     ``defer_quarantine``: the output is saved next, which builds the quarantine's rows (on
-    the writer's background thread, beside the arrays' writes) instead of the run."""
+    the writer's background thread, beside the arrays' writes) instead of the run, and
+    writes a CSR X's entries block by block as they are made (``X`` is made on access)."""
     choices = _stage_choices(plan, prepared, backend)
     report, table, quarantine = prepared.report, prepared.table, prepared.quarantine
     repairs = reference.Repairs()
@@ -425,7 +449,7 @@ def transform_prepared(
                 table.drop(column)  # its last consumer has run
         keep = _quarantine_non_finite(plan, sink, checked, table, quarantine, report)
     with report.stage("emit"):
-        X = sink.finish(keep)
+        X = sink.finish(keep, deferred=defer_quarantine)
         row_ids = table.row_ids if keep is None else table.row_ids[keep]
         if y is not None:
             y = (y if keep is None else y[keep]).astype(np.float32, copy=False)

@@ -20,7 +20,7 @@ import numpy as np
 
 from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
-from fastprep.data.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions, source_size
+from fastprep.data.partitions import ROWS_PER_PARTITION, plan_partitions, source_size
 from fastprep.data.sources import Source, collect_once, is_path
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
@@ -66,8 +66,8 @@ def explain_source(
         if not is_path(source):
             return (f"Dask job: a {type(source).__name__} source is not planned here (a dask "
                     "DataFrame's partitions are its own; anything else: write it to Parquet)")  # fmt: skip
-        specs = plan_partitions(source, rows_per_partition or ROWS_PER_PARTITION)
-        return explain_cluster(plan, source, specs, client, scheduler)
+        return explain_cluster(plan, source, rows_per_partition or ROWS_PER_PARTITION, client,
+                               scheduler)  # fmt: skip
     path = source
     source = collect_once(source, schema.read_columns(plan.columns))
     pre = preflight.run_preflight(plan, schema, source, budget=memory_budget,
@@ -75,24 +75,26 @@ def explain_source(
                                   order_statistics=count_order_targets(plan))  # fmt: skip
     text = "\n".join(pre.lines())
     if pre.execution == "dask" and is_path(path):  # the pre-flight starts a local cluster
-        specs = plan_partitions(path, pre.rows_per_partition or ROWS_PER_PARTITION)
-        text += "\n" + explain_cluster(plan, path, specs, None, "local")
+        text += "\n" + explain_cluster(plan, path, pre.rows_per_partition or ROWS_PER_PARTITION,
+                                       None, "local")  # fmt: skip
     if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
         return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
     return text + "\n" + _backends(plan, schema, source, analyze, backend)
 
 
 def explain_cluster(
-    plan: LogicalPlan, source: Source, specs: list[PartitionSpec], client: Any = None,
+    plan: LogicalPlan, source: Source, rows_per_partition: int, client: Any = None,
     scheduler: str | None = None, profile: CostProfile | None = None,
 ) -> str:  # fmt: skip
-    """The Dask job on ``specs``: partitions, each pass with what its tasks collect, and
-    the predicted seconds per pass (:func:`fastprep.planning.planner.dask_pass_seconds`)."""
+    """The Dask job: its partitions (as the job plans them for the cluster's worker
+    threads), each pass with what its tasks collect, and the predicted seconds per pass
+    (:func:`fastprep.planning.planner.dask_pass_seconds`)."""
     from fastprep.runtime import kept_values
     from fastprep.runtime.levels import later_chains, level_targets
 
     profile = profile or load_profile()
     workers, where = _workers(client, scheduler)
+    specs = plan_partitions(source, rows_per_partition, workers)
     known = [s.n_rows for s in specs if s.n_rows is not None]
     rows = sum(known) if len(known) == len(specs) else source_size(source).n_rows
     tasks = len(specs)
@@ -120,8 +122,16 @@ def explain_cluster(
     reading = sum(1 for _, read, _ in passes if read != later or not kept)
     total = dask_job_seconds(profile, rows, tasks, workers, reading) + (
         len(passes) - reading) * light  # fmt: skip
-    size = f"up to {largest:,} rows each" if known else "sizes counted by a first pass"
-    parallel = min(workers, tasks)
+    size = "sizes counted by a first pass"
+    if known:
+        size = f"{min(known):,}-{largest:,} rows each" if min(known) != largest else (
+            f"{largest:,} rows each")  # fmt: skip
+        size += f"; rows_per_partition={rows_per_partition:,} the upper bound"
+        if workers > 1 and tasks % workers == 0:
+            size += f"; {tasks // workers} per worker thread, balanced"
+        elif workers > 1:
+            size += (f"; {tasks} is no multiple of the {workers} worker threads: the row "
+                     "groups are too coarse to cut evenly")  # fmt: skip
     lines = [
         f"Dask job on {where}, {workers} worker thread(s): {tasks} partition(s) of {rows:,} "
         f"rows ({size}); {len(passes)} pass(es), one task per partition in each",
@@ -135,10 +145,12 @@ def explain_cluster(
         seconds = light if kept and read == later else one
         lines.append(f"├─ {name}: {read}, {tasks} partition(s), predicted {seconds:.2f} s")
         lines += [f"│    {line}" for line in collects]
+    rounds = -(-tasks // max(workers, 1))
     lines.append(
         f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "
-        f"the client + per pass ({tasks} tasks x {profile.dask_task_seconds:.3f} s + {rows:,} "
-        f"rows x {profile.dask_row_seconds:.2e} s) / {parallel} + {tasks} tasks x "
+        f"the client + per pass {rounds} round(s) of the busiest worker x "
+        f"({profile.dask_task_seconds:.3f} s + {rows // max(tasks, 1):,} rows x "
+        f"{profile.dask_row_seconds:.2e} s) + {tasks} tasks x "
         f"{profile.dask_scheduler_task_seconds:.4f} s on the scheduler ({profile.source} cost "
         "profile; docs/distributed.md)"
     )

@@ -11,6 +11,7 @@ all and return the C heap's free pages to the system.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from fastprep.data import columns
@@ -40,4 +41,40 @@ def _malloc_trim() -> bool:
     try:
         return bool(ctypes.CDLL(name).malloc_trim(0))
     except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False
+
+
+#: glibc's ``mallopt`` parameters, and the values its dynamic thresholds settle on for a
+#: process that frees large blocks (mmap up to 32 MiB, trim at twice that)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD, _TRIM_THRESHOLD = 32 << 20, 64 << 20
+_SETTLED: list[bool] = []
+
+
+def settle_heap() -> bool:
+    """In a process started with ``MALLOC_TRIM_THRESHOLD_`` set (a Dask nanny starts its
+    workers so, to hand freed memory back at once), give glibc the thresholds its
+    defaults would have settled on; once per process, True if set.
+
+    Why: that variable also turns off glibc's dynamic mmap threshold, so every array
+    above 128 KiB is a fresh mapping whose pages fault in on first touch, and is unmapped
+    when freed. A worker's partition task (500,000 rows of flights: a fit pass and a
+    transform) took ~35,000 minor faults that way against ~8,000 in a plain process and
+    ~2,500 with these thresholds; CPU 0.23 -> 0.18 s per task. Freed blocks below 32 MiB
+    then stay in the heap for the next task (its peak, not beyond)."""
+    if _SETTLED or "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        return False
+    _SETTLED.append(True)
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(
+            libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+        )
+    except (OSError, AttributeError):  # not glibc
         return False

@@ -25,14 +25,14 @@ from fastprep.backends.reference import group_stats
 from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.columns import FitTarget, FoldedRows
 from fastprep.data.pandas_objects import is_pandas_frame
-from fastprep.data.partitions import PartitionSpec, read_partition
+from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
-from fastprep.runtime import execute, kept_values, shards
+from fastprep.runtime import execute, kept_values, memory, shards
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def load_prepared(
     """Read and validate one partition (row ids are global: ``spec.row_offset`` + position)."""
     plan, schema = job.plan, job.schema
     numba_for_the_job(job.rows)
+    memory.settle_heap()
     columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
@@ -157,7 +158,7 @@ def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
     profile: bool = False, keep_as: str | None = None, reuse: str | None = None,
-    inputs: tuple[tuple[int, str], ...] = (),
+    inputs: tuple[tuple[int, str], ...] = (), whole: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One fit pass over one partition: a partial aggregate per target, plus row counts.
     ``keep``: also return the values behind each order-statistic target (``"values"``), so
@@ -167,15 +168,23 @@ def fit_partials(
     whether they were), for the passes after this one. ``reuse``: the key an earlier pass
     kept them under — when every target's chain is there, this pass's partials come from
     them without reading the partition (``"reused"`` True); else the partition is read.
+    ``whole``: the fit's token: also keep the whole validated partition under ``keep_as``
+    for that fit's transform (``"whole"`` says whether it was; a pass after the first
+    then computes from it too when its input values are not here).
     ``profile``: also return the partition's drift profile (``"profile"``; the
     partitions' merge is the whole source's, :func:`drift.merge_profiles`)."""
+    kept_rows = None
     if reuse is not None:
         entry = kept_values.get(reuse)
         if entry is not None and all(_from_inputs(t, entry["inputs"]) for t in targets):
             partials = _partials_from_inputs(job, learned, targets, entry["inputs"])
             return entry["counts"] | {"index": spec.index, "findings": [], "retries": 0,
                                       "partials": partials, "reused": True}  # fmt: skip
-    prepared, retries = load_prepared(job, spec, "fit", part)
+        kept_rows = _held_partition(reuse, spec, take=False)
+    if kept_rows is not None:
+        prepared, retries = kept_rows, 0
+    else:
+        prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
     drift_profile = drift.profile(table) if profile else None
     repairs = reference.Repairs()
@@ -191,8 +200,13 @@ def fit_partials(
     partials: dict[tuple[int, str, int], Any] = {}
     kept: dict[tuple[int, str, int], np.ndarray] = {}
     grouped: dict[int, Any] = {}  # a GroupStats partial serves all its output columns
+    fused = _fused_moments(job, table, learned, targets)
     for feature_index, name, position, kind, extra in targets:
         feature = job.plan.features[feature_index]
+        before = position - 1 if kind == "unfilled" else position
+        if kind in ("moments", "unfilled") and (feature_index, name, before) in fused:
+            partials[(feature_index, name, position)] = fused[(feature_index, name, before)]
+            continue
         if kind == "groups":
             if feature_index not in grouped:
                 grouped[feature_index] = group_stats.partial_of(
@@ -244,7 +258,52 @@ def fit_partials(
         )
     if drift_profile is not None:
         out["profile"] = drift_profile
+    if kept_rows is not None:
+        table.forget_selected()  # kept as it was measured
+        out |= {"findings": [], "reused": True}  # findings: the first pass's
+    elif whole is not None and keep_as is not None:
+        table.forget_selected()
+        entry = {"prepared": prepared, "spec": spec, "file": file_identity(spec)}
+        size = kept_values.size_of((prepared.raw, table, prepared.quarantine, prepared.y))
+        out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
     return out
+
+
+def _fused_moments(
+    job: Job, table: Any, learned: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[Target],
+) -> dict[tuple[int, str, int], Any]:  # fmt: skip
+    """The moments targets' partials by the Numba backend's fused fit kernels (one pass
+    over the partition's columns for all of them, the steps before each applied in the
+    kernel: what one process's fit runs), when the job runs on Numba: asked for, or
+    ``"auto"`` with a job whose rows repay Numba (not a small job in a worker that
+    imported Numba for an earlier one). Keyed by the value
+    measured: (feature, input, the step it is the input of). Empty otherwise: the
+    reference computes them."""
+    from fastprep.planning import planner
+
+    auto = job.backend == "auto" and planner.numba_imported() and planner.repays_numba(job.rows)
+    if not (job.backend == "numba" or auto):
+        return {}
+    wanted = []
+    for f, name, position, kind, _ in targets:
+        feature = job.plan.features[f]
+        if kind in ("moments", "unfilled") and _keepable(feature) and not is_tags(feature, table):
+            wanted.append((f, name, position - 1 if kind == "unfilled" else position))
+    if not wanted or not table.n_rows:  # no rows: the reference's empty moments
+        return {}
+    from fastprep.backends.numba.backend import chain_moments
+
+    return chain_moments(job.plan, table, learned, wanted)
+
+
+def _held_partition(key: str, spec: PartitionSpec, take: bool) -> execute.Prepared | None:
+    """The partition a fit's first pass kept under ``key`` (None: not here, or not this
+    partition's rows any more: its file changed since)."""
+    entry = (kept_values.take_partition if take else kept_values.peek_partition)(key)
+    if entry is None or entry["spec"] != spec or entry["file"] != file_identity(spec):
+        return None
+    return entry["prepared"]
 
 
 def _keepable(feature: Any) -> bool:
@@ -333,16 +392,25 @@ def transform_partition(
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
     codec: str | None = None, profile: dict[str, Any] | None = None,
     folded: FoldedRows | tuple[dict[Any, np.ndarray], dict[str, Any]] | None = None,
+    reuse: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Transform one partition; write its shard (or return its arrays when gathering).
     ``profile``: the fit's drift profile; the partition's measures against it are the
     entry's ``"drift"`` (merged over partitions by :func:`drift.merge_profiles`).
     ``folded``: the partition's rows are the fit's own (a fit_transform): their folds and
     the out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`; on Dask as ``(folds,
-    tables)``, the tables scattered once to every worker)."""
+    tables)``, the tables scattered once to every worker).
+    ``reuse``: the key the fit's first pass kept this partition under
+    (``fit_partials(whole=)``): when it is in this process, the partition is transformed
+    from it, not read and validated again (the result's ``"reused"``)."""
     import scipy.sparse as sp
 
-    prepared, retries = load_prepared(job, spec, "transform", part)
+    memory.settle_heap()
+    held = None if reuse is None else _held_partition(reuse, spec, take=True)
+    if held is not None:
+        prepared, retries = execute.for_transform(held), 0
+    else:
+        prepared, retries = load_prepared(job, spec, "transform", part)
     if folded is not None:
         rows = folded if isinstance(folded, FoldedRows) else FoldedRows(*folded)
         prepared.table.fit_target = FitTarget(np.empty(0), False, folded=rows)
@@ -352,8 +420,9 @@ def transform_partition(
             measures = drift.profile_for_drift(prepared.table, profile)
     precision = Precision(dtype_name)
     output = execute.transform_prepared(
-        job.plan, params, prepared, precision.compute_dtype, job.backend
-    )
+        job.plan, params, prepared, precision.compute_dtype, job.backend,
+        defer_quarantine=output_dir is not None,  # the rows built by the shard's writer
+    )  # fmt: skip
     execute.apply_precision(output, precision)
     entry: dict[str, Any] = {
         "index": spec.index,
@@ -372,9 +441,10 @@ def transform_partition(
     }
     if measures is not None:
         entry["drift"] = measures
+    reused = {"reused": True} if held is not None else {}
     if output_dir is None:
-        return {"entry": entry, "output": output}
-    return {"entry": shards.write_partition(Path(output_dir), entry, output, codec)}
+        return {"entry": entry, "output": output, **reused}
+    return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
 
 
 def worker_peak_mib() -> float:

@@ -745,14 +745,15 @@ def imports_numba(rows: int, profile: CostProfile) -> bool:
     return rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
 
 
-def _planned(source: Source, rows: int) -> tuple[int, int] | None:
-    """The partitions a Parquet source is cut into for ``rows`` rows each (row groups are
-    packed whole, so there can be more of them, smaller), and the largest one's rows; None
-    where sizes are known only once read (CSV) or the source is not files."""
+def _planned(source: Source, rows: int, workers: int = 1) -> tuple[int, int] | None:
+    """The partitions a Parquet source is cut into for ``rows`` rows each on ``workers``
+    workers (row groups are packed whole, so there can be more of them, smaller; balanced
+    over several workers), and the largest one's rows; None where sizes are known only once
+    read (CSV) or the source is not files."""
     if not is_path(source):
         return None
     try:
-        specs = plan_partitions(source, rows)
+        specs = plan_partitions(source, rows, workers)
     except (SourceError, OSError, ValueError, pa.ArrowException):
         return None
     sizes = [s.n_rows for s in specs]
@@ -816,7 +817,7 @@ def _options(
         room = (usable - fixed - frame) / workers - RUN_FIXED_BYTES
         rows = int(min(ROWS_PER_PARTITION, max(room / max(per_row, 1), MIN_PARTITION_ROWS)))
         rows = max(rows, smallest)
-        parts, largest = _planned(source, rows) or (max(1, math.ceil(n / rows)), rows)
+        parts, largest = _planned(source, rows, workers) or (max(1, math.ceil(n / rows)), rows)
         peak = fixed + frame + workers * (RUN_FIXED_BYTES + int(min(largest, n) * per_row))
         return Option(name, int(peak), seconds_of(parts), rows, parts, impossible,
                       gathered_bytes=gather)  # fmt: skip

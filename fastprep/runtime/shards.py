@@ -57,7 +57,7 @@ def write_partition(
     files = fmt.FileWriter(folder, codec)
     try:
         entry = entry | fmt.write_shard(files, entry["index"], token, output.X, output.y,
-                                        output.row_ids, output.quarantine)  # fmt: skip
+                                        output.row_ids, output.quarantine_to_write())  # fmt: skip
         files.finish()
     finally:
         files.close()

@@ -217,7 +217,7 @@ def transform(
         result = transform_partition(job, spec, params, "", None, out_dtype, part,
                                      profile=profile, folded=folded)  # fmt: skip
         output = result.pop("output")
-        writer.add(output.X, output.y, output.row_ids, output.quarantine)
+        writer.add(output.X, output.y, output.row_ids, output.quarantine_to_write())
         return result
 
     try:

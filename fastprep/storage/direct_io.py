@@ -18,6 +18,7 @@ a non-contiguous array) returns False and the caller writes the file the ordinar
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 from pathlib import Path
@@ -38,8 +39,14 @@ HEADER_BYTES = BLOCK
 
 def npy_header(array: np.ndarray) -> bytes:
     """An ``.npy`` format 1.0 header for ``array``, padded to :data:`HEADER_BYTES`."""
-    descr = np.lib.format.dtype_to_descr(array.dtype)
-    text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {tuple(array.shape)!r}, }}"
+    return npy_header_for(array.dtype, tuple(array.shape))
+
+
+def npy_header_for(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """An ``.npy`` format 1.0 header for an array of ``dtype`` and ``shape``, padded to
+    :data:`HEADER_BYTES`."""
+    descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
+    text = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {tuple(shape)!r}, }}"
     prefix = np.lib.format.MAGIC_PREFIX + bytes([1, 0])
     body = HEADER_BYTES - len(prefix) - 2
     encoded = text.encode("latin1")
@@ -115,3 +122,80 @@ def _write_all(fd: int, data: memoryview) -> None:
     while len(data):
         written = os.write(fd, data)
         data = data[written:]
+
+
+class NpyStream:
+    """An ``.npy`` file of a known dtype and shape written piece by piece, in order:
+    with ``O_DIRECT`` while the pieces allow it (each starts on a block boundary and is a
+    whole number of blocks long, except the last), buffered otherwise (from the first
+    piece that does not, or on a file system refusing ``O_DIRECT``). :meth:`detach` hands
+    the open descriptor to the caller, who fsyncs and closes it."""
+
+    def __init__(self, path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        header = npy_header_for(dtype, shape)
+        direct = getattr(os, "O_DIRECT", 0)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        try:
+            self.fd = os.open(path, flags | direct, 0o666)
+        except OSError:  # refused at open (tmpfs): buffered
+            direct = 0
+            self.fd = os.open(path, flags, 0o666)
+        self.direct = bool(direct)
+        try:
+            self._write_header(header)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    @property
+    def unit(self) -> int:
+        """Pieces a multiple of this many bytes stay on the ``O_DIRECT`` path."""
+        return BLOCK if self.direct else 1
+
+    def _write_header(self, header: bytes) -> None:
+        if self.direct:
+            bounce = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT needs
+            try:
+                with memoryview(bounce) as view:
+                    view[: len(header)] = header
+                    _write_all(self.fd, view[: len(header)])
+                return
+            except OSError:  # refused (EINVAL on tmpfs and some others): buffered
+                self._buffered()
+                os.lseek(self.fd, 0, os.SEEK_SET)
+            finally:
+                with contextlib.suppress(BufferError):
+                    bounce.close()
+        _write_all(self.fd, memoryview(header))
+
+    def write(self, piece: np.ndarray) -> None:
+        """Append ``piece``'s bytes (a contiguous array)."""
+        raw = memoryview(piece.reshape(-1).view(np.uint8))
+        if self.direct and (len(raw) % BLOCK or piece.ctypes.data % BLOCK):
+            self._buffered()  # the last piece's partial block, or pieces from elsewhere
+        while len(raw):
+            try:
+                written = os.write(self.fd, raw)
+            except OSError as error:
+                if not self.direct or error.errno != errno.EINVAL:
+                    raise
+                self._buffered()  # refused mid-way: what is left goes buffered
+                continue
+            raw = raw[written:]
+
+    def _buffered(self) -> None:
+        import fcntl  # POSIX only, like O_DIRECT itself
+
+        flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
+        self.direct = False
+
+    def detach(self) -> int:
+        fd, self.fd = self.fd, -1
+        return fd
+
+    def close(self) -> None:
+        """Close without syncing (after a failure); a detached stream has nothing to close."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,10 +43,11 @@ from typing import Any
 
 import numpy as np
 
+from fastprep.emit.csr_stream import PendingCsr
 from fastprep.emit.names import FeatureNames, HashedNames
 from fastprep.errors import PipelineDefinitionError, StateFormatError
 from fastprep.native import threads
-from fastprep.storage.direct_io import write_npy
+from fastprep.storage.direct_io import NpyStream, write_npy
 
 try:
     import fcntl
@@ -149,6 +151,58 @@ class FileWriter:
         entry["bytes"] = os.path.getsize(self.folder / entry["file"])
         self.later(_sync, handle)
         return entry
+
+    def csr_entries(self, stem: str, X: PendingCsr) -> dict[str, dict[str, Any]]:
+        """Write ``X.data`` and ``X.indices`` as their blocks of rows are made (each file
+        written by a thread of its own while the next block is filled: two requests in
+        flight keep the disk busier than one), then ``X.indptr``; returns their manifest
+        entries. Plain ``.npy`` only (a codec takes the whole arrays, see :meth:`array`)."""
+        nnz, parts = X.nnz, {"data": X.dtype, "indices": X.index_dtype}
+        names = {part: f"{stem}.X.{part}.npy" for part in parts}
+        streams: dict[str, NpyStream] = {}
+        # I/O that must start at once, like ``_background``; one thread per file keeps
+        # each file's pieces in order
+        writers = {part: ThreadPoolExecutor(1) for part in parts}
+        pending: deque[list[Future[Any]]] = deque()
+        try:
+            for part, dtype in parts.items():
+                streams[part] = NpyStream(self.folder / names[part], dtype, (nnz,))
+            block = max(s.unit for s in streams.values())
+            unit = max(block // min(dtype.itemsize for dtype in parts.values()), 1)
+            for data, indices in X.pieces(unit):
+                pending.append(
+                    [
+                        writers["data"].submit(streams["data"].write, data),
+                        writers["indices"].submit(streams["indices"].write, indices),
+                    ]
+                )
+                if len(pending) > 1:  # the next block is filled into these buffers
+                    for future in pending.popleft():
+                        future.result()
+            while pending:
+                for future in pending.popleft():
+                    future.result()
+        except BaseException:
+            for futures in pending:
+                for future in futures:
+                    future.cancel()
+            for writer in writers.values():
+                writer.shutdown(wait=True)
+            for stream in streams.values():
+                stream.close()
+            raise
+        for writer in writers.values():
+            writer.shutdown(wait=True)
+        entries = {}
+        for part, stream in streams.items():
+            descriptor = stream.detach()
+            entries[f"X.{part}"] = {
+                "dtype": parts[part].str, "shape": [nnz], "file": names[part],
+                "bytes": os.fstat(descriptor).st_size,
+            }  # fmt: skip
+            self.later(_sync_descriptor, descriptor)
+        entries["X.indptr"] = self.array(f"{stem}.X.indptr", X.indptr)
+        return entries
 
     def _write_compressed(self, handle: Any, array: np.ndarray) -> list[int]:
         import pyarrow as pa
@@ -273,15 +327,27 @@ def write_shard(
 
         files.later(save_quarantine)
     arrays = entry["arrays"]
+    rest = {"y": y, "row_ids": row_ids} if y is not None else {"row_ids": row_ids}
+    if isinstance(X, PendingCsr) and X.pending and files.codec is None:
+        # y and the row ids are written on a thread of their own while X's blocks are
+        # made and written (made block by block, see FileWriter.csr_entries)
+        with ThreadPoolExecutor(1) as side:
+            written = {
+                name: side.submit(files.array, f"{stem}.{name}", array)
+                for name, array in rest.items()
+            }
+            arrays.update(files.csr_entries(stem, X))
+            arrays.update({name: future.result() for name, future in written.items()})
+        entry["nnz"] = int(X.nnz)
+        return entry
     if entry["layout"] == "csr":  # scipy CSR: its three arrays as they are
         for part in ("data", "indices", "indptr"):
             arrays[f"X.{part}"] = files.array(f"{stem}.X.{part}", getattr(X, part))
         entry["nnz"] = int(X.nnz)
     else:
         arrays["X"] = files.array(f"{stem}.X", X)
-    if y is not None:
-        arrays["y"] = files.array(f"{stem}.y", y)
-    arrays["row_ids"] = files.array(f"{stem}.row_ids", row_ids)
+    for name, array in rest.items():
+        arrays[name] = files.array(f"{stem}.{name}", array)
     return entry
 
 

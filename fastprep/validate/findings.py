@@ -12,7 +12,8 @@ import pyarrow as pa
 from fastprep.data import arrow_compute as ac
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_na
-from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read
+from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read, take_rows
+from fastprep.errors import Reason
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,6 +83,21 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
             examples=(seen.examples + finding.examples)[:EXAMPLES],
         )
     return list(merged.values())
+
+
+#: warnings only a fit gives (a column with no value, or one value, at fit time; no rows)
+FIT_ONLY_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY.value)
+
+
+def at_transform(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings a transform's validation of the same rows gives, from a fit's: the
+    same rules broken on the same rows, without the fit-only warnings
+    (:data:`FIT_ONLY_RULES`) and tagged with the transform phase."""
+    return [
+        replace(f, phase="transform") if f.phase == "fit" else f
+        for f in findings
+        if not (f.phase == "fit" and f.rule in FIT_ONLY_RULES)
+    ]
 
 
 def make_finding(
@@ -211,7 +227,7 @@ class Quarantine:
                 return None
         columns: dict[str, pa.ChunkedArray | pa.Array] = {}
         ids, reasons = self.reason_arrays()
-        taken = decoded(ac.take(source_rows, numeric_array(ids - first_row_id, pa.int64())))
+        taken = decoded(take_rows(source_rows, ids - first_row_id))
         columns["row_id"] = numeric_array(ids, pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:

@@ -341,7 +341,13 @@ def _checked_text(
     text: TextColumn, bad_type: np.ndarray, bad_encoding: np.ndarray, spec: Category | String
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
     """Null, type, encoding and domain rules of an encoded text column."""
-    rules = _null_rule((text.codes < 0) & ~bad_type & ~bad_encoding, spec)
+    rules: list[Violation] = []
+    if not spec.nullable:  # no mask for a rule nothing can break
+        missing = text.codes < 0
+        for bad in (bad_type, bad_encoding):
+            if bad.any():
+                missing &= ~bad
+        rules += _null_rule(missing, spec)
     rules += _type_violation(bad_type, spec)
     if bad_encoding.any():
         detail = "(not valid Unicode: a lone surrogate, or bytes that are not UTF-8)"

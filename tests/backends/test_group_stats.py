@@ -254,7 +254,7 @@ def test_partials_merge_to_the_single_fit(flights, seed) -> None:
     parts = [group_stats.partial_of(step, table(flights.iloc[a:b]), k)
              for (a, b), k in zip(bounds, kernels)]  # fmt: skip
     merged = group_stats.merge(step, parts)
-    single, _ = group_stats.fit(step, table(flights))
+    single = group_stats.fit(step, table(flights))[0]
     for output in step.outputs:
         a, b = merged[output], single[output]
         assert a["levels"][0] == b["levels"][0]
@@ -391,3 +391,22 @@ def test_a_key_space_beyond_62_bits_is_refused_naming_the_keys() -> None:
     levels = [np.arange(2.0**21)] * 3
     with pytest.raises(fp.FitError, match="a, b, c: 2,097,153 x 2,097,153 x 2,097,153"):
         group_stats.radices(levels, ("a", "b", "c"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_text_key_reads_its_codes_missing_and_unseen_alike(backend) -> None:
+    """One text key: missing at transform but not at fit, unseen values, and a value seen
+    at fit with no present statistic, each read through the per-code table."""
+    train = pd.DataFrame({"k": ["a", "b", "b", "c", "a", "c"],
+                          "v": [1.0, 2.0, 4.0, np.nan, 3.0, np.nan]})  # fmt: skip
+    data = pd.DataFrame({"k": ["z", None, "c", "b", "a", "y", None],
+                         "v": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})  # fmt: skip
+    schema = fp.Schema({"k": fp.String(nullable=True), "v": fp.Float(nullable=True)})
+    pipeline = fp.Pipeline(
+        schema, [fp.cols("k") >> fp.GroupStats("v", stats=STATS) >> fp.FillMissing(FILL)]
+    )
+    out = pipeline.fit(train, backend=backend).transform(data, backend=backend)
+    close(out.X, np.nan_to_num(peer(train, data, ["k"], "v"), nan=FILL))
+    with_missing = pd.concat([train, pd.DataFrame({"k": [None], "v": [7.0]})], ignore_index=True)
+    out = pipeline.fit(with_missing, backend=backend).transform(data, backend=backend)
+    close(out.X, np.nan_to_num(peer(with_missing, data, ["k"], "v"), nan=FILL))

@@ -28,10 +28,11 @@ def rows(n: int, groups: int, seed: int, ties: bool) -> tuple[np.ndarray, np.nda
 @pytest.fixture(params=["one thread", "several threads"])
 def lanes(request, monkeypatch):
     if request.param == "several threads":
-        monkeypatch.setattr(numba_gs, "MEDIAN_PARALLEL_VALUES", 1)
+        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
+        monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
     else:
-        monkeypatch.setattr(numba_gs, "MEDIAN_PARALLEL_VALUES", 1 << 60)
+        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1 << 60)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 << 60)
     return request.param
 
@@ -48,13 +49,16 @@ def test_statistics_equal_the_numpy_twin(groups, ties, lanes):
     np.testing.assert_array_equal(got["median"], want["median"])  # selected, not computed
 
 
-@pytest.mark.parametrize("size", [1, 2, 3, 16, 17, 18, 33, 1000])
-def test_medians_of_small_and_constant_segments(size):
+@pytest.mark.parametrize("size", [1, 2, 3, 16, 17, 18, 33, 512, 513, 1000, 4_096, 100_001])
+def test_medians_of_small_large_constant_and_ordered_segments(size):
     rng = np.random.default_rng(size)
-    for values in (rng.normal(size=size), np.full(size, 2.5), rng.integers(0, 3, size) * 1.0):
+    sorted_ = np.sort(rng.normal(size=size))
+    for values in (rng.normal(size=size), np.full(size, 2.5), rng.integers(0, 3, size) * 1.0,
+                   sorted_, sorted_[::-1].copy(), np.where(rng.random(size) < 0.5, -np.inf, np.inf)):  # fmt: skip
         start = np.array([0, size], dtype=np.int64)
         got = numba_gs.medians(values.copy(), start)
-        assert got[0] == np.median(values)
+        with np.errstate(invalid="ignore"):  # -inf and inf in the middle: NaN, as numpy's
+            np.testing.assert_equal(got[0], np.median(values))
 
 
 def test_row_ranges_give_the_serial_gathers(lanes):
@@ -150,7 +154,108 @@ def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch)
     by_group = np.argsort(index[present], kind="stable")
     want = values[present][by_group]
     np.testing.assert_array_equal(numba_gs.segments(index, values, start), want)
-    counted = []  # the moments' pass counts each of its row ranges' values per group
-    moments.compiled_group_moments(index, values, 40, counted)
-    assert len(counted) > 1
+    counted = [
+        ((0, 30_000), np.bincount(index[:30_000][present[:30_000]], minlength=40)),
+        ((30_000, 100_000), np.bincount(index[30_000:][present[30_000:]], minlength=40)),
+    ]
     np.testing.assert_array_equal(numba_gs.segments(index, values, start, counted), want)
+    seen = []  # the moments' passes lay the values out for a median, a range at a time
+
+    def then(ordered, laid_start, g0, g1):
+        np.testing.assert_array_equal(laid_start, start)
+        seen.append((g0, ordered[start[g0] : start[g1]].copy()))
+
+    moments.compiled_group_moments(index, values, 40, then)
+    np.testing.assert_array_equal(np.concatenate([o for _, o in sorted(seen)]), want)
+
+
+def test_statistics_where_the_compiled_moments_decline(lanes):
+    """Values whose squares leave float64's range, or spread over too many bits: numpy's
+    moments, and the median from a layout of its own."""
+    index, values = rows(20_000, 9, 3, ties=False)
+    for odd in (1e300, 2.0**390):
+        spread = values.copy()
+        spread[[5, 17]] = (odd, 3.0 / odd)
+        got = numba_gs.group_statistics(index, spread, 9, STATS)
+        want = numpy_gs.group_statistics(index, spread, 9, STATS)
+        for stat in STATS:
+            np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)
+
+
+@pytest.mark.parametrize("n_keys", [2, 3])
+def test_text_keys_combined_in_one_pass_equal_key_by_key(n_keys, lanes):
+    """Text keys' codes (-1: missing) through their luts (-1: unseen), combined in one
+    pass: the numpy twin's key-by-key mixed radix, -1 where any key is unseen."""
+    rng = np.random.default_rng(n_keys)
+    n, parts, sizes = 50_001, [], []
+    for k in range(n_keys):
+        uniques = 5 + 7 * k
+        codes = rng.integers(-1, uniques, n).astype(np.int32)
+        lut = rng.permutation(uniques + 1).astype(np.int64)  # the last slot: missing
+        lut[rng.integers(0, uniques)] = -1  # a value unseen at fit
+        parts.append((codes, lut))
+        sizes.append(uniques + 1)
+    parts[0][0].flags.writeable = False  # codes over Arrow's buffers beside written ones
+    got = numba_gs.combine_texts(parts, sizes)
+    want = numpy_gs.combine(parts, sizes)
+    np.testing.assert_array_equal(got, want)
+    assert (want == -1).any() and (want >= 0).any()
+    np.testing.assert_array_equal(numpy_gs.combine(parts, sizes, numba_gs.NUMBA), want)
+
+
+@pytest.mark.parametrize("stats", [STATS, ("median", "count"), ("min", "max")])
+def test_statistics_read_through_a_lut_equal_the_groups_spelled_out(stats, lanes):
+    """Rows given as int32 codes (-1: the lut's last slot) and a lut from code to group:
+    the statistics of the groups spelled out row by row, in both twins."""
+    index, values = rows(30_000, 12, 4, ties=False)
+    codes = (index - 1).astype(np.int32)  # -1 .. 10, code -1 reads the last slot
+    lut = np.array([3, 0, 7, 1, 2, 5, 4, 6, 8, 10, 11, 9], dtype=np.int64)
+    want = numpy_gs.group_statistics(lut[codes], values, 12, stats)
+    for twin in (numba_gs, numpy_gs):
+        got = twin.group_statistics(codes, values, 12, stats, lut)
+        for stat in stats:
+            np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)
+
+
+def test_rows_written_through_text_keys_equal_the_combined_gather(lanes):
+    """The gather combining text keys' codes as it writes each row (into a view of a wider
+    block, as X's columns are) equals the gather of the combined codes."""
+    rng = np.random.default_rng(9)
+    n, parts, sizes = 40_001, [], []
+    for uniques in (4, 9):
+        codes = rng.integers(-1, uniques, n).astype(np.int32)
+        lut = np.append(rng.permutation(uniques), uniques).astype(np.int64)
+        lut[1] = -1  # unseen at fit
+        parts.append((codes, lut))
+        sizes.append(uniques + 1)
+    per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 3)).astype(np.float32)
+    want = np.zeros((n, 5), np.float32)
+    numba_gs.put_rows(want[:, 1:4], per_code, numpy_gs.combine(parts, sizes))
+    got = np.zeros((n, 5), np.float32)
+    numba_gs.put_rows_texts(got[:, 1:4], per_code, parts, sizes)
+    np.testing.assert_array_equal(got, want)
+    assert (numpy_gs.combine(parts, sizes) == -1).any()
+
+
+@pytest.mark.parametrize("case", ["hours", "negative", "one value", "all missing", "spread"])
+def test_number_levels_and_codes_in_one_go_equal_the_twins_steps(case, lanes):
+    """A number key's levels and codes from the same passes: the numpy twin's levels, and
+    through the lut its codes (missing: the code after the levels); None where the values
+    are not whole numbers close together."""
+    rng = np.random.default_rng(7)
+    values = {
+        "hours": rng.integers(5, 24, 30_000).astype(float),
+        "negative": rng.integers(-40, 3, 30_000) * 1.0,
+        "one value": np.full(30_000, 7.0),
+        "all missing": np.full(30_000, np.nan),
+        "spread": rng.integers(0, 3, 30_000) * 2.0**40,
+    }[case]
+    if case != "all missing":
+        values[rng.random(30_000) < 0.1] = np.nan
+    found = numba_gs.number_levels_codes(values)
+    if case in ("all missing", "spread"):
+        assert found is None
+        return
+    levels, (codes, lut) = found
+    np.testing.assert_array_equal(levels, numpy_gs.number_levels(values))
+    np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))

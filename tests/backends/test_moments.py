@@ -173,3 +173,63 @@ def test_compiled_group_moments_on_row_ranges_equal_one_pass(monkeypatch) -> Non
             assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
         assert np.array_equal(split[0].mean(), one[0].mean(), equal_nan=True)
         assert np.array_equal(split[0].variance(), one[0].variance(), equal_nan=True)
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 11])
+@pytest.mark.parametrize("n_groups", [1, 2, 33])
+def test_compiled_group_moments_by_segments_equal_numpys(monkeypatch, block, n_groups) -> None:
+    """The segments' exact sums equal numpy's integers whatever the block a segment is
+    summed in and however the groups are split across threads: odd sizes, a group
+    without values, infinities of both signs, -0.0, a value needing several rounds."""
+    from fastprep.native import threads
+
+    rng = np.random.default_rng(block + n_groups)
+    n = 4_001
+    groups = rng.integers(0, n_groups, n).astype(np.int64)
+    values = rng.normal(0.0, 50.0, n) * np.exp2(rng.integers(-30, 30, n))
+    values[rng.random(n) < 0.1] = np.nan
+    values[:3] = (np.inf, -0.0, 1e-12)
+    values[rng.integers(0, n, 5)] = -np.inf
+    width = n_groups + 1  # the last group has no value
+    monkeypatch.setattr(moments, "_SEGMENT_BLOCK", block)
+    want = moments.group_moments(groups, values, width)
+    outcomes = []
+    for lanes, parallel in ((1, 1 << 62), (2, 1), (3, 1)):
+        monkeypatch.setattr(threads, "workers", lambda lanes=lanes: lanes)
+        monkeypatch.setattr(moments, "_PARALLEL_ROWS", parallel)
+        monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
+        laid_out: list = []
+        found = moments.compiled_group_moments(
+            groups,
+            values,
+            width,
+            lambda o, s, a, b, kept=laid_out: kept.append((a, o[s[a] : s[b]], s)),
+        )
+        assert found is not None
+        got, low, high = found
+        assert got.exact() == want.exact()
+        assert np.array_equal(got.count, want.count)
+        assert np.array_equal(got.infinite, want.infinite, equal_nan=True)
+        assert np.array_equal(got.mean(), want.mean(), equal_nan=True)
+        assert np.array_equal(got.variance(), want.variance(), equal_nan=True)
+        present = ~np.isnan(values)
+        laid_out.sort(key=lambda part: part[0])  # the group ranges ran on threads
+        ordered, start = np.concatenate([o for _, o, _ in laid_out]), laid_out[0][2]
+        by_group = np.argsort(groups[present], kind="stable")
+        assert np.array_equal(ordered, values[present][by_group])
+        assert np.array_equal(np.diff(start), want.count)
+        assert low[-1] == np.inf and high[-1] == -np.inf
+        outcomes.append((low, high))
+    for low, high in outcomes[1:]:
+        assert np.array_equal(low, outcomes[0][0]) and np.array_equal(high, outcomes[0][1])
+        assert np.array_equal(np.signbit(low), np.signbit(outcomes[0][0]))
+
+
+def test_compiled_group_moments_decline_values_needing_many_rounds() -> None:
+    """Values spread over more bits than the pass's rounds hold: the numpy pass's integers."""
+    values = np.array([2.0**390, 3.0 * 2.0**-390, 1.0, 5.0, np.nan])
+    groups = np.array([0, 0, 1, 1, 1])
+    assert moments.compiled_group_moments(groups, values, 2) is None
+    found = moments.grouped(groups, values, 2)[0]
+    assert found.exact() == moments.group_moments(groups, values, 2).exact()
+    assert found.mean()[1] == 3.0

@@ -39,11 +39,21 @@ def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
     assert planner.dask_job_seconds(profile, 3_367_760, 7, 2, 3) == pytest.approx(
         model.predict(fitted, 3_367_760, 7, 2, 3, 3)
     )
-    # a worker more stops paying where b / a = (task + rows per task x row) / scheduler says
-    stops = model.scaling_stops(fitted, 10_000_000, 20, 3, 3)
-    a, b = 3 * 20 * TRUE["dask_scheduler_task_seconds"], 3 * (20 * 0.02 + 10_000_000 * 5e-7)
-    assert b / (stops * (stops + 1)) < 0.1 * (a + b / stops)
-    assert b / ((stops - 1) * stops) >= 0.1 * (a + b / (stops - 1))
+    # 7 tasks on 2 workers: the busiest runs 4 of them per pass
+    assert model.predict(fitted, 3_367_760, 7, 2, 3, 3) == pytest.approx(
+        model.predict(fitted, 3_367_760, 8, 2, 3, 3)
+        - 3 * TRUE["dask_scheduler_task_seconds"]
+        + 3 * 4 * 3_367_760 * 5e-7 * (1 / 7 - 1 / 8)
+    )
+    # a worker more stops paying where it gains < 10%, each N with the partitions planned
+    # for it (a multiple of N)
+    stops = model.scaling_stops(fitted, 10_000_000, 500_000, 3, 3)
+
+    def wall(n: int) -> float:
+        return model.balanced_predict(fitted, 10_000_000, 500_000, n, 3, 3)
+
+    assert wall(stops) - wall(stops + 1) < 0.1 * wall(stops)
+    assert wall(stops - 1) - wall(stops) >= 0.1 * wall(stops - 1)
 
 
 def test_a_pass_run_from_kept_values_counts_no_rows() -> None:
@@ -54,7 +64,15 @@ def test_a_pass_run_from_kept_values_counts_no_rows() -> None:
                         "transform": {"compute_seconds": 1.6}}}  # fmt: skip
     assert model._reading(run) == 2
     assert model._reading({"pass_seconds": run["pass_seconds"]}) == 3  # no per-pass times
-    light = model.predict(TRUE, 3_367_760, 7, 2, 3, 2)
-    assert model.predict(TRUE, 3_367_760, 7, 2, 3, 3) - light == pytest.approx(
+    light = model.predict(TRUE, 3_367_760, 8, 2, 3, 2)
+    assert model.predict(TRUE, 3_367_760, 8, 2, 3, 3) - light == pytest.approx(
         3_367_760 * TRUE["dask_row_seconds"] / 2
     )
+
+
+def test_the_warm_tiny_jobs_are_observations(tmp_path) -> None:
+    file = tmp_path / "runs.json"
+    file.write_text(json.dumps({"fixed": {"1w": 0.2, "2w": 0.15}, "points": []}))
+    obs = model.observations([file])
+    assert [(o["workers"], o["tasks"], o["rows"], o["seconds"]) for o in obs] == [
+        (1, 2, 20_000, 0.2), (2, 2, 20_000, 0.15)]  # fmt: skip

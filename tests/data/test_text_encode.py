@@ -258,13 +258,24 @@ def dictionary_cases() -> dict[str, pa.ChunkedArray]:
     }
 
 
+@pytest.fixture(params=[True, False], ids=["fused", "gather-then-rank"])
+def fused(request, monkeypatch):
+    """Dictionary indices mapped and renumbered in one kernel pass, or gathered by numpy
+    and renumbered after (the path when that kernel is not cached): the same codes."""
+    wanted = request.param
+    monkeypatch.setattr(
+        text_encode, "numba_cached", lambda kernel: wanted or kernel is not text_encode._map_rank
+    )
+    return wanted
+
+
 @pytest.mark.parametrize("name", sorted(dictionary_cases()))
-def test_dictionary_input_is_coded_as_its_strings(name):
+def test_dictionary_input_is_coded_as_its_strings(name, fused):
     column = dictionary_cases()[name]
     check(column, [v for chunk in column.chunks for v in chunk.to_pylist()])
 
 
-def test_dictionary_flights_columns_equal_their_strings(flights_sample):
+def test_dictionary_flights_columns_equal_their_strings(flights_sample, fused):
     for name in ("carrier", "tailnum", "dest"):
         strings = pa.chunked_array([pa.Array.from_pandas(flights_sample[name])])
         codes, uniques = text_encode.encode(strings)

@@ -98,3 +98,25 @@ def test_an_aligned_array_is_written_from_its_own_memory(tmp_path, monkeypatch) 
     os.close(descriptor)
     assert copies["n"] == 0
     assert np.array_equal(np.load(tmp_path / "a.npy"), aligned)
+
+
+@pytest.mark.parametrize("sizes", [[0], [1024, 1024, 5], [3, 1024], [2048, 2048, 2048]])
+def test_npy_stream_reads_back_identical(tmp_path, sizes) -> None:
+    """Pieces from a page-aligned buffer (O_DIRECT while whole blocks), then anything
+    else (buffered from there on): the same .npy as np.save's, read back bit for bit."""
+    raw = np.empty(4 * 4096 + direct_io.BLOCK, np.uint8)
+    start = -raw.ctypes.data % direct_io.BLOCK
+    buffer = raw[start : start + 4 * 4096].view(np.float32)
+    total = sum(sizes)
+    expected = np.arange(total, dtype=np.float32)
+    stream = direct_io.NpyStream(tmp_path / "a.npy", np.dtype(np.float32), (total,))
+    at = 0
+    for size in sizes:
+        buffer[:size] = expected[at : at + size]
+        stream.write(buffer[:size])
+        at += size
+    descriptor = stream.detach()
+    os.fsync(descriptor)
+    os.close(descriptor)
+    assert os.path.getsize(tmp_path / "a.npy") == direct_io.HEADER_BYTES + expected.nbytes
+    assert np.array_equal(np.load(tmp_path / "a.npy", mmap_mode="r"), expected)

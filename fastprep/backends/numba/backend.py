@@ -143,6 +143,41 @@ def fit_stage(
     return out
 
 
+def chain_moments(
+    plan: LogicalPlan,
+    table: Table,
+    learned: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[tuple[int, str, int]],
+    log: reference.Repairs | None = None,
+) -> dict[tuple[int, str, int], moments.Moments]:
+    """The moments (count, exact sums, extremes) of each target's chain value before step
+    ``position`` — target ``(feature, input name, position)`` — over ``table``'s selected
+    rows, with the steps before it applied with the ``learned`` parameters: one fit round
+    of each fused stage's kernel, as this backend's fit runs it. A partition's partial
+    aggregates, equal to the reference's moments of the same values. Targets of a feature
+    in no fused stage are left out (the caller computes them)."""
+    out: dict[tuple[int, str, int], moments.Moments] = {}
+    wanted = set(targets)
+    for stage in plan.execution_stages():
+        if stage.kind != "fused":
+            continue
+        chains = chains_of(plan, stage)
+        index = {(c.feature, c.name): k for k, c in enumerate(chains)}
+        stats = sorted({(index[(f, n)], p, "moments") for f, n, p in wanted
+                        if (f, n) in index})  # fmt: skip
+        if not stats:
+            continue
+        program = fit_program(
+            chains, stats, _text_columns(table), table.selection is not None,
+            _tabled(table, chains), frozenset((k, s) for k, s, _ in stats),
+        )  # fmt: skip
+        params = [list(learned[(c.feature, c.name)]) for c in chains]
+        found, _ = _run_fit(program, chains, params, table, log)
+        for (k, s, _), result in zip(program.stats, found, strict=True):
+            out[(chains[k].feature, chains[k].name, s)] = result
+    return out
+
+
 def _fit_on_values(
     plan: LogicalPlan, chain: Chain, s: int, learned: list[dict[str, Any]], table: Table
 ) -> dict[str, Any]:

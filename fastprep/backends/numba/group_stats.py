@@ -1,10 +1,11 @@
 """Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
 statistics of a column per group: count, min, max and the exact sums behind the mean and
-std in one compiled scatter pass (:func:`fastprep.backends.moments.compiled_group_moments`:
-the numpy twin's integers, so the same bits), and exact medians by a counting sort of the present values into per-group segments and a selection
-(quickselect) in each: no sort of all rows by (group, value), which is what the numpy
-twin pays ``O(n log n)`` for. Every kernel is a serial pass: memory-bound loops that two
-cores speed up little, and a serial kernel compiles in a fraction of a parallel one's time.
+std by compiled passes (:func:`fastprep.backends.moments.compiled_group_moments`: a scan,
+a counting sort of the present values into per-group segments, exact sums per segment:
+the numpy twin's integers, so the same bits), and exact medians by a selection
+(quickselect) in each of those segments: no sort of all rows by (group, value), which is
+what the numpy twin pays ``O(n log n)`` for. The per-row kernels run on row ranges and the
+per-group ones on ranges of groups, on the pool's threads.
 """
 
 from __future__ import annotations
@@ -61,68 +62,14 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
     return count, mean, m2, low, high
 
 
-@jit(cache=True, nogil=True)
-def _segments(index, values, fill, ordered):  # pragma: no cover - compiled
-    """The present values laid out by group, in row order: ``ordered[fill[g]:...]`` (a
-    counting sort, ``fill`` advanced in place; its own pass: folded into the moments'
-    second pass, the four scattered write streams together ran slower than the two
-    passes)."""
-    for i in range(len(index)):
-        x = values[i]
-        if x == x:
-            g = index[i]
-            ordered[fill[g]] = x
-            fill[g] += 1
-
-
-@jit(cache=True, nogil=True)
-def _present_counts(index, values, count):  # pragma: no cover - compiled
-    for i in range(len(index)):
-        if values[i] == values[i]:
-            count[index[i]] += 1
-
-
-def segments(
-    index: np.ndarray, values: np.ndarray, start: np.ndarray,
-    counted: list[tuple[tuple[int, int], np.ndarray]] | None = None,
-) -> np.ndarray:  # fmt: skip
-    """The present values laid out by group (``start``: each group's first slot), each
-    group's in row order: on row ranges of the pool's threads, each range counting its
-    rows per group and then writing from where the earlier ranges' values of each group
-    end (the same array as one serial pass); one range for many groups beside the rows.
-    ``counted``: row ranges covering the rows in order with their present values per
-    group, already counted (by the moments' pass): no count pass."""
-    n_groups = len(start) - 1
-    # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
-    ordered = ARENA.empty(int(start[-1]), np.float64)
-    if counted is not None and len(counted) > 1:
-        ranges, per_range = [r for r, _ in counted], [c for _, c in counted]
-    else:
-        ranges = _row_ranges(len(index)) if n_groups * TABLE_SHARE <= len(index) else []
-        per_range = None
-    if len(ranges) < 2:
-        _segments(index, values, start[:-1].copy(), ordered)
-        return ordered
-
-    def count(bounds: tuple[int, int]) -> np.ndarray:
-        found = np.zeros(n_groups, np.int64)
-        _present_counts(index[bounds[0] : bounds[1]], values[bounds[0] : bounds[1]], found)
-        return found
-
-    fills, at = [], start[:-1].copy()
-    for found in per_range or threads.map_all(count, ranges):
-        fills.append(at.copy())
-        at += found
-    threads.map_all(
-        lambda r: _segments(index[r[0][0] : r[0][1]], values[r[0][0] : r[0][1]], r[1], ordered),
-        list(zip(ranges, fills)),
-    )
-    return ordered
+#: the present values laid out by group (a counting sort on row ranges)
+segments = moments.segments
 
 
 @jit(cache=True, nogil=True)
 def _medians(ordered, start, g0, g1, out):  # pragma: no cover - compiled
     """``out[g]`` = the median of segment g, for groups ``g0:g1`` (selected in place)."""
+    sample = np.empty(_SAMPLE)
     for g in range(g0, g1):
         lo = start[g]
         c = start[g + 1] - lo
@@ -130,11 +77,53 @@ def _medians(ordered, start, g0, g1, out):  # pragma: no cover - compiled
             out[g] = np.nan
             continue
         k = lo + c // 2
-        upper = _select(ordered, lo, lo + c, k)
+        low, high = _narrow(ordered, lo, lo + c, k, sample)
+        upper = _select(ordered, low, high, k)
         if c % 2 == 1:
             out[g] = upper
-        else:  # the other middle value: the largest of those selected below it
+        elif k > low:  # the other middle value: the largest selected below it
+            out[g] = (ordered[low:k].max() + upper) / 2
+        else:  # below the narrowed range: every value there is smaller
             out[g] = (ordered[lo:k].max() + upper) / 2
+
+
+#: values sampled to choose the two pivots of :func:`_narrow`, and the sample ranks
+#: each pivot stands from the target's
+_SAMPLE = 64
+_SPREAD = 6
+#: ... for up to 8,192 values (the sample's sort is then a share of the work)
+_SMALL_SAMPLE = 16
+_SMALL_SPREAD = 3
+
+
+@jit(cache=True, nogil=True)
+def _narrow(a, lo, hi, k, sample):  # pragma: no cover - compiled
+    """A range ``[low, high)`` of ``a[lo:hi]``, reordered in place, that holds rank ``k``:
+    every value before it is <= each in it, and each in it <= every value after it.
+    Two pivots bracketing the rank in an evenly spaced sample split the values in
+    about 1.5 passes into a range a fifth as long (Floyd and Rivest's selection), where
+    quickselect's halving would take about 3."""
+    while hi - lo > 16 * _SMALL_SAMPLE:
+        n = hi - lo
+        size, spread = (_SAMPLE, _SPREAD) if n > 8192 else (_SMALL_SAMPLE, _SMALL_SPREAD)
+        for i in range(size):
+            sample[i] = a[lo + (i * n) // size]
+        sample[:size].sort()
+        r = ((k - lo) * size) // n
+        p1 = sample[max(r - spread, 0)]
+        p2 = sample[min(r + spread, size - 1)]
+        j = _below(a, lo, hi, p1, False)  # the values < p1 first
+        if k < j:
+            hi = j
+            continue
+        j2 = _below(a, j, hi, p2, True)  # then those <= p2
+        if k >= j2:
+            lo = j2
+            continue
+        if p1 == p2 or (j == lo and j2 == hi):  # all equal, or no progress
+            return j, j2
+        lo, hi = j, j2
+    return lo, hi
 
 
 @jit(cache=True, inline="always")
@@ -178,20 +167,12 @@ def _select(a, lo, hi, k):  # pragma: no cover - compiled
     return a[k]
 
 
-#: groups' medians are selected on several threads from this many present values on
-MEDIAN_PARALLEL_VALUES = 1 << 18
-
-
 def medians(ordered: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Each segment's median; the groups cut into one range of about equal values per
     thread (selection is compute-bound: the two cores halve it)."""
-    n_groups = len(start) - 1
-    out = np.empty(n_groups)
-    lanes = min(threads.workers(), 8) if len(ordered) >= MEDIAN_PARALLEL_VALUES else 1
-    cuts = np.searchsorted(start, np.linspace(0, len(ordered), lanes + 1)[1:-1])
-    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < n_groups}), n_groups]
-    ranges = list(zip(bounds[:-1], bounds[1:]))
-    threads.map_all(lambda r: _medians(ordered, start, r[0], r[1], out), ranges)
+    out = np.empty(len(start) - 1)
+    threads.map_all(lambda r: _medians(ordered, start, r[0], r[1], out),
+                    moments.segment_ranges(start))  # fmt: skip
     return out
 
 
@@ -244,8 +225,87 @@ def accumulate(
     return out
 
 
+@jit(cache=True, nogil=True)
+def _combine_texts(out, codes, luts, sizes):  # pragma: no cover - compiled
+    for i in range(len(out)):
+        combined = 0
+        for k in range(len(codes)):
+            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            if code < 0:
+                combined = -1
+                break
+            combined = combined * sizes[k] + code
+        out[i] = combined
+
+
+def combine_texts(
+    parts: list[tuple[np.ndarray, np.ndarray | None]], sizes: list[int]
+) -> np.ndarray:
+    """The numpy twin's ``combine`` of text keys (int32 codes, each with its lut) in one
+    pass over the rows, not a pass per key reading and writing the combined codes."""
+    n = len(parts[0][0])
+    out = ARENA.empty(n, np.int64)
+    radix = np.asarray(sizes, dtype=np.int64)
+    luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
+
+    def run(r: tuple[int, int]) -> None:
+        codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
+        _combine_texts(out[r[0] : r[1]], codes, luts, radix)
+
+    threads.map_all(run, _row_ranges(n))
+    return out
+
+
+@jit(cache=True, nogil=True)
+def _put_rows_texts(out, per_code, codes, luts, sizes):  # pragma: no cover - compiled
+    last = per_code.shape[0] - 1
+    width = per_code.shape[1]
+    for i in range(len(out)):
+        combined = 0
+        for k in range(len(codes)):
+            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            if code < 0:
+                combined = last
+                break
+            combined = combined * sizes[k] + code
+        for j in range(width):
+            out[i, j] = per_code[combined, j]
+
+
+def put_rows_texts(
+    out: np.ndarray, per_code: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray | None]],
+    sizes: list[int],
+) -> None:  # fmt: skip
+    """:func:`put_rows` of the rows' combined codes (-1: the last row), combined from the
+    text keys' codes and luts as each row is written (no combined array)."""
+    radix = np.asarray(sizes, dtype=np.int64)
+    luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
+
+    def run(r: tuple[int, int]) -> None:
+        codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
+        _put_rows_texts(out[r[0] : r[1]], per_code, codes, luts, radix)
+
+    threads.map_all(run, _row_ranges(len(out)))
+
+
+def _read_only(codes: np.ndarray) -> np.ndarray:
+    """A contiguous read-only view: codes over Arrow's buffers are read-only, codes a
+    kernel wrote are not; one type lets the kernel index them as a tuple."""
+    view = np.ascontiguousarray(codes).view()
+    view.flags.writeable = False
+    return view
+
+
+def _row_codes(codes: np.ndarray) -> np.ndarray:
+    """``codes`` as the kernels read them: int32 (a text column's own) or int64."""
+    if codes.dtype == np.int32:
+        return np.ascontiguousarray(codes)
+    return np.ascontiguousarray(codes, dtype=np.int64)
+
+
 def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
     """``lookup[combined]`` (-1: the last slot), row ranges on the pool's threads."""
+    combined = _row_codes(combined)
     out = ARENA.empty(len(combined), np.int64)
     threads.map_all(lambda r: _take(lookup, combined[r[0] : r[1]], out[r[0] : r[1]]),
                     _row_ranges(len(combined)))  # fmt: skip
@@ -267,26 +327,34 @@ def _put_rows(out, per_group, index):  # pragma: no cover - compiled
 def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
     """``out[i] = per_group[index[i]]`` (index -1: the last row) row by row, in place: no
     temporary (n, width) array as numpy's gather-then-copy makes."""
-    index = np.ascontiguousarray(index, dtype=np.int64)
+    index = _row_codes(index)
     threads.map_all(lambda r: _put_rows(out[r[0] : r[1]], per_group, index[r[0] : r[1]]),
                     _row_ranges(len(index)))  # fmt: skip
 
 
 def group_statistics(
-    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
-) -> dict[str, np.ndarray]:
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...],
+    lut: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
     """Each statistic per group, as the numpy twin gives it (NaN where a group has no
-    present value; count 0)."""
-    index = np.ascontiguousarray(index, dtype=np.int64)
+    present value; count 0). ``lut``: row i's group is ``lut[index[i]]``."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     exact: dict[str, np.ndarray] = {}
-    counted: list[tuple[tuple[int, int], np.ndarray]] = []
+    median = np.full(n_groups, np.nan)
+    selected = []  # the median's selection, run by the moments' passes if they complete
+
+    def select(ordered: np.ndarray, start: np.ndarray, g0: int, g1: int) -> None:
+        _medians(ordered, start, g0, g1, median)
+        selected.append(g1 - g0)
+
     if "mean" in stats or "std" in stats:
-        found, low, high = moments_and_extremes(index, values, n_groups, counted)
+        then = select if "median" in stats else None
+        found, low, high = moments_and_extremes(index, values, n_groups, then, lut)
         count = found.count
         exact = reference_group_stats.exact_statistics(found)
     else:
-        count, _, _, low, high = _moments(index, values, n_groups)
+        rows = np.ascontiguousarray(index, np.int64) if lut is None else take(lut, index)
+        count, _, _, low, high = _moments(rows, values, n_groups)
     empty = count == 0
     out = {
         "count": count.astype(np.float64),
@@ -295,22 +363,26 @@ def group_statistics(
         "max": np.where(empty, np.nan, high),
     }
     if "median" in stats:
-        start = np.zeros(n_groups + 1, np.int64)
-        np.cumsum(count, out=start[1:])
-        out["median"] = medians(segments(index, values, start, counted), start)
+        if sum(selected) < n_groups:  # the moments took numpy's pass: a layout of its own
+            start = np.zeros(n_groups + 1, np.int64)
+            np.cumsum(count, out=start[1:])
+            median = medians(segments(index, values, start, None, lut), start)
+        out["median"] = median
     return {s: out[s] for s in stats}
 
 
 def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int,
-    range_counts: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+    then: moments.SegmentWork | None = None, lut: np.ndarray | None = None,
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
-    """Per group: the exact moments, the min and the max in one compiled pass (the numpy
-    twin's integers; its pass where the compiled one declines); ``range_counts``: see
-    :func:`moments.compiled_group_moments` (left empty where the numpy pass ran)."""
-    found = moments.compiled_group_moments(index, values, n_groups, range_counts)
+    """Per group: the exact moments, the min and the max by compiled passes (the numpy
+    twin's integers; its pass where the compiled one declines); ``then``, ``lut``: see
+    :func:`moments.compiled_group_moments`."""
+    found = moments.compiled_group_moments(index, values, n_groups, then, lut)
     if found is not None:
         return found
+    if lut is not None:
+        index = take(lut, index)
     _, _, _, low, high = _moments(index, values, n_groups)
     return moments.group_moments(index, values, n_groups), low, high
 
@@ -352,16 +424,25 @@ def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
 
 
 @jit(cache=True, nogil=True)
-def _whole_range(values):  # pragma: no cover - compiled
-    """(lowest, highest, every one a whole number) of the present values."""
-    low, high = np.inf, -np.inf
-    whole = True
-    for v in values:
-        if v == v:
-            low = min(low, v)
-            high = max(high, v)
-            whole &= v == np.floor(v)
-    return low, high, whole
+def _fractions(values):  # pragma: no cover - compiled
+    """How many values have a fractional part (NaN and ±inf do not)."""
+    found = 0
+    for i in range(len(values)):
+        v = values[i]
+        found += v - np.floor(v) > 0.0
+    return found
+
+
+def _whole_range(values: np.ndarray) -> tuple[float, float, bool]:
+    """(lowest, highest, every one a whole number) of the present values (±inf and True
+    without any). The extremes by numpy's NaN-skipping reductions: a compiled loop's
+    comparison chain ran 4x slower (13 vs 3 ms at 3.4M rows) than their vector lanes."""
+    if not len(values):
+        return np.inf, -np.inf, True
+    low, high = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
+    if low != low:  # only NaN
+        return np.inf, -np.inf, True
+    return low, high, _fractions(values) == 0
 
 
 @jit(cache=True, nogil=True)
@@ -376,18 +457,27 @@ def _mark_present(values, low, seen):  # pragma: no cover - compiled
 WHOLE_LEVELS_SPAN = 1 << 22
 
 
+def _whole_span(values: np.ndarray, ranges: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """``(lowest, span)`` of present values that are whole numbers close together (the
+    range pass on row ranges of the pool); None otherwise (or no present value)."""
+    found = threads.map_all(lambda r: _whole_range(values[r[0] : r[1]]), ranges)
+    low, high = min(f[0] for f in found), max(f[1] for f in found)
+    whole = all(f[2] for f in found)
+    if not (whole and -(2.0**52) < low <= high < 2.0**52 and high - low < WHOLE_LEVELS_SPAN):
+        return None
+    return int(low), int(high - low) + 1
+
+
 def number_levels(values: np.ndarray) -> np.ndarray:
     """The numpy twin's sorted distinct values: for whole numbers close together (hours,
     years, small ids) a presence table over their range, not a sort of the rows (55 vs
     ~5 ms at 3.4M rows); both passes on row ranges of the pool's threads."""
     values = np.ascontiguousarray(values, np.float64)
     ranges = _row_ranges(len(values)) or [(0, 0)]
-    found = threads.map_all(lambda r: _whole_range(values[r[0] : r[1]]), ranges)
-    low, high = min(f[0] for f in found), max(f[1] for f in found)
-    whole = all(f[2] for f in found)
-    if not (whole and -(2.0**52) < low <= high < 2.0**52 and high - low < WHOLE_LEVELS_SPAN):
+    whole = _whole_span(values, ranges)
+    if whole is None:
         return np.unique(values[~np.isnan(values)])
-    span = int(high - low) + 1
+    low, span = whole
 
     def mark(bounds: tuple[int, int]) -> np.ndarray:
         seen = np.zeros(span, dtype=np.bool_)  # each range its own: no shared writes
@@ -396,6 +486,46 @@ def number_levels(values: np.ndarray) -> np.ndarray:
 
     seen = np.logical_or.reduce(threads.map_all(mark, ranges))
     return (np.flatnonzero(seen) + np.int64(low)).astype(np.float64)
+
+
+@jit(cache=True, nogil=True)
+def _offsets(values, low, out, seen):  # pragma: no cover - compiled
+    for i in range(len(values)):
+        v = values[i]
+        if v == v:
+            offset = np.int64(v) - low
+            out[i] = offset
+            seen[offset] = True
+        else:
+            out[i] = -1
+
+
+def number_levels_codes(
+    values: np.ndarray,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
+    """A number key's levels (:func:`number_levels`) and its parts ``(codes, lut)`` for
+    whole numbers close together, from the same passes: each row's offset from the
+    lowest value (-1 if missing) is written while the presence table is marked, and the
+    lut ranks the offsets (a pass fewer than levels, then codes); None otherwise."""
+    values = np.ascontiguousarray(values, np.float64)
+    ranges = _row_ranges(len(values)) or [(0, 0)]
+    whole = _whole_span(values, ranges)
+    if whole is None:
+        return None
+    low, span = whole
+    out = ARENA.empty(len(values), np.int64)
+
+    def mark(bounds: tuple[int, int]) -> np.ndarray:
+        seen = np.zeros(span, dtype=np.bool_)  # each range its own: no shared writes
+        a, b = bounds
+        _offsets(values[a:b], np.int64(low), out[a:b], seen)
+        return seen
+
+    present = np.flatnonzero(np.logical_or.reduce(threads.map_all(mark, ranges)))
+    lut = np.full(span + 1, -1, dtype=np.int64)
+    lut[present] = np.arange(len(present))
+    lut[-1] = len(present)  # offset -1 (missing) reads the last slot: the missing code
+    return (present + np.int64(low)).astype(np.float64), (out, lut)
 
 
 #: below this many rows a per-row kernel runs on the calling thread alone
@@ -438,7 +568,7 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
-    number_levels, present,
+    number_levels, present, combine_texts, put_rows_texts, number_levels_codes,
 )  # fmt: skip
 
 

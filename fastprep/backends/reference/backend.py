@@ -121,7 +121,7 @@ def fit_feature(
     repairs = Repairs()
     grouped = _group_step(feature)
     if grouped is not None:  # one fit of the group table for every output column
-        first, index = group_stats.fit(grouped, table, kernels)
+        first, codes, lut = group_stats.fit(grouped, table, kernels)
     for item in feature.inputs:
         learned: list[dict[str, Any]] = []
         steps = feature.steps
@@ -130,7 +130,11 @@ def fit_feature(
             steps = steps[1:]
             # the rows' statistics only when a later step learns from them
             fitted_later = any(step.needs_fit for step in steps)
-            values = group_stats.gather(first[item.name], index) if fitted_later else np.empty(0)
+            if fitted_later:
+                index = codes if lut is None else (kernels or group_stats.NUMPY).take(lut, codes)
+                values = group_stats.gather(first[item.name], index)
+            else:
+                values = np.empty(0)
         skipped = grouped is None and _learns_nothing(steps)
         if skipped:  # e.g. Hash: no gathered copy of the input's rows for nothing
             values = np.empty(0)
@@ -265,6 +269,7 @@ def group_rows(
     rest = feature.steps[1:]
     codes, lookup = group_stats.rows_code(step, fitted[step.outputs[0]][0], table, kernels)
     if any(isinstance(s, _COUNTING) for s in rest):
+        codes = group_stats.combined_codes(codes, kernels)
         index = codes if lookup is None else (kernels or group_stats.NUMPY).take(lookup, codes)
         for j, item in enumerate(feature.inputs):
             values = group_stats.gather(fitted[item.name][0], index)

@@ -117,7 +117,11 @@ def combine(
     kernels: GroupKernels | None = None,
 ) -> np.ndarray:  # fmt: skip
     """One int64 per row (mixed radix); -1 where some key is unseen."""
-    step = (kernels or NUMPY).accumulate
+    kernels = kernels or NUMPY
+    texts = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
+    if len(parts) > 1 and texts and kernels.combine_texts is not None:
+        return kernels.combine_texts(parts, sizes)  # every text key in one pass
+    step = kernels.accumulate
     combined: np.ndarray | None = None
     for (codes, lut), size in zip(parts, sizes):
         combined = step(combined, codes, lut, size)
@@ -141,11 +145,18 @@ def group_index(
 
 
 def distinct_groups(
-    combined: np.ndarray, space: int, kernels: GroupKernels | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct codes and each row's index among them (all codes present)."""
+    combined: np.ndarray, space: int, kernels: GroupKernels | None = None,
+    as_lookup: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The sorted distinct codes and each row's index among them (all codes present).
+    ``as_lookup``: ``combined`` itself where a table over the key space would map it (the
+    caller reads the rows through that table)."""
     if space <= max(DENSE_GROUPS, 4 * len(combined)):
         groups = np.flatnonzero((kernels or NUMPY).present(combined, space)).astype(np.int64)
+        if as_lookup or not len(groups) or groups[-1] == len(groups) - 1:
+            # every code up to the last present (one key: each level, and missing when
+            # there is some): a code is its own group's index, no pass to look it up
+            return groups, combined
         return groups, group_index(combined, groups, space, kernels)
     groups, inverse = np.unique(combined, return_inverse=True)
     return groups.astype(np.int64), inverse.astype(np.int64)
@@ -162,9 +173,13 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 
 
 def group_statistics(
-    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...]
-) -> dict[str, np.ndarray]:
-    """Each statistic per group (NaN where a group has no present value; count 0)."""
+    index: np.ndarray, values: np.ndarray, n_groups: int, stats: tuple[str, ...],
+    lut: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """Each statistic per group (NaN where a group has no present value; count 0).
+    ``lut``: row i's group is ``lut[index[i]]`` (-1 reads the last slot)."""
+    if lut is not None:
+        index = lut[index]
     present = ~np.isnan(values)
     g, x = index[present], values[present]
     count = np.bincount(g, minlength=n_groups).astype(np.float64)
@@ -213,35 +228,62 @@ def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn
     return [table[key] for key in step.keys]
 
 
-#: ``(group index per row, values, groups, stats) -> {stat: per group}``: this module's
-#: numpy function, or its Numba twin (:mod:`fastprep.backends.numba.group_stats`)
-Statistics = Callable[[np.ndarray, np.ndarray, int, tuple[str, ...]], dict[str, np.ndarray]]
+#: ``(rows' codes, values, groups, stats, lut) -> {stat: per group}`` (row i's group:
+#: ``lut[codes[i]]``, or ``codes[i]`` when ``lut`` is None): this module's numpy
+#: function, or its Numba twin (:mod:`fastprep.backends.numba.group_stats`)
+Statistics = Callable[
+    [np.ndarray, np.ndarray, int, tuple[str, ...], np.ndarray | None], dict[str, np.ndarray]
+]
 
 
 def fit(
     step: GroupStats, table: Table, kernels: GroupKernels | None = None
-) -> tuple[dict[str, dict[str, Any]], np.ndarray]:
+) -> tuple[dict[str, dict[str, Any]], np.ndarray, np.ndarray | None]:
     """Per output column, its fitted parameters (one pass over the keys and values); and
-    each fitted row's group index."""
+    the fitted rows' groups as ``(codes, lut)`` (see :func:`_groups`)."""
     kernels = kernels or NUMPY
-    levels, groups, index = _groups(step, table, kernels)
+    levels, groups, codes, lut = _groups(step, table, kernels)
     values = np.asarray(table[step.column], dtype=np.float64)
-    stats = kernels.statistics(index, values, len(groups), step.stats)
-    return _params(step, levels, groups, stats), index
+    stats = kernels.statistics(codes, values, len(groups), step.stats, lut)
+    return _params(step, levels, groups, stats), codes, lut
 
 
 def _groups(
     step: GroupStats, table: Table, kernels: GroupKernels
-) -> tuple[list[Levels], np.ndarray, np.ndarray]:
-    """The fit rows' key levels, distinct groups, and each row's group."""
+) -> tuple[list[Levels], np.ndarray, np.ndarray, np.ndarray | None]:
+    """The fit rows' key levels, distinct groups, and each row's group as ``(codes,
+    lut)``: ``lut[codes[i]]`` (-1 reading the last slot), or ``codes[i]`` when ``lut`` is
+    None. The kernels read the rows through the lut: no per-row array of groups is made
+    where a key's own codes or the combined codes serve."""
     columns = _key_columns(step, table)
-    levels = [fit_levels(c, kernels) for c in columns]
+    levels: list[Levels] = []
+    parts: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for column in columns:
+        both = None
+        if not isinstance(column, TextColumn) and kernels.number_levels_codes is not None:
+            both = kernels.number_levels_codes(np.asarray(column, dtype=np.float64))
+        if both is None:
+            levels.append(fit_levels(column, kernels))
+            parts.append(key_parts(column, levels[-1], kernels))
+        else:  # a number key's levels and codes from the same passes
+            levels.append(both[0])
+            parts.append(both[1])
     sizes = radices(levels, step.keys)
-    combined = combine(
-        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
-    )
-    groups, index = distinct_groups(combined, math.prod(sizes), kernels)
-    return levels, groups, index
+    if len(columns) == 1 and isinstance(columns[0], TextColumn):
+        # one text key: its levels are the values present, then missing if some row is:
+        # a level's code is its group's index, the text codes read through the key's lut
+        n_groups = len(levels[0]) + int(columns[0].value_counts()[0] > 0)
+        return levels, np.arange(n_groups, dtype=np.int64), *parts[0]
+    combined = combine(parts, sizes, kernels)
+    space = math.prod(sizes)
+    groups, index = distinct_groups(combined, space, kernels, as_lookup=True)
+    if index is not combined:
+        return levels, groups, index, None
+    if len(groups) and groups[-1] != len(groups) - 1:  # a table from code to group
+        lookup = np.full(space + 1, -1, dtype=np.int64)
+        lookup[groups] = np.arange(len(groups))
+        return levels, groups, combined, lookup
+    return levels, groups, combined, None
 
 
 def _params(
@@ -258,7 +300,22 @@ def rows_group(
 ) -> np.ndarray:
     """Per row of ``table``: its fitted group's index, -1 for a group unseen at fit."""
     codes, lookup = rows_code(step, fitted, table, kernels)
+    codes = combined_codes(codes, kernels)
     return codes if lookup is None else (kernels or NUMPY).take(lookup, codes)
+
+
+@dataclass(frozen=True)
+class KeyCodes:
+    """The rows' keys not combined yet: each text key's int32 codes and lut, and the
+    radix (the gather combines them row by row as it writes: no combined array)."""
+
+    parts: list[tuple[np.ndarray, np.ndarray | None]]
+    sizes: list[int]
+
+
+def combined_codes(codes: np.ndarray | KeyCodes, kernels: GroupKernels | None = None) -> np.ndarray:
+    """``codes`` as one combined code per row."""
+    return combine(codes.parts, codes.sizes, kernels) if isinstance(codes, KeyCodes) else codes
 
 
 #: a key space up to this many combinations is looked up by a table gathered per group
@@ -268,21 +325,30 @@ SMALL_KEY_SPACE = 1 << 16
 
 def rows_code(
     step: GroupStats, fitted: dict[str, Any], table: Table, kernels: GroupKernels | None = None
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray | KeyCodes, np.ndarray | None]:
     """Per row of ``table``: its combined key code and ``lookup`` (combined code -> fitted
     group index, -1 unseen; the last slot: code -1) for a small key space; else its group
-    index and None."""
+    index and None. One text key: its own codes and ``lookup`` by text code (-1, missing:
+    the last slot), whatever the key space (a slot per distinct text value). Several
+    text keys in a small space, with kernels that gather through them: :class:`KeyCodes`
+    (combined as the rows are written)."""
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
-    combined = combine(
-        [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)], sizes, kernels
-    )
+    parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     space = math.prod(sizes)
+    if len(parts) == 1 and isinstance(columns[0], TextColumn):
+        # no pass writing each row's combined code: the rows read the text codes they have
+        codes, lut = parts[0]
+        return codes, group_index(lut, fitted["groups"], space)
     if space <= SMALL_KEY_SPACE:
         lookup = np.full(space + 1, -1, dtype=np.int64)
         lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
-        return combined, lookup
+        coded = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
+        if coded and (kernels or NUMPY).put_rows_texts is not None:
+            return KeyCodes(parts, sizes), lookup
+        return combine(parts, sizes, kernels), lookup
+    combined = combine(parts, sizes, kernels)
     return group_index(combined, fitted["groups"], space, kernels), None
 
 
@@ -301,18 +367,24 @@ def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
 
 
 def write_rows(
-    out: np.ndarray, per_group: np.ndarray, index: np.ndarray, kernels: GroupKernels | None = None,
-    lookup: np.ndarray | None = None,
+    out: np.ndarray, per_group: np.ndarray, index: np.ndarray | KeyCodes,
+    kernels: GroupKernels | None = None, lookup: np.ndarray | None = None,
 ) -> bool:  # fmt: skip
     """Every row's values from its group's row of ``per_group`` (cast to ``out``'s dtype
     first: the same rounding as casting each row); whether every written value is finite.
-    ``lookup`` (see :func:`rows_code`): ``index`` holds combined codes, read through it."""
+    ``lookup`` (see :func:`rows_code`): ``index`` holds combined codes (or the keys'
+    codes, :class:`KeyCodes`), read through it."""
+    kernels = kernels or NUMPY
     if lookup is not None:
         per_group = per_group[lookup]  # a row per key combination; -1: the unseen row
     cast = np.ascontiguousarray(per_group, dtype=out.dtype)
-    (kernels or NUMPY).put_rows(out, cast, index)
+    if isinstance(index, KeyCodes) and kernels.put_rows_texts is not None:
+        kernels.put_rows_texts(out, cast, index.parts, index.sizes)
+    else:
+        index = combined_codes(index, kernels)
+        kernels.put_rows(out, cast, index)
     slot_finite = np.isfinite(cast).all(axis=1)
-    return bool(slot_finite.all() or slot_finite[index].all())
+    return bool(slot_finite.all() or slot_finite[combined_codes(index, kernels)].all())
 
 
 # ---------------------------------------------------------------- partitioned fit
@@ -335,7 +407,8 @@ class GroupPartial:
 def partial_of(step: GroupStats, table: Table, kernels: GroupKernels | None = None) -> GroupPartial:
     """One partition's partial (its groups in its own levels, their moments)."""
     kernels = kernels or NUMPY
-    levels, groups, index = _groups(step, table, kernels)
+    levels, groups, codes, lut = _groups(step, table, kernels)
+    index = codes if lut is None else kernels.take(lut, codes)
     values = np.asarray(table[step.column], dtype=np.float64)
     found, low, high = kernels.moments(index, values, len(groups))
     kept: dict[str, Any] = {}
@@ -444,6 +517,22 @@ class GroupKernels:
     number_levels: Callable[[np.ndarray], np.ndarray]
     #: ``(combined codes, space) -> bool per code``: which codes the rows hold
     present: Callable[[np.ndarray, int], np.ndarray]
+    #: ``(parts, sizes) -> combined``: :func:`combine` of text keys' parts (int32 codes
+    #: and their luts) in one pass; None: key by key
+    combine_texts: (
+        Callable[[list[tuple[np.ndarray, np.ndarray | None]], list[int]], np.ndarray] | None
+    ) = None
+    #: ``(out, per combined code, parts, sizes)``: :func:`put_rows` reading text keys'
+    #: parts, combined row by row (no combined array); None: combined first
+    put_rows_texts: (
+        Callable[[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray | None]], list[int]],
+                 None] | None
+    ) = None  # fmt: skip
+    #: ``values -> (levels, (codes, lut)) | None``: a number key's :func:`fit_levels` and
+    #: :func:`key_parts` at fit in fewer passes where it can; None: one after the other
+    number_levels_codes: (
+        Callable[[np.ndarray], tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None] | None
+    ) = None
 
 
 NUMPY = GroupKernels(

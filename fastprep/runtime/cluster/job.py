@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import secrets
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep.api.schema import Schema
 from fastprep.data.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
-from fastprep.data.sources import Source, is_path
+from fastprep.data.sources import Source, is_path, resolve_files
 from fastprep.emit import make_layout
 from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
@@ -56,9 +56,12 @@ if TYPE_CHECKING:
 
 def partitions_for(
     client: Client, source: Source, plan: LogicalPlan, rows_per_partition: int,
-    retry: RetryPolicy, progress: Progress | None = None,
+    retry: RetryPolicy, progress: Progress | None = None, reuse: bool = False,
 ) -> list[PartitionSpec]:  # fmt: skip
-    """The source's partitions with every row offset known (CSV files counted on workers)."""
+    """The source's partitions with every row offset known (CSV files counted on workers),
+    balanced over the cluster's worker threads (:func:`fastprep.data.partitions.balanced_count`).
+    ``reuse`` (a transform): the partitions last planned for the same files, unchanged, on
+    this cluster (by its fit), whatever its workers now (see ``_PLANS``)."""
     if is_dask_frame(source):
         lengths = [int(n) for n in source.map_partitions(len).compute()]
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
@@ -73,16 +76,50 @@ def partitions_for(
             "path or glob (e.g. df.to_parquet('data.parquet', row_group_size=...)), not an "
             f"in-memory {type(source).__name__}"
         )
-    specs = plan_partitions(source, rows_per_partition)
-    if all(s.row_offset is not None and s.n_rows is not None for s in specs):
-        return specs
-    futures = [
-        client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
-        for s in specs
-    ]
-    sizes = _results(client, futures, specs, "count rows", progress)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
-    return [replace(s, n_rows=int(n), row_offset=int(o)) for s, n, o in zip(specs, sizes, offsets)]
+    address = client.scheduler.address
+    try:
+        signature: Any = (
+            rows_per_partition,
+            tuple(_file_identity(p) for p in resolve_files(source)),
+        )
+    except OSError:  # a file gone: planning says which, as without this memo
+        signature = None
+    planned = _PLANS.get(address)
+    if reuse and signature is not None and planned is not None and planned[0] == signature:
+        return planned[1]
+    specs = plan_partitions(source, rows_per_partition, worker_threads(client))
+    if not all(s.row_offset is not None and s.n_rows is not None for s in specs):
+        futures = [
+            client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
+            for s in specs
+        ]
+        sizes = _results(client, futures, specs, "count rows", progress)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+        specs = [replace(s, n_rows=int(n), row_offset=int(o))
+                 for s, n, o in zip(specs, sizes, offsets)]  # fmt: skip
+    if signature is not None:
+        _PLANS[address] = (signature, specs)
+    return specs
+
+
+#: per scheduler, the last source's partitions and what they were planned from (rows per
+#: partition; each file's path, size and modification time): a transform after its fit
+#: runs the fit's partitions (a fit always plans for the workers it has), so partition
+#: ``i`` is the same rows in both, the same worker's kept data, even when workers joined
+#: or left in between (the transform is then balanced for the fit's workers); footers are
+#: not read again, CSV rows not counted again. Any change to a file plans again.
+_PLANS: dict[str, tuple[Any, list[PartitionSpec]]] = {}
+
+
+def _file_identity(path: str) -> tuple[str, int, int]:
+    stat = os.stat(path)
+    return path, stat.st_size, stat.st_mtime_ns
+
+
+def worker_threads(client: Client) -> int:
+    """The threads a pass's tasks run on at once (at least 1: a cluster whose workers have
+    not joined yet gets partitions as for one)."""
+    return max(1, sum(client.nthreads().values()))
 
 
 def largest_first(spec: PartitionSpec) -> int:
@@ -90,6 +127,13 @@ def largest_first(spec: PartitionSpec) -> int:
     last row groups) fills a worker's idle end of the pass instead of delaying a big one
     to it (largest processing time first); equal sizes keep the partition order."""
     return int(spec.n_rows or 0)
+
+
+def submission_order(specs: list[PartitionSpec]) -> list[int]:
+    """Positions of ``specs`` largest first: the scheduler sends the first tasks it gets to
+    the idle workers before it has the others to order by priority, so the submission
+    order itself is largest first (:func:`largest_first`)."""
+    return sorted(range(len(specs)), key=lambda i: -largest_first(specs[i]))
 
 
 def is_dask_frame(source: Any) -> bool:
@@ -124,7 +168,7 @@ def fit(
     job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
     shared = _shared(client, job)
-    kept = Kept(secrets.token_hex(8), later_chains(plan))
+    kept = Kept(secrets.token_hex(8), later_chains(plan), whole=_keeps_partitions())
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
         return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
@@ -132,8 +176,11 @@ def fit(
 
     try:
         params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
-    finally:
-        kept.drop(client, specs)
+    except BaseException:
+        kept.drop(client, specs, partitions=True)
+        raise
+    kept.drop(client, specs)
+    _hold(client, kept, specs, _held_key(plan, params, source))
     if kept.passes:
         report.notes.append(
             f"passes after the first: {kept.reused} of {kept.passes} partition task(s) took "
@@ -153,20 +200,67 @@ class Kept:
     holders: dict[int, list[str]] = field(default_factory=dict)
     passes: int = 0  # partition tasks of the passes after the first
     reused: int = 0  # of which took kept values
+    #: the first pass also keeps each whole validated partition for the transform
+    #: (``fit_partials(whole=)``); ``partitions``: partition -> the workers holding it
+    whole: bool = False
+    partitions: dict[int, list[str]] = field(default_factory=dict)
 
     def key(self, spec: PartitionSpec) -> str:
         return f"{self.token}-{spec.index}"
 
-    def drop(self, client: Client, specs: list[PartitionSpec]) -> None:
-        """Let the values go on every worker (a fit that ended, or failed: a task that kept
-        values before the failure is not in ``holders``)."""
+    def drop(self, client: Client, specs: list[PartitionSpec], partitions: bool = False) -> None:
+        """Let the input values go on every worker (a fit that ended, or failed: a task
+        that kept values before the failure is not in ``holders``); ``partitions``: the
+        whole partitions too (a failed fit, or a transform that ended)."""
         from fastprep.runtime import kept_values
 
-        if self.inputs:
-            keys = [self.key(spec) for spec in specs]
-            with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+        keys = [self.key(spec) for spec in specs]
+        with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+            if self.inputs:
                 client.run(kept_values.drop, keys, on_error="ignore")
+            if partitions and self.whole:
+                client.run(kept_values.drop_partitions, keys, on_error="ignore")
         self.holders.clear()
+        if partitions:
+            self.partitions.clear()
+
+
+#: per scheduler, the partitions the last fit kept on its workers for its transform:
+#: (what they were kept for, the fit's :class:`Kept`, its partitions)
+_HELD: dict[str, tuple[str, Kept, list[PartitionSpec]]] = {}
+
+
+def _keeps_partitions() -> bool:
+    """Whether a fit keeps whole partitions for its transform (a cap of 0 on the client's
+    side says no; the workers apply their own)."""
+    from fastprep.runtime import kept_values
+
+    return kept_values.PARTITION_BYTES > 0
+
+
+def _held_key(plan: LogicalPlan, params: Any, source: Source) -> str:
+    """The transform the partitions were kept for: this fitted state over this source."""
+    return _token((plan.to_dict(), encode_floats(params), str(source)))
+
+
+def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> None:
+    """Remember where the fit's partitions are for its transform; an earlier fit's that
+    no transform took are let go (one fit's per cluster)."""
+    address = client.scheduler.address
+    earlier = _HELD.pop(address, None)
+    if earlier is not None:
+        earlier[1].drop(client, earlier[2], partitions=True)
+    if kept.partitions:
+        _HELD[address] = (key, kept, specs)
+
+
+def _take_held(client: Client, key: str) -> Kept | None:
+    """The fit's kept partitions when this transform is the one they were kept for."""
+    held = _HELD.get(client.scheduler.address)
+    if held is None or held[0] != key:
+        return None
+    del _HELD[client.scheduler.address]
+    return held[1]
 
 
 def _fit_pass(
@@ -181,11 +275,14 @@ def _fit_pass(
     kept = kept or Kept("", ())
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     futures = []
-    for spec, part in zip(specs, frames):
+    order = submission_order(specs)
+    for spec, part in ((specs[i], frames[i]) for i in order):
         key = f"fastprep-fit-{token}-{_token(spec)}"
         options: dict[str, Any] = {}
-        if kept.inputs and part is None:  # a dask DataFrame's partition: nothing to keep
+        if (kept.inputs or kept.whole) and part is None:  # a dask DataFrame's: not kept
             options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            if kept.whole:
+                options["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
             # cluster's memory, would be returned without running (and keeping) anything
             key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
@@ -200,17 +297,21 @@ def _fit_pass(
             fit_partials, job if shared is None else shared, spec, learned, targets, part,
             **options, key=key, **where, priority=largest_first(spec),
         ))  # fmt: skip
+    futures = [f for _, f in sorted(zip(order, futures), key=lambda p: p[0])]
     results = _results(client, futures, specs, stage, progress)
     if kept.holders:
         kept.passes += len(results)
         kept.reused += sum(bool(r.get("reused")) for r in results)
+    whole = {s.index for s, r in zip(specs, results) if r.pop("whole", False)}
     held = [(s, f) for s, f, r in zip(specs, futures, results)
-            if r.pop("kept", False) or r.get("reused")]  # fmt: skip
+            if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
     if held:
         who = client.who_has([f for _, f in held])
         for spec, future in held:
             if who.get(future.key):
                 kept.holders[spec.index] = list(who[future.key])
+                if spec.index in whole:
+                    kept.partitions[spec.index] = list(who[future.key])
     return results
 
 
@@ -235,7 +336,7 @@ def transform(
     retry = retry or RetryPolicy()
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, retry,
-                                         bars)  # fmt: skip
+                                         bars, reuse=True)  # fmt: skip
     job = Job(plan, schema, backend, retry, sum(s.n_rows or 0 for s in specs))
     fitted: Any = (plan.to_dict(), encode_floats(params), out_dtype)
     if getattr(schema, "tables", None):  # a refit side table changes the output too
@@ -247,19 +348,20 @@ def transform(
     # the client claims the folder for the whole job: its tasks' files are never taken
     # for a killed writer's leftovers by another writer's publish
     claim = Writing(Path(output_dir)) if output_dir is not None else None
+    held: Kept | None = None
     try:
         done: dict[int, dict[str, Any]] = {}
         if output_dir is not None:
             done = shards.completed(Path(output_dir), specs, fingerprint)
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
-        todo = [s for s in specs if s.index not in done]
+        todo = [specs[i] for i in submission_order(specs) if specs[i].index not in done]
+        held = _take_held(client, _held_key(plan, params, source))
         shared = _shared(client, job) if todo else job
         # the per-fold encodings once to every worker; each task gets its rows' folds
         tables = None
         if cross_fit is not None and todo:
             # in a list: one future of a fresh key (a dict's keys would name the futures)
             [tables] = client.scatter([cross_fit.tables], broadcast=True, hash=False)
-        started = client.run_on_scheduler(_scheduler_time)
         where = _token([output_dir, codec])
         futures = [
             client.submit(
@@ -275,21 +377,37 @@ def transform(
                 folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
                 priority=largest_first(spec),
+                **_kept_for(held, spec),
             )
             for spec in todo
         ]
         results = _results(client, futures, todo, "transform", bars, total=len(specs))
-        reruns = _reruns(client, futures, started)
+        reruns = _reruns(client, futures)
         entries = {r["entry"]["index"]: r["entry"] for r in results} | done
         notes = _job_notes(results, reruns, len(done))
+        taken = sum(bool(r.get("reused")) for r in results)
+        if held is not None and results:
+            notes.append(f"{taken} of {len(results)} partition(s) transformed from the rows "
+                         "their worker kept from the fit (not read or validated again)")  # fmt: skip
         if output_dir is not None:
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
                                          pipeline=pipeline, writing=claim)  # fmt: skip
         return _gather(results, names, notes, str(source))
     finally:
+        if held is not None:  # those no task took (a task run elsewhere, a skipped one)
+            held.drop(client, specs, partitions=True)
         if claim is not None:
             claim.release()
+
+
+def _kept_for(held: Kept | None, spec: PartitionSpec) -> dict[str, Any]:
+    """A transform task's options when the fit kept its partition on a worker: the key to
+    take it by, and that worker (another may still run it: it then reads the partition)."""
+    if held is None or spec.index not in held.partitions:
+        return {}
+    return {"reuse": held.key(spec), "workers": held.partitions[spec.index],
+            "allow_other_workers": True}  # fmt: skip
 
 
 def _shared(client: Client, job: Job) -> Any:
@@ -358,11 +476,18 @@ def _wait(
     tracker: Any,
 ) -> list[Any]:  # fmt: skip
     by_key = {f.key: s for f, s in zip(futures, specs)}
-    for future in as_completed(futures):
-        if future.status != "error":
+    results: dict[Any, Any] = {}
+    # each result fetched as its task ends, while the others run: when the last one ends
+    # only its own is still to fetch before the client merges and submits the next pass
+    for future, result in as_completed(futures, with_results=True, raise_errors=False):
+        if future.status == "finished":
+            results[future.key] = result
             tracker.tick()
             continue
         spec = by_key[future.key]
+        if future.status != "error":  # cancelled from outside the job
+            client.cancel(futures)
+            raise JobError(f"{stage}: {spec.describe()} was cancelled ({future.status})")
         exc = future.exception()
         client.cancel(futures)
         if isinstance(exc, KilledWorker):
@@ -374,32 +499,39 @@ def _wait(
         if isinstance(exc, FastprepError):
             raise exc
         raise JobError(f"{stage}: {spec.describe()} failed: {type(exc).__name__}: {exc}") from exc
-    return client.gather(futures)
+    return [results[f.key] for f in futures]
 
 
-def _processing_counts(dask_scheduler: Any, keys: list[str], since: float) -> dict[str, int]:
-    """On the scheduler: how many times each task was sent to a worker since ``since``
-    (transition log entries: key, start, finish, recommendations, stimulus, time)."""
+def _processing_counts(dask_scheduler: Any, keys: list[str]) -> dict[str, int]:
+    """On the scheduler: how many times each task was sent to a worker since the client
+    last submitted it (transition log entries: key, start, finish, recommendations,
+    stimulus, time; a submission is ``released -> waiting`` by an ``update-graph``
+    stimulus, a re-run after a lost worker the same transition by another). Counted from
+    the log rather than from a time taken on the scheduler before the job: that was one
+    more round trip to the scheduler per job, and the client's clock is not the
+    scheduler's."""
     out = {}
     for key in keys:
-        out[key] = sum(
-            1
-            for event in dask_scheduler.story(key)
-            if event[0] == key and event[2] == "processing" and event[-1] >= since
-        )
+        runs = 0
+        for event in dask_scheduler.story(key):
+            if event[0] != key:
+                continue
+            submitted = str(event[4]).startswith("update-graph")
+            if tuple(event[1:3]) == ("released", "waiting") and submitted:
+                runs = 0
+            elif event[2] == "processing":
+                runs += 1
+        out[key] = runs
     return out
 
 
-def _scheduler_time(dask_scheduler: Any) -> float:
-    return time.time()
-
-
-def _reruns(client: Client, futures: list[Future], since: float) -> dict[str, int]:
-    """Tasks that ran more than once (a worker died holding or running them)."""
+def _reruns(client: Client, futures: list[Future]) -> dict[str, int]:
+    """Tasks that ran more than once (a worker died holding or running them): one round
+    trip to the scheduler, after the tasks."""
     if not futures:
         return {}
     keys = [f.key for f in futures]
-    counts = client.run_on_scheduler(_processing_counts, keys=keys, since=since)
+    counts = client.run_on_scheduler(_processing_counts, keys=keys)
     return {k: n - 1 for k, n in counts.items() if n > 1}
 
 

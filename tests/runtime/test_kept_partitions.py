@@ -1,0 +1,143 @@
+"""A fit's first pass keeps the whole validated partition; the transform of that partition
+takes it (no read, no validation) and gives what a transform that reads it gives: the same
+X, y, row ids, quarantine and report (findings as a transform's validation finds them)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from support import assert_same_matrix
+
+from fastprep.cli import load_pipeline_file
+from fastprep.data.partitions import plan_partitions
+from fastprep.runtime import kept_values
+from fastprep.runtime.levels import fit_levels, later_chains
+from fastprep.runtime.partition_tasks import Job, fit_partials, transform_partition
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data_samples" / "flights.parquet"
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    """The sample with a constant column (a fit-only warning) and rows without a target
+    (quarantined at validation), in 5,000-row row groups."""
+    frame = pd.read_parquet(SAMPLE)
+    frame["minute"] = 5
+    path = tmp_path / "flights.parquet"
+    frame.to_parquet(path, row_group_size=5_000)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _empty_store():
+    yield
+    kept_values.clear()
+
+
+def _fit(job: Job, spec, key: str | None):
+    """The fit's passes over one partition, the first keeping it whole under ``key``."""
+    first = []
+
+    def run_pass(learned, targets, stage):
+        reuse = key if first else None
+        result = fit_partials(job, spec, learned, targets, keep_as=key, reuse=reuse,
+                              inputs=later_chains(job.plan), whole=key and "fit")  # fmt: skip
+        first.append(result)
+        return [result]
+
+    params, _ = fit_levels(job.plan, str(spec.path), run_pass, spec.n_rows)
+    return params, first
+
+
+def _without_times(report: dict) -> dict:
+    """A report without what says how the rows were processed (stage times, the helper
+    paths taken: validation's ran at fit time for kept rows)."""
+    return {k: v for k, v in report.items() if k not in ("stages_seconds", "plan", "backend")}
+
+
+@pytest.mark.parametrize("folder", [False, True])
+def test_transform_from_the_kept_partition_equals_a_reading_one(source, tmp_path, folder):
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    spec = plan_partitions(source, 5_000)[1]  # not the first: row ids from its offset
+    params, passes = _fit(job, spec, "k")
+    assert passes[0]["whole"] is True and kept_values.partition_bytes() > 0
+    assert passes[1].get("reused")  # the median pass took it too
+    assert any(f.rule == "constant" for f in passes[0]["findings"])  # a fit-only warning
+    out = [tmp_path / "a", tmp_path / "b"] if folder else [None, None]
+    kept = transform_partition(job, spec, params, "fp", out[0] and str(out[0]), reuse="k")
+    assert kept.get("reused") and kept_values.partition_bytes() == 0  # taken, once
+    read = transform_partition(job, spec, params, "fp", out[1] and str(out[1]), reuse="k")
+    assert not read.get("reused")
+    a, b = kept["entry"], read["entry"]
+    assert _without_times(a["report"]) == _without_times(b["report"])
+    assert a["report"]["findings"] and "constant" not in str(a["report"]["findings"])
+    assert {
+        k: v for k, v in a.items() if k not in ("report", "arrays", "quarantine", "record")
+    } == {k: v for k, v in b.items() if k not in ("report", "arrays", "quarantine", "record")}
+    if folder:  # the shard's files hold the same values
+        assert a["arrays"].keys() == b["arrays"].keys() and a["quarantine"]["rows"] > 0
+        for name, written in a["arrays"].items():
+            np.testing.assert_array_equal(np.load(out[0] / written["file"]),
+                                          np.load(out[1] / b["arrays"][name]["file"]))  # fmt: skip
+        assert pq.read_table(out[0] / a["quarantine"]["file"]).equals(
+            pq.read_table(out[1] / b["quarantine"]["file"]))  # fmt: skip
+    else:
+        x, y = kept["output"], read["output"]
+        assert_same_matrix(x.X, y.X)
+        np.testing.assert_array_equal(x.y, y.y)
+        np.testing.assert_array_equal(x.row_ids, y.row_ids)
+        assert x.row_ids[0] >= spec.row_offset
+        pd.testing.assert_frame_equal(x.quarantine, y.quarantine)
+        assert len(x.quarantine) > 0
+
+
+def test_a_changed_file_is_read_again(source):
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    spec = plan_partitions(source, 5_000)[0]
+    params, _ = _fit(job, spec, "k2")
+    stat = os.stat(source)
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert not transform_partition(job, spec, params, "fp", None, reuse="k2").get("reused")
+
+
+def test_partition_store_keeps_its_fit_and_makes_room_from_others(monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 3 * 800)
+    for key in ("a1", "a2"):
+        assert kept_values.keep_partition(key, {}, 800, "old-fit")
+    for key in ("b1", "b2", "b3"):  # evicts the other fit's, oldest first
+        assert kept_values.keep_partition(key, {}, 800, "fit")
+    assert kept_values.peek_partition("a1") is None and kept_values.peek_partition("a2") is None
+    assert not kept_values.keep_partition("b4", {}, 800, "fit")  # never its own fit's
+    assert kept_values.take_partition("b1") == {} and kept_values.take_partition("b1") is None
+    assert kept_values.drop_partitions(["b2", "b3", "absent"]) == 2
+    assert kept_values.partition_bytes() == 0
+
+
+def test_numba_fit_partials_equal_the_references(source):
+    """A partition's moments by the fused Numba fit kernels (the in-process fit's) are
+    the reference's, bit for bit: the merged state cannot depend on the backend."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    spec = plan_partitions(source, 5_000)[2]
+    results = {}
+    for backend in ("numba", "pandas"):
+        job = Job(pipeline.optimized, pipeline._fit_schema(), backend)
+        seen = []
+
+        def run_pass(learned, targets, stage, job=job, seen=seen):
+            seen.append(fit_partials(job, spec, learned, targets))
+            return seen[-1:]
+
+        fit_levels(job.plan, str(source), run_pass, spec.n_rows)
+        results[backend] = seen
+    for numba_pass, reference_pass in zip(results["numba"], results["pandas"]):
+        assert numba_pass["partials"].keys() == reference_pass["partials"].keys()
+        for key, part in reference_pass["partials"].items():
+            assert repr(numba_pass["partials"][key]) == repr(part), key
