@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import fastprep as fp
+from fastprep.emit import csr_stream
 from fastprep.storage import output_format as fmt
 from fastprep.storage.shards import ShardWriter
 
@@ -124,10 +125,22 @@ def test_sigkill_of_fresh_writer_processes_leaves_old_or_new(tmp_path):
     print(f"after each kill the folder held: {seen}; {interrupted} kills interrupted a write")
 
 
-def test_sigkill_while_overwriting_leaves_old_or_new(tmp_path, flights_pipeline, flights_sample):
+@pytest.mark.parametrize("made", ["whole", "block by block"])
+def test_sigkill_while_overwriting_leaves_old_or_new(tmp_path, flights_pipeline, flights_sample,
+                                                     made, monkeypatch):  # fmt: skip
     """The same, with writers forked from this process (no interpreter start-up): each
-    overwrites its folder with two alternating outputs until it is killed."""
-    fitted_a, a = flights_pipeline.fit_and_transform(flights_sample)
+    overwrites its folder with two alternating outputs until it is killed. "block by
+    block": the CSR output of a run saved to a folder, whose X is made a block of rows
+    at a time as it is written (small blocks: kills land between them)."""
+    if made == "whole":
+        fitted_a, a = flights_pipeline.fit_and_transform(flights_sample)
+    else:
+        monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numba")
+        monkeypatch.setattr(csr_stream, "BLOCK_ENTRIES", 20_000)
+        fitted_a, a = flights_pipeline.fit_and_transform(
+            flights_sample, output_dir=tmp_path / "first"
+        )
+        assert isinstance(a.matrix, csr_stream.PendingCsr) and a.matrix.pending
     fitted_b, b = fp.Pipeline(
         fp.Schema({"distance": fp.Float(), "origin": fp.Category(),
                    "arr_delay": fp.Float(nullable=True)}),
