@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -28,11 +28,11 @@ def rows(n: int, groups: int, seed: int, ties: bool) -> tuple[np.ndarray, np.nda
 @pytest.fixture(params=["one thread", "several threads"])
 def lanes(request, monkeypatch):
     if request.param == "several threads":
-        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
-        monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
+        monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
+        monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
     else:
-        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1 << 60)
+        monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1 << 60)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 << 60)
     return request.param
 
@@ -146,7 +146,7 @@ def test_present_codes_equal_the_numpy_twin(space, lanes):
 
 
 def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch):
-    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
     index, values = rows(100_000, 40, 5, ties=False)
     present = ~np.isnan(values)
     start = np.zeros(41, np.int64)
@@ -165,7 +165,7 @@ def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch)
         np.testing.assert_array_equal(laid_start, start)
         seen.append((g0, ordered[start[g0] : start[g1]].copy()))
 
-    moments.compiled_group_moments(index, values, 40, then)
+    group_moments.compiled_group_moments(index, values, 40, then)
     np.testing.assert_array_equal(np.concatenate([o for _, o in sorted(seen)]), want)
 
 

@@ -1,6 +1,6 @@
 """Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
 statistics of a column per group: count, min, max and the exact sums behind the mean and
-std by compiled passes (:func:`fastprep.backends.moments.compiled_group_moments`: a scan,
+std by compiled passes (:func:`fastprep.backends.group_moments.compiled_group_moments`: a scan,
 a counting sort of the present values into per-group segments, exact sums per segment:
 the numpy twin's integers, so the same bits), and exact medians by a selection
 (quickselect) in each of those segments: no sort of all rows by (group, value), which is
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments, moments
 from fastprep.backends.base import FeatureParams
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats as reference_group_stats
@@ -63,7 +63,7 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
 
 
 #: the present values laid out by group (a counting sort on row ranges)
-segments = moments.segments
+segments = group_moments.segments
 
 
 @jit(cache=True, nogil=True)
@@ -172,7 +172,7 @@ def medians(ordered: np.ndarray, start: np.ndarray) -> np.ndarray:
     thread (selection is compute-bound: the two cores halve it)."""
     out = np.empty(len(start) - 1)
     threads.map_all(lambda r: _medians(ordered, start, r[0], r[1], out),
-                    moments.segment_ranges(start))  # fmt: skip
+                    group_moments.segment_ranges(start))  # fmt: skip
     return out
 
 
@@ -373,12 +373,12 @@ def group_statistics(
 
 def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int,
-    then: moments.SegmentWork | None = None, lut: np.ndarray | None = None,
+    then: group_moments.SegmentWork | None = None, lut: np.ndarray | None = None,
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
     """Per group: the exact moments, the min and the max by compiled passes (the numpy
     twin's integers; its pass where the compiled one declines); ``then``, ``lut``: see
-    :func:`moments.compiled_group_moments`."""
-    found = moments.compiled_group_moments(index, values, n_groups, then, lut)
+    :func:`group_moments.compiled_group_moments`."""
+    found = group_moments.compiled_group_moments(index, values, n_groups, then, lut)
     if found is not None:
         return found
     if lut is not None:
@@ -614,7 +614,7 @@ NUMBA = GroupKernels(
 
 #: the kernels a GroupStats fit and transform run (the exact moments' pass, medians; numeric
 #: keys and a fit without mean or std run others too)
-_KERNELS = (*moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes)
+_KERNELS = (*group_moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes)
 
 
 def readiness() -> str:

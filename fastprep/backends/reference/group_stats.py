@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments, moments
 from fastprep.data.columns import Table, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import GroupStats
@@ -193,7 +193,7 @@ def group_statistics(
     empty = count == 0
     out: dict[str, np.ndarray] = {"count": count}
     if "mean" in stats or "std" in stats:
-        out.update(exact_statistics(moments.grouped(g, x, n_groups)[0]))
+        out.update(exact_statistics(group_moments.grouped(g, x, n_groups)[0]))
     if "median" in stats:
         out.update(sorted_statistics(g, x, n_groups))
     elif "min" in stats or "max" in stats:
@@ -429,7 +429,7 @@ def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
     """Per group: the exact moments, the min and the max (±inf without values)."""
-    found, low, high = moments.grouped(index, values, n_groups)
+    found, low, high = group_moments.grouped(index, values, n_groups)
     if low is None or high is None:
         present = ~np.isnan(values)
         g, x = index[present], values[present]
