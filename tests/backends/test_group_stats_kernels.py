@@ -275,3 +275,18 @@ def test_number_key_codes_against_fitted_levels_equal_the_twins_codes(lanes):
     assert numba_gs.number_key_codes(values, np.array([0.5, 1.0])) is None
     assert numba_gs.number_key_codes(values, np.array([0.0, 2.0**40])) is None
     assert numba_gs.number_key_codes(values, np.empty(0)) is None
+
+
+def test_text_levels_and_codes_together_equal_the_two_steps():
+    """A text key's levels and lut from one sort equal ``fit_levels`` then ``key_parts``:
+    values unused by the rows left out, missing in the lut's last slot."""
+    from fastprep.data.columns import TextColumn
+
+    uniques = np.array(["b", "a", "zz", "Z", "é", "unused", "a b"], dtype=object)
+    codes = np.array([0, 1, 2, 3, 4, -1, 6, 0, -1, 2], dtype=np.int32)
+    column = TextColumn(codes, uniques)
+    levels, (got_codes, lut) = numpy_gs.text_levels_parts(column)
+    want_levels = numpy_gs.fit_levels(TextColumn(codes, uniques))
+    assert levels == want_levels and "unused" not in levels
+    want_codes, want_lut = numpy_gs.key_parts(TextColumn(codes, uniques), want_levels)
+    np.testing.assert_array_equal(lut[got_codes], want_lut[want_codes])

@@ -53,6 +53,19 @@ def fit_levels(column: np.ndarray | TextColumn, kernels: GroupKernels | None = N
     return (kernels or NUMPY).number_levels(np.asarray(column, dtype=np.float64))
 
 
+def text_levels_parts(column: TextColumn) -> tuple[list[str], tuple[np.ndarray, np.ndarray]]:
+    """A text key's :func:`fit_levels` and :func:`key_parts` at fit together: the values
+    present, sorted, and the lut from the column's codes to their ranks (no lookup of the
+    sorted values among the column's own: their order is the lut)."""
+    used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
+    names = np.asarray([str(v) for v in column.uniques[used]], dtype=object)
+    order = np.argsort(names, kind="stable")  # Python's string order, as sorted()
+    lut = np.full(column.n_unique + 1, -1, dtype=np.int64)
+    lut[used[order]] = np.arange(len(used))
+    lut[-1] = len(used)  # code -1 (missing) reads the last slot: the missing code
+    return names[order].tolist(), (column.codes, lut)
+
+
 def number_levels(values: np.ndarray) -> np.ndarray:
     """The sorted distinct values of a float64 array, NaN left out."""
     return np.unique(values[~np.isnan(values)])
@@ -267,12 +280,14 @@ def _groups(
     parts: list[tuple[np.ndarray, np.ndarray | None]] = []
     for column in columns:
         both = None
-        if not isinstance(column, TextColumn) and kernels.number_levels_codes is not None:
+        if isinstance(column, TextColumn):
+            both = text_levels_parts(column)
+        elif kernels.number_levels_codes is not None:
             both = kernels.number_levels_codes(np.asarray(column, dtype=np.float64))
         if both is None:
             levels.append(fit_levels(column, kernels))
             parts.append(key_parts(column, levels[-1], kernels))
-        else:  # a number key's levels and codes from the same passes
+        else:  # the key's levels and codes from the same work
             levels.append(both[0])
             parts.append(both[1])
     sizes = radices(levels, step.keys)
