@@ -47,7 +47,10 @@ ALIGN = 64
 DERIVED_MAX = 1 << 20
 
 _INTS = (np.int8, np.int16, np.int32)
-_FLOATS = {np.dtype(np.float64): (np.float16, np.float32), np.dtype(np.float32): (np.float16,)}
+#: tried widest first: values float32 does not hold, float16 does not either
+_FLOATS = {np.dtype(np.float64): (np.float32, np.float16), np.dtype(np.float32): (np.float16,)}
+#: a float column is tried on its first values first (most columns that do not fit show it there)
+_PROBE = 4096
 
 
 def narrowest(values: np.ndarray) -> np.dtype:
@@ -62,16 +65,21 @@ def narrowest(values: np.ndarray) -> np.dtype:
             if candidate().itemsize < values.itemsize and info.min <= low and high <= info.max:
                 return np.dtype(candidate)
         return values.dtype
+    found = values.dtype
     for candidate in _FLOATS.get(values.dtype, ()):
-        with np.errstate(all="ignore"):
-            back = values.astype(candidate).astype(values.dtype)
-        # NaN is the missing value; any other value must come back bit for bit (-0.0 too)
-        same = (back.view(_uint(values)) == values.view(_uint(values))) | (
-            np.isnan(back) & np.isnan(values)
-        )
-        if same.all():
-            return np.dtype(candidate)
-    return values.dtype
+        if not (_exact(values[:_PROBE], candidate) and _exact(values, candidate)):
+            break
+        found = np.dtype(candidate)
+    return found
+
+
+def _exact(values: np.ndarray, candidate: type) -> bool:
+    """Whether ``values`` in ``candidate`` come back the same: NaN (the missing value)
+    as NaN, any other value bit for bit (-0.0 too)."""
+    with np.errstate(all="ignore"):
+        back = values.astype(candidate).astype(values.dtype)
+    same = back.view(_uint(values)) == values.view(_uint(values))
+    return bool((same | (np.isnan(back) & np.isnan(values))).all())
 
 
 def _uint(values: np.ndarray) -> np.dtype:
@@ -80,17 +88,18 @@ def _uint(values: np.ndarray) -> np.dtype:
 
 @dataclass
 class _Stored:
-    """One array in the entry's buffer: its view there and its own type."""
+    """One array in the entry's buffer: its view there, its own type, and whether it was
+    writable (a view of a file's Arrow buffer is not): Numba compiles a kernel for
+    read-only arrays apart, so the flag is given back as it was."""
 
     view: np.ndarray
     dtype: np.dtype
+    writeable: bool
 
     def unpack(self) -> np.ndarray:
-        if self.view.dtype == self.dtype:
-            out = self.view.view()
-            out.flags.writeable = False  # the kept copy: a later pass reads it again
-            return out
-        return self.view.astype(self.dtype)
+        out = self.view.view() if self.view.dtype == self.dtype else self.view.astype(self.dtype)
+        out.flags.writeable = self.writeable
+        return out
 
 
 @dataclass
@@ -210,7 +219,7 @@ def _into_buffer(arrays: list[tuple[str, np.ndarray]]) -> dict[str, _Stored]:
         size = len(values) * types[name].itemsize
         view = buffer[offsets[name] : offsets[name] + size].view(types[name])
         view[...] = values  # exact: the type holds every value
-        out[name] = _Stored(view, values.dtype)
+        out[name] = _Stored(view, values.dtype, bool(values.flags.writeable))
     return out
 
 

@@ -73,10 +73,12 @@ def test_packed_partition_unpacks_to_the_validated_one(source):
     for name, column in table.columns.items():
         if isinstance(column, TextColumn):
             assert other.columns[name].codes.dtype == column.codes.dtype
+            assert other.columns[name].codes.flags.writeable == column.codes.flags.writeable
             np.testing.assert_array_equal(other.columns[name].codes, column.codes)
             assert list(other.columns[name].uniques) == list(column.uniques)
         else:
             assert other.columns[name].dtype == column.dtype
+            assert other.columns[name].flags.writeable == column.flags.writeable  # Numba types
             np.testing.assert_array_equal(other.columns[name], column)  # NaN where NaN
     np.testing.assert_array_equal(other.row_ids, table.row_ids)
     assert other.selection.dtype == table.selection.dtype and again.y.dtype == prepared.y.dtype
