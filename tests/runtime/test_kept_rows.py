@@ -152,3 +152,36 @@ def test_quarantine_file_types_follow_the_whole_column(tmp_path):
         kept.quarantine.to_frame(kept.raw, kept.row_offset, kept.raw_ids),
         prepared.quarantine.to_frame(prepared.raw, prepared.row_offset),
     )
+
+
+def test_later_fit_passes_from_the_packed_partition_learn_the_same(source):
+    """Target encoding (the fit's target values kept), group statistics and a median
+    (passes after the first) fitted from the packed partition equal a reading fit."""
+    schema = fp.Schema({"arr_delay": fp.Float(nullable=True), "carrier": fp.Category(),
+                        "dest": fp.String(), "hour": fp.Int(),
+                        "dep_delay": fp.Float(nullable=True)})  # fmt: skip
+    pipeline = fp.Pipeline(
+        schema,
+        [
+            fp.cols("carrier", "hour") >> fp.TargetEncode(),
+            fp.cols("dest") >> fp.GroupStats("dep_delay", stats=("mean", "median")),
+            fp.col("dep_delay") >> fp.FillMissing("median") >> fp.Standardize(),
+        ],
+        target=fp.expr("late = arr_delay > 15"),
+    )
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    spec = plan_partitions(source, 5_000)[1]
+    reused = []
+
+    def read_pass(learned, targets, stage):
+        return [fit_partials(job, spec, learned, targets)]
+
+    def kept_pass(learned, targets, stage):
+        result = fit_partials(job, spec, learned, targets, keep_as="t", reuse="t", whole="fit")
+        reused.append(bool(result.get("reused")))
+        return [result]
+
+    read = fit_levels(job.plan, str(spec.path), read_pass, spec.n_rows)[0]
+    kept = fit_levels(job.plan, str(spec.path), kept_pass, spec.n_rows)[0]
+    assert reused[0] is False and all(reused[1:]) and len(reused) > 1
+    assert repr(kept) == repr(read)
