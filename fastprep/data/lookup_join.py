@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from fastprep.data.columns import Column, RowIds, TextColumn
 from fastprep.errors import DataValidationError, StateFormatError
@@ -192,6 +191,8 @@ def _own_codes(column: Column, index: _KeyIndex) -> np.ndarray:
 
 def _source_codes(column: Column, index: _KeyIndex) -> np.ndarray:
     """The side's code of each source row's key value (-1: missing, or not in the side)."""
+    import pyarrow.compute as pc  # on use: most jobs need none of it
+
     if index.text:
         if not isinstance(column, TextColumn):
             raise DataValidationError("a text lookup key met a non-text source column")

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fastprep.data import arrow_compute as ac
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.errors import SchemaError, SourceError
@@ -223,7 +224,7 @@ def _without_views(table: pa.Table) -> pa.Table:
     for i, kind in enumerate(table.schema.types):
         if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
             wide = pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary()
-            table = table.set_column(i, table.schema.names[i], table.column(i).cast(wide))
+            table = table.set_column(i, table.schema.names[i], ac.cast(table.column(i), wide))
     return table
 
 
@@ -256,7 +257,7 @@ def decoded(table: pa.Table) -> pa.Table:
                 if field.metadata[READ_AS_DICTIONARY] == b"large_string"
                 else pa.string()
             )
-            table = table.set_column(i, field.name, table.column(i).cast(held))
+            table = table.set_column(i, field.name, ac.cast(table.column(i), held))
     return table
 
 
@@ -275,7 +276,7 @@ def take_rows(table: pa.Table, positions: np.ndarray) -> pa.Table:
     positions = np.asarray(positions, dtype=np.int64)
     ascending = len(positions) < 2 or bool((positions[1:] >= positions[:-1]).all())
     if not ascending or all(column.num_chunks < 2 for column in table.columns):
-        return table.take(numeric_array(positions))
+        return ac.take(table, numeric_array(positions))
     plans: dict[tuple[int, ...], list[tuple[int, pa.Array]]] = {}
     columns = []
     for column in table.columns:
@@ -287,7 +288,7 @@ def take_rows(table: pa.Table, positions: np.ndarray) -> pa.Table:
                 (k, numeric_array(positions[cuts[k] : cuts[k + 1]] - starts[k]))
                 for k in range(len(lengths)) if cuts[k + 1] > cuts[k]
             ]  # fmt: skip
-        taken = [column.chunk(k).take(local) for k, local in plans[lengths]]
+        taken = [ac.take(column.chunk(k), local) for k, local in plans[lengths]]
         columns.append(pa.chunked_array(taken, column.type))
     return pa.Table.from_arrays(columns, schema=table.schema)
 
@@ -461,7 +462,7 @@ def text_dictionaries_only(table: pa.Table, handle: pq.ParquetFile) -> pa.Table:
             field = table.schema.field(i).with_metadata({READ_AS_DICTIONARY: held or b"string"})
             table = table.set_column(i, field, table.column(i))
         else:
-            table = table.set_column(i, name, table.column(i).cast(kind.value_type))
+            table = table.set_column(i, name, ac.cast(table.column(i), kind.value_type))
     return table
 
 
@@ -477,7 +478,7 @@ def _read_csv_keeping_bad_text(
     for name in text_columns:
         index = table.schema.get_field_index(name)
         with contextlib.suppress(pa.ArrowInvalid):  # else keep the bytes: to_text flags them
-            table = table.set_column(index, name, table[name].cast(pa.string()))
+            table = table.set_column(index, name, ac.cast(table[name], pa.string()))
     return table
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from fastprep.data import text_encode
 from fastprep.data.tag_column import TagColumn
@@ -23,6 +22,8 @@ from fastprep.planning.planner import kernel_path
 def from_lists(values: pa.Array | pa.ChunkedArray) -> TagColumn:
     """A ``list<string>`` Arrow column as tags: null rows and null or empty elements give no
     tag, a repeated element in a row counts once."""
+    import pyarrow.compute as pc  # on use: most jobs need none of it
+
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     kind = values.type
@@ -44,6 +45,8 @@ def from_lists(values: pa.Array | pa.ChunkedArray) -> TagColumn:
 def split_text(uniques: pa.Array, sep: str) -> TagColumn:
     """Each distinct text value split on ``sep`` (a literal, not a pattern): one row per
     distinct value, empty pieces dropped, a repeated piece kept once."""
+    import pyarrow.compute as pc  # on use: most jobs need none of it
+
     uniques = uniques.cast(pa.large_string())
     pieces = pc.split_pattern(uniques, pattern=sep)
     flat = pc.list_flatten(pieces)
@@ -53,6 +56,8 @@ def split_text(uniques: pa.Array, sep: str) -> TagColumn:
 
 def _entries(n_rows: int, rows: np.ndarray, flat: pa.Array) -> TagColumn:
     """Entries (row, text) in row order → a TagColumn without empties or repeats."""
+    import pyarrow.compute as pc  # on use: most jobs need none of it
+
     if not pa.types.is_large_string(flat.type):
         flat = flat.cast(pa.large_string())
     keep = pc.fill_null(pc.greater(pc.binary_length(flat), 0), False)  # no null, no ""

@@ -31,6 +31,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
+from fastprep.data import arrow_compute as ac
 from fastprep.data import reuse
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.columns import TextColumn
@@ -319,7 +320,7 @@ def _buffers(chunk: pa.Array) -> tuple[np.ndarray, ...]:
     """(bytes, the bytes as aligned uint64 words, int64 offsets over the chunk's rows,
     validity bitmap, bit offset or -1), all read-only."""
     if not pa.types.is_large_string(chunk.type):
-        chunk = chunk.cast(pa.large_string())
+        chunk = ac.cast(chunk, pa.large_string())
     validity, offset_buf, data_buf = chunk.buffers()
     start = chunk.offset
     offsets = _read_only(np.frombuffer(offset_buf, dtype=np.int64)[start : start + len(chunk) + 1])
@@ -378,8 +379,6 @@ def _encode_dictionary(
     renumbered by first appearance in the rows, unused entries dropped — what encoding the
     decoded strings gives, with a hash pass over small integers instead of every string.
     (Not Arrow's ``unify_dictionaries``: it refuses dictionaries holding a null.)"""
-    import pyarrow.compute as pc
-
     chunks = list(values.chunks) if isinstance(values, pa.ChunkedArray) else [values]
     chunks = [c for c in chunks if len(c)]
     n = sum(len(c) for c in chunks)
@@ -393,7 +392,7 @@ def _encode_dictionary(
         key = _dictionary_key(chunk.dictionary)
         if key not in first_entry:
             first_entry[key] = at_entry
-            dictionaries.append(chunk.dictionary.cast(pa.large_string()))
+            dictionaries.append(ac.cast(chunk.dictionary, pa.large_string()))
             at_entry += len(chunk.dictionary)
     entry_codes, entry_uniques = _encode_any(pa.chunked_array(dictionaries, pa.large_string()))
     fused = _use_numba(n) and (numba_cached(_map_rank) or n >= BY_HASH_COMPILE_ROWS)
@@ -407,7 +406,7 @@ def _encode_dictionary(
         lut = np.append(entry_codes[first : first + len(chunk.dictionary)], np.int32(-1))
         indices = chunk.indices
         if indices.null_count:
-            indices = indices.fill_null(len(chunk.dictionary))  # the lut's last slot: -1
+            indices = ac.fill_null(indices, len(chunk.dictionary))  # the lut's last slot: -1
         if fused:
             seen = _map_rank(_int32_indices(indices), lut, codes, at, rank, order, seen)
         else:
@@ -420,13 +419,13 @@ def _encode_dictionary(
         order = np.empty(len(entry_uniques), dtype=np.int64)
         order = order[: _rank_codes(codes, rank, order)]  # renumbered in the same pass
     else:
-        order = pc.unique(numeric_array(codes)).to_numpy()  # by first appearance
+        order = ac.unique(numeric_array(codes)).to_numpy()  # by first appearance
         order = order[order >= 0]
         if not np.array_equal(order, np.arange(len(entry_uniques))):
             rank = np.full(len(entry_uniques) + 1, -1, dtype=np.int32)  # last slot: code -1
             rank[order] = np.arange(len(order), dtype=np.int32)
             codes[...] = rank[codes]
-    return codes, _plain(entry_uniques.take(numeric_array(order)))
+    return codes, _plain(ac.take(entry_uniques, numeric_array(order)))
 
 
 def _int32_indices(indices: pa.Array) -> np.ndarray:
@@ -454,7 +453,7 @@ def try_encode(
 
 def _encode(values, out, give_up: bool):
     chunks = [
-        c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
+        c if pa.types.is_large_string(c.type) else ac.cast(c, pa.large_string())
         for c in (values.chunks if isinstance(values, pa.ChunkedArray) else [values])
     ]
     chunks = [c for c in chunks if len(c)]
@@ -534,22 +533,20 @@ def kernels_ready() -> bool:
 def _mostly_distinct(chunks: list[pa.Array], n: int) -> bool:
     """The Arrow path's twin of the kernel's early give-up: many distinct values among the
     first ``PROBE_ROWS`` rows (a hashing caller then hashes each row's bytes instead)."""
-    import pyarrow.compute as pc
-
     probe = min(n, PROBE_ROWS)
     if probe < MIN_PROBE_ROWS:
         return False
     head = pa.chunked_array(chunks, type=pa.large_string()).slice(0, probe)
-    return pc.count_distinct(head).as_py() > HIGH_CARDINALITY * probe
+    return ac.count_distinct(head) > HIGH_CARDINALITY * probe
 
 
 def _encode_with_arrow(chunks: list[pa.Array], codes: np.ndarray) -> tuple[np.ndarray, pa.Array]:
     """Arrow's hash kernel: one dictionary over all chunks, in order of first appearance
     (as this module's encoder); missing rows get code -1."""
-    encoded = pa.chunked_array(chunks, type=pa.large_string()).dictionary_encode()
+    encoded = ac.dictionary_encode(pa.chunked_array(chunks, type=pa.large_string()))
     at = 0
     for chunk in encoded.chunks:
-        indices = chunk.indices.cast(pa.int32()).fill_null(-1)
+        indices = ac.fill_null(ac.cast(chunk.indices, pa.int32()), -1)
         codes[at : at + len(chunk)] = indices.to_numpy()
         at += len(chunk)
     if encoded.num_chunks:
@@ -562,7 +559,7 @@ def _encode_with_arrow(chunks: list[pa.Array], codes: np.ndarray) -> tuple[np.nd
 def _plain(uniques: pa.Array) -> pa.Array:
     """The distinct values as a large_string array without a validity bitmap (as
     :func:`_merged` builds them), so both encoders give equal arrays."""
-    uniques = uniques.cast(pa.large_string())
+    uniques = ac.cast(uniques, pa.large_string())
     _, offsets, data = uniques.buffers()
     return pa.Array.from_buffers(
         pa.large_string(), len(uniques), [None, offsets, data], offset=uniques.offset

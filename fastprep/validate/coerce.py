@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from fastprep.data import arrow_compute as ac
 from fastprep.data import text_encode
 from fastprep.data.columns import TextColumn
 from fastprep.data.pandas_objects import is_pandas_time
@@ -64,9 +64,11 @@ def arrow_numbers(
         return column.to_numpy(), None  # missing values become NaN
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         return None
-    values = column.cast(pa.float64(), safe=False).to_numpy()  # rounding: flagged below
+    values = ac.cast(column, pa.float64(), safe=False).to_numpy()  # rounding: flagged below
     inexact = None
     if kind.bit_width == 64 and pa.types.is_integer(kind) and len(column):
+        import pyarrow.compute as pc  # on use: integers past 2**53 are rare
+
         extremes = pc.min_max(column).as_py()
         if extremes["max"] is not None and (
             extremes["max"] > EXACT_INT or extremes["min"] < -EXACT_INT

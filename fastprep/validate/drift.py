@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from fastprep.data import arrow_compute as ac
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.columns import Table, TextColumn
 from fastprep.data.dict_column import DictColumn
@@ -218,10 +218,10 @@ def profile_for_drift(table: Table, fitted: dict[str, dict[str, Any]]) -> dict[s
         if vocabulary is not None:
             known = pa.array(vocabulary, type=pa.large_string())
             uniques = arrow_uniques(column)
-            unseen = ~pc.is_in(uniques, value_set=known).to_numpy(zero_copy_only=False)
+            unseen = ~ac.is_in(uniques, known).to_numpy(zero_copy_only=False)
             n_unseen = int(per_value[1:][unseen].sum())
             entry["unseen_share"] = n_unseen / n_present if n_present else 0.0
-            picked = uniques.take(numeric_array(np.flatnonzero(unseen)[:3])).to_pylist()
+            picked = ac.take(uniques, numeric_array(np.flatnonzero(unseen)[:3])).to_pylist()
             entry["unseen_examples"] = [str(v) for v in picked]
         out[name] = entry
     return out

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from fastprep.data import arrow_compute as ac
 from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.pandas_objects import is_pandas_na
 from fastprep.data.sources import Raw, decoded, read_as_dictionary, rows_as_read, take_rows
@@ -236,7 +237,7 @@ class Quarantine:
         columns["row_id"] = numeric_array(ids, pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:
-                column = column.cast(pa.float64())
+                column = ac.cast(column, pa.float64())
             columns[name] = column
         columns["reason"] = pa.array(reasons.tolist(), type=pa.large_string())
         return pa.table(columns)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from fastprep.api.schema import (
     Bool,
@@ -29,7 +28,9 @@ from fastprep.api.schema import (
     Schema,
     String,
 )
+from fastprep.data import arrow_compute as ac
 from fastprep.data import reuse
+from fastprep.data.arrow_arrays import numeric_array
 from fastprep.data.columns import Column, RowIds, RowRange, Table, TextColumn
 from fastprep.data.sources import decoded, raw_columns, raw_len
 from fastprep.errors import DataValidationError, Reason, SchemaError
@@ -218,7 +219,7 @@ class _ArrowExamples:
         self.column = column
 
     def __getitem__(self, positions: np.ndarray) -> list[Any]:
-        return self.column.take(pa.array(np.asarray(positions, dtype=np.int64))).to_pylist()
+        return ac.take(self.column, numeric_array(np.asarray(positions, np.int64))).to_pylist()
 
 
 def _check_column(
@@ -469,7 +470,7 @@ def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
     if isinstance(spec, Category) and spec.categories is not None:
         if arrow is not None:
             allowed = pa.array(list(spec.categories), type=pa.large_string())
-            bad_unique = ~pc.is_in(arrow, value_set=allowed).to_numpy(zero_copy_only=False)
+            bad_unique = ~ac.is_in(arrow, allowed).to_numpy(zero_copy_only=False)
         else:
             bad_unique = ~np.isin(text.uniques, np.asarray(spec.categories, dtype=object))
         if bad_unique.any():  # else no per-row gather: every distinct value is allowed
@@ -477,6 +478,8 @@ def _text_rules(text: TextColumn, spec: Category | String) -> list[Violation]:
             rules.append((Reason.CATEGORY.value, _gather(bad_unique, text.codes), detail))
     if isinstance(spec, String) and spec.max_length is not None:
         if arrow is not None:  # characters, like len(str)
+            import pyarrow.compute as pc  # on use: a job without max_length needs none of it
+
             lengths = pc.utf8_length(arrow).to_numpy(zero_copy_only=False)
         else:
             lengths = np.fromiter(

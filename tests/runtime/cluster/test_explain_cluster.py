@@ -40,8 +40,10 @@ def _job(text: str) -> list[str]:
 def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) -> None:
     source = str(parts / "*.parquet")
     job = _job(pipeline.explain(source, client=client))
-    assert ("2 worker thread(s): 4 partition(s) of 20,000 rows (5,000 rows each; "
-            "rows_per_partition=1,000,000 the upper bound; 2 per worker thread, balanced)") in job[0]
+    assert (
+        "2 worker thread(s): 4 partition(s) of 20,000 rows (5,000 rows each; "
+        "rows_per_partition=1,000,000 the upper bound; 2 per worker thread, balanced)"
+    ) in job[0]
     # the partitions, each with its file and rows
     assert job[1].startswith("│  partition 0 (") and job[1].endswith(
         "part-0.parquet, row group 0): 5,000 rows"
