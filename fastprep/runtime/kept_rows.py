@@ -3,13 +3,14 @@ transform (and the fit's later passes) read from it, compact, in memory of its o
 
 What :func:`pack` keeps of a :class:`~fastprep.runtime.execute.Prepared`:
 
-- the validated table's columns (the ones the features read), text as its codes and
+- the validated table's columns the features read, text as its codes and
   dictionary; the selected rows' positions; the row ids when they are an array; the fit's
   target values; ``y``. Each array is stored in the narrowest type that gives back every
   value bit for bit (a float64 column of whole minutes in float16, an int64 hour in int8,
   the codes of a 16-value dictionary in int8, positions in int32) and widened back to its
-  own type when unpacked: ~12 bytes a row for the flights job against ~112 for the
-  partition as read and validated;
+  own type when unpacked: 25-33 bytes a row for the flights job against ~117 for the
+  partition as read and validated. A number column only the target reads (``y`` holds
+  what the transform needs of it) is left out, its drift measures taken now;
 - of the rows as read, only those quarantined (what the quarantine's file shows) plus one
   row saying which columns had a missing value anywhere (a quarantine file's integer
   column with one is float64, whatever its own rows hold);
@@ -39,6 +40,7 @@ from fastprep.data.columns import FitTarget, Table, TextColumn
 from fastprep.data.sources import take_rows
 from fastprep.runtime import kept_values
 from fastprep.runtime.execute import Prepared
+from fastprep.validate import drift
 
 #: an entry's arrays start at multiples of this many bytes of its buffer (whole cache
 #: lines: the kernels read them as they would any array)
@@ -95,9 +97,17 @@ class _Stored:
     view: np.ndarray
     dtype: np.dtype
     writeable: bool
+    #: the view holds the bits of a mask over this many rows: the array is the positions
+    #: of its set bits (ascending positions, a bit a row instead of 4-8 bytes)
+    mask_of: int | None = None
 
     def unpack(self) -> np.ndarray:
-        out = self.view.view() if self.view.dtype == self.dtype else self.view.astype(self.dtype)
+        if self.mask_of is not None:
+            out = np.flatnonzero(np.unpackbits(self.view, count=self.mask_of)).astype(self.dtype)
+        elif self.view.dtype == self.dtype:
+            out = self.view.view()
+        else:
+            out = self.view.astype(self.dtype)
         out.flags.writeable = self.writeable
         return out
 
@@ -115,6 +125,10 @@ class KeptRows:
     raw: Any  # the quarantined rows as read, plus one row (see the module)
     raw_ids: np.ndarray
     prepared: Prepared  # quarantine, report, offset; its table, raw and y are dropped
+    #: the names of the validated table's columns, in order, and the drift measures of
+    #: those left out
+    order: tuple[str, ...] = ()
+    left_out: dict[str, Any] | None = None
 
     def size(self) -> int:
         """Bytes held: the buffer, the rows as read kept, the rest's arrays."""
@@ -144,6 +158,15 @@ class KeptRows:
         y = None if self.y is None else self.y.unpack()
         return replace(self.prepared, table=table, raw=self.raw, raw_ids=self.raw_ids, y=y)
 
+    def drift(self, measures: dict[str, Any], fitted: dict[str, Any]) -> dict[str, Any]:
+        """``measures`` of the unpacked table against the ``fitted`` profile, with those
+        of the columns left out, in the table's order (as if they had been measured)."""
+        left_out = {k: v for k, v in (self.left_out or {}).items() if k in fitted}
+        if not left_out:
+            return measures
+        return {name: measures.get(name, left_out.get(name)) for name in self.order
+                if name in measures or name in left_out}  # fmt: skip
+
     def covers(self, prepared: Prepared) -> bool:
         """Whether every row ``prepared`` quarantined (after its transform) was kept as
         read."""
@@ -151,21 +174,32 @@ class KeptRows:
         return bool(np.isin(ids, self.raw_ids, assume_unique=True).all())
 
 
-def pack(prepared: Prepared) -> KeptRows | None:
+def pack(prepared: Prepared, needed: set[str] | None = None) -> KeptRows | None:
     """``prepared`` packed (None when its rows as read are not an Arrow table: a caller's
-    frame, kept by its caller anyway)."""
+    frame, kept by its caller anyway). ``needed``: the columns the features read (None:
+    all); the other number columns are left out."""
     raw = prepared.raw
     if not isinstance(raw, pa.Table):
         return None
     table = prepared.table
+    left_out = [n for n, c in table.columns.items()
+                if needed is not None and n not in needed and isinstance(c, np.ndarray)]  # fmt: skip
+    measured = drift.profile_for_drift(table, {n: {} for n in left_out}) if left_out else {}
     arrays: list[tuple[str, np.ndarray]] = []  # what goes in the buffer, by a name
     for name, column in table.columns.items():
+        if name in left_out:
+            continue
         if isinstance(column, np.ndarray):
             arrays.append((f"c:{name}", column))
         elif type(column) is TextColumn:
             arrays.append((f"t:{name}", column.codes))
-    if table.selection is not None:
-        arrays.append(("selection", table.selection))
+    selection, mask_of = table.selection, None
+    if selection is not None and _ascending(selection) and selection.dtype.kind in "iu":
+        mask = np.zeros(len(table.all_row_ids), dtype=bool)
+        mask[selection] = True
+        selection, mask_of = np.packbits(mask), len(mask)
+    if selection is not None:
+        arrays.append(("selection", selection))
     if isinstance(table.all_row_ids, np.ndarray):
         arrays.append(("row_ids", table.all_row_ids))
     target = table.fit_target
@@ -174,9 +208,15 @@ def pack(prepared: Prepared) -> KeptRows | None:
     if prepared.y is not None:
         arrays.append(("y", prepared.y))
     stored = _into_buffer(arrays)
+    if mask_of is not None:
+        original = table.selection
+        stored["selection"] = replace(stored["selection"], dtype=original.dtype,
+                                      writeable=bool(original.flags.writeable), mask_of=mask_of)  # fmt: skip
 
     columns: dict[str, Any] = {}
     for name, column in table.columns.items():
+        if name in left_out:
+            continue
         if f"c:{name}" in stored:
             columns[name] = stored[f"c:{name}"]
         elif f"t:{name}" in stored:
@@ -184,7 +224,8 @@ def pack(prepared: Prepared) -> KeptRows | None:
             columns[name] = (stored[f"t:{name}"], column.uniques if uniques is None else uniques)
         else:
             columns[name] = column  # kept as it is
-    by_identity = {id(column): name for name, column in table.columns.items()}
+    by_identity = {id(column): name for name, column in table.columns.items()
+                   if name in columns}  # fmt: skip
     derived = []
     for key, source, value in table.remembered():
         if kept_values.size_of(value) > DERIVED_MAX:
@@ -203,7 +244,15 @@ def pack(prepared: Prepared) -> KeptRows | None:
         y=stored.get("y"), derived=derived, raw=_quarantined_as_read(raw, ids - prepared.row_offset),
         raw_ids=np.array(ids, dtype=np.int64),
         prepared=replace(prepared, table=None, raw=None, y=None, choices=None),
+        order=tuple(table.columns), left_out=measured,
     )  # fmt: skip
+
+
+def _ascending(positions: np.ndarray) -> bool:
+    """Strictly ascending, within the table (what a bit mask gives back)."""
+    return bool(len(positions) < 2 or (positions[1:] > positions[:-1]).all()) and (
+        not len(positions) or positions[0] >= 0
+    )
 
 
 def _into_buffer(arrays: list[tuple[str, np.ndarray]]) -> dict[str, _Stored]:

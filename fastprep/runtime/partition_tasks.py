@@ -181,6 +181,8 @@ def fit_partials(
             return entry["counts"] | {"index": spec.index, "findings": [], "retries": 0,
                                       "partials": partials, "reused": True}  # fmt: skip
         held_entry = _held_partition(reuse, spec, take=False)
+        if profile and isinstance(held_entry, kept_rows.KeptRows) and held_entry.left_out:
+            held_entry = None  # a profile measures every column: some were left out
         held_rows = None if held_entry is None else _unpacked(held_entry)
     if held_rows is not None:
         prepared, retries = held_rows, 0
@@ -264,7 +266,7 @@ def fit_partials(
         out |= {"findings": [], "reused": True}  # findings: the first pass's
     elif whole is not None and keep_as is not None:
         table.forget_selected()
-        packed = kept_rows.pack(prepared)
+        packed = kept_rows.pack(prepared, {c for f in job.plan.features for c in f.columns})
         if packed is None:  # a caller's frame: kept as it is
             rows: Any = prepared
             size = kept_values.size_of((prepared.raw, table, prepared.quarantine, prepared.y))
@@ -424,6 +426,8 @@ def transform_partition(
     else:
         prepared, retries = load_prepared(job, spec, "transform", part)
     output, measures = _transform(job, params, prepared, dtype_name, output_dir, profile, folded)
+    if isinstance(held, kept_rows.KeptRows) and measures is not None:
+        measures = held.drift(measures, profile)
     if isinstance(held, kept_rows.KeptRows) and not held.covers(prepared):
         # the transform quarantined rows (non-finite results) whose values as read were
         # not kept: the partition is read, and transformed from that

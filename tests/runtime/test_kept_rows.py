@@ -80,6 +80,7 @@ def test_packed_partition_unpacks_to_the_validated_one(source):
             assert other.columns[name].dtype == column.dtype
             assert other.columns[name].flags.writeable == column.flags.writeable  # Numba types
             np.testing.assert_array_equal(other.columns[name], column)  # NaN where NaN
+    np.testing.assert_array_equal(other.selection, table.selection)  # kept as a bit mask
     np.testing.assert_array_equal(other.row_ids, table.row_ids)
     assert other.selection.dtype == table.selection.dtype and again.y.dtype == prepared.y.dtype
     np.testing.assert_array_equal(again.y, prepared.y)
@@ -185,3 +186,21 @@ def test_later_fit_passes_from_the_packed_partition_learn_the_same(source):
     kept = fit_levels(job.plan, str(spec.path), kept_pass, spec.n_rows)[0]
     assert reused[0] is False and all(reused[1:]) and len(reused) > 1
     assert repr(kept) == repr(read)
+
+
+def test_drift_of_a_kept_partition_measures_the_columns_left_out(source):
+    """The target's column is not kept (``y`` is); its drift measures, taken when packing,
+    stand in its place: the same measures as a reading transform's."""
+    from fastprep.validate import drift
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    spec = plan_partitions(source, 5_000)[3]
+    fitted = drift.profile(load_prepared(job, plan_partitions(source, 5_000)[0], "fit")[0].table)
+    assert "arr_delay" in fitted
+    params = _fit(job, spec, "d")
+    kept = transform_partition(job, spec, params, "fp", None, profile=fitted, reuse="d")
+    read = transform_partition(job, spec, params, "fp", None, profile=fitted)
+    assert kept.get("reused") and not read.get("reused")
+    assert list(kept["entry"]["drift"]) == list(read["entry"]["drift"])
+    assert repr(kept["entry"]["drift"]) == repr(read["entry"]["drift"])
