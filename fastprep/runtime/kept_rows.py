@@ -7,9 +7,9 @@ What :func:`pack` keeps of a :class:`~fastprep.runtime.execute.Prepared`:
   dictionary; the selected rows' positions; the row ids when they are an array; the fit's
   target values; ``y``. Each array is stored in the narrowest type that gives back every
   value bit for bit (a float64 column of whole minutes in float16, an int64 hour in int8,
-  the codes of a 16-value dictionary in int8, positions in int32) and widened back to its
-  own type when unpacked: 25-33 bytes a row for the flights job against ~117 for the
-  partition as read and validated. A number column only the target reads (``y`` holds
+  the codes of a 16-value dictionary in int8) and widened back to its
+  own type when unpacked; the selected rows as a bit mask: 22-30 bytes a row for the
+  flights job against ~117 for the partition as read and validated. A number column only the target reads (``y`` holds
   what the transform needs of it) is left out, its drift measures taken now;
 - of the rows as read, only those quarantined (what the quarantine's file shows) plus one
   row saying which columns had a missing value anywhere (a quarantine file's integer
