@@ -3,14 +3,14 @@ transform (and the fit's later passes) read from it, compact, in memory of its o
 
 What :func:`pack` keeps of a :class:`~fastprep.runtime.execute.Prepared`:
 
-- the validated table's columns the features read, text as its codes and
-  dictionary; the selected rows' positions; the row ids when they are an array; the fit's
-  target values; ``y``. Each array is stored in the narrowest type that gives back every
-  value bit for bit (a float64 column of whole minutes in float16, an int64 hour in int8,
-  the codes of a 16-value dictionary in int8) and widened back to its
-  own type when unpacked; the selected rows as a bit mask: 22-30 bytes a row for the
-  flights job against ~117 for the partition as read and validated. A number column only the target reads (``y`` holds
-  what the transform needs of it) is left out, its drift measures taken now;
+- the validated table's columns the features read, text as its codes and dictionary;
+  the row ids when they are an array; the fit's target values; ``y``. Each array is
+  stored in the narrowest type that gives back every value bit for bit (a float64 column
+  of whole minutes in float16, an int64 hour in int8, the codes of a 16-value dictionary
+  in int8) and widened back to its own type when unpacked; the selected rows as a bit
+  mask. A number column only the target reads is left out (``y`` holds what the
+  transform needs of it), its drift measures taken when packing. 22-30 bytes a row for
+  the flights job against ~117 for the partition as read and validated;
 - of the rows as read, only those quarantined (what the quarantine's file shows) plus one
   row saying which columns had a missing value anywhere (a quarantine file's integer
   column with one is float64, whatever its own rows hold);
