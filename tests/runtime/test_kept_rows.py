@@ -63,8 +63,8 @@ def test_packed_partition_unpacks_to_the_validated_one(source):
     packed = kept_rows.pack(prepared)
     before = kept_values.size_of((prepared.raw, prepared.table, prepared.quarantine, prepared.y))
     assert packed.size() < before / 2
-    views = [c for c in packed.columns.values() if isinstance(c, kept_rows._Stored)]
-    buffers = {id(v.view.base.base) for v in views}
+    views = [c.view for c in packed.columns.values() if hasattr(c, "view")]
+    buffers = {id(v.base.base) for v in views}
     assert len(buffers) == 1  # one buffer for the entry (freed whole)
     assert packed.raw.num_rows == len(prepared.quarantine) + 1  # + the types' row
     again = packed.unpack()
