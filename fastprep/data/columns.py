@@ -315,6 +315,10 @@ class Table:
 
         return self.derive(("selected_counts", name), self.selection, subtract)
 
+    def remembered(self) -> list[tuple[Any, Any, Any]]:
+        """The values :meth:`derive` / :meth:`remember` hold, as (key, source, value)."""
+        return [(key, source, value) for key, (source, value) in self._derived.items()]
+
     def forget_selected(self) -> None:
         """Release the selected rows' copies made by ``self[name]`` (made again when next
         asked for): a table kept for later use holds its columns, not the copies."""

@@ -216,6 +216,9 @@ class Prepared:
     y: np.ndarray | None = None
     #: row id of ``raw``'s first row (non-zero for a partition of a larger source)
     row_offset: int = 0
+    #: the row ids of ``raw``'s first rows when it holds only some of the source's rows
+    #: (those quarantined, of a partition kept in memory: see ``runtime/kept_rows``)
+    raw_ids: np.ndarray | None = None
     #: the backend per stage (planner choices with measured times) and the name asked for
     choices: list[Any] | None = None
     choices_for: str | None = None
@@ -478,14 +481,17 @@ def _quarantine_rows(
     later changes to the caller's frame; Arrow data is immutable), and for an empty
     quarantine."""
     quarantine, offset, raw = prepared.quarantine, prepared.row_offset, prepared.raw
+    ids = prepared.raw_ids
     if len(quarantine) == 0:  # nothing to keep alive: built (empty) when asked, ~3 ms saved
         return _DeferredQuarantine(quarantine, raw.slice(0, 0) if isinstance(raw, pa.Table)
                                    else raw.iloc[:0], offset)  # fmt: skip
     if not prepared.source_is_frame and not defer:
-        table = quarantine.to_arrow(raw, offset) if isinstance(raw, pa.Table) else None
-        return quarantine.to_frame(raw, offset) if table is None else _ArrowQuarantine(table)
+        table = quarantine.to_arrow(raw, offset, ids) if isinstance(raw, pa.Table) else None
+        if table is None:
+            return quarantine.to_frame(raw, offset, ids)
+        return _ArrowQuarantine(table)
     return _DeferredQuarantine(
-        quarantine, raw if isinstance(raw, pa.Table) else raw.copy(deep=False), offset
+        quarantine, raw if isinstance(raw, pa.Table) else raw.copy(deep=False), offset, ids
     )
 
 
@@ -506,11 +512,13 @@ class _ArrowQuarantine:
 class _DeferredQuarantine:
     """Builds the quarantine frame when first asked for (see ``Output.quarantine``)."""
 
-    def __init__(self, quarantine: Quarantine, raw: Raw, offset: int) -> None:
-        self._quarantine, self._raw, self._offset = quarantine, raw, offset
+    def __init__(
+        self, quarantine: Quarantine, raw: Raw, offset: int, ids: np.ndarray | None = None
+    ) -> None:
+        self._quarantine, self._raw, self._offset, self._ids = quarantine, raw, offset, ids
 
     def __call__(self) -> pd.DataFrame:
-        return self._quarantine.to_frame(self._raw, self._offset)
+        return self._quarantine.to_frame(self._raw, self._offset, self._ids)
 
     def reason_texts(self) -> list[str]:
         return [str(reason) for reason in self._quarantine.reason_arrays()[1]]
@@ -520,7 +528,7 @@ class _DeferredQuarantine:
         (no pandas needed), else the frame."""
         table = None
         if isinstance(self._raw, pa.Table):
-            table = self._quarantine.to_arrow(self._raw, self._offset)
+            table = self._quarantine.to_arrow(self._raw, self._offset, self._ids)
         return self() if table is None else table
 
     def reasons(self) -> pd.DataFrame:

@@ -13,8 +13,9 @@ Two stores, each bounded per process:
 
 - input values (:data:`KEPT_BYTES`, 8 bytes a row per chain; least recently used entries
   evicted first), dropped when the fit ends;
-- whole validated partitions (:data:`PARTITION_BYTES`, ~100 bytes a row for the flights
-  job), kept past the fit for its transform, which takes each one (once). A fixed cap, so a
+- whole validated partitions (:data:`PARTITION_BYTES`), packed by
+  :mod:`~fastprep.runtime.kept_rows` (22-30 bytes a row for the flights job), kept past
+  the fit for its transform, which takes each one (once). A fixed cap, so a
   worker's memory does not grow with the job: the partitions beyond it are read again by
   the transform. Room is made by evicting other fits' partitions (a fit never transformed),
   never the same fit's earlier ones: those are as useful as the one being kept.
@@ -38,12 +39,16 @@ import numpy as np
 #: overrides): 8 bytes per row and order statistic, so 256 MiB is 32M values per worker
 KEPT_BYTES = int(os.environ.get("FASTPREP_KEPT_BYTES", 256 * 2**20))
 #: bytes of whole validated partitions one process keeps for the transform
-#: (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps none). Why 128 MiB: two
-#: 500,000-row partitions of the flights job (56 MiB each as counted by :func:`size_of`,
-#: ~65 MiB of resident memory), so a 2-worker job at 3.4M rows and one at 10M keep the
-#: same per worker and its peak stays flat with the data (measured per-worker peaks,
-#: 2-worker LocalCluster: 586 -> 631 MiB from 3.4M to 10M rows with two kept, 649 -> 738
-#: with three, 477 -> 490 with none: with more kept, a longer job's fragmented heap adds)
+#: (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps none). Why 128 MiB: 8-9 packed
+#: 500,000-row partitions of the 3.4M-row flights file (14.9 MB each as counted by
+#: :func:`size_of`, which is what the entry's mmap and its quarantined rows hold; 58.5 MB
+#: unpacked), so a 2-worker job at 3.4M rows keeps all its partitions (8 of 8 transformed
+#: from kept rows, was 4) and its per-worker peak went down (2-worker LocalCluster, busy
+#: machine, 3 jobs each, alternated: 501-541 MiB against 516-619 before the packing).
+#: From 3.4M to 10M rows the peak stays flat: 604-659 -> 681-692 MiB with partitions of
+#: 20.7 MB (18 of 30 kept at 10M), measured before the target-only column and the
+#: selection were packed too. Before the packing two fit (586 -> 631 MiB; three: 649 ->
+#: 738, the heap fragmenting around the kept buffers: an entry now has memory of its own)
 PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 128 * 2**20))
 
 

@@ -32,7 +32,7 @@ from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
-from fastprep.runtime import execute, kept_values, memory, shards
+from fastprep.runtime import execute, kept_rows, kept_values, memory, shards
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
@@ -173,16 +173,19 @@ def fit_partials(
     then computes from it too when its input values are not here).
     ``profile``: also return the partition's drift profile (``"profile"``; the
     partitions' merge is the whole source's, :func:`drift.merge_profiles`)."""
-    kept_rows = None
+    held_rows = None
     if reuse is not None:
         entry = kept_values.get(reuse)
         if entry is not None and all(_from_inputs(t, entry["inputs"]) for t in targets):
             partials = _partials_from_inputs(job, learned, targets, entry["inputs"])
             return entry["counts"] | {"index": spec.index, "findings": [], "retries": 0,
                                       "partials": partials, "reused": True}  # fmt: skip
-        kept_rows = _held_partition(reuse, spec, take=False)
-    if kept_rows is not None:
-        prepared, retries = kept_rows, 0
+        held_entry = _held_partition(reuse, spec, take=False)
+        if profile and isinstance(held_entry, kept_rows.KeptRows) and held_entry.left_out:
+            held_entry = None  # a profile measures every column: some were left out
+        held_rows = None if held_entry is None else _unpacked(held_entry)
+    if held_rows is not None:
+        prepared, retries = held_rows, 0
     else:
         prepared, retries = load_prepared(job, spec, "fit", part)
     table = prepared.table
@@ -258,13 +261,18 @@ def fit_partials(
         )
     if drift_profile is not None:
         out["profile"] = drift_profile
-    if kept_rows is not None:
+    if held_rows is not None:
         table.forget_selected()  # kept as it was measured
         out |= {"findings": [], "reused": True}  # findings: the first pass's
     elif whole is not None and keep_as is not None:
         table.forget_selected()
-        entry = {"prepared": prepared, "spec": spec, "file": file_identity(spec)}
-        size = kept_values.size_of((prepared.raw, table, prepared.quarantine, prepared.y))
+        packed = kept_rows.pack(prepared, {c for f in job.plan.features for c in f.columns})
+        if packed is None:  # a caller's frame: kept as it is
+            rows: Any = prepared
+            size = kept_values.size_of((prepared.raw, table, prepared.quarantine, prepared.y))
+        else:
+            rows, size = packed, packed.size()
+        entry = {"rows": rows, "spec": spec, "file": file_identity(spec)}
         out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
     return out
 
@@ -297,13 +305,19 @@ def _fused_moments(
     return chain_moments(job.plan, table, learned, wanted)
 
 
-def _held_partition(key: str, spec: PartitionSpec, take: bool) -> execute.Prepared | None:
+def _held_partition(
+    key: str, spec: PartitionSpec, take: bool
+) -> kept_rows.KeptRows | execute.Prepared | None:
     """The partition a fit's first pass kept under ``key`` (None: not here, or not this
     partition's rows any more: its file changed since)."""
     entry = (kept_values.take_partition if take else kept_values.peek_partition)(key)
     if entry is None or entry["spec"] != spec or entry["file"] != file_identity(spec):
         return None
-    return entry["prepared"]
+    return entry["rows"]
+
+
+def _unpacked(kept: kept_rows.KeptRows | execute.Prepared) -> execute.Prepared:
+    return kept.unpack() if isinstance(kept, kept_rows.KeptRows) else kept
 
 
 def _keepable(feature: Any) -> bool:
@@ -408,22 +422,19 @@ def transform_partition(
     memory.settle_heap()
     held = None if reuse is None else _held_partition(reuse, spec, take=True)
     if held is not None:
-        prepared, retries = execute.for_transform(held), 0
+        prepared, retries = execute.for_transform(_unpacked(held)), 0
     else:
         prepared, retries = load_prepared(job, spec, "transform", part)
-    if folded is not None:
-        rows = folded if isinstance(folded, FoldedRows) else FoldedRows(*folded)
-        prepared.table.fit_target = FitTarget(np.empty(0), False, folded=rows)
-    measures = None
-    if profile is not None:
-        with prepared.report.stage("drift"):
-            measures = drift.profile_for_drift(prepared.table, profile)
-    precision = Precision(dtype_name)
-    output = execute.transform_prepared(
-        job.plan, params, prepared, precision.compute_dtype, job.backend,
-        defer_quarantine=output_dir is not None,  # the rows built by the shard's writer
-    )  # fmt: skip
-    execute.apply_precision(output, precision)
+    output, measures = _transform(job, params, prepared, dtype_name, output_dir, profile, folded)
+    if isinstance(held, kept_rows.KeptRows) and measures is not None:
+        measures = held.drift(measures, profile)
+    if isinstance(held, kept_rows.KeptRows) and not held.covers(prepared):
+        # the transform quarantined rows (non-finite results) whose values as read were
+        # not kept: the partition is read, and transformed from that
+        held = None
+        prepared, retries = load_prepared(job, spec, "transform", part)
+        output, measures = _transform(job, params, prepared, dtype_name, output_dir, profile,
+                                      folded)  # fmt: skip
     entry: dict[str, Any] = {
         "index": spec.index,
         "partition": spec.describe(),
@@ -445,6 +456,28 @@ def transform_partition(
     if output_dir is None:
         return {"entry": entry, "output": output, **reused}
     return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
+
+
+def _transform(
+    job: Job, params: execute.Params, prepared: execute.Prepared, dtype_name: str,
+    output_dir: str | None, profile: dict[str, Any] | None,
+    folded: FoldedRows | tuple[dict[Any, np.ndarray], dict[str, Any]] | None,
+) -> tuple[execute.Output, Any]:  # fmt: skip
+    """The output of one partition's validated rows, and their drift measures (if asked)."""
+    if folded is not None:
+        rows = folded if isinstance(folded, FoldedRows) else FoldedRows(*folded)
+        prepared.table.fit_target = FitTarget(np.empty(0), False, folded=rows)
+    measures = None
+    if profile is not None:
+        with prepared.report.stage("drift"):
+            measures = drift.profile_for_drift(prepared.table, profile)
+    precision = Precision(dtype_name)
+    output = execute.transform_prepared(
+        job.plan, params, prepared, precision.compute_dtype, job.backend,
+        defer_quarantine=output_dir is not None,  # the rows built by the shard's writer
+    )  # fmt: skip
+    execute.apply_precision(output, precision)
+    return output, measures
 
 
 def worker_peak_mib() -> float:

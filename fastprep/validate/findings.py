@@ -192,17 +192,21 @@ class Quarantine:
             out[position] = "; ".join(labels[codes[start : start + counts[position]]])
         return unique, out
 
-    def to_frame(self, source_rows: Raw | None, first_row_id: int = 0) -> pd.DataFrame:
+    def to_frame(
+        self, source_rows: Raw | None, first_row_id: int = 0, source_ids: np.ndarray | None = None
+    ) -> pd.DataFrame:
         """The rejected rows (as read, when given) plus ``row_id`` and ``reason`` columns.
 
         ``first_row_id`` is the row id of ``source_rows``' first row (a partition's offset).
+        ``source_ids``: the ascending row ids of ``source_rows``' first rows instead, when
+        it holds only some rows (every quarantined one among them).
         """
         import pandas as pd
 
         reasons = self.reasons()
         ids = reasons.index.to_numpy(dtype=np.int64)
         if source_rows is not None:
-            frame = rows_as_read(source_rows, ids - first_row_id)
+            frame = rows_as_read(source_rows, _positions(ids, first_row_id, source_ids))
         else:
             frame = pd.DataFrame(index=range(len(ids)))
         frame = _to_text_safe(frame)
@@ -210,7 +214,9 @@ class Quarantine:
         frame["reason"] = pd.array(reasons.to_numpy(dtype=object), dtype="str")
         return frame
 
-    def to_arrow(self, source_rows: pa.Table, first_row_id: int = 0) -> pa.Table | None:
+    def to_arrow(
+        self, source_rows: pa.Table, first_row_id: int = 0, source_ids: np.ndarray | None = None
+    ) -> pa.Table | None:
         """What :meth:`to_frame` gives, as an Arrow table built without pandas (the same
         columns, and the values and types ``to_frame(...).to_parquet`` stores: an integer
         column with a missing value anywhere in the source as float64). None where a
@@ -227,7 +233,7 @@ class Quarantine:
                 return None
         columns: dict[str, pa.ChunkedArray | pa.Array] = {}
         ids, reasons = self.reason_arrays()
-        taken = decoded(take_rows(source_rows, ids - first_row_id))
+        taken = decoded(take_rows(source_rows, _positions(ids, first_row_id, source_ids)))
         columns["row_id"] = numeric_array(ids, pa.int64())
         for name, whole, column in zip(names, source_rows.columns, taken.columns):
             if pa.types.is_integer(whole.type) and whole.null_count:
@@ -235,6 +241,16 @@ class Quarantine:
             columns[name] = column
         columns["reason"] = pa.array(reasons.tolist(), type=pa.large_string())
         return pa.table(columns)
+
+
+def _positions(ids: np.ndarray, first_row_id: int, source_ids: np.ndarray | None) -> np.ndarray:
+    """Where rows ``ids`` are in the source rows (see :meth:`Quarantine.to_frame`)."""
+    if source_ids is None:
+        return ids - first_row_id
+    positions = np.searchsorted(source_ids, ids)
+    if len(ids) and (positions.max() >= len(source_ids) or (source_ids[positions] != ids).any()):
+        raise ValueError("quarantined rows missing from the source rows given")
+    return positions
 
 
 def _kept_as_is(kind: pa.DataType) -> bool:
