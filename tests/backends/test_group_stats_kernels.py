@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -28,11 +28,11 @@ def rows(n: int, groups: int, seed: int, ties: bool) -> tuple[np.ndarray, np.nda
 @pytest.fixture(params=["one thread", "several threads"])
 def lanes(request, monkeypatch):
     if request.param == "several threads":
-        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
-        monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
+        monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
+        monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
     else:
-        monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1 << 60)
+        monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1 << 60)
         monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 << 60)
     return request.param
 
@@ -146,7 +146,7 @@ def test_present_codes_equal_the_numpy_twin(space, lanes):
 
 
 def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch):
-    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
     index, values = rows(100_000, 40, 5, ties=False)
     present = ~np.isnan(values)
     start = np.zeros(41, np.int64)
@@ -165,7 +165,7 @@ def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch)
         np.testing.assert_array_equal(laid_start, start)
         seen.append((g0, ordered[start[g0] : start[g1]].copy()))
 
-    moments.compiled_group_moments(index, values, 40, then)
+    group_moments.compiled_group_moments(index, values, 40, then)
     np.testing.assert_array_equal(np.concatenate([o for _, o in sorted(seen)]), want)
 
 
@@ -259,3 +259,34 @@ def test_number_levels_and_codes_in_one_go_equal_the_twins_steps(case, lanes):
     levels, (codes, lut) = found
     np.testing.assert_array_equal(levels, numpy_gs.number_levels(values))
     np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))
+
+
+def test_number_key_codes_against_fitted_levels_equal_the_twins_codes(lanes):
+    """A number key at transform as int32 offsets and a lut: through the lut, the numpy
+    twin's codes (missing: the code after the levels; unseen: -1), for values in the
+    levels' range but not a level, outside it, not whole, infinite or missing."""
+    rng = np.random.default_rng(11)
+    levels = np.array([-3.0, 0.0, 1.0, 5.0, 6.0, 20.0])
+    values = rng.choice([-3.0, 0.0, 1.0, 5.0, 6.0, 20.0, 2.0, -4.0, 21.0, 2.5, np.inf,
+                         -np.inf, np.nan, 1e300], 30_000)  # fmt: skip
+    codes, lut = numba_gs.number_key_codes(values, levels)
+    assert codes.dtype == np.int32
+    np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))
+    assert numba_gs.number_key_codes(values, np.array([0.5, 1.0])) is None
+    assert numba_gs.number_key_codes(values, np.array([0.0, 2.0**40])) is None
+    assert numba_gs.number_key_codes(values, np.empty(0)) is None
+
+
+def test_text_levels_and_codes_together_equal_the_two_steps():
+    """A text key's levels and lut from one sort equal ``fit_levels`` then ``key_parts``:
+    values unused by the rows left out, missing in the lut's last slot."""
+    from fastprep.data.columns import TextColumn
+
+    uniques = np.array(["b", "a", "zz", "Z", "é", "unused", "a b"], dtype=object)
+    codes = np.array([0, 1, 2, 3, 4, -1, 6, 0, -1, 2], dtype=np.int32)
+    column = TextColumn(codes, uniques)
+    levels, (got_codes, lut) = numpy_gs.text_levels_parts(column)
+    want_levels = numpy_gs.fit_levels(TextColumn(codes, uniques))
+    assert levels == want_levels and "unused" not in levels
+    want_codes, want_lut = numpy_gs.key_parts(TextColumn(codes, uniques), want_levels)
+    np.testing.assert_array_equal(lut[got_codes], want_lut[want_codes])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from support import REPO
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments, moments
 
 
 def _awkward(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -115,7 +115,7 @@ def test_group_moments_are_each_groups_exact_sums_whatever_the_split() -> None:
             one = moments.of(values[groups == k])
             assert (whole.count[k], totals[k], squares[k]) == (one.count, one.total, one.squares)
             assert whole.mean()[k] == one.mean() and whole.variance()[k] == one.variance()
-        compiled = moments.compiled_group_moments(groups, values, n)
+        compiled = group_moments.compiled_group_moments(groups, values, n)
         assert compiled is not None
         assert compiled[0].exact() == (totals, squares)
         cut = len(values) // 3
@@ -134,7 +134,7 @@ def test_group_moments_of_extreme_and_infinite_values() -> None:
     values = np.array([1e300, -3e-310, 2.5, np.nan, np.inf, 1.0, -1e300])
     groups = np.array([0, 0, 0, 1, 1, 1, 2])
     found = moments.group_moments(groups, values, 4)
-    assert moments.compiled_group_moments(groups, values, 4) is None
+    assert group_moments.compiled_group_moments(groups, values, 4) is None
     head = moments.of(values[:3])
     totals, squares = found.exact()
     assert totals[0] == head.total and squares[0] == head.squares
@@ -157,14 +157,14 @@ def test_compiled_group_moments_on_row_ranges_equal_one_pass(monkeypatch) -> Non
     values[rng.integers(0, n, 200)] = -0.0
     values[[7, 40_000]], groups[[7, 40_000]] = (np.inf, -np.inf), (3, 3)
     values[11], groups[11] = np.inf, 4
-    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1 << 62)
-    one = moments.compiled_group_moments(groups, values, n_groups)
-    monkeypatch.setattr(moments, "_PARALLEL_ROWS", 1)
-    monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
+    monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1 << 62)
+    one = group_moments.compiled_group_moments(groups, values, n_groups)
+    monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
     for lanes in (2, 3, 8):
         monkeypatch.setattr(threads, "workers", lambda lanes=lanes: lanes)
-        assert len(moments._ranges(n, n_groups)) == lanes
-        split = moments.compiled_group_moments(groups, values, n_groups)
+        assert len(group_moments._ranges(n, n_groups)) == lanes
+        split = group_moments.compiled_group_moments(groups, values, n_groups)
         assert one is not None and split is not None
         assert split[0].exact() == one[0].exact()
         assert np.array_equal(split[0].count, one[0].count)
@@ -191,15 +191,15 @@ def test_compiled_group_moments_by_segments_equal_numpys(monkeypatch, block, n_g
     values[:3] = (np.inf, -0.0, 1e-12)
     values[rng.integers(0, n, 5)] = -np.inf
     width = n_groups + 1  # the last group has no value
-    monkeypatch.setattr(moments, "_SEGMENT_BLOCK", block)
+    monkeypatch.setattr(group_moments, "_SEGMENT_BLOCK", block)
     want = moments.group_moments(groups, values, width)
     outcomes = []
     for lanes, parallel in ((1, 1 << 62), (2, 1), (3, 1)):
         monkeypatch.setattr(threads, "workers", lambda lanes=lanes: lanes)
-        monkeypatch.setattr(moments, "_PARALLEL_ROWS", parallel)
-        monkeypatch.setattr(moments, "_ROWS_PER_GROUP", 1)
+        monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", parallel)
+        monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
         laid_out: list = []
-        found = moments.compiled_group_moments(
+        found = group_moments.compiled_group_moments(
             groups,
             values,
             width,
@@ -229,7 +229,7 @@ def test_compiled_group_moments_decline_values_needing_many_rounds() -> None:
     """Values spread over more bits than the pass's rounds hold: the numpy pass's integers."""
     values = np.array([2.0**390, 3.0 * 2.0**-390, 1.0, 5.0, np.nan])
     groups = np.array([0, 0, 1, 1, 1])
-    assert moments.compiled_group_moments(groups, values, 2) is None
-    found = moments.grouped(groups, values, 2)[0]
+    assert group_moments.compiled_group_moments(groups, values, 2) is None
+    found = group_moments.grouped(groups, values, 2)[0]
     assert found.exact() == moments.group_moments(groups, values, 2).exact()
     assert found.mean()[1] == 3.0

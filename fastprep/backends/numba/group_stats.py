@@ -1,6 +1,6 @@
 """Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
 statistics of a column per group: count, min, max and the exact sums behind the mean and
-std by compiled passes (:func:`fastprep.backends.moments.compiled_group_moments`: a scan,
+std by compiled passes (:func:`fastprep.backends.group_moments.compiled_group_moments`: a scan,
 a counting sort of the present values into per-group segments, exact sums per segment:
 the numpy twin's integers, so the same bits), and exact medians by a selection
 (quickselect) in each of those segments: no sort of all rows by (group, value), which is
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments, moments
 from fastprep.backends.base import FeatureParams
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats as reference_group_stats
@@ -63,7 +63,7 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
 
 
 #: the present values laid out by group (a counting sort on row ranges)
-segments = moments.segments
+segments = group_moments.segments
 
 
 @jit(cache=True, nogil=True)
@@ -172,7 +172,7 @@ def medians(ordered: np.ndarray, start: np.ndarray) -> np.ndarray:
     thread (selection is compute-bound: the two cores halve it)."""
     out = np.empty(len(start) - 1)
     threads.map_all(lambda r: _medians(ordered, start, r[0], r[1], out),
-                    moments.segment_ranges(start))  # fmt: skip
+                    group_moments.segment_ranges(start))  # fmt: skip
     return out
 
 
@@ -373,12 +373,12 @@ def group_statistics(
 
 def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int,
-    then: moments.SegmentWork | None = None, lut: np.ndarray | None = None,
+    then: group_moments.SegmentWork | None = None, lut: np.ndarray | None = None,
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:  # fmt: skip
     """Per group: the exact moments, the min and the max by compiled passes (the numpy
     twin's integers; its pass where the compiled one declines); ``then``, ``lut``: see
-    :func:`moments.compiled_group_moments`."""
-    found = moments.compiled_group_moments(index, values, n_groups, then, lut)
+    :func:`group_moments.compiled_group_moments`."""
+    found = group_moments.compiled_group_moments(index, values, n_groups, then, lut)
     if found is not None:
         return found
     if lut is not None:
@@ -513,7 +513,8 @@ def number_levels_codes(
     if whole is None:
         return None
     low, span = whole
-    out = ARENA.empty(len(values), np.int64)
+    # int32 as a text key's codes: the keys then combine in one pass (combine_texts)
+    out = ARENA.empty(len(values), np.int32)
 
     def mark(bounds: tuple[int, int]) -> np.ndarray:
         seen = np.zeros(span, dtype=np.bool_)  # each range its own: no shared writes
@@ -526,6 +527,44 @@ def number_levels_codes(
     lut[present] = np.arange(len(present))
     lut[-1] = len(present)  # offset -1 (missing) reads the last slot: the missing code
     return (present + np.int64(low)).astype(np.float64), (out, lut)
+
+
+@jit(cache=True, nogil=True)
+def _known_offsets(values, low, span, out):  # pragma: no cover - compiled
+    top = low + span - 1
+    for i in range(len(values)):
+        v = values[i]
+        if v != v:
+            out[i] = -1
+        elif low <= v <= top and v == np.floor(v):
+            out[i] = np.int64(v) - low
+        else:
+            out[i] = span
+
+
+def number_key_codes(
+    values: np.ndarray, levels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A number key's parts against fitted whole levels close together: each row's
+    int32 offset from the lowest level (-1: missing; ``span``: outside the levels' range
+    or not whole) and a lut from offset to the level's index (-1: not a level; the last
+    slot: the missing code), read like a text key's codes (the keys then combine, or
+    gather, in one pass); None for other levels."""
+    n = len(levels)
+    if not n or not (levels[0] > -(2.0**52) and levels[-1] < 2.0**52):
+        return None
+    if levels[-1] - levels[0] >= WHOLE_LEVELS_SPAN or (levels != np.floor(levels)).any():
+        return None
+    low = int(levels[0])
+    span = int(levels[-1]) - low + 1
+    lut = np.full(span + 2, -1, dtype=np.int64)
+    lut[levels.astype(np.int64) - low] = np.arange(n)
+    lut[-1] = n  # offset -1 (missing) reads the last slot: the missing code
+    values = np.ascontiguousarray(values, np.float64)
+    out = ARENA.empty(len(values), np.int32)
+    threads.map_all(lambda r: _known_offsets(values[r[0] : r[1]], np.int64(low), np.int64(span),
+                                             out[r[0] : r[1]]), _row_ranges(len(values)))  # fmt: skip
+    return out, lut
 
 
 #: below this many rows a per-row kernel runs on the calling thread alone
@@ -569,11 +608,13 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
     number_levels, present, combine_texts, put_rows_texts, number_levels_codes,
+    number_key_codes,
 )  # fmt: skip
 
 
-#: the kernels every GroupStats fit and transform runs (medians and numeric keys: when asked)
-_KERNELS = (_moments, _accumulate, _take, _put_rows, _mark_codes)
+#: the kernels a GroupStats fit and transform run (the exact moments' pass, medians; numeric
+#: keys and a fit without mean or std run others too)
+_KERNELS = (*group_moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes)
 
 
 def readiness() -> str:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.backends import moments
+from fastprep.backends import group_moments, moments
 from fastprep.data.columns import Table, TextColumn
 from fastprep.errors import FitError
 from fastprep.plan.steps import GroupStats
@@ -53,6 +53,19 @@ def fit_levels(column: np.ndarray | TextColumn, kernels: GroupKernels | None = N
     return (kernels or NUMPY).number_levels(np.asarray(column, dtype=np.float64))
 
 
+def text_levels_parts(column: TextColumn) -> tuple[list[str], tuple[np.ndarray, np.ndarray]]:
+    """A text key's :func:`fit_levels` and :func:`key_parts` at fit together: the values
+    present, sorted, and the lut from the column's codes to their ranks (no lookup of the
+    sorted values among the column's own: their order is the lut)."""
+    used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
+    names = np.asarray([str(v) for v in column.uniques[used]], dtype=object)
+    order = np.argsort(names, kind="stable")  # Python's string order, as sorted()
+    lut = np.full(column.n_unique + 1, -1, dtype=np.int64)
+    lut[used[order]] = np.arange(len(used))
+    lut[-1] = len(used)  # code -1 (missing) reads the last slot: the missing code
+    return names[order].tolist(), (column.codes, lut)
+
+
 def number_levels(values: np.ndarray) -> np.ndarray:
     """The sorted distinct values of a float64 array, NaN left out."""
     return np.unique(values[~np.isnan(values)])
@@ -63,7 +76,8 @@ def key_parts(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A key's codes as ``(codes, lut)``: the code of a row is ``lut[codes[i]]`` (text:
     the column's own codes, -1 reading the lut's last slot, the missing code), or
-    ``codes[i]`` itself when ``lut`` is None (numbers). A code is the value's index among
+    ``codes[i]`` itself when ``lut`` is None (numbers; or, by kernels that can, int32
+    offsets read through a lut as a text key's codes). A code is the value's index among
     ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
         import pandas as pd
@@ -71,7 +85,13 @@ def key_parts(
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
     values = np.asarray(column, dtype=np.float64)
-    return (kernels or NUMPY).number_codes(values, np.asarray(levels, dtype=np.float64)), None
+    levels = np.asarray(levels, dtype=np.float64)
+    kernels = kernels or NUMPY
+    if kernels.number_key_codes is not None:
+        coded = kernels.number_key_codes(values, levels)
+        if coded is not None:
+            return coded
+    return kernels.number_codes(values, levels), None
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -186,7 +206,7 @@ def group_statistics(
     empty = count == 0
     out: dict[str, np.ndarray] = {"count": count}
     if "mean" in stats or "std" in stats:
-        out.update(exact_statistics(moments.grouped(g, x, n_groups)[0]))
+        out.update(exact_statistics(group_moments.grouped(g, x, n_groups)[0]))
     if "median" in stats:
         out.update(sorted_statistics(g, x, n_groups))
     elif "min" in stats or "max" in stats:
@@ -260,12 +280,14 @@ def _groups(
     parts: list[tuple[np.ndarray, np.ndarray | None]] = []
     for column in columns:
         both = None
-        if not isinstance(column, TextColumn) and kernels.number_levels_codes is not None:
+        if isinstance(column, TextColumn):
+            both = text_levels_parts(column)
+        elif kernels.number_levels_codes is not None:
             both = kernels.number_levels_codes(np.asarray(column, dtype=np.float64))
         if both is None:
             levels.append(fit_levels(column, kernels))
             parts.append(key_parts(column, levels[-1], kernels))
-        else:  # a number key's levels and codes from the same passes
+        else:  # the key's levels and codes from the same work
             levels.append(both[0])
             parts.append(both[1])
     sizes = radices(levels, step.keys)
@@ -337,8 +359,8 @@ def rows_code(
     columns = _key_columns(step, table)
     parts = [key_parts(c, lv, kernels) for c, lv in zip(columns, levels)]
     space = math.prod(sizes)
-    if len(parts) == 1 and isinstance(columns[0], TextColumn):
-        # no pass writing each row's combined code: the rows read the text codes they have
+    if len(parts) == 1 and parts[0][1] is not None:
+        # no pass writing each row's combined code: the rows read the key's own codes
         codes, lut = parts[0]
         return codes, group_index(lut, fitted["groups"], space)
     if space <= SMALL_KEY_SPACE:
@@ -422,7 +444,7 @@ def moments_and_extremes(
     index: np.ndarray, values: np.ndarray, n_groups: int
 ) -> tuple[moments.GroupMoments, np.ndarray, np.ndarray]:
     """Per group: the exact moments, the min and the max (±inf without values)."""
-    found, low, high = moments.grouped(index, values, n_groups)
+    found, low, high = group_moments.grouped(index, values, n_groups)
     if low is None or high is None:
         present = ~np.isnan(values)
         g, x = index[present], values[present]
@@ -532,6 +554,11 @@ class GroupKernels:
     #: :func:`key_parts` at fit in fewer passes where it can; None: one after the other
     number_levels_codes: (
         Callable[[np.ndarray], tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None] | None
+    ) = None
+    #: ``(values, levels) -> (codes, lut) | None``: :func:`key_parts` of a number key as
+    #: int32 codes and a lut where it can (whole levels close together); None: its codes
+    number_key_codes: (
+        Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None
     ) = None
 
 

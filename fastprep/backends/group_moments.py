@@ -1,0 +1,345 @@
+"""Per-group exact moments by compiled passes: the Numba twin of
+:func:`fastprep.backends.moments.group_moments` (the same integers), with each group's
+extremes, and the present values laid out by group, which a median then selects in.
+
+A scan counts each group's present values (and their extremes) on row ranges, a counting
+sort lays the values out by group, and each range of groups then sums its values'
+pieces on the grids of :func:`fastprep.backends.moments._group_sum` (exact; see
+:class:`fastprep.backends.moments.GroupMoments`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from fastprep.backends.moments import (
+    _HIGH_FIELD,
+    _LOW_FIELD,
+    EMIN,
+    GroupMoments,
+    _from_units,
+    _scaled_sum,
+    group_moments,
+)
+from fastprep.native import threads
+from fastprep.native.arena import ARENA
+from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
+from fastprep.planning.planner import job_imports_numba, kernel_path, numba_imported
+
+#: rounds of grid pieces the compiled pass keeps per group (a value needing more, or more
+#: groups than :data:`_COMPILED_GROUPS`, takes the numpy pass: the same integers)
+_ROUNDS = 8
+_COMPILED_GROUPS = 1 << 18
+#: the compiled scan splits its rows across the pool's threads from this many rows on,
+#: while each range's per-group arrays stay small beside its rows
+_PARALLEL_ROWS = 1 << 18
+_ROWS_PER_GROUP = 64
+#: values of a segment split into pieces at a time (the buffers stay in the CPU's cache)
+_SEGMENT_BLOCK = 1 << 11
+
+
+def _ranges(n: int, n_groups: int) -> list[tuple[int, int]]:
+    """Row ranges for the compiled scan: one per thread of the pool for many rows and
+    few groups (each range fills its own per-group arrays)."""
+    lanes = min(threads.workers(), 8)
+    if n < _PARALLEL_ROWS or n_groups * _ROWS_PER_GROUP * lanes > n:
+        lanes = 1
+    cuts = np.linspace(0, n, lanes + 1).astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, n)]
+
+
+def segment_ranges(start: np.ndarray) -> list[tuple[int, int]]:
+    """Group ranges ``(g0, g1)`` holding about equal numbers of segment values, one per
+    thread of the pool from :data:`_PARALLEL_ROWS` values on (per-group work on laid-out
+    values is compute-bound: the cores divide it)."""
+    n_groups, n = len(start) - 1, int(start[-1])
+    lanes = min(threads.workers(), 8) if n >= _PARALLEL_ROWS else 1
+    cuts = np.searchsorted(start, np.linspace(0, n, lanes + 1)[1:-1])
+    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < n_groups}), n_groups]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _group_scan(index, lut, values, count, low, high):  # pragma: no cover - compiled
+    """Per group (row i's: ``lut[index[i]]``) the count of present values and their
+    extremes; returns the largest and the smallest biased exponent of the finite nonzero
+    values (a subnormal's is 0)."""
+    bits = values.view(np.int64)
+    top, bottom = 0, 0x7FF
+    for i in range(len(index)):
+        x = values[i]
+        if x != x:
+            continue
+        g = lut[index[i]]
+        count[g] += 1
+        low[g] = min(low[g], x)
+        high[g] = max(high[g], x)
+        word = bits[i]
+        field = (word >> 52) & 0x7FF
+        live = field != 0x7FF and (word & 0x7FFFFFFFFFFFFFFF) != 0  # not inf or 0
+        top = max(top, field if live else 0)
+        bottom = min(bottom, field if live else 0x7FF)
+    return top, bottom
+
+
+@jit(cache=True, nogil=True)
+def _segments(index, lut, values, fill, ordered):  # pragma: no cover - compiled
+    """The present values laid out by group (``lut[index[i]]``), in row order:
+    ``ordered[fill[g]:...]`` (a counting sort, ``fill`` advanced in place)."""
+    for i in range(len(index)):
+        x = values[i]
+        if x == x:
+            g = lut[index[i]]
+            ordered[fill[g]] = x
+            fill[g] += 1
+
+
+@jit(cache=True, nogil=True)
+def _present_counts(index, lut, values, count):  # pragma: no cover - compiled
+    for i in range(len(index)):
+        if values[i] == values[i]:
+            count[lut[index[i]]] += 1
+
+
+def segments(
+    index: np.ndarray, values: np.ndarray, start: np.ndarray,
+    counted: list[tuple[tuple[int, int], np.ndarray]] | None = None,
+    lut: np.ndarray | None = None,
+) -> np.ndarray:  # fmt: skip
+    """The present values laid out by group (``start``: each group's first slot), each
+    group's in row order: on row ranges of the pool's threads, each range counting its
+    rows per group and then writing from where the earlier ranges' values of each group
+    end (the same array as one serial pass). ``counted``: row ranges covering the rows
+    in order with their present values per group, already counted: no count pass.
+    ``lut``: row i's group is ``lut[index[i]]`` (see :func:`row_groups`)."""
+    n_groups = len(start) - 1
+    index, lut = row_groups(index, lut, n_groups)
+    # warm memory: a fresh 8-byte-per-row array cost more in page faults than the sort
+    ordered = ARENA.empty(int(start[-1]), np.float64)
+    if counted is not None and len(counted) > 1:
+        ranges, per_range = [r for r, _ in counted], [c for _, c in counted]
+    else:
+        ranges, per_range = _ranges(len(index), n_groups), None
+    if len(ranges) < 2:
+        _segments(index, lut, values, start[:-1].copy(), ordered)
+        return ordered
+
+    def count(bounds: tuple[int, int]) -> np.ndarray:
+        found = np.zeros(n_groups, np.int64)
+        _present_counts(index[bounds[0] : bounds[1]], lut, values[bounds[0] : bounds[1]], found)
+        return found
+
+    fills, at = [], start[:-1].copy()
+    for found in per_range or threads.map_all(count, ranges):
+        fills.append(at.copy())
+        at += found
+    threads.map_all(
+        lambda r: _segments(
+            index[r[0][0] : r[0][1]], lut, values[r[0][0] : r[0][1]], r[1], ordered
+        ),
+        list(zip(ranges, fills)),
+    )
+    return ordered
+
+
+@jit(cache=True, nogil=True, fastmath={"reassoc"})
+def _exact_total(pieces, m):  # pragma: no cover - compiled
+    """``sum(pieces[:m])``: values on one grid whose every partial sum is exact, so any
+    order gives the same bits (the reassociation lets the compiler use vector lanes)."""
+    out = 0.0
+    for i in range(m):
+        out += pieces[i]
+    return out
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _split_round(rest, pieces, m, big):  # pragma: no cover - compiled
+    """``rest[:m]`` rounded to the grid of ``big`` into ``pieces``, the exact remainders
+    left in ``rest``; whether any remainder is nonzero."""
+    more = False
+    for i in range(m):
+        v = rest[i]
+        piece = (v + big) - big
+        pieces[i] = piece
+        v -= piece
+        rest[i] = v
+        more |= v != 0.0
+    return more
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _add_rounds(rest, pieces, m, bigs, acc, g):  # pragma: no cover - compiled
+    """``rest[:m]``'s pieces on the grids of ``bigs``, summed into ``acc[:, g]`` (False:
+    more rounds than ``acc`` holds)."""
+    for r in range(acc.shape[0]):
+        more = _split_round(rest, pieces, m, bigs[r])
+        acc[r, g] += _exact_total(pieces, m)
+        if not more:
+            return True
+    return False
+
+
+@jit(cache=True, nogil=True, error_model="numpy")
+def _segment_pieces(ordered, start, g0, g1, big_s, big_p, big_e, sums, products, errors,
+                    infinite, scratch):  # pragma: no cover - compiled  # fmt: skip
+    """Groups ``g0:g1`` of the laid-out values: the infinite values' sum, and the grid
+    pieces of each finite value, of its square and of the square's rounding error
+    (Dekker) in ``[round, group]`` float64 sums, exact (as :func:`_group_sum`'s), a
+    block of ``scratch``'s width at a time; False when a value needs more rounds than
+    the arrays hold. ``ordered`` is only read."""
+    xs, ps, es, pieces = scratch[0], scratch[1], scratch[2], scratch[3]
+    block = scratch.shape[1]
+    for g in range(g0, g1):
+        for a in range(start[g], start[g + 1], block):
+            m = min(block, start[g + 1] - a)
+            for i in range(m):
+                x = ordered[a + i]
+                if abs(x) == np.inf:  # summed apart; 0 adds nothing to the pieces
+                    infinite[g] += x
+                    x = 0.0
+                p = x * x
+                t = x * 134217729.0  # 2**27 + 1: Veltkamp's split, Dekker's product
+                hi = t - (t - x)
+                lo = x - hi
+                e = hi * hi - p
+                e += 2.0 * hi * lo
+                e += lo * lo
+                xs[i], ps[i], es[i] = x, p, e
+            if not (_add_rounds(xs, pieces, m, big_s, sums, g)
+                    and _add_rounds(ps, pieces, m, big_p, products, g)
+                    and _add_rounds(es, pieces, m, big_e, errors, g)):  # fmt: skip
+                return False
+    return True
+
+
+#: the compiled per-group pass's kernels (a caller asks whether they are loaded or cached)
+GROUP_KERNELS = (_group_scan, _segments, _segment_pieces)
+
+
+def _grids(emax: int, piece: int) -> np.ndarray:
+    """The first :data:`_ROUNDS` grid exponents for values below ``2**emax``."""
+    out, q = [], max(emax - piece, -1074)
+    for _ in range(_ROUNDS):
+        out.append(q)
+        q = max(q - piece, -1074)
+    return np.array(out, dtype=np.int64)
+
+
+def grouped(
+    index: np.ndarray, values: np.ndarray, n_groups: int
+) -> tuple[GroupMoments, np.ndarray | None, np.ndarray | None]:
+    """The :class:`GroupMoments` by the compiled pass or numpy's, whichever the planner
+    predicts faster (helper family ``moments``, as :func:`sums_of`; the same integers
+    either way); with each group's min and max when the compiled pass ran."""
+    loaded = numba_loaded(_segment_pieces)
+    # the disk cache is looked at only when Numba could be chosen (it is a file read)
+    cached = loaded or (
+        (numba_imported() or job_imports_numba(len(values))) and numba_cached(_segment_pieces)
+    )
+    if kernel_path("moments", len(values), cached=cached, loaded=loaded) == "numba":
+        found = compiled_group_moments(index, values, n_groups)
+        if found is not None:
+            return found
+    return group_moments(index, values, n_groups), None, None
+
+
+#: ``(ordered, start, g0, g1)``: work on groups ``g0:g1`` of the present values laid out by
+#: group (``ordered[start[g]:start[g + 1]]``, in row order), which it may reorder in place
+SegmentWork = Callable[[np.ndarray, np.ndarray, int, int], None]
+
+
+def row_groups(
+    index: np.ndarray, lut: np.ndarray | None, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, lut)`` as the compiled passes read them: row i's group is
+    ``lut[index[i]]`` (-1 reads the last slot); ``index`` int32 (a text column's own codes)
+    or int64, ``lut`` int64 (the identity when None: ``index`` holds the groups)."""
+    kind = np.int32 if index.dtype == np.int32 else np.int64
+    index = np.ascontiguousarray(index, dtype=kind)
+    if lut is None:
+        return index, np.arange(n_groups, dtype=np.int64)
+    return index, np.ascontiguousarray(lut, dtype=np.int64)
+
+
+def compiled_group_moments(
+    index: np.ndarray, values: np.ndarray, n_groups: int, then: SegmentWork | None = None,
+    lut: np.ndarray | None = None,
+) -> tuple[GroupMoments, np.ndarray, np.ndarray] | None:  # fmt: skip
+    """:func:`group_moments` by compiled passes, with each group's min and max (±inf for a
+    group without values); None when the values need the numpy pass (magnitudes whose
+    squares leave float64's range, very many groups or rounds).
+
+    A scan counts each group's values (and their extremes) on row ranges, a counting sort
+    lays the values out by group, and each group's exact sums are then taken from its
+    contiguous values (on ranges of groups): the grid rounding of every value runs on
+    vector lanes, where a scatter of each value's pieces to its group could not.
+    ``then``, if given, runs on each range of groups right after its sums, on the same
+    thread, while its values are in the CPU's cache (a median's selection); when the
+    pass declines, some ranges may have run it. ``lut``: row i's group is
+    ``lut[index[i]]`` (a text key's own codes read through its table: no per-row array
+    of groups made first)."""
+    if n_groups > _COMPILED_GROUPS:
+        return None
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    index, lut = row_groups(index, lut, n_groups)
+    ranges = _ranges(len(values), n_groups)
+
+    def scan(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+        a, b = bounds
+        count = np.zeros(n_groups, np.int64)
+        low, high = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+        top, bottom = _group_scan(index[a:b], lut, values[a:b], count, low, high)
+        return count, low, high, top, bottom
+
+    parts = threads.map_all(scan, ranges)
+    top, bottom = max(p[3] for p in parts), min(p[4] for p in parts)
+    if top > _HIGH_FIELD or bottom < _LOW_FIELD:  # squares beyond float64's range
+        return None
+    count, low, high = (a.copy() for a in parts[0][:3])
+    # min/max keep the earlier range's value on a tie (as the scan keeps the earlier
+    # row's: -0.0 against 0.0)
+    for r_count, r_low, r_high, _, _ in parts[1:]:
+        count += r_count
+        low = np.where(r_low < low, r_low, low)
+        high = np.where(r_high > high, r_high, high)
+    start = np.zeros(n_groups + 1, np.int64)
+    np.cumsum(count, out=start[1:])
+    ordered = segments(index, values, start, [(r, p[0]) for r, p in zip(ranges, parts)], lut)
+    found = _segment_moments(ordered, start, count, top, then)
+    return None if found is None else (found, low, high)
+
+
+def _segment_moments(
+    ordered: np.ndarray, start: np.ndarray, count: np.ndarray, top: int,
+    then: SegmentWork | None = None,
+) -> GroupMoments | None:  # fmt: skip
+    """The exact moments of laid-out values (``top``: their largest biased exponent)."""
+    n_groups = len(count)
+    emax = top - 1022 if top else 0  # every |x| < 2**emax
+    # each round's per-group sum stays below 2**52 grid units: no group has more values
+    piece = 52 - max(int(count.max()) if n_groups else 1, 1).bit_length()
+    grids = (_grids(emax, piece), _grids(2 * emax, piece), _grids(2 * emax - 53, piece))
+    bigs = [1.5 * np.exp2(q.astype(np.float64) + 52) for q in grids]
+    sums, products, errors = (np.zeros((_ROUNDS, n_groups)) for _ in range(3))
+    infinite = np.zeros(n_groups)
+
+    def pieces(bounds: tuple[int, int]) -> bool:
+        scratch = np.empty((4, _SEGMENT_BLOCK))
+        done = _segment_pieces(ordered, start, bounds[0], bounds[1], bigs[0], bigs[1],
+                               bigs[2], sums, products, errors, infinite, scratch)  # fmt: skip
+        if done and then is not None:
+            then(ordered, start, *bounds)
+        return bool(done)
+
+    # every group range writes only its own groups' columns
+    if not all(threads.map_all(pieces, segment_ranges(start))):
+        return None
+    every = slice(None)
+    total, total_shift = _from_units(list(zip(sums, grids[0])), -EMIN)
+    squares = _scaled_sum([
+        (*_from_units(list(zip(products, grids[1])), -2 * EMIN), every),
+        (*_from_units(list(zip(errors, grids[2])), -2 * EMIN), every),
+    ], n_groups)  # fmt: skip
+    return GroupMoments(count, total, squares[0], infinite, total_shift, squares[1])
