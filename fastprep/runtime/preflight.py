@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
+from fastprep.data import arrow_compute
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import (
     ROWS_PER_PARTITION,
@@ -460,7 +461,7 @@ def cardinality(source: Source, column: str) -> Cardinality:
         column_data = read_in_memory(source, kind, [column]).column(0)
         for chunk in column_data.chunks:
             values = chunk.dictionary if isinstance(chunk, pa.DictionaryArray) else chunk
-            sketch.add(np.asarray(pa.compute.unique(values.drop_null()).to_pylist(), object))
+            sketch.add(np.asarray(arrow_compute.unique(values.drop_null()).to_pylist(), object))
         method = "HyperLogLog over the column"
     else:
         files = resolve_files(source)
@@ -470,7 +471,7 @@ def cardinality(source: Source, column: str) -> Cardinality:
             method = "HyperLogLog over the Parquet row groups' dictionaries"
         else:
             head = _csv_head_text(files[0], column, CSV_SAMPLE_ROWS)
-            sketch.add(np.asarray(pa.compute.unique(head.drop_null()).to_pylist(), object))
+            sketch.add(np.asarray(arrow_compute.unique(head.drop_null()).to_pylist(), object))
             lower = len(files) > 1 or len(head) == CSV_SAMPLE_ROWS
             method = f"HyperLogLog over the first {len(head):,} CSV rows"
     estimate = round(sketch.estimate())
@@ -506,7 +507,7 @@ def _sketch_parquet(path: str, column: str, sketch: HyperLogLog) -> None:
             part = HyperLogLog(sketch.p)
             for chunk in array.chunks:
                 values = chunk.dictionary if isinstance(chunk, pa.DictionaryArray) else chunk
-                part.add(np.asarray(pa.compute.unique(values.drop_null()).to_pylist(), object))
+                part.add(np.asarray(arrow_compute.unique(values.drop_null()).to_pylist(), object))
             sketch.registers = sketch.merge(part).registers
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r} for the cardinality sketch: {exc}") from exc
