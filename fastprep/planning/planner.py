@@ -84,19 +84,17 @@ class CostProfile:
     #: merges, manifest), and per pass the busiest worker's rounds of a partition task's
     #: fixed cost and its rows, plus the scheduler's (serial) cost per task (a pass run from
     #: the values kept on the workers reads no rows). Fitted by
-    #: ``benchmarks/fit_cluster_model.py`` to the 12 quiet-machine runs of
-    #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-3.4m-10m.json`` (flights, 3,367,760 and
-    #: 10,000,000 rows, 500,000-row partitions, 1 and 2 workers) and the warm 20,000-row jobs
-    #: of ``vm-2026-12-05-loaded-balanced-3.4m-10m.json`` (which pin the fixed terms; taken at
-    #: load 3-8 on the shared 2-core VM, 2026-12-05): median error 11%, max 17%. Provisional:
-    #: the quiet runs predate the balanced partitions. The cluster's start: a 2-worker
-    #: LocalCluster plus its first job (20,000 rows: the workers' imports and kernel loads)
-    #: took 1.3-5.6 s over the runs
+    #: ``benchmarks/fit_cluster_model.py`` to the 14 quiet-machine runs of
+    #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-kept-3.4m-10m.json`` (flights, 3,367,760
+    #: and 10,000,000 rows, balanced partitions of at most 500,000 rows, the transform from
+    #: the partitions the workers kept, 1 and 2 workers, and the warm 20,000-row jobs):
+    #: median error 4%. The cluster's start: a 2-worker LocalCluster plus its first job
+    #: (20,000 rows: the workers' imports and kernel loads) took 1.3-5.6 s over the runs
     dask_cluster_start_seconds: float = 4.0
-    dask_job_seconds: float = 0.104
-    dask_task_seconds: float = 0.00381
-    dask_scheduler_task_seconds: float = 0.00748
-    dask_row_seconds: float = 4.32e-7
+    dask_job_seconds: float = 0.0101
+    dask_task_seconds: float = 0.0056
+    dask_scheduler_task_seconds: float = 0.0153
+    dask_row_seconds: float = 3.04e-7
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
