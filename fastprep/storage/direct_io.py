@@ -111,11 +111,17 @@ def _write(fd: int, header: bytes, raw: memoryview, aligned: bool = False) -> No
         with contextlib.suppress(BufferError):
             bounce.close()
     if whole < len(raw):  # the last partial block: buffered, on the same descriptor
-        import fcntl  # POSIX only, like O_DIRECT itself
-
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
+        drop_direct(fd)
         _write_all(fd, raw[whole:])
+
+
+def drop_direct(fd: int) -> None:
+    """Clear ``O_DIRECT`` on an open descriptor: its later writes go through the page
+    cache (a partial last block, or a file system refusing direct writes)."""
+    import fcntl  # POSIX only, like O_DIRECT itself
+
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
 
 
 def _write_all(fd: int, data: memoryview) -> None:
@@ -184,10 +190,7 @@ class NpyStream:
             raw = raw[written:]
 
     def _buffered(self) -> None:
-        import fcntl  # POSIX only, like O_DIRECT itself
-
-        flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
-        fcntl.fcntl(self.fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
+        drop_direct(self.fd)
         self.direct = False
 
     def detach(self) -> int:
