@@ -339,17 +339,23 @@ def read_partition(
         raise SourceError(f"cannot read {spec.describe()}: {exc}") from exc
 
 
+def path_identity(path: str) -> tuple[int, int]:
+    """Size and modification time (ns) of a file (``OSError`` when it is gone): what was
+    planned or read from it holds while these are unchanged."""
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
+
+
 def file_identity(spec: PartitionSpec) -> tuple[int, int] | None:
-    """Size and modification time (ns) of the file a partition reads, None when it reads
-    no file or the file is gone: rows kept from an earlier read of the partition are its
-    rows only while this is unchanged."""
+    """:func:`path_identity` of the file a partition reads, None when it reads no file or
+    the file is gone: rows kept from an earlier read of the partition are its rows only
+    while this is unchanged."""
     if spec.kind not in ("parquet", "csv") or spec.path is None:
         return None
     try:
-        stat = os.stat(spec.path)
+        return path_identity(spec.path)
     except OSError:
         return None
-    return stat.st_size, stat.st_mtime_ns
 
 
 def _slice(source: Any, start: int, stop: int | None, columns: list[str]) -> Raw:

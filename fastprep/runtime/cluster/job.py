@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +22,12 @@ import numpy as np
 from distributed import Client, Future, KilledWorker, as_completed
 
 from fastprep.api.schema import Schema
-from fastprep.data.partitions import ROWS_PER_PARTITION, PartitionSpec, plan_partitions
+from fastprep.data.partitions import (
+    ROWS_PER_PARTITION,
+    PartitionSpec,
+    path_identity,
+    plan_partitions,
+)
 from fastprep.data.sources import Source, is_path, resolve_files
 from fastprep.emit import make_layout
 from fastprep.errors import FastprepError, JobError, SourceError
@@ -80,7 +84,7 @@ def partitions_for(
     try:
         signature: Any = (
             rows_per_partition,
-            tuple(_file_identity(p) for p in resolve_files(source)),
+            tuple((p, *path_identity(p)) for p in resolve_files(source)),
         )
     except OSError:  # a file gone: planning says which, as without this memo
         signature = None
@@ -109,11 +113,6 @@ def partitions_for(
 #: or left in between (the transform is then balanced for the fit's workers); footers are
 #: not read again, CSV rows not counted again. Any change to a file plans again.
 _PLANS: dict[str, tuple[Any, list[PartitionSpec]]] = {}
-
-
-def _file_identity(path: str) -> tuple[str, int, int]:
-    stat = os.stat(path)
-    return path, stat.st_size, stat.st_mtime_ns
 
 
 def worker_threads(client: Client) -> int:
