@@ -13,108 +13,138 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fastprep.native import threads
 from fastprep.native.kernel_files import jit as njit
-from fastprep.native.kernel_files import numba_cached, numba_loaded, prange
+from fastprep.native.kernel_files import numba_cached, numba_loaded
 from fastprep.planning.planner import kernel_path, note_helper
 
 NULL, INF, NOT_INTEGER, TOO_BIG, BELOW, ABOVE = range(6)
+#: the kernels' counts have one more column: the finite values
+FINITE = 6
 EXACT_INT = 2.0**53
 #: the same bound as an integer: int64 sources are compared exactly, never via float64
 EXACT_INT_I = 2**53
 #: fixed chunk count: sums merge in chunk order, so results do not depend on threads
-N_CHUNKS = 16
+N_CHUNKS = 64
+#: chunks one kernel call (a *task*) reads side by side, each with its own sums and
+#: extremes, so an add never waits for the previous row's: one running sum per column was
+#: bound by the add's latency (~5 ns a value). The counts are per task (integers: the
+#: order they are added in does not matter), which keeps the live values in registers.
+LANES = 4
 #: below this many values the chunks run on the calling thread (waking threads costs more)
 PARALLEL_MIN = 1 << 19
-#: per-chunk statistics: smallest, largest (finite), finite count, shifted sum, squares
-LOW, HIGH, FINITE, TOTAL, SQUARES = range(5)
+#: per-chunk statistics: smallest, largest (finite), shifted sum, squares
+LOW, HIGH, TOTAL, SQUARES = range(4)
 
 
-@njit(cache=True, error_model="numpy")
-def _scan_range(
-    values, start, stop, lo, hi, integral, range_on_inf, int_source, shift, counts, stats, c
-):  # pragma: no cover
-    """One chunk's rule counts and moments into ``counts[c]`` / ``stats[c]`` (scalars in
-    the loop, so they stay in registers)."""
-    nulls = infs = not_integer = too_big = below = above = finite = 0
-    smallest = np.inf
-    largest = -np.inf
-    total = 0.0
-    squares = 0.0
-    for i in range(start, stop):
-        x = values[i]
-        v = np.float64(x)
-        if v != v:
-            nulls += 1
-            continue
-        if v == np.inf or v == -np.inf:
-            infs += 1
-            if not range_on_inf:
-                continue
-        else:
-            smallest = min(smallest, v)
-            largest = max(largest, v)
-            finite += 1
-            d = v - shift
-            total += d
-            squares += d * d
-            if int_source:  # exact: 2**53 + 1 is not rounded first
-                if x > EXACT_INT_I or x < -EXACT_INT_I:
-                    too_big += 1
-            elif integral:
-                if v != np.floor(v):
-                    not_integer += 1
-                if abs(v) > EXACT_INT:
-                    too_big += 1
-        if v < lo:
-            below += 1
-        if v > hi:
-            above += 1
-    counts[c, NULL] = nulls
-    counts[c, INF] = infs
-    counts[c, NOT_INTEGER] = not_integer
-    counts[c, TOO_BIG] = too_big
-    counts[c, BELOW] = below
-    counts[c, ABOVE] = above
-    stats[c, LOW] = smallest
-    stats[c, HIGH] = largest
-    stats[c, FINITE] = finite
-    stats[c, TOTAL] = total
-    stats[c, SQUARES] = squares
-
-
-@njit(cache=True)
-def _outputs(values, n_chunks):  # pragma: no cover - compiled
-    """Row count, per-chunk counts and statistics (zeroed), and the chunk size."""
-    n = values.shape[0]
-    return (
-        n,
-        np.zeros((n_chunks, 6), np.int64),
-        np.zeros((n_chunks, 5)),
-        (n + n_chunks - 1) // n_chunks,
-    )
-
-
-@njit(cache=True, error_model="numpy", parallel=True)
-def _parallel(
-    values, lo, hi, integral, range_on_inf, int_source, shift, n_chunks
-):  # pragma: no cover
-    n, counts, stats, size = _outputs(values, n_chunks)
-    for c in prange(n_chunks):
-        _scan_range(values, c * size, min(n, c * size + size), lo, hi, integral,
-                    range_on_inf, int_source, shift, counts, stats, c)  # fmt: skip
+@njit(cache=True, inline="always", error_model="numpy")
+def _step(x, lo, hi, integral, range_on_inf, int_source, shift, k, f):  # pragma: no cover
+    """One value into a task's counts ``k`` and its chunk's (smallest, largest, total,
+    squares) ``f``, without a branch on the value: a missing or infinite value adds 0.0 to
+    the sums (the same bits as skipping it: a sum that starts at +0.0 is never -0.0)."""
+    nulls, infs, not_integer, too_big, below, above, finite = k
+    smallest, largest, total, squares = f
+    v = np.float64(x)
+    present = v == v
+    fin = abs(v) < np.inf
+    ranged = fin | (range_on_inf & present)
+    d = v - shift if fin else 0.0
+    low = v if fin else np.inf  # selects, not min(): Numba's min() tests for NaN first
+    high = v if fin else -np.inf
+    if int_source:  # exact: 2**53 + 1 is not rounded first
+        too_big += (x > EXACT_INT_I) | (x < -EXACT_INT_I)
+    elif integral:
+        not_integer += fin & (v != np.floor(v))
+        too_big += fin & (abs(v) > EXACT_INT)
+    counts = (
+        nulls + (not present), infs + (present & (not fin)), not_integer, too_big,
+        below + (ranged & (v < lo)), above + (ranged & (v > hi)), finite + fin,
+    )  # fmt: skip
+    stats = (
+        low if low < smallest else smallest, high if high > largest else largest,
+        total + d, squares + d * d,
+    )  # fmt: skip
     return counts, stats
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always")
+def _store(f, stats, c):  # pragma: no cover - compiled
+    stats[c, LOW] = f[0]
+    stats[c, HIGH] = f[1]
+    stats[c, TOTAL] = f[2]
+    stats[c, SQUARES] = f[3]
+
+
+@njit(cache=True, inline="always")
+def _bounds(n, size, c):  # pragma: no cover - compiled
+    start = min(n, c * size)
+    return start, min(n, start + size)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scan_task(
+    values, task, size, lo, hi, integral, range_on_inf, int_source, shift, counts, stats
+):  # pragma: no cover
+    """Task ``task``: its ``LANES`` chunks (``size`` rows each, the last cut at the
+    column's end) read side by side, each row by row; its counts into ``counts[task]``,
+    each chunk's statistics into ``stats[chunk]``."""
+    n = values.shape[0]
+    first = task * LANES
+    b0, e0 = _bounds(n, size, first)
+    b1, e1 = _bounds(n, size, first + 1)
+    b2, e2 = _bounds(n, size, first + 2)
+    b3, e3 = _bounds(n, size, first + 3)
+    k = (0, 0, 0, 0, 0, 0, 0)
+    f0 = f1 = f2 = f3 = (np.inf, -np.inf, 0.0, 0.0)
+    common = e3 - b3  # every lane has at least the last one's rows
+    for i in range(common):
+        k, f0 = _step(values[b0 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
+        k, f1 = _step(values[b1 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f1)
+        k, f2 = _step(values[b2 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
+        k, f3 = _step(values[b3 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f3)
+    for i in range(b0 + common, e0):
+        k, f0 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
+    for i in range(b1 + common, e1):
+        k, f1 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f1)
+    for i in range(b2 + common, e2):
+        k, f2 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
+    for r in range(7):
+        counts[task, r] = k[r]
+    _store(f0, stats, first)
+    _store(f1, stats, first + 1)
+    _store(f2, stats, first + 2)
+    _store(f3, stats, first + 3)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _serial(
     values, lo, hi, integral, range_on_inf, int_source, shift, n_chunks
 ):  # pragma: no cover
-    """The same chunks on the calling thread (a separate function: Numba's cache would mix
-    up two dispatchers of one Python function)."""
-    n, counts, stats, size = _outputs(values, n_chunks)
-    for c in range(n_chunks):
-        _scan_range(values, c * size, min(n, c * size + size), lo, hi, integral,
-                    range_on_inf, int_source, shift, counts, stats, c)  # fmt: skip
+    """Every task on the calling thread: per-task counts, per-chunk statistics."""
+    n = values.shape[0]
+    counts = np.zeros((n_chunks // LANES, 7), np.int64)
+    stats = np.zeros((n_chunks, 4))
+    size = (n + n_chunks - 1) // n_chunks
+    for task in range(n_chunks // LANES):
+        _scan_task(values, task, size, lo, hi, integral, range_on_inf, int_source, shift,
+                   counts, stats)  # fmt: skip
+    return counts, stats
+
+
+def _parallel(
+    values: np.ndarray, lo: float, hi: float, integral: bool, range_on_inf: bool,
+    int_source: bool, shift: float, n_chunks: int,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """:func:`_serial`'s tasks on the process's thread pool."""
+    n = len(values)
+    counts = np.zeros((n_chunks // LANES, 7), np.int64)
+    stats = np.zeros((n_chunks, 4))
+    size = (n + n_chunks - 1) // n_chunks
+    threads.map_all(
+        lambda task: _scan_task(values, task, size, lo, hi, integral, range_on_inf,
+                                int_source, shift, counts, stats),
+        range(n_chunks // LANES),
+    )  # fmt: skip
     return counts, stats
 
 
@@ -164,16 +194,17 @@ def scan_column(
             values, float(lo), float(hi), integral, range_on_inf, int_source, shift, N_CHUNKS
         )
         note_helper("scan", len(values), time.perf_counter() - started)
+    totals = counts.sum(axis=0)
     return ColumnScan(
-        counts.sum(axis=0), float(stats[:, LOW].min()), float(stats[:, HIGH].max()),
-        len(values), int(stats[:, FINITE].sum()), shift,
+        totals[:FINITE], float(stats[:, LOW].min()), float(stats[:, HIGH].max()),
+        len(values), int(totals[FINITE]), shift,
         float(stats[:, TOTAL].sum()), float(stats[:, SQUARES].sum()),
     )  # fmt: skip
 
 
 def scan_path(n_values: int) -> str:
     """``"numba"`` or ``"numpy"`` for a scan of ``n_values`` (see :func:`planner.kernel_path`)."""
-    kernels = (_first_finite, _parallel if n_values >= PARALLEL_MIN else _serial)
+    kernels = (_first_finite, _scan_task if n_values >= PARALLEL_MIN else _serial)
     return kernel_path(
         "scan",
         n_values,
@@ -203,54 +234,47 @@ def scan_numpy(
     shift: float,
     n_chunks: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The kernels' per-chunk counts and statistics, by numpy (no compile): the same
-    chunks, and sums accumulated in row order (``np.cumsum`` adds sequentially, like the
-    kernel's loop), so the moments are bit-identical."""
+    """The kernels' per-task counts and per-chunk statistics, by numpy (no compile): the column
+    padded to ``n_chunks`` equal rows (a chunk per row), each statistic one call over all
+    chunks, and sums accumulated along each row in order (``np.add.accumulate`` adds
+    sequentially, like the kernel's loop; a missing value or the padding adds 0.0, as in
+    the kernel), so the moments are bit-identical."""
     n = len(values)
-    counts = np.zeros((n_chunks, 6), np.int64)
-    stats = np.zeros((n_chunks, 5))
+    counts = np.zeros((n_chunks // LANES, 7), np.int64)
+    stats = np.zeros((n_chunks, 4))
+    stats[:, LOW], stats[:, HIGH] = np.inf, -np.inf
+    if n == 0:
+        return counts, stats
     size = (n + n_chunks - 1) // n_chunks
-    with np.errstate(invalid="ignore"):
+
+    def chunked(a: np.ndarray, pad: object) -> np.ndarray:
+        out = np.full(n_chunks * size, pad, dtype=a.dtype)
+        out[:n] = a
+        return out.reshape(n_chunks, size)
+
+    with np.errstate(invalid="ignore", over="ignore"):
         v = values.astype(np.float64, copy=False)
-        # every value finite (always so for integers): no masks of missing or infinite
-        # values, and the chunks' values are used as they are (the common case, fewer passes)
-        finite = None if int_source else np.isfinite(v)
-        if finite is not None and finite.all():
-            finite = None
-        null = inf = None
-        if finite is not None:
-            null = np.isnan(v)
-            inf = ~(finite | null)
-        ranged = finite if finite is None or not range_on_inf else finite | inf
-        # a bound at ±inf is never crossed (NaN compares False): no pass for it
-        below = None if lo == -np.inf else _within(ranged, v < lo)
-        above = None if hi == np.inf else _within(ranged, v > hi)
+        finite = np.isfinite(v)
+        null = np.isnan(v)
+        ranged = finite | (~null if range_on_inf else finite)
+        masks = {NULL: null, INF: ~(finite | null), FINITE: finite}
+        if lo != -np.inf:  # a bound at ±inf is never crossed: no pass for it
+            masks[BELOW] = ranged & (v < lo)
+        if hi != np.inf:
+            masks[ABOVE] = ranged & (v > hi)
         if int_source:
-            too_big = (values > EXACT_INT_I) | (values < -EXACT_INT_I)
-            not_integer = None
+            masks[TOO_BIG] = (values > EXACT_INT_I) | (values < -EXACT_INT_I)
         elif integral:
-            too_big = _within(finite, np.abs(v) > EXACT_INT)
-            not_integer = _within(finite, v != np.floor(v))
-        else:
-            too_big = not_integer = None
-    for c in range(n_chunks):
-        part = slice(min(n, c * size), min(n, c * size + size))
-        for rule, mask in ((NULL, null), (INF, inf), (NOT_INTEGER, not_integer),
-                           (TOO_BIG, too_big), (BELOW, below), (ABOVE, above)):  # fmt: skip
-            if mask is not None:
-                counts[c, rule] = np.count_nonzero(mask[part])
-        present = v[part] if finite is None else v[part][finite[part]]
-        stats[c, LOW], stats[c, HIGH] = (
-            (present.min(), present.max()) if len(present) else (np.inf, -np.inf)
-        )
-        stats[c, FINITE] = len(present)
-        stats[c, TOTAL], stats[c, SQUARES] = sequential_sums(present - shift)
+            masks[TOO_BIG] = finite & (np.abs(v) > EXACT_INT)
+            masks[NOT_INTEGER] = finite & (v != np.floor(v))
+        for rule, mask in masks.items():  # per task: its LANES chunks together
+            counts[:, rule] = chunked(mask, False).sum(axis=1).reshape(-1, LANES).sum(axis=1)
+        stats[:, LOW] = chunked(np.where(finite, v, np.inf), np.inf).min(axis=1)
+        stats[:, HIGH] = chunked(np.where(finite, v, -np.inf), -np.inf).max(axis=1)
+        d = chunked(np.where(finite, v - shift, 0.0), 0.0)
+        stats[:, TOTAL] = 0.0 + np.add.accumulate(d, axis=1)[:, -1]
+        stats[:, SQUARES] = 0.0 + np.add.accumulate(d * d, axis=1)[:, -1]
     return counts, stats
-
-
-def _within(mask: np.ndarray | None, test: np.ndarray) -> np.ndarray:
-    """``test`` where ``mask`` holds (None: everywhere)."""
-    return test if mask is None else mask & test
 
 
 def sequential_sums(d: np.ndarray) -> tuple[float, float]:

@@ -123,3 +123,21 @@ def test_pipeline_on_a_frame_with_an_offset_index_reads_without_copy(flights_sam
     assert out.row_ids.tolist() == list(range(len(frame)))
     assert np.allclose(out.X[:, 0], (want - want.mean()) / want.std(), atol=1e-6)
     assert isinstance(frame.index, pd.RangeIndex) and frame.index.start == 100
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 63, 64, 65, 255, 257, 4099])
+@pytest.mark.parametrize("kind", ["float", "int"])
+def test_scan_tasks_on_one_or_many_threads_equal_numpy_at_odd_sizes(kind: str, n: int) -> None:
+    """The chunks a task reads side by side end at odd places (the last ones short or
+    empty): the pool's tasks, one thread's loop and numpy give the same bits."""
+    values = _values(kind, n)
+    for rules in ((-np.inf, 1e9, False, False), (0.0, 2e9, True, True)):
+        shift = nc.first_finite(values)
+        args = (values, *rules, kind == "int", shift, nc.N_CHUNKS)
+        by_numpy, serial, pooled = nc.scan_numpy(*args), nc._serial(*args), nc._parallel(*args)
+        for got in (serial, pooled):
+            assert np.array_equal(got[0], by_numpy[0])
+            assert got[1].tobytes() == by_numpy[1].tobytes()
+        as_float = values.astype(np.float64)
+        assert by_numpy[0][:, nc.NULL].sum() == np.isnan(as_float).sum()
+        assert by_numpy[0][:, nc.FINITE].sum() == np.isfinite(as_float).sum()
