@@ -35,6 +35,7 @@ from fastprep.data.columns import Column, RowIds, RowRange, Table, TextColumn
 from fastprep.data.sources import decoded, raw_columns, raw_len
 from fastprep.errors import DataValidationError, Reason, SchemaError
 from fastprep.validate import number_checks as nc
+from fastprep.validate.arrow_scan import read_scanned
 from fastprep.validate.coerce import (
     arrow_numbers,
     arrow_text,
@@ -295,8 +296,10 @@ def _arrow_text_checked(
     text = arrow_text(arrow)
     if text is None:
         return None
-    no_error = np.zeros(len(text), dtype=bool)
-    return _checked_text(text, no_error, no_error, spec)
+    # plain text (not a dictionary, whose entries may be null) with no null: no row's
+    # code is -1, so no mask of missing rows to build and count
+    no_null = arrow.null_count == 0 and not pa.types.is_dictionary(arrow.type)
+    return _checked_text(text, None, None, spec, no_null=no_null)
 
 
 def _arrow_numbers_checked(
@@ -305,10 +308,15 @@ def _arrow_numbers_checked(
     tuple[tuple[Column, list[Violation], FitChecks, np.ndarray | None], nc.ColumnScan | None] | None
 ):
     """An Arrow number column's checks and its scan (None: not plain numbers)."""
+    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
+    # read and scanned in one pass when no imputation changes the values in between
+    fused = None if spec.impute is not None else read_scanned(arrow, *_scan_rules(spec))
+    if fused is not None:
+        result = _checked_numbers(fused[0], None, None, spec, scans, scanned=fused[1])
+        return result, fused[1]
     numbers = arrow_numbers(arrow)
     if numbers is None:
         return None
-    scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] = {}
     result = _checked_numbers(numbers[0], None, numbers[1], spec, scans)
     entry = scans.get(id(result[0]))
     return result, entry[1] if entry is not None else None
@@ -320,12 +328,14 @@ def _checked_numbers(
     inexact: np.ndarray | None,
     spec: Float | Int,
     scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None,
+    scanned: nc.ColumnScan | None = None,
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
-    """Number rules over coerced ``values`` (``bad_type`` None: every value is a number)."""
+    """Number rules over coerced ``values`` (``bad_type`` None: every value is a number;
+    ``scanned``: their scan, already made)."""
     if bad_type is None:
         bad_type = np.zeros(len(values), dtype=bool)
     values, imputed = impute_missing(values, bad_type, spec)
-    rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None, scans)
+    rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None, scans, scanned)
     if inexact is not None:
         detail = "(integer beyond 2**53: float64 would round it)"
         rules.append((Reason.INEXACT_INT.value, inexact, detail))
@@ -338,18 +348,25 @@ def _checked_numbers(
 
 
 def _checked_text(
-    text: TextColumn, bad_type: np.ndarray, bad_encoding: np.ndarray, spec: Category | String
+    text: TextColumn,
+    bad_type: np.ndarray | None,
+    bad_encoding: np.ndarray | None,
+    spec: Category | String,
+    *,
+    no_null: bool = False,
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
-    """Null, type, encoding and domain rules of an encoded text column."""
+    """Null, type, encoding and domain rules of an encoded text column (``bad_type`` /
+    ``bad_encoding`` None: no such value; ``no_null``: no row is missing)."""
     rules: list[Violation] = []
-    if not spec.nullable:  # no mask for a rule nothing can break
+    if not (spec.nullable or no_null):  # no mask for a rule nothing can break
         missing = text.codes < 0
         for bad in (bad_type, bad_encoding):
-            if bad.any():
+            if bad is not None and bad.any():
                 missing &= ~bad
         rules += _null_rule(missing, spec)
-    rules += _type_violation(bad_type, spec)
-    if bad_encoding.any():
+    if bad_type is not None:
+        rules += _type_violation(bad_type, spec)
+    if bad_encoding is not None and bad_encoding.any():
         detail = "(not valid Unicode: a lone surrogate, or bytes that are not UTF-8)"
         rules.append((Reason.ENCODING.value, bad_encoding, detail))
     fit_checks = (text.n_unique == 0, text.n_unique == 1)
@@ -407,6 +424,7 @@ def _number_rules(
     spec: Float | Int,
     exact_checked: bool = False,
     scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None = None,
+    scanned: nc.ColumnScan | None = None,
 ) -> tuple[list[Violation], FitChecks]:
     """Null, integrality, finiteness and range rules; each value breaks at most one of them.
 
@@ -414,12 +432,10 @@ def _number_rules(
     are only built for rules that are actually broken. ``exact_checked``: integers beyond
     2**53 were already found on the source's own integers (see ``coerce.inexact_ints``).
     """
-    integral = isinstance(spec, Int)
     int_source = values.dtype.kind == "i"
-    allow_inf = isinstance(spec, Float) and spec.allow_inf
-    lo = -np.inf if spec.min is None else float(spec.min)
-    hi = np.inf if spec.max is None else float(spec.max)
-    scanned = nc.scan_column(values, lo, hi, integral, allow_inf)
+    lo, hi, integral, allow_inf = _scan_rules(spec)
+    if scanned is None:
+        scanned = nc.scan_column(values, lo, hi, integral, allow_inf)
     if scans is not None:  # holding ``values`` keeps its id from being reused meanwhile
         scans[id(values)] = (values, scanned)
     counts, smallest, largest = scanned.counts.copy(), scanned.smallest, scanned.largest
@@ -453,6 +469,14 @@ def _number_rules(
     if int_source and nc.TOO_BIG in masks:  # found exactly on the int64 values
         rules.append((Reason.INEXACT_INT.value, masks[nc.TOO_BIG], INEXACT))
     return rules, fit_checks
+
+
+def _scan_rules(spec: Float | Int) -> tuple[float, float, bool, bool]:
+    """What a number column's scan checks: (lower bound, upper bound, whole numbers,
+    infinities allowed and compared with the bounds)."""
+    lo = -np.inf if spec.min is None else float(spec.min)
+    hi = np.inf if spec.max is None else float(spec.max)
+    return lo, hi, isinstance(spec, Int), isinstance(spec, Float) and spec.allow_inf
 
 
 def _near_equal(smallest: float, largest: float, n: int) -> bool:
