@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,8 @@ N_CHUNKS = 64
 LANES = 4
 #: below this many values the chunks run on the calling thread (waking threads costs more)
 PARALLEL_MIN = 1 << 19
+#: numpy's twin sums chunks of up to this many rows in one call, longer ones one by one
+SHORT_CHUNK = 4096
 #: per-chunk statistics: smallest, largest (finite), shifted sum, squares
 LOW, HIGH, TOTAL, SQUARES = range(4)
 
@@ -259,11 +262,11 @@ def scan_numpy(
     shift: float,
     n_chunks: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The kernels' per-task counts and per-chunk statistics, by numpy (no compile): the column
-    padded to ``n_chunks`` equal rows (a chunk per row), each statistic one call over all
-    chunks, and sums accumulated along each row in order (``np.add.accumulate`` adds
-    sequentially, like the kernel's loop; a missing value or the padding adds 0.0, as in
-    the kernel), so the moments are bit-identical."""
+    """The kernels' per-task counts and per-chunk statistics, by numpy (no compile): the
+    full chunks as the rows of one 2-D view (a count or an extreme is one call over all
+    of them), and each chunk's finite values summed in row order (``np.cumsum`` adds
+    sequentially, like the kernel's loop, which adds 0.0 for the others: the same bits),
+    so the moments are bit-identical."""
     n = len(values)
     counts = np.zeros((n_chunks // LANES, 7), np.int64)
     stats = np.zeros((n_chunks, 4))
@@ -271,18 +274,19 @@ def scan_numpy(
     if n == 0:
         return counts, stats
     size = (n + n_chunks - 1) // n_chunks
+    full = n // size  # chunks of ``size`` rows; then one shorter chunk (if any), then none
 
-    def chunked(a: np.ndarray, pad: object) -> np.ndarray:
-        out = np.full(n_chunks * size, pad, dtype=a.dtype)
-        out[:n] = a
-        return out.reshape(n_chunks, size)
+    def per_chunk(a: np.ndarray, reduce: Any, out: np.ndarray) -> None:
+        out[:full] = reduce(a[: full * size].reshape(full, size), axis=1)
+        if full * size < n:
+            out[full] = reduce(a[full * size :][None, :], axis=1)[0]
 
     with np.errstate(invalid="ignore", over="ignore"):
         v = values.astype(np.float64, copy=False)
         finite = np.isfinite(v)
         null = np.isnan(v)
-        ranged = finite | (~null if range_on_inf else finite)
-        masks = {NULL: null, INF: ~(finite | null), FINITE: finite}
+        ranged = ~null if range_on_inf else finite
+        masks = {NULL: null, FINITE: finite}
         if lo != -np.inf:  # a bound at ±inf is never crossed: no pass for it
             masks[BELOW] = ranged & (v < lo)
         if hi != np.inf:
@@ -292,13 +296,37 @@ def scan_numpy(
         elif integral:
             masks[TOO_BIG] = finite & (np.abs(v) > EXACT_INT)
             masks[NOT_INTEGER] = finite & (v != np.floor(v))
-        for rule, mask in masks.items():  # per task: its LANES chunks together
-            counts[:, rule] = chunked(mask, False).sum(axis=1).reshape(-1, LANES).sum(axis=1)
-        stats[:, LOW] = chunked(np.where(finite, v, np.inf), np.inf).min(axis=1)
-        stats[:, HIGH] = chunked(np.where(finite, v, -np.inf), -np.inf).max(axis=1)
-        d = chunked(np.where(finite, v - shift, 0.0), 0.0)
-        stats[:, TOTAL] = 0.0 + np.add.accumulate(d, axis=1)[:, -1]
-        stats[:, SQUARES] = 0.0 + np.add.accumulate(d * d, axis=1)[:, -1]
+        per = np.zeros(n_chunks, np.int64)
+        rows = np.clip(n - np.arange(n_chunks) * size, 0, size)
+        by_chunk = {}
+        for rule, mask in masks.items():
+            per[:] = 0
+            per_chunk(mask, np.count_nonzero, per)
+            by_chunk[rule] = per.copy()
+        by_chunk[INF] = rows - by_chunk[NULL] - by_chunk[FINITE]  # neither missing nor finite
+        for rule, per in by_chunk.items():  # per task: its LANES chunks together
+            counts[:, rule] = per.reshape(-1, LANES).sum(axis=1)
+        if not by_chunk[INF].any():  # the common case: fmin/fmax skip the missing values
+            per_chunk(v, np.fmin.reduce, stats[:, LOW])
+            per_chunk(v, np.fmax.reduce, stats[:, HIGH])
+            empty = by_chunk[FINITE] == 0  # all missing: fmin gave NaN
+            stats[empty, LOW], stats[empty, HIGH] = np.inf, -np.inf
+        else:
+            per_chunk(np.where(finite, v, np.inf), np.minimum.reduce, stats[:, LOW])
+            per_chunk(np.where(finite, v, -np.inf), np.maximum.reduce, stats[:, HIGH])
+        every = by_chunk[FINITE].sum() == n
+        if size <= SHORT_CHUNK:  # one call over all chunks (accumulate adds in order too)
+            d = v - shift if every else np.where(finite, v - shift, 0.0)
+            last = lambda a, axis: np.add.accumulate(a, axis=axis)[:, -1]  # noqa: E731
+            per_chunk(d, last, stats[:, TOTAL])
+            per_chunk(d * d, last, stats[:, SQUARES])
+            stats[:, TOTAL] += 0.0  # +0.0 for a sum of -0.0 terms, as the loop's
+            stats[:, SQUARES] += 0.0
+        else:  # a contiguous cumsum per chunk: accumulating a 2-D view row by row is slow
+            for c in range(n_chunks):
+                part = slice(min(n, c * size), min(n, c * size + size))
+                present = v[part] if every else v[part][finite[part]]
+                stats[c, TOTAL], stats[c, SQUARES] = sequential_sums(present - shift)
     return counts, stats
 
 
