@@ -620,9 +620,11 @@ class HelperCost:
 #: 3.2M values (validation scan: numpy 9.7-16, Numba 3.4-3.5 ns per value; drift sums over
 #: half the rows: numpy 7.5-17, Numba 0.8-1.4 ns; CSR assembly per row and block, 20k and
 #: 320k rows: numpy 44-61, Numba 9.5-11 ns); compile seconds are a first call's extra time
-#: with an empty Numba cache
+#: with an empty Numba cache. The scan was measured again (2026-12-05, busy VM, CPU time
+#: at 3.4M values) after it came to read four chunks side by side: Numba 1.9-2.9 ns per
+#: value on one thread (before: 4.8), its first compile 1.75x the old one's
 HELPERS: dict[str, HelperCost] = {
-    "scan": HelperCost(1.0e-8, 3.5e-9, 1.3),
+    "scan": HelperCost(1.0e-8, 2.0e-9, 2.3),
     "drift": HelperCost(1.5e-8, 1.5e-9, 0.3),
     "csr": HelperCost(5.0e-8, 1.0e-8, 0.9),
     "rows": HelperCost(4.0e-9, 2.0e-9, 0.1),
