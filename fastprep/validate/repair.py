@@ -52,12 +52,13 @@ def overflow_mask(values: np.ndarray, spec: Float | Int) -> np.ndarray | None:
 
 
 def impute_missing(
-    values: np.ndarray, bad_type: np.ndarray, spec: Float | Int
+    values: np.ndarray, bad_type: np.ndarray | None, spec: Float | Int
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Missing values (not wrong-type ones) set to ``spec.impute``, in a copy; the mask."""
+    """Missing values (not wrong-type ones; ``bad_type`` None: none is) set to
+    ``spec.impute``, in a copy; the mask."""
     if spec.impute is None or values.dtype.kind != "f":
         return values, None  # an integer array has no missing value
-    missing = np.isnan(values) & ~bad_type
+    missing = np.isnan(values) if bad_type is None else np.isnan(values) & ~bad_type
     if not missing.any():
         return values, None
     out = values.copy()

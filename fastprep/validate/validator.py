@@ -332,8 +332,6 @@ def _checked_numbers(
 ) -> tuple[Column, list[Violation], FitChecks, np.ndarray | None]:
     """Number rules over coerced ``values`` (``bad_type`` None: every value is a number;
     ``scanned``: their scan, already made)."""
-    if bad_type is None:
-        bad_type = np.zeros(len(values), dtype=bool)
     values, imputed = impute_missing(values, bad_type, spec)
     rules, fit_checks = _number_rules(values, bad_type, spec, inexact is not None, scans, scanned)
     if inexact is not None:
@@ -344,7 +342,8 @@ def _checked_numbers(
         if overflow is not None:
             detail = f"(beyond the range of the declared dtype {spec.dtype})"
             rules.append((Reason.OVERFLOW.value, overflow, detail))
-    return values, _type_violation(bad_type, spec) + rules, fit_checks, imputed
+    type_rules = [] if bad_type is None else _type_violation(bad_type, spec)
+    return values, type_rules + rules, fit_checks, imputed
 
 
 def _checked_text(
@@ -420,7 +419,7 @@ def _null_rule(missing: np.ndarray, spec: ColumnType) -> list[Violation]:
 
 def _number_rules(
     values: np.ndarray,
-    bad_type: np.ndarray,
+    bad_type: np.ndarray | None,
     spec: Float | Int,
     exact_checked: bool = False,
     scans: dict[int, tuple[np.ndarray, nc.ColumnScan]] | None = None,
@@ -452,7 +451,8 @@ def _number_rules(
     empty = np.zeros(len(values), dtype=bool)
     rules: list[Violation] = []
     if nc.NULL in masks:
-        rules += _null_rule(masks[nc.NULL] & ~bad_type, spec)
+        missing = masks[nc.NULL] if bad_type is None else masks[nc.NULL] & ~bad_type
+        rules += _null_rule(missing, spec)
     if integral:
         not_integer = masks.get(nc.NOT_INTEGER, empty) | masks.get(nc.INF, empty)
         rules.append((Reason.NOT_INTEGER.value, not_integer, "(not a whole number)"))
