@@ -30,9 +30,14 @@ class TextColumn:
 
     __slots__ = ("_arrow", "_counts", "_uniques", "codes")
 
-    def __init__(self, codes: np.ndarray, uniques: Any) -> None:
+    def __init__(self, codes: np.ndarray, uniques: Any, counts: np.ndarray | None = None) -> None:
+        """``counts``: rows per code (missing rows not counted), if the encoder counted
+        them: :meth:`value_counts` then needs no pass over the codes."""
         self.codes = codes
         self._counts: np.ndarray | None = None
+        if counts is not None:
+            missing = len(codes) - int(counts.sum())
+            self._counts = np.concatenate((np.array([missing], dtype=np.int64), counts))
         if isinstance(uniques, np.ndarray):
             self._uniques: np.ndarray | None = uniques
             self._arrow: Any = None

@@ -143,6 +143,13 @@ def _grown(a, size):  # pragma: no cover - compiled
     return out
 
 
+@njit(cache=True, nogil=True)
+def _grown_zeros(a, size):  # pragma: no cover - compiled
+    out = np.zeros(max(size, len(a)), a.dtype)
+    out[: len(a)] = a
+    return out
+
+
 @njit(cache=True, inline="always")
 def _lookup(data, s0, s1, slots, slot_keys, vbytes, voffs):  # pragma: no cover - compiled
     """(slot, code or -1) of ``data[s0:s1]``: its code, or the free slot it would take."""
@@ -159,10 +166,11 @@ def _lookup(data, s0, s1, slots, slot_keys, vbytes, voffs):  # pragma: no cover 
 
 @njit(cache=True, nogil=True)
 def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, slots,
-                       slot_keys, vbytes, voffs, used, part, nparts):  # fmt: skip  # pragma: no cover - compiled
+                       slot_keys, vbytes, voffs, used, part, nparts, counts):  # fmt: skip  # pragma: no cover - compiled
     """Rows ``i:hi`` until the table is half full or a new value's bytes do not fit;
     returns (next row, distinct so far, why it stopped). (The caller grows the arrays:
-    rebinding arrays inside this loop made it 10× slower.)
+    rebinding arrays inside this loop made it 10× slower.) ``counts[c]``: rows of local
+    code c so far (a separate counting pass over the codes cost 3-4x more).
 
     ``nparts`` > 1: only the values whose hash falls to ``part`` are encoded (the others'
     rows are skipped), with codes ``local code * nparts + part`` (see ``_encode_by_hash``).
@@ -217,13 +225,14 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
             slot_keys[slot] = k
             used += 1
         codes[i] = code * nparts + part
+        counts[code] += 1
         i += 1
     return i, used, _DONE
 
 
 @njit(cache=True, nogil=True)
 def _encode_chunk(data, words, offsets, bitmap, bit_offset, lo, hi, codes, slots, slot_keys,
-                  vbytes, voffs, used, rows_before, probe_rows, high, part, nparts):  # fmt: skip  # pragma: no cover
+                  vbytes, voffs, used, rows_before, probe_rows, high, part, nparts, counts):  # fmt: skip  # pragma: no cover
     """Rows ``lo:hi`` of one chunk (``codes`` is the chunk's view) into a part's table,
     growing it as needed. ``rows_before``: the part's rows in earlier chunks. Returns the
     (possibly new) arrays and the distinct count, -1 when the part gives up (``probe_rows``
@@ -232,17 +241,18 @@ def _encode_chunk(data, words, offsets, bitmap, bit_offset, lo, hi, codes, slots
     while True:
         i, used, why = _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi,
                                           codes, slots, slot_keys, vbytes, voffs, used,
-                                          part, nparts)  # fmt: skip
+                                          part, nparts, counts)  # fmt: skip
         if why == _DONE:
-            return slots, slot_keys, vbytes, voffs, used
+            return slots, slot_keys, vbytes, voffs, used, counts
         if why == _BYTES_FULL:
             vbytes = _grown(vbytes, voffs[used] + offsets[i + 1] - offsets[i])
             continue
         rows = rows_before + i - lo
         if probe_rows > 0 and rows >= probe_rows and used > high * rows:
-            return slots, slot_keys, vbytes, voffs, -1
+            return slots, slot_keys, vbytes, voffs, -1, counts
         slots, slot_keys = _grow_table(slots, slot_keys)
         voffs = _grown(voffs, _limit(len(slots)) + 1)
+        counts = _grown_zeros(counts, len(voffs))
 
 
 @njit(cache=True, nogil=True)
@@ -346,28 +356,39 @@ def encode(
     or a Polars categorical exported to Arrow) is coded from its indices: only its
     dictionary is hashed. Inside a :func:`fastprep.data.reuse.scope`, the same buffers
     encoded again give the first encoding (read-only codes) without the work."""
+    codes, uniques, _ = encode_counted(values, out=out)
+    return codes, uniques
+
+
+#: codes, distinct values, and the rows of each code (None: not counted)
+Encoded = tuple[np.ndarray, pa.Array, np.ndarray | None]
+
+
+def encode_counted(values: pa.Array | pa.ChunkedArray, *, out: np.ndarray | None = None) -> Encoded:
+    """:func:`encode`, and ``counts``: ``counts[c]`` rows have code c (the missing ones
+    not counted), when the encoder's hash pass counted them on the way; None when the
+    column took another path (Arrow's encoder, a dictionary column, mostly distinct
+    values hashed on every core): count the codes then."""
     if out is not None:
         return _encode_any(values, out)
     return reuse.reuse(values, ("text_encode",), lambda: _read_only_codes(_encode_any(values)))
 
 
-def _encode_any(
-    values: pa.Array | pa.ChunkedArray, out: np.ndarray | None = None
-) -> tuple[np.ndarray, pa.Array]:
+def _encode_any(values: pa.Array | pa.ChunkedArray, out: np.ndarray | None = None) -> Encoded:
     if pa.types.is_dictionary(values.type):
-        return _encode_dictionary(values, out)
+        return (*_encode_dictionary(values, out), None)
     encoded = _encode(values, out, give_up=False)
     assert encoded is not None
     return encoded
 
 
-def _read_only_codes(encoded: tuple[np.ndarray, pa.Array]) -> tuple[np.ndarray, pa.Array]:
+def _read_only_codes(encoded: Encoded) -> Encoded:
     """Kept codes are shared by later jobs: no consumer may write to them."""
-    codes, uniques = encoded
+    codes, uniques, counts = encoded
     if reuse.active():
         codes = codes.view()
         codes.flags.writeable = False
-    return codes, uniques
+    return codes, uniques, counts
 
 
 def _encode_dictionary(
@@ -394,7 +415,7 @@ def _encode_dictionary(
             first_entry[key] = at_entry
             dictionaries.append(ac.cast(chunk.dictionary, pa.large_string()))
             at_entry += len(chunk.dictionary)
-    entry_codes, entry_uniques = _encode_any(pa.chunked_array(dictionaries, pa.large_string()))
+    entry_codes, entry_uniques, _ = _encode_any(pa.chunked_array(dictionaries, pa.large_string()))
     fused = _use_numba(n) and (numba_cached(_map_rank) or n >= BY_HASH_COMPILE_ROWS)
     if fused:  # each row mapped and renumbered in one pass, chunk after chunk
         rank = np.full(len(entry_uniques), -1, dtype=np.int32)
@@ -448,10 +469,11 @@ def try_encode(
     """:func:`encode`, or None when a part finds many distinct values (more than
     ``HIGH_CARDINALITY`` of at least ``PROBE_ROWS`` rows): a caller that can do without
     codes (hashing each row's bytes) is spared the serial encoding such a column needs."""
-    return _encode(values, out, give_up=True)
+    encoded = _encode(values, out, give_up=True)
+    return None if encoded is None else encoded[:2]
 
 
-def _encode(values, out, give_up: bool):
+def _encode(values, out, give_up: bool) -> Encoded | None:
     chunks = [
         c if pa.types.is_large_string(c.type) else ac.cast(c, pa.large_string())
         for c in (values.chunks if isinstance(values, pa.ChunkedArray) else [values])
@@ -460,20 +482,20 @@ def _encode(values, out, give_up: bool):
     n = sum(len(c) for c in chunks)
     codes = ARENA.empty(n, np.int32) if out is None else out  # warm memory: emit.arena
     if not n:
-        return codes, pa.array([], type=pa.large_string())
+        return codes, pa.array([], type=pa.large_string()), np.zeros(0, np.int64)
     if not _use_numba(n):
         if give_up and _mostly_distinct(chunks, n):
             return None
-        return _encode_with_arrow(chunks, codes)
+        return (*_encode_with_arrow(chunks, codes), None)
     pieces = _pieces(chunks, _parts(n))
     tables = _run(pieces, codes, PROBE_ROWS)
     if any(t[4] < 0 for t in tables):
         if give_up:
             return None
         if _by_hash_pays(n):
-            return _encode_by_hash(chunks, codes, _workers())
+            return (*_encode_by_hash(chunks, codes, _workers()), None)
         return _encode_serially(chunks, codes)
-    return codes, _merged(tables, pieces, codes)
+    return (codes, *_merged(tables, pieces, codes))
 
 
 #: which encoder a column gets (same codes either way) is the planner's helper-kernel
@@ -584,7 +606,7 @@ def _encode_by_hash(
     starts = np.zeros(len(rank), dtype=np.int64)
     lengths = np.zeros(len(rank), dtype=np.int64)
     blocks, base = [], 0
-    for owner, (_, _, vbytes, voffs, count) in enumerate(tables):
+    for owner, (_, _, vbytes, voffs, count, _) in enumerate(tables):
         starts[owner::owners][:count] = voffs[:count] + base
         lengths[owner::owners][:count] = np.diff(voffs[: count + 1])
         blocks.append(vbytes[: voffs[count]])
@@ -666,7 +688,8 @@ def _pieces(chunks: list[pa.Array], parts: int) -> list[list[tuple]]:
 
 
 def _run(pieces: list[list[tuple]], codes: np.ndarray, probe_rows: int) -> list[tuple]:
-    """Each part's table (slots, keys, distinct bytes, offsets, count or -1), in parallel."""
+    """Each part's table (slots, keys, distinct bytes, offsets, count or -1, rows per
+    code), in parallel."""
     if len(pieces) == 1:
         return [_run_part(pieces[0], codes, probe_rows)]
     return threads.map_all(lambda part: _run_part(part, codes, probe_rows), pieces)
@@ -681,6 +704,7 @@ def _run_part(
     slot_keys = np.zeros(1024, dtype=np.uint64)
     vbytes = np.empty(4096, dtype=np.uint8)
     voffs = np.zeros(_limit(len(slots)) + 1, dtype=np.int64)
+    counts = np.zeros(len(voffs), dtype=np.int64)
     used, rows = 0, 0
     if probe_rows > 0:
         probe_rows = min(
@@ -688,28 +712,42 @@ def _run_part(
         )
     for (data, words, offsets, bitmap, bit_offset), lo, hi, at in part:
         view = codes[at : at + len(offsets) - 1]
-        slots, slot_keys, vbytes, voffs, used = _encode_chunk(
+        slots, slot_keys, vbytes, voffs, used, counts = _encode_chunk(
             data, words, offsets, bitmap, bit_offset, lo, hi, view, slots, slot_keys, vbytes, voffs,
-            used, rows, probe_rows, HIGH_CARDINALITY, owner, owners,
+            used, rows, probe_rows, HIGH_CARDINALITY, owner, owners, counts,
         )  # fmt: skip
         if used < 0:
             break
         rows += hi - lo
-    return slots, slot_keys, vbytes, voffs, used
+    return slots, slot_keys, vbytes, voffs, used, counts
 
 
-def _merged(tables: list[tuple], pieces: list[list[tuple]], codes: np.ndarray) -> pa.Array:
-    """Merge the parts' tables into part 0's, remap later parts' codes; the uniques."""
-    slots, slot_keys, gbytes, goffs, gused = tables[0]
-    for (_, _, vbytes, voffs, used), part in zip(tables[1:], pieces[1:]):
+def _merged(
+    tables: list[tuple], pieces: list[list[tuple]], codes: np.ndarray
+) -> tuple[pa.Array, np.ndarray]:
+    """Merge the parts' tables into part 0's, remap later parts' codes; the uniques and
+    the rows per merged code."""
+    slots, slot_keys, gbytes, goffs, gused, first_counts = tables[0]
+    moved = []  # (a part's codes in the merged table, its rows per code)
+    for (_, _, vbytes, voffs, used, part_counts), part in zip(tables[1:], pieces[1:]):
         mapping = np.empty(max(used, 1), dtype=np.int32)
         slots, slot_keys, gbytes, goffs, gused = _merge(
             vbytes, voffs, used, slots, slot_keys, gbytes, goffs, gused, mapping
         )
+        moved.append((mapping[:used], part_counts[:used]))
         if not np.array_equal(mapping[:used], np.arange(used)):
             first = part[0][3] + part[0][1]
             last = part[-1][3] + part[-1][2]
             _remap(codes[first:last], mapping)
+    counts = np.zeros(gused, dtype=np.int64)
+    counts[: tables[0][4]] = first_counts[: tables[0][4]]
+    for mapping, part_counts in moved:
+        counts[mapping] += part_counts  # one part's codes are distinct: no lost adds
+    return _uniques_array(gused, goffs, gbytes), counts
+
+
+def _uniques_array(gused: int, goffs: np.ndarray, gbytes: np.ndarray) -> pa.Array:
+    """The merged table's distinct values as an Arrow large_string array (copied out)."""
     return pa.Array.from_buffers(
         pa.large_string(),
         gused,
@@ -721,7 +759,7 @@ def _merged(tables: list[tuple], pieces: list[list[tuple]], codes: np.ndarray) -
     )
 
 
-def _encode_serially(chunks: list[pa.Array], codes: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+def _encode_serially(chunks: list[pa.Array], codes: np.ndarray) -> Encoded:
     """One pass over the whole column (many distinct values: nothing to merge)."""
     pieces = _pieces(chunks, 1)
-    return codes, _merged(_run(pieces, codes, 0), pieces, codes)
+    return (codes, *_merged(_run(pieces, codes, 0), pieces, codes))

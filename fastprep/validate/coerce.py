@@ -94,8 +94,8 @@ def arrow_text(column: pa.ChunkedArray) -> TextColumn | None:
         pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
     ):
         return None
-    codes, uniques = text_encode.encode(column)
-    return TextColumn(codes, uniques)
+    codes, uniques, counts = text_encode.encode_counted(column)
+    return TextColumn(codes, uniques, counts=counts)
 
 
 def inexact_ints(series: pd.Series, values: np.ndarray) -> np.ndarray | None:

@@ -24,11 +24,28 @@ def factorize(values: list[str | None]) -> tuple[np.ndarray, list[str]]:
 
 
 def check(array: pa.Array | pa.ChunkedArray, expected: list[str | None]) -> None:
-    codes, uniques = text_encode.encode(array)
+    codes, uniques, counts = text_encode.encode_counted(array)
     want_codes, want_uniques = factorize(expected)
     np.testing.assert_array_equal(codes, want_codes)
     assert uniques.to_pylist() == want_uniques
     assert uniques.null_count == 0 and pa.types.is_large_string(uniques.type)
+    if counts is not None:  # counted by the hash pass: the rows of each code
+        want = np.bincount(want_codes[want_codes >= 0], minlength=len(want_uniques))
+        np.testing.assert_array_equal(counts, want)
+
+
+def test_the_hash_pass_counts_each_code_on_one_part_or_many(monkeypatch):
+    """Counts merged over parts whose tables met the values in other orders (remapped),
+    and over tables that grew, equal the codes' bincount; the same on one part."""
+    rng = np.random.default_rng(5)
+    values = [None if i % 97 == 0 else f"v{v}" for i, v in enumerate(rng.zipf(1.3, 30_011))]
+    pieces = [values[:7], values[7:20_000], values[20_000:]]
+    array = pa.chunked_array([pa.array(p, pa.string()) for p in pieces])
+    for rows, parts in ((1 << 20, 1), (1000, 2), (1000, 5)):
+        monkeypatch.setattr(text_encode, "TASK_ROWS", rows)
+        monkeypatch.setattr(text_encode, "PARTS", parts)
+        assert text_encode.encode_counted(array)[2] is not None
+        check(array, values)
 
 
 @pytest.fixture(params=[1 << 18, 7], ids=["one-part", "many-parts"])
