@@ -233,3 +233,32 @@ def test_compiled_group_moments_decline_values_needing_many_rounds() -> None:
     found = group_moments.grouped(groups, values, 2)[0]
     assert found.exact() == moments.group_moments(groups, values, 2).exact()
     assert found.mean()[1] == 3.0
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_compiled_extremes_equal_a_scan_in_row_order(monkeypatch, lanes) -> None:
+    """Each group's min and max are a row-order scan's, which keeps the earlier of equal
+    values: a zero extreme has the sign of the group's first zero, wherever the four
+    chains of the segment pass met it (segments of 1 to 41 values, blocks of 1 to 2,048)."""
+    from fastprep.native import threads
+
+    rng = np.random.default_rng(lanes)
+    n_groups = 41
+    sizes = np.arange(1, n_groups + 1)
+    groups = rng.permutation(np.repeat(np.arange(n_groups), sizes)).astype(np.int64)
+    values = rng.choice([0.0, -0.0, 1.5, -1.5, 3.0], len(groups))
+    values[rng.random(len(groups)) < 0.3] = rng.choice([0.0, -0.0], 1)[0]
+    monkeypatch.setattr(threads, "workers", lambda: lanes)
+    monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
+    for block in (1, 3, 1 << 11):
+        monkeypatch.setattr(group_moments, "_SEGMENT_BLOCK", block)
+        found = group_moments.compiled_group_moments(groups, values, n_groups)
+        assert found is not None
+        for g in range(n_groups):
+            low, high = np.inf, -np.inf
+            for x in values[groups == g]:
+                low = x if x < low else low
+                high = x if x > high else high
+            assert found[1][g] == low and np.signbit(found[1][g]) == np.signbit(low), (g, block)
+            assert found[2][g] == high and np.signbit(found[2][g]) == np.signbit(high), (g, block)

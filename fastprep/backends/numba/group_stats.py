@@ -1,6 +1,6 @@
 """Numba twin of :func:`fastprep.backends.reference.group_stats.group_statistics`: the
 statistics of a column per group: count, min, max and the exact sums behind the mean and
-std by compiled passes (:func:`fastprep.backends.group_moments.compiled_group_moments`: a scan,
+std by compiled passes (:func:`fastprep.backends.group_moments.compiled_group_moments`: a count,
 a counting sort of the present values into per-group segments, exact sums per segment:
 the numpy twin's integers, so the same bits), and exact medians by a selection
 (quickselect) in each of those segments: no sort of all rows by (group, value), which is
