@@ -291,13 +291,18 @@ def grouped(
 SegmentWork = Callable[[np.ndarray, np.ndarray, int, int], None]
 
 
+#: the types of a row's codes the compiled passes read as they are (others as int64)
+INDEX_TYPES = (np.dtype(np.int32), np.dtype(np.uint16), np.dtype(np.uint32))
+
+
 def row_groups(
     index: np.ndarray, lut: np.ndarray | None, n_groups: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(index, lut)`` as the compiled passes read them: row i's group is
-    ``lut[index[i]]`` (-1 reads the last slot); ``index`` int32 (a text column's own codes)
-    or int64, ``lut`` int64 (the identity when None: ``index`` holds the groups)."""
-    kind = np.int32 if index.dtype == np.int32 else np.int64
+    ``lut[index[i]]`` (-1 reads the last slot); ``index`` int32 (a text column's own codes),
+    uint16 or uint32 (a fit's combined codes of a small key space) or int64, ``lut``
+    int64 (the identity when None: ``index`` holds the groups)."""
+    kind = index.dtype if index.dtype in INDEX_TYPES else np.int64
     index = np.ascontiguousarray(index, dtype=kind)
     if lut is None:
         return index, np.arange(n_groups, dtype=np.int64)

@@ -203,6 +203,41 @@ def test_text_keys_combined_in_one_pass_equal_key_by_key(n_keys, lanes):
     np.testing.assert_array_equal(numpy_gs.combine(parts, sizes, numba_gs.NUMBA), want)
 
 
+@pytest.mark.parametrize("uniques", [(5, 12), (260, 260)])
+def test_fit_keys_combined_and_marked_in_one_pass_equal_the_two_passes(uniques, lanes):
+    """A fit's keys (every value a level) combined while the codes present are marked:
+    the numpy twin's codes and presence, in uint16 (a key space up to 65,535) or uint32;
+    a row whose key has no level, or a space too large beside the rows, declines."""
+    rng = np.random.default_rng(uniques[0])
+    n, parts, sizes = 600_001, [], []
+    for size in uniques:
+        codes = rng.integers(-1, size, n).astype(np.int32)
+        lut = np.append(rng.permutation(size), size).astype(np.int64)  # last slot: missing
+        parts.append((codes, lut))
+        sizes.append(size + 1)
+    parts[1][0][parts[0][0] == 0] = 0  # the first key's first value has one partner
+    space = sizes[0] * sizes[1]
+    got = numba_gs.combine_present(parts, sizes, space)
+    want = numpy_gs.combine(parts, sizes)
+    assert got is not None
+    assert got[0].dtype == (np.uint16 if space < 1 << 16 else np.uint32)
+    np.testing.assert_array_equal(got[0].astype(np.int64), want)
+    np.testing.assert_array_equal(got[1], numpy_gs.present(want, space))
+    assert not got[1].all()  # some combinations absent
+    groups = np.flatnonzero(got[1])
+    to_group = np.full(space + 1, -1, np.int64)
+    to_group[groups] = np.arange(len(groups))
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.1] = np.nan
+    read = numba_gs.group_statistics(got[0], values, len(groups), STATS, to_group)
+    spelled = numpy_gs.group_statistics(to_group[want], values, len(groups), STATS)
+    for stat in STATS:  # the narrow codes read as the int64 ones
+        np.testing.assert_array_equal(read[stat], spelled[stat], err_msg=stat)
+    unseen = [(parts[0][0], np.where(parts[0][1] == 2, -1, parts[0][1])), parts[1]]
+    assert numba_gs.combine_present(unseen, sizes, space) is None
+    assert numba_gs.combine_present(parts, sizes, n) is None
+
+
 @pytest.mark.parametrize("stats", [STATS, ("median", "count"), ("min", "max")])
 def test_statistics_read_through_a_lut_equal_the_groups_spelled_out(stats, lanes):
     """Rows given as int32 codes (-1: the lut's last slot) and a lut from code to group:

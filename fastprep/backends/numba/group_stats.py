@@ -257,6 +257,50 @@ def combine_texts(
 
 
 @jit(cache=True, nogil=True)
+def _combine_marking(out, codes, luts, sizes, seen):  # pragma: no cover - compiled
+    """:func:`_combine_texts` into unsigned ``out``, marking each code in ``seen``;
+    False if a row's key has no level (its code could not be written)."""
+    for i in range(len(out)):
+        combined = 0
+        for k in range(len(codes)):
+            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            if code < 0:
+                return False
+            combined = combined * sizes[k] + code
+        out[i] = combined
+        seen[combined] = True
+    return True
+
+
+def combine_present(
+    parts: list[tuple[np.ndarray, np.ndarray | None]], sizes: list[int], space: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`combine_texts` of a fit's keys (every key value a level: no code -1) and
+    :func:`present` of the result in the same pass: each row range marks its own byte
+    table, or-ed (no second read of the codes). The codes are the narrowest unsigned
+    type holding the key space: the later passes read 2 or 4 bytes a row, not 8, and an
+    unsigned index needs no check for a negative one (the count pass ran ~1.6x faster
+    on uint16 than on int64 or int16 codes). None for a key space too large beside the
+    rows for a table per range, or a row whose key has no level."""
+    n = len(parts[0][0])
+    if space * TABLE_SHARE > n or space > np.iinfo(np.uint32).max:
+        return None
+    radix = np.asarray(sizes, dtype=np.int64)
+    out = ARENA.empty(n, np.uint16 if space <= np.iinfo(np.uint16).max else np.uint32)
+    luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
+
+    def run(r: tuple[int, int]) -> np.ndarray | None:
+        seen = np.zeros(space, dtype=np.bool_)
+        codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
+        return seen if _combine_marking(out[r[0] : r[1]], codes, luts, radix, seen) else None
+
+    tables = threads.map_all(run, _row_ranges(n))
+    if not tables or any(t is None for t in tables):
+        return None
+    return out, np.logical_or.reduce(tables)
+
+
+@jit(cache=True, nogil=True)
 def _put_rows_texts(out, per_code, codes, luts, sizes):  # pragma: no cover - compiled
     last = per_code.shape[0] - 1
     width = per_code.shape[1]
@@ -297,8 +341,9 @@ def _read_only(codes: np.ndarray) -> np.ndarray:
 
 
 def _row_codes(codes: np.ndarray) -> np.ndarray:
-    """``codes`` as the kernels read them: int32 (a text column's own) or int64."""
-    if codes.dtype == np.int32:
+    """``codes`` as the kernels read them: int32 (a text column's own), uint16 or uint32
+    (a fit's combined codes of a small key space) or int64."""
+    if codes.dtype in group_moments.INDEX_TYPES:
         return np.ascontiguousarray(codes)
     return np.ascontiguousarray(codes, dtype=np.int64)
 
@@ -590,7 +635,7 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
     """The numpy twin's codes present, without counting: each row range marks its own
     byte table (no shared writes), the tables or-ed; one range for a space near the rows'
     count (a table per thread would cost more than the pass)."""
-    combined = np.ascontiguousarray(combined, np.int64)
+    combined = _row_codes(combined)
     if space * TABLE_SHARE > len(combined):
         ranges = [(0, len(combined))]
     else:
@@ -608,7 +653,7 @@ def present(combined: np.ndarray, space: int) -> np.ndarray:
 NUMBA = GroupKernels(
     accumulate, take, group_statistics, put_rows, number_codes, moments_and_extremes,
     number_levels, present, combine_texts, put_rows_texts, number_levels_codes,
-    number_key_codes,
+    number_key_codes, combine_present,
 )  # fmt: skip
 
 

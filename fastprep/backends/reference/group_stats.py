@@ -138,8 +138,7 @@ def combine(
 ) -> np.ndarray:  # fmt: skip
     """One int64 per row (mixed radix); -1 where some key is unseen."""
     kernels = kernels or NUMPY
-    texts = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
-    if len(parts) > 1 and texts and kernels.combine_texts is not None:
+    if len(parts) > 1 and _coded(parts) and kernels.combine_texts is not None:
         return kernels.combine_texts(parts, sizes)  # every text key in one pass
     step = kernels.accumulate
     combined: np.ndarray | None = None
@@ -147,6 +146,11 @@ def combine(
         combined = step(combined, codes, lut, size)
     assert combined is not None
     return combined
+
+
+def _coded(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> bool:
+    """Every key is int32 codes read through a lut (a text key's; a number key's offsets)."""
+    return all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
 
 
 def group_index(
@@ -296,9 +300,16 @@ def _groups(
         # a level's code is its group's index, the text codes read through the key's lut
         n_groups = len(levels[0]) + int(columns[0].value_counts()[0] > 0)
         return levels, np.arange(n_groups, dtype=np.int64), *parts[0]
-    combined = combine(parts, sizes, kernels)
     space = math.prod(sizes)
-    groups, index = distinct_groups(combined, space, kernels, as_lookup=True)
+    marked = None
+    if len(parts) > 1 and _coded(parts) and kernels.combine_present is not None:
+        marked = kernels.combine_present(parts, sizes, space)
+    if marked is None:
+        combined = combine(parts, sizes, kernels)
+        groups, index = distinct_groups(combined, space, kernels, as_lookup=True)
+    else:  # the groups present, marked by the pass that combines the keys
+        combined, index = marked[0], marked[0]
+        groups = np.flatnonzero(marked[1]).astype(np.int64)
     if index is not combined:
         return levels, groups, index, None
     if len(groups) and groups[-1] != len(groups) - 1:  # a table from code to group
@@ -366,8 +377,7 @@ def rows_code(
     if space <= SMALL_KEY_SPACE:
         lookup = np.full(space + 1, -1, dtype=np.int64)
         lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
-        coded = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
-        if coded and (kernels or NUMPY).put_rows_texts is not None:
+        if _coded(parts) and (kernels or NUMPY).put_rows_texts is not None:
             return KeyCodes(parts, sizes), lookup
         return combine(parts, sizes, kernels), lookup
     combined = combine(parts, sizes, kernels)
@@ -560,6 +570,13 @@ class GroupKernels:
     number_key_codes: (
         Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None
     ) = None
+    #: ``(parts, sizes, space) -> (combined, bool per code) | None``: :func:`combine` of
+    #: keys' int32 codes and luts with :func:`present` of the result in one pass where it
+    #: can; None: one after the other
+    combine_present: (
+        Callable[[list[tuple[np.ndarray, np.ndarray | None]], list[int], int],
+                 tuple[np.ndarray, np.ndarray] | None] | None
+    ) = None  # fmt: skip
 
 
 NUMPY = GroupKernels(
