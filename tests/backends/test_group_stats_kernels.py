@@ -312,6 +312,36 @@ def test_number_key_codes_against_fitted_levels_equal_the_twins_codes(lanes):
     assert numba_gs.number_key_codes(values, np.empty(0)) is None
 
 
+@pytest.mark.parametrize("kind", [np.int64, np.int32, np.int8, np.uint16])
+def test_integer_keys_read_as_stored_equal_their_float64_copies(kind, lanes):
+    """A number key a table stores as integers is coded from them: the levels, codes and
+    luts of its float64 copy, at fit and against fitted levels (values outside them
+    unseen); integers beyond +-2**52 or spread wide decline as their copies do."""
+    rng = np.random.default_rng(np.dtype(kind).itemsize)
+    low = 0 if np.dtype(kind).kind == "u" else -40
+    values = rng.integers(low, 90, 30_001).astype(kind)
+    as_float = values.astype(np.float64)
+    got, want = numba_gs.number_levels_codes(values), numba_gs.number_levels_codes(as_float)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1][1][got[1][0]], want[1][1][want[1][0]])
+    levels = np.unique(as_float[::3])[::2]  # every other value unseen at transform
+    got, want = (
+        numba_gs.number_key_codes(values, levels),
+        numba_gs.number_key_codes(as_float, levels),
+    )
+    np.testing.assert_array_equal(got[1][got[0]], want[1][want[0]])
+    np.testing.assert_array_equal(got[1][got[0]], numpy_gs.number_codes(as_float, levels))
+    for column in (values, as_float):  # the reference's key coding, either kernels
+        for kernels in (numba_gs.NUMBA, numpy_gs.NUMPY):
+            codes, lut = numpy_gs.key_parts(column, levels, kernels)
+            np.testing.assert_array_equal(codes if lut is None else lut[codes],
+                                          numpy_gs.number_codes(as_float, levels))  # fmt: skip
+    if np.dtype(kind).itemsize == 8:
+        wide = np.array([0, 3, 2**53 + 1, -(2**60)], dtype=kind)
+        assert numba_gs.number_levels_codes(wide) is None
+        assert numba_gs.number_key_codes(wide, np.array([0.0, 2.0**40])) is None
+
+
 def test_text_levels_and_codes_together_equal_the_two_steps():
     """A text key's levels and lut from one sort equal ``fit_levels`` then ``key_parts``:
     values unused by the rows left out, missing in the lut's last slot."""

@@ -84,14 +84,14 @@ def key_parts(
 
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
-    values = np.asarray(column, dtype=np.float64)
+    values = _numbers(np.asarray(column))
     levels = np.asarray(levels, dtype=np.float64)
     kernels = kernels or NUMPY
     if kernels.number_key_codes is not None:
         coded = kernels.number_key_codes(values, levels)
         if coded is not None:
             return coded
-    return kernels.number_codes(values, levels), None
+    return kernels.number_codes(np.asarray(values, dtype=np.float64), levels), None
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -249,7 +249,27 @@ def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, 
 
 
 def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn]:
-    return [table[key] for key in step.keys]
+    """The keys' selected rows: text columns, and number columns as validated: integers
+    where the table stores them so (a key needs their values, not float64 copies: the
+    conversion was a fresh 8-byte-per-row array at every transform), else float64."""
+    out: list[np.ndarray | TextColumn] = []
+    for key in step.keys:
+        stored = table.raw(key)
+        if isinstance(stored, np.ndarray) and _exact_integers(stored):
+            out.append(stored if table.selection is None else stored[table.selection])
+        else:
+            out.append(table[key])
+    return out
+
+
+def _exact_integers(values: np.ndarray) -> bool:
+    """Integers whose every value converts to int64 (the number kernels' offsets)."""
+    return values.dtype.kind == "i" or (values.dtype.kind == "u" and values.dtype.itemsize < 8)
+
+
+def _numbers(column: np.ndarray) -> np.ndarray:
+    """A number key's values as the kernels read them: its integers, else float64."""
+    return column if _exact_integers(column) else np.asarray(column, dtype=np.float64)
 
 
 #: ``(rows' codes, values, groups, stats, lut) -> {stat: per group}`` (row i's group:
@@ -287,7 +307,7 @@ def _groups(
         if isinstance(column, TextColumn):
             both = text_levels_parts(column)
         elif kernels.number_levels_codes is not None:
-            both = kernels.number_levels_codes(np.asarray(column, dtype=np.float64))
+            both = kernels.number_levels_codes(_numbers(column))
         if both is None:
             levels.append(fit_levels(column, kernels))
             parts.append(key_parts(column, levels[-1], kernels))
@@ -561,12 +581,14 @@ class GroupKernels:
                  None] | None
     ) = None  # fmt: skip
     #: ``values -> (levels, (codes, lut)) | None``: a number key's :func:`fit_levels` and
-    #: :func:`key_parts` at fit in fewer passes where it can; None: one after the other
+    #: :func:`key_parts` at fit in fewer passes where it can (values float64, or integers
+    #: as the table stores them); None: one after the other
     number_levels_codes: (
         Callable[[np.ndarray], tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None] | None
     ) = None
     #: ``(values, levels) -> (codes, lut) | None``: :func:`key_parts` of a number key as
-    #: int32 codes and a lut where it can (whole levels close together); None: its codes
+    #: int32 codes and a lut where it can (whole levels close together; values float64 or
+    #: integers); None: its codes
     number_key_codes: (
         Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None
     ) = None
