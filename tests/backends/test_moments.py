@@ -179,8 +179,9 @@ def test_compiled_group_moments_on_row_ranges_equal_one_pass(monkeypatch) -> Non
 @pytest.mark.parametrize("n_groups", [1, 2, 33])
 def test_compiled_group_moments_by_segments_equal_numpys(monkeypatch, block, n_groups) -> None:
     """The segments' exact sums equal numpy's integers whatever the block a segment is
-    summed in and however the groups are split across threads: odd sizes, a group
-    without values, infinities of both signs, -0.0, a value needing several rounds."""
+    summed in and however the groups are split across threads and into runs: odd sizes,
+    a group without values, infinities of both signs, -0.0, a value needing several
+    rounds."""
     from fastprep.native import threads
 
     rng = np.random.default_rng(block + n_groups)
@@ -192,6 +193,7 @@ def test_compiled_group_moments_by_segments_equal_numpys(monkeypatch, block, n_g
     values[rng.integers(0, n, 5)] = -np.inf
     width = n_groups + 1  # the last group has no value
     monkeypatch.setattr(group_moments, "_SEGMENT_BLOCK", block)
+    monkeypatch.setattr(group_moments, "_CACHED_VALUES", 3 * block + 1)  # runs of groups
     want = moments.group_moments(groups, values, width)
     outcomes = []
     for lanes, parallel in ((1, 1 << 62), (2, 1), (3, 1)):
