@@ -287,9 +287,17 @@ def fit(
     the fitted rows' groups as ``(codes, lut)`` (see :func:`_groups`)."""
     kernels = kernels or NUMPY
     levels, groups, codes, lut = _groups(step, table, kernels)
+    # these rows' groups, for their transform by these parameters (a fit_transform: the
+    # same table, the groups array of this fit), which then codes no key again; with the
+    # selection they are of (a table's derived values carry over to its row subsets)
+    table.remember((_FIT_ROWS, step), groups, (table.selection, codes, lut))
     values = np.asarray(table[step.column], dtype=np.float64)
     stats = kernels.statistics(codes, values, len(groups), step.stats, lut)
     return _params(step, levels, groups, stats), codes, lut
+
+
+#: the key of a fit's rows' groups among the table's derived values
+_FIT_ROWS = "GroupStats fit rows"
 
 
 def _groups(
@@ -384,7 +392,11 @@ def rows_code(
     index and None. One text key: its own codes and ``lookup`` by text code (-1, missing:
     the last slot), whatever the key space (a slot per distinct text value). Several
     text keys in a small space, with kernels that gather through them: :class:`KeyCodes`
-    (combined as the rows are written)."""
+    (combined as the rows are written). The rows a fit with ``fitted`` has just grouped
+    (a ``fit_transform``): that fit's codes and lut, which read the same way."""
+    kept = table.derive((_FIT_ROWS, step), fitted["groups"], lambda: None)
+    if kept is not None and kept[0] is table.selection and len(kept[1]) == table.n_rows:
+        return kept[1], kept[2]  # the rows this fit has just grouped: its codes and lut
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
