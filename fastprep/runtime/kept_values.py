@@ -58,7 +58,7 @@ KEPT_BYTES = int(os.environ.get("FASTPREP_KEPT_BYTES", 256 * 2**20))
 #: 20.7 MB (18 of 30 kept at 10M), measured before the target-only column and the
 #: selection were packed too. Before the packing two fit (586 -> 631 MiB; three: 649 ->
 #: 738, the heap fragmenting around the kept buffers: an entry now has memory of its own)
-PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 128 * 2**20))
+PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 64 * 2**20))
 #: bytes of spill files one process holds (``FASTPREP_KEPT_SPILL_BYTES``; 0 spills none):
 #: the partitions beyond :data:`PARTITION_BYTES` go there, so the transform reads one
 #: file back instead of reading and validating the partition's rows again. Unset: the
@@ -157,11 +157,17 @@ class _Held:
     resident: int  # bytes of this process's memory it holds now
     spill: _Spill | None = None
 
+    def settled(self) -> int:
+        """Bytes of memory it holds once its file is written (what the budget counts: a
+        buffer being written is on its way out)."""
+        return max(self.size - self.spill.buffer_bytes, 0) if self.spill else self.resident
+
 
 class _Partitions:
-    """Whole partitions by key: in memory up to :data:`PARTITION_BYTES`, then their
-    buffers in spill files up to the disk cap (:func:`spill_capacity`). Room is made by
-    evicting other fits' entries (least recently used first), never the same fit's."""
+    """Whole partitions by key: in memory up to :func:`memory_budget`, then their buffers
+    in spill files up to the disk cap (:func:`spill_capacity`). Room is made by evicting
+    other fits' entries (least recently used first), never the same fit's: those beyond
+    the memory budget go to disk instead, the least recently used first."""
 
     def __init__(self) -> None:
         self.entries: OrderedDict[str, _Held] = OrderedDict()
@@ -170,29 +176,62 @@ class _Partitions:
 
     def keep(self, key: str, entry: dict[str, Any], size: int, group: str) -> bool:
         gone: list[_Held] = []
+        writes: list[tuple[str, _Held]] = []
         try:
             with self.lock:
                 gone += self._pop([key])
-                if size <= PARTITION_BYTES and self._room(size, group, gone, disk=False):
+                budget = memory_budget()
+                if size <= budget and self._room(size, group, gone, disk=False, capacity=budget):
                     self.entries[key] = _Held(size, group, entry, size)
-                    return True
-                held = self._spill_entry(key, entry, size, group, gone)
-                if held is None:
-                    return False
-                self.entries[key] = held
-                inline = self.pending >= PENDING_WRITES
-                self.pending += not inline
+                    kept = True
+                else:
+                    spill = self._new_spill(key, entry, group, gone)
+                    kept = spill is not None
+                    if spill is not None:
+                        self.entries[key] = held = _Held(size, group, entry, size, spill)
+                        writes.append((key, held))
+                writes += self._demote(group, budget, gone)
+                queued = [self._queue() for _ in writes]
         finally:
             _remove_files(gone)
-        if inline:  # the writer is behind: this task writes (its memory is not queued)
-            self._write(key, held, queued=False)
-        else:
-            _writer().submit(self._write, key, held, queued=True)
+        for (key, held), on_writer in zip(writes, queued):
+            if on_writer:
+                _writer().submit(self._write, key, held, queued=True)
+            else:  # the writer is behind: this task writes (its memory is not queued)
+                self._write(key, held, queued=False)
+        return kept
+
+    def _queue(self) -> bool:
+        """Whether one more write goes to the writer thread (else the caller writes it)."""
+        if self.pending >= PENDING_WRITES:
+            return False
+        self.pending += 1
         return True
 
-    def _spill_entry(
-        self, key: str, entry: dict[str, Any], size: int, group: str, gone: list[_Held]
-    ) -> _Held | None:
+    def _demote(self, group: str, budget: int, gone: list[_Held]) -> list[tuple[str, _Held]]:
+        """Send the fit's partitions held in memory to disk, least recently used first,
+        while the memory held is over ``budget`` (the kept input values grew since they
+        were kept); the writes to make. Under the lock."""
+        resident = sum(h.settled() for h in self.entries.values())
+        writes = []
+        for key, held in list(self.entries.items()):
+            if resident <= budget:
+                break
+            if held.spill is not None or held.group != group:
+                continue
+            spill = self._new_spill(key, held.entry, group, gone)
+            if spill is None:
+                break
+            held.spill = spill
+            writes.append((key, held))
+            resident -= spill.buffer_bytes  # leaves memory when written
+        return writes
+
+    def _new_spill(
+        self, key: str, entry: dict[str, Any], group: str, gone: list[_Held]
+    ) -> _Spill | None:
+        """Where ``entry``'s buffer is to be written, when it has one and the disk cap has
+        room for it (after evicting other fits' files); None: not spilled. Under the lock."""
         field = next((k for k, v in entry.items() if isinstance(v, Spillable)), None)
         buffer = None if field is None else entry[field].buffer
         if buffer is None or not buffer.flags.c_contiguous:
@@ -204,22 +243,24 @@ class _Partitions:
         global _SERIAL
         _SERIAL += 1
         path = folder / f"{os.getpid()}-{_SERIAL}.kept"
-        spill = _Spill(field, path, os.urandom(16), nbytes, int(buffer.nbytes))
-        return _Held(size, group, entry, size, spill)
+        return _Spill(field, path, os.urandom(16), nbytes, int(buffer.nbytes))
 
     def _room(
-        self, size: int, group: str, gone: list[_Held], disk: bool, folder: Path | None = None
-    ) -> bool:
-        """Whether ``size`` more bytes fit in memory (or on disk), after evicting other
-        fits' entries as needed (appended to ``gone``). Under the lock."""
+        self, size: int, group: str, gone: list[_Held], disk: bool, folder: Path | None = None,
+        capacity: int = 0,
+    ) -> bool:  # fmt: skip
+        """Whether ``size`` more bytes fit in memory (within ``capacity``) or on disk (in
+        ``folder``), after evicting other fits' entries as needed (appended to ``gone``).
+        Under the lock."""
 
         def used() -> int:
             if disk:
                 return sum(h.spill.nbytes for h in self.entries.values() if h.spill)
-            return sum(h.resident for h in self.entries.values())
+            return sum(h.settled() for h in self.entries.values())
 
         held = used()
-        capacity = spill_capacity(folder, held) if disk else PARTITION_BYTES
+        if disk:
+            capacity = spill_capacity(folder, held)
         for old in list(self.entries):  # least recently used first
             if held + size <= capacity:
                 break
@@ -402,6 +443,14 @@ def _remove_spill_directories() -> None:
     clear()
     for folder in _DIRECTORIES.values():
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def memory_budget() -> int:
+    """Bytes of memory whole partitions may hold in this process: :data:`PARTITION_BYTES`
+    less the kept input values (:data:`KEPT_BYTES`), so that what a worker keeps does not
+    grow with the job: the input values grow with a worker's rows (8 bytes a row per
+    chain, until the fit ends), and the partitions that no longer fit go to disk."""
+    return PARTITION_BYTES - _INPUTS.held()
 
 
 def spill_capacity(folder: Path | None, held: int = 0) -> int:

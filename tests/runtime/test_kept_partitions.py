@@ -249,3 +249,20 @@ def test_a_changed_file_is_read_again_after_a_spill(source, monkeypatch):
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert not transform_partition(job, spec, params, "fp", None, reuse="c").get("reused")
     assert _spill_files() == []
+
+
+def test_kept_input_values_send_partitions_to_disk(monkeypatch):
+    """The input values a fit keeps for its later passes share the memory cap: as they
+    grow, the fit's partitions held in memory go to disk, least recently used first."""
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 3 * 800)
+    for i in range(3):
+        assert kept_values.keep_partition(f"m{i}", _entry(800, i), 800, "fit")
+    assert kept_values.keep("inputs", {"values": np.zeros(200)}, 1600)
+    assert kept_values.memory_budget() == 800
+    assert kept_values.keep_partition("m3", _entry(800, 3), 800, "fit")  # to disk
+    assert kept_values.flush() == 3  # and the two oldest
+    assert kept_values.partition_bytes() == 800 and kept_values.peek_partition("m2")
+    assert {p.read_bytes()[-1] for p in _spill_files()} == {0, 1, 3}
+    for i in range(4):
+        assert (kept_values.take_partition(f"m{i}")["rows"].buffer == i).all()
+    assert _spill_files() == []
