@@ -13,16 +13,25 @@ Two stores, each bounded per process:
 
 - input values (:data:`KEPT_BYTES`, 8 bytes a row per chain; least recently used entries
   evicted first), dropped when the fit ends;
-- whole validated partitions (:data:`PARTITION_BYTES`), packed by
-  :mod:`~fastprep.runtime.kept_rows` (22-30 bytes a row for the flights job), kept past
-  the fit for its transform, which takes each one (once). A fixed cap, so a
-  worker's memory does not grow with the job: the partitions beyond it are read again by
-  the transform. Room is made by evicting other fits' partitions (a fit never transformed),
-  never the same fit's earlier ones: those are as useful as the one being kept.
+- whole validated partitions, packed by :mod:`~fastprep.runtime.kept_rows` (22-30 bytes
+  a row for the flights job, in one buffer), kept past the fit for its transform, which
+  takes each one (once). In memory up to a fixed budget (:data:`PARTITION_BYTES` less the
+  input values held: :func:`memory_budget`), so a worker's memory does not grow with the
+  job; beyond it each partition's buffer goes to a spill file of its own in the worker's
+  local directory (:mod:`~fastprep.storage.spill_files`, written on a background thread,
+  up to :func:`spill_capacity` bytes), and the transform reads that back (one sequential
+  read, no Parquet decode, no validation) instead of the partition; only the partitions
+  beyond the disk cap too are read again. Room is made by evicting other fits'
+  partitions (a fit never transformed), never the same fit's earlier ones: those are as
+  useful as the one being kept; as the input values grow, the fit's partitions held in
+  memory go to disk, least recently used first. A spill file is removed when its
+  partition is taken, dropped or evicted, and at the latest with the worker's local
+  directory (or this process's temporary one) when the worker closes.
 
 Both are caches, never the only copy: a task that finds nothing (another worker ran it,
-the worker was restarted, the entry was evicted) reads its partition as before, so a lost
-worker costs time, not correctness.
+the worker was restarted, the entry was evicted, its spill file is missing, short or
+changed) reads its partition as before, so a lost worker or file costs time, not
+correctness.
 """
 
 from __future__ import annotations
@@ -47,17 +56,20 @@ from fastprep.storage import spill_files
 #: bytes of kept input values one process holds at most (``FASTPREP_KEPT_BYTES``
 #: overrides): 8 bytes per row and order statistic, so 256 MiB is 32M values per worker
 KEPT_BYTES = int(os.environ.get("FASTPREP_KEPT_BYTES", 256 * 2**20))
-#: bytes of whole validated partitions one process keeps for the transform
-#: (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps none). Why 128 MiB: 8-9 packed
-#: 500,000-row partitions of the 3.4M-row flights file (14.9 MB each as counted by
-#: :func:`size_of`, which is what the entry's mmap and its quarantined rows hold; 58.5 MB
-#: unpacked), so a 2-worker job at 3.4M rows keeps all its partitions (8 of 8 transformed
-#: from kept rows, was 4) and its per-worker peak went down (2-worker LocalCluster, busy
-#: machine, 3 jobs each, alternated: 501-541 MiB against 516-619 before the packing).
-#: From 3.4M to 10M rows the peak stays flat: 604-659 -> 681-692 MiB with partitions of
-#: 20.7 MB (18 of 30 kept at 10M), measured before the target-only column and the
-#: selection were packed too. Before the packing two fit (586 -> 631 MiB; three: 649 ->
-#: 738, the heap fragmenting around the kept buffers: an entry now has memory of its own)
+#: bytes of memory for whole validated partitions and kept input values together, per
+#: process (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps no partition): the
+#: partitions beyond it go to spill files. Why 64 MiB: the four packed 500,000-row
+#: partitions a worker of a 2-worker job keeps at 3.4M rows (14.9 MB each as counted by
+#: :func:`size_of`: the entry's buffer, 13.5 MB, and its quarantined rows as read) with
+#: the input values of its later passes; at 10M rows the same 64 MiB, the rest on disk.
+#: Measured (2-worker LocalCluster, busy machine, ``bench_cluster.py`` 3.4M then 10M rows,
+#: 2 runs each): per-worker peak 540 -> 582 MiB (1.08x), against 521 -> 649 MiB (1.25x)
+#: with 128 MiB and the partitions beyond it read again; every partition transformed
+#: without a Parquet read at 10M (30 of 30; was 18 of 30 at 128 MiB). A partition read
+#: back from its file costs its transform task ~20 ms more than one in memory, ~100 ms
+#: less than reading and validating it (``benchmarks/bench_kept_spill.py``). Before the
+#: packing (one buffer per entry) two fit in 128 MiB, and three grew the peak 649 -> 738
+#: MiB, the heap fragmenting around the kept arrays.
 PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 64 * 2**20))
 #: bytes of spill files one process holds (``FASTPREP_KEPT_SPILL_BYTES``; 0 spills none):
 #: the partitions beyond :data:`PARTITION_BYTES` go there, so the transform reads one
