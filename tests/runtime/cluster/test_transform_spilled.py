@@ -125,3 +125,16 @@ def test_worker_killed_after_spilling(flights_row_groups, cluster, client, caps,
     _same(out, single)
     taken, tasks = _taken(out.report)
     assert tasks == 4 and taken <= 3  # the lost worker's partitions were read
+
+
+def test_a_closing_worker_removes_its_spill_files(flights_row_groups, cluster, client, caps):
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
+    assert _spilled(client) == 4
+    folders = client.run(kept_values.spill_directories)
+    names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
+    victim = next(a for a, found in folders.items() if found)
+    worker = cluster.workers[int(str(names[victim])[1:])]
+    worker.terminate()  # SIGTERM: the worker closes as it would when its cluster ends
+    worker.wait(30)
+    assert folders[victim] and not any(Path(f).exists() for f in folders[victim])
