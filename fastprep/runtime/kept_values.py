@@ -465,6 +465,20 @@ def memory_budget() -> int:
     return PARTITION_BYTES - _INPUTS.held()
 
 
+def placement(partition: float, count: int, inputs: float = 0.0) -> tuple[int, int]:
+    """Of ``count`` partitions of ``partition`` bytes each kept by one worker that also
+    keeps ``inputs`` bytes of input values, how many stay in memory and how many go to
+    spill files (the others are read again by the transform), as :func:`keep_partition`
+    places them: a prediction for ``explain`` and the cost model, made where no worker's
+    folder is known (the disk cap: :data:`SPILL_BYTES`, else :data:`DEFAULT_SPILL_BYTES`)."""
+    if PARTITION_BYTES <= 0 or count <= 0:
+        return 0, 0
+    size = max(partition, 1.0)
+    memory = min(count, max(0, int((PARTITION_BYTES - inputs) // size)))
+    disk_cap = DEFAULT_SPILL_BYTES if SPILL_BYTES is None else SPILL_BYTES
+    return memory, min(count - memory, int(disk_cap // size))
+
+
 def spill_capacity(folder: Path | None, held: int = 0) -> int:
     """Bytes of spill files this process may hold in ``folder`` (``held`` of them there
     now): :data:`SPILL_BYTES` when set, else the smaller of :data:`DEFAULT_SPILL_BYTES`

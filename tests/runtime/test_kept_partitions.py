@@ -266,3 +266,16 @@ def test_kept_input_values_send_partitions_to_disk(monkeypatch):
     for i in range(4):
         assert (kept_values.take_partition(f"m{i}")["rows"].buffer == i).all()
     assert _spill_files() == []
+
+
+def test_placement_predicts_memory_and_disk(monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 64 * 2**20)
+    monkeypatch.setattr(kept_values, "SPILL_BYTES", None)
+    mb = 2**20
+    assert kept_values.placement(15 * mb, 4) == (4, 0)
+    assert kept_values.placement(15 * mb, 15, inputs=40 * mb) == (1, 14)
+    assert kept_values.placement(15 * mb, 15, inputs=80 * mb) == (0, 15)
+    monkeypatch.setattr(kept_values, "SPILL_BYTES", 30 * mb)
+    assert kept_values.placement(15 * mb, 15) == (4, 2)  # the rest read again
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 0)
+    assert kept_values.placement(15 * mb, 15) == (0, 0)
