@@ -153,6 +153,8 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
             "shards": len(manifest.partitions), "pass_seconds": spans,
             # the client's own time: planning, submitting, merging, the manifest
             "outside_passes_seconds": seconds - sum(spans.values()),
+            "kept": next((n for n in manifest.report.notes if "transformed from the rows" in n),
+                         "no partition transformed from kept rows"),
             "since": since, "spans": passes.spans}  # fmt: skip
 
 
@@ -319,6 +321,8 @@ def summarize(point: dict[str, Any]) -> list[str]:
             )  # fmt: skip
             outside = _median([r.get("outside_passes_seconds", 0) for r in runs])
             text += f"\n           passes: {passes}; outside the passes {outside:.3f} s"
+        if "kept" in runs[0]:
+            text += "\n           transform: " + "; ".join(sorted({r["kept"] for r in runs}))
         lines.append(text)
     return lines
 

@@ -453,6 +453,8 @@ def transform_partition(
     if measures is not None:
         entry["drift"] = measures
     reused = {"reused": True} if held is not None else {}
+    if getattr(held, "spilled", False):
+        reused["spilled"] = True  # read back from the worker's disk, not its memory
     if output_dir is None:
         return {"entry": entry, "output": output, **reused}
     return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}

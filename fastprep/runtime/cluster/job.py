@@ -386,8 +386,10 @@ def transform(
         notes = _job_notes(results, reruns, len(done))
         taken = sum(bool(r.get("reused")) for r in results)
         if held is not None and results:
+            spilled = sum(bool(r.get("spilled")) for r in results)
             notes.append(f"{taken} of {len(results)} partition(s) transformed from the rows "
-                         "their worker kept from the fit (not read or validated again)")  # fmt: skip
+                         f"their worker kept from the fit ({taken - spilled} in memory, "
+                         f"{spilled} on disk; not read or validated again)")  # fmt: skip
         if output_dir is not None:
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
