@@ -277,6 +277,20 @@ def fit_partials(
     return out
 
 
+def fit_partials_kept(
+    job: Job, specs: list[PartitionSpec], learned: dict[tuple[int, str], list[dict[str, Any]]],
+    targets: list[Target], keys: list[str], inputs: tuple[tuple[int, str], ...] = (),
+    whole: str | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """:func:`fit_partials` of a pass after the first for several partitions whose values
+    this worker kept (``keys[i]``: ``specs[i]``'s), in one task: each is computed from
+    what is kept, or read (and kept again) when it is not here (the task ran on another
+    worker, or its values were evicted)."""
+    return [fit_partials(job, spec, learned, targets, keep_as=key, reuse=key, inputs=inputs,
+                         whole=whole)
+            for spec, key in zip(specs, keys)]  # fmt: skip
+
+
 def _fused_moments(
     job: Job, table: Any, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target],

@@ -48,6 +48,7 @@ from fastprep.runtime.partition_tasks import (
     Target,
     count_rows,
     fit_partials,
+    fit_partials_kept,
     transform_partition,
 )
 from fastprep.runtime.report import Report
@@ -267,46 +268,67 @@ def _fit_pass(
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
     shared: Any = None, kept: Kept | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """One pass: a task per partition. The first pass keeps the input values the later
-    passes need on the worker that ran each task (``kept``); a later pass's task is sent to
-    that worker and computes its statistics from them instead of reading the partition
-    again (a task that lands elsewhere reads it: slower, the same partials)."""
+    """One pass. The first pass is a task per partition, and keeps the input values the
+    later passes need on the worker that ran each task (``kept``). A later pass is one
+    task per worker holding kept values, sent to that worker, which computes the
+    statistics of all its partitions from them instead of reading them again (a task
+    that lands elsewhere reads them: slower, the same partials); a partition nobody
+    holds is a reading task of its own."""
     kept = kept or Kept("", ())
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
-    futures = []
-    order = submission_order(specs)
-    for spec, part in ((specs[i], frames[i]) for i in order):
+    work = job if shared is None else shared
+    keeps = bool(kept.inputs or kept.whole)
+    futures: list[Future] = []
+    groups: list[list[int]] = []  # per future, the positions in ``specs`` it computes
+    by_worker: dict[str, list[int]] = {}
+    for i in submission_order(specs):
+        spec, part = specs[i], frames[i]
+        holders = kept.holders.get(spec.index)
+        if holders and part is None:
+            by_worker.setdefault(holders[0], []).append(i)
+            continue
         key = f"fastprep-fit-{token}-{_token(spec)}"
         options: dict[str, Any] = {}
-        if (kept.inputs or kept.whole) and part is None:  # a dask DataFrame's: not kept
+        if keeps and part is None:  # a dask DataFrame's: not kept
             options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
             if kept.whole:
                 options["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
             # cluster's memory, would be returned without running (and keeping) anything
             key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
-        where: dict[str, Any] = {}
-        if spec.index in kept.holders:
-            options["reuse"] = kept.key(spec)
-            # its own key prefix: Dask learns these tasks' (short) duration apart from a
-            # reading pass's, and does not steal them from their worker as if long
-            key = f"fastprep-kept-{token}-{kept.token}-{_token(spec)}"
-            where = {"workers": kept.holders[spec.index], "allow_other_workers": True}
+        futures.append(client.submit(fit_partials, work, spec, learned, targets, part,
+                                     **options, key=key, priority=largest_first(spec)))  # fmt: skip
+        groups.append([i])
+    for worker, positions in by_worker.items():
+        # one task for all of a worker's partitions: computing one from its kept values
+        # takes a few ms, about what the scheduler spends on a task and its result
+        held = [specs[i] for i in positions]
+        # its own key prefix: Dask learns these tasks' (short) duration apart from a
+        # reading pass's, and does not steal them from their worker as if long
+        key = f"fastprep-kept-{token}-{kept.token}-{_token([_token(s) for s in held])}"
         futures.append(client.submit(
-            fit_partials, job if shared is None else shared, spec, learned, targets, part,
-            **options, key=key, **where, priority=largest_first(spec),
+            fit_partials_kept, work, held, learned, targets, [kept.key(s) for s in held],
+            inputs=kept.inputs, whole=kept.token if kept.whole else None, key=key,
+            workers=[worker], allow_other_workers=True,
+            priority=sum(largest_first(s) for s in held),
         ))  # fmt: skip
-    futures = [f for _, f in sorted(zip(order, futures), key=lambda p: p[0])]
-    results = _results(client, futures, specs, stage, progress)
+        groups.append(positions)
+    answers = _results(client, futures, [[specs[i] for i in g] for g in groups], stage,
+                       progress)  # fmt: skip
+    results: list[dict[str, Any]] = [{}] * len(specs)
+    source: list[Future] = [futures[0]] * len(specs) if futures else []
+    for future, positions, answer in zip(futures, groups, answers):
+        for i, result in zip(positions, answer if isinstance(answer, list) else [answer]):
+            results[i], source[i] = result, future
     if kept.holders:
         kept.passes += len(results)
         kept.reused += sum(bool(r.get("reused")) for r in results)
     whole = {s.index for s, r in zip(specs, results) if r.pop("whole", False)}
-    held = [(s, f) for s, f, r in zip(specs, futures, results)
-            if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
-    if held:
-        who = client.who_has([f for _, f in held])
-        for spec, future in held:
+    held_at = [(s, f) for s, f, r in zip(specs, source, results)
+               if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
+    if held_at:
+        who = client.who_has(list({f.key: f for _, f in held_at}.values()))
+        for spec, future in held_at:
             if who.get(future.key):
                 kept.holders[spec.index] = list(who[future.key])
                 if spec.index in whole:
@@ -455,50 +477,65 @@ def _job_notes(results: list[dict[str, Any]], reruns: dict[str, int], resumed: i
 
 
 def _results(
-    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
-    progress: Progress | None = None, total: int | None = None,
+    client: Client, futures: list[Future], specs: list[PartitionSpec] | list[list[PartitionSpec]],
+    stage: str, progress: Progress | None = None, total: int | None = None,
 ) -> list[Any]:  # fmt: skip
     """Wait for every task; the first failure stops the job, naming its partition.
+    ``specs``: per task its partition, or the partitions it computes (a list).
 
-    Progress ticks once per completed partition task (``total - len(futures)`` partitions,
-    those a resumed job skips, count as done from the start)."""
-    total = len(futures) if total is None else total
-    tracker = (progress or Progress()).stage(stage, total, total - len(futures))
+    Progress ticks once per completed partition (``total`` less the partitions of
+    ``specs``, those a resumed job skips, count as done from the start)."""
+    groups = [s if isinstance(s, list) else [s] for s in specs]
+    count = sum(len(g) for g in groups)
+    total = count if total is None else total
+    tracker = (progress or Progress()).stage(stage, total, total - count)
     try:
-        return _wait(client, futures, specs, stage, tracker)
+        return _wait(client, futures, groups, stage, tracker)
     finally:
         tracker.close()
 
 
 def _wait(
-    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    client: Client, futures: list[Future], groups: list[list[PartitionSpec]], stage: str,
     tracker: Any,
 ) -> list[Any]:  # fmt: skip
-    by_key = {f.key: s for f, s in zip(futures, specs)}
+    by_key = {f.key: g for f, g in zip(futures, groups)}
     results: dict[Any, Any] = {}
     # each result fetched as its task ends, while the others run: when the last one ends
-    # only its own is still to fetch before the client merges and submits the next pass
-    for future, result in as_completed(futures, with_results=True, raise_errors=False):
+    # only its own is still to fetch before the client merges and submits the next pass.
+    # The job's client's loop: without it Dask takes the default client's, and a client
+    # made with set_as_default=False (or another client made after it) has none or another
+    done = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
+    for future, result in done:
         if future.status == "finished":
             results[future.key] = result
-            tracker.tick()
+            for _ in by_key[future.key]:
+                tracker.tick()
             continue
-        spec = by_key[future.key]
+        what = _describe(by_key[future.key])
+        path = by_key[future.key][0].path
         if future.status != "error":  # cancelled from outside the job
             client.cancel(futures)
-            raise JobError(f"{stage}: {spec.describe()} was cancelled ({future.status})")
+            raise JobError(f"{stage}: {what} was cancelled ({future.status})")
         exc = future.exception()
         client.cancel(futures)
         if isinstance(exc, KilledWorker):
             raise JobError(
-                f"{stage}: {spec.describe()} of source {spec.path!r} killed every worker "
+                f"{stage}: {what} of source {path!r} killed every worker "
                 f"that ran it ({exc}); fix or remove that partition, then re-run (written "
                 "partitions are kept and skipped)"
             ) from exc
         if isinstance(exc, FastprepError):
             raise exc
-        raise JobError(f"{stage}: {spec.describe()} failed: {type(exc).__name__}: {exc}") from exc
+        raise JobError(f"{stage}: {what} failed: {type(exc).__name__}: {exc}") from exc
     return [results[f.key] for f in futures]
+
+
+def _describe(specs: list[PartitionSpec]) -> str:
+    """The partition a task computes, or the task's partitions (one task for several)."""
+    if len(specs) == 1:
+        return specs[0].describe()
+    return "the task of " + ", ".join(s.describe() for s in specs)
 
 
 def _processing_counts(dask_scheduler: Any, keys: list[str]) -> dict[str, int]:
