@@ -167,7 +167,7 @@ def fit(
     rows = sum(s.n_rows or 0 for s in specs)
     job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
-    shared = _shared(client, job)
+    shared = _shared(client, job, keep=True)
     kept = Kept(secrets.token_hex(8), later_chains(plan), whole=_keeps_partitions())
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
@@ -431,13 +431,31 @@ def _kept_for(held: Kept | None, spec: PartitionSpec) -> dict[str, Any]:
             "allow_other_workers": True}  # fmt: skip
 
 
-def _shared(client: Client, job: Job) -> Any:
+def _shared(client: Client, job: Job, keep: bool = False) -> Any:
     """The job as its tasks get it: with fitted lookup tables, scattered once to every
     worker (``broadcast``), not serialized into each task; a worker that joins later
-    fetches it from the others."""
-    if getattr(job.schema, "tables", None):
-        return client.scatter(job, broadcast=True, hash=False)
-    return job
+    fetches it from the others. ``keep`` (a fit): also left on the cluster for the
+    transform after it, which takes it instead of scattering the same tables again (an
+    equal job: same plan, tables, backend; else it scatters its own)."""
+    tables = getattr(job.schema, "tables", None)
+    if not tables:
+        return job
+    address = client.scheduler.address
+    token = _token((job.plan.to_dict(), [t.digest() for _, t in sorted(tables.items())],
+                    job.backend, repr(job.retry), job.rows))  # fmt: skip
+    earlier = _SCATTERED.pop(address, None)
+    if earlier is not None and earlier[0] == token and earlier[1].status == "finished":
+        shared = earlier[1]
+    else:
+        shared = client.scatter(job, broadcast=True, hash=False)
+    if keep:
+        _SCATTERED[address] = (token, shared)
+    return shared
+
+
+#: per scheduler, the job (with its lookup tables) the last fit scattered, for the
+#: transform after it: (what it is, its future); one per cluster, let go when taken
+_SCATTERED: dict[str, tuple[str, Future]] = {}
 
 
 def _gather(
