@@ -291,6 +291,19 @@ def fit_partials_kept(
             for spec, key in zip(specs, keys)]  # fmt: skip
 
 
+def drop_kept(keys: list[str], inputs: bool, partitions: bool) -> int:
+    """On a worker: let go of what a fit kept under ``keys`` — its input values
+    (``inputs``), its whole partitions (``partitions``); returns the entries dropped."""
+    dropped = kept_values.drop(keys) if inputs else 0
+    return dropped + (kept_values.drop_partitions(keys) if partitions else 0)
+
+
+async def drop_kept_soon(keys: list[str], inputs: bool, partitions: bool) -> int:
+    """:func:`drop_kept` as a coroutine: Dask runs a function it is not to wait for
+    (``client.run(..., wait=False)``) only as one, on the worker's event loop."""
+    return drop_kept(keys, inputs, partitions)
+
+
 def _fused_moments(
     job: Job, table: Any, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target],

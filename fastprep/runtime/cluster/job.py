@@ -47,6 +47,8 @@ from fastprep.runtime.partition_tasks import (
     RetryPolicy,
     Target,
     count_rows,
+    drop_kept,
+    drop_kept_soon,
     fit_partials,
     fit_partials_kept,
     transform_partition,
@@ -179,7 +181,7 @@ def fit(
     except BaseException:
         kept.drop(client, specs, partitions=True)
         raise
-    kept.drop(client, specs)
+    kept.drop(client, specs, wait=False)
     _hold(client, kept, specs, _held_key(plan, params, source))
     if kept.passes:
         report.notes.append(
@@ -208,18 +210,21 @@ class Kept:
     def key(self, spec: PartitionSpec) -> str:
         return f"{self.token}-{spec.index}"
 
-    def drop(self, client: Client, specs: list[PartitionSpec], partitions: bool = False) -> None:
+    def drop(
+        self, client: Client, specs: list[PartitionSpec], partitions: bool = False,
+        wait: bool = True,
+    ) -> None:  # fmt: skip
         """Let the input values go on every worker (a fit that ended, or failed: a task
         that kept values before the failure is not in ``holders``); ``partitions``: the
-        whole partitions too (a failed fit, or a transform that ended)."""
-        from fastprep.runtime import kept_values
-
+        whole partitions too (a failed fit, or a transform that ended). One message to
+        every worker; ``wait=False``: sent, not waited for (a job that ended: nothing it
+        returns depends on it)."""
         keys = [self.key(spec) for spec in specs]
-        with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
-            if self.inputs:
-                client.run(kept_values.drop, keys, on_error="ignore")
-            if partitions and self.whole:
-                client.run(kept_values.drop_partitions, keys, on_error="ignore")
+        inputs, whole = bool(self.inputs), partitions and self.whole
+        if inputs or whole:
+            with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+                client.run(drop_kept if wait else drop_kept_soon, keys, inputs, whole,
+                           on_error="ignore", wait=wait)  # fmt: skip
         self.holders.clear()
         if partitions:
             self.partitions.clear()
@@ -249,7 +254,7 @@ def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> N
     address = client.scheduler.address
     earlier = _HELD.pop(address, None)
     if earlier is not None:
-        earlier[1].drop(client, earlier[2], partitions=True)
+        earlier[1].drop(client, earlier[2], partitions=True, wait=False)
     if kept.partitions:
         _HELD[address] = (key, kept, specs)
 
@@ -370,6 +375,7 @@ def transform(
     # for a killed writer's leftovers by another writer's publish
     claim = Writing(Path(output_dir)) if output_dir is not None else None
     held: Kept | None = None
+    taken = 0
     try:
         done: dict[int, dict[str, Any]] = {}
         if output_dir is not None:
@@ -416,8 +422,10 @@ def transform(
                                          pipeline=pipeline, writing=claim)  # fmt: skip
         return _gather(results, names, notes, str(source))
     finally:
-        if held is not None:  # those no task took (a task run elsewhere, a skipped one)
-            held.drop(client, specs, partitions=True)
+        # those no task took (a task run elsewhere, a skipped one, a failed job): none
+        # when every partition held was transformed from what its worker kept
+        if held is not None and taken < len(held.partitions):
+            held.drop(client, specs, partitions=True, wait=False)
         if claim is not None:
             claim.release()
 
