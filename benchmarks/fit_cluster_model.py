@@ -54,10 +54,8 @@ FIXED_ROWS = 20_000
 #: a pass whose tasks computed for less than this fraction of the first pass's read no rows
 #: (it ran from the values kept on the workers: milliseconds per task, not a read)
 LIGHT_PASS = 0.10
-#: flights' passes: the fit's first (reading), its median's (from kept values), the transform
-FLIGHTS = (("read", None), ("light", None), ("transform", 1.0))
-
-Pass = tuple[str, Any]  # ("read" | "light" | "transform", tasks or the kept share)
+#: a flights row kept packed for the transform (measured, docs/distributed.md)
+FLIGHTS_KEPT_ROW_BYTES = 30
 
 
 def _pass_features(kind: str, rows: int, partitions: int, workers: int, tasks: int | None,
@@ -183,8 +181,15 @@ def balanced_predict(c: dict[str, float], rows: int, partition: int, workers: in
     """The wall time on ``workers`` workers with the partitions a job plans for them (a
     multiple of ``workers``, at most ``partition`` rows each: ``balanced_count``)."""
     from fastprep.data.partitions import balanced_count
+    from fastprep.runtime import kept_values
 
-    return predict(c, rows, balanced_count(rows, partition, workers), workers)
+    tasks = balanced_count(rows, partition, workers)
+    # the partitions a worker's store holds for the transform, packed (flights: 30 bytes a
+    # row measured); the others are read and validated again
+    per_worker = -(-tasks // workers)
+    fit = kept_values.PARTITION_BYTES // max(FLIGHTS_KEPT_ROW_BYTES * rows / tasks, 1)
+    kept = min(fit, per_worker) / per_worker
+    return predict(c, rows, tasks, workers, flights_passes(kept))
 
 
 def scaling_stops(c: dict[str, float], rows: int, partition: int) -> int:

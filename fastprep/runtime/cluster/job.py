@@ -185,7 +185,7 @@ def fit(
     _hold(client, kept, specs, _held_key(plan, params, source))
     if kept.passes:
         report.notes.append(
-            f"passes after the first: {kept.reused} of {kept.passes} partition task(s) took "
+            f"passes after the first: {kept.reused} of {kept.passes} partition(s) computed from "
             "the values their worker kept from the first read (not read again)"
         )
     return params, report
