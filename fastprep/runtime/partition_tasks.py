@@ -179,7 +179,8 @@ def fit_partials(
         if entry is not None and all(_from_inputs(t, entry["inputs"]) for t in targets):
             partials = _partials_from_inputs(job, learned, targets, entry["inputs"])
             return entry["counts"] | {"index": spec.index, "findings": [], "retries": 0,
-                                      "partials": partials, "reused": True}  # fmt: skip
+                                      "partials": partials, "reused": True,
+                                      "worker": worker_address()}  # fmt: skip
         held_entry = _held_partition(reuse, spec, take=False)
         if profile and isinstance(held_entry, kept_rows.KeptRows) and held_entry.left_out:
             held_entry = None  # a profile measures every column: some were left out
@@ -274,7 +275,20 @@ def fit_partials(
             rows, size = packed, packed.size()
         entry = {"rows": rows, "spec": spec, "file": file_identity(spec)}
         out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
+    if keep_as is not None or reuse is not None:  # where its kept values are, if any
+        out["worker"] = worker_address()
     return out
+
+
+def worker_address() -> str | None:
+    """The Dask worker running this task (None outside one): a task says where it kept
+    what it kept, so that the job need not ask the scheduler where its result is."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):  # no Dask, or not in a worker's task
+        return None
 
 
 def fit_partials_kept(

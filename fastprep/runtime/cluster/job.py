@@ -329,15 +329,17 @@ def _fit_pass(
         kept.passes += len(results)
         kept.reused += sum(bool(r.get("reused")) for r in results)
     whole = {s.index for s, r in zip(specs, results) if r.pop("whole", False)}
-    held_at = [(s, f) for s, f, r in zip(specs, source, results)
+    ran_on = [r.pop("worker", None) for r in results]  # each task says where it ran
+    held_at = [(s, f, w) for s, f, r, w in zip(specs, source, results, ran_on)
                if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
-    if held_at:
-        who = client.who_has(list({f.key: f for _, f in held_at}.values()))
-        for spec, future in held_at:
-            if who.get(future.key):
-                kept.holders[spec.index] = list(who[future.key])
-                if spec.index in whole:
-                    kept.partitions[spec.index] = list(who[future.key])
+    unsaid = [f for _, f, w in held_at if w is None]
+    who = client.who_has(list({f.key: f for f in unsaid}.values())) if unsaid else {}
+    for spec, future, worker in held_at:
+        holders = [worker] if worker is not None else list(who.get(future.key, ()))
+        if holders:
+            kept.holders[spec.index] = holders
+            if spec.index in whole:
+                kept.partitions[spec.index] = holders
     return results
 
 
