@@ -149,10 +149,16 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
                                 rows_per_partition=partition, progress=passes)  # fmt: skip
     seconds = time.perf_counter() - started
     spans = passes.seconds()
+    # "N of M partition(s) transformed from the rows their worker kept from the fit"
+    kept = next((int(n.split()[0]) for n in manifest.report.notes
+                 if "transformed from the rows their worker kept" in n), 0)  # fmt: skip
     return {"seconds": seconds, "fit_seconds": fit_seconds, "rows": manifest.report.rows_in,
             "shards": len(manifest.partitions), "pass_seconds": spans,
+            "kept_partitions": kept,
             # the client's own time: planning, submitting, merging, the manifest
             "outside_passes_seconds": seconds - sum(spans.values()),
+            "kept": next((n for n in manifest.report.notes if "transformed from the rows" in n),
+                         "no partition transformed from kept rows"),
             "since": since, "spans": passes.spans}  # fmt: skip
 
 
@@ -319,6 +325,8 @@ def summarize(point: dict[str, Any]) -> list[str]:
             )  # fmt: skip
             outside = _median([r.get("outside_passes_seconds", 0) for r in runs])
             text += f"\n           passes: {passes}; outside the passes {outside:.3f} s"
+        if "kept" in runs[0]:
+            text += "\n           transform: " + "; ".join(sorted({r["kept"] for r in runs}))
         lines.append(text)
     return lines
 

@@ -2,22 +2,31 @@
 
     python benchmarks/fit_cluster_model.py --from benchmarks/results/cluster*.json
 
-The model, for ``N`` single-threaded workers, ``R`` rows, ``T`` partition tasks of equal rows
-per pass and ``P`` passes (the fit's and the transform's) of which ``Pr`` read their rows (a
-fit pass that ran from the values the first pass kept on its worker reads none), the busiest
-worker running ``k = ceil(T / N)`` tasks per pass::
+The model, for ``N`` single-threaded workers, ``R`` rows, ``T`` partitions of equal rows,
+the busiest worker running ``k = ceil(T / N)`` tasks of a pass::
 
-    wall = job + P * (k * task + T * scheduler) + Pr * k * (R / T) * row
+    reading pass    = k * task + k * (R / T) * row + T * scheduler
+    light pass      = task + min(T, N) * scheduler      (a fit pass from the values kept on
+                                                         the workers: a task per worker)
+    transform pass  = k * task + k * (R / T) * (transform_row + (1 - f) * row) + T * scheduler
+    wall            = job + the passes
 
-``job``: the client's fixed work (partition planning from footers, the merges between
-passes, the manifest); ``task``: a partition task's fixed cost on its worker; ``row``: a row's
-cost in one pass on one worker thread; ``scheduler``: the scheduler's (one process, serial)
-cost per task. Fitted by non-negative least squares on every cluster run (not the medians),
-each weighted by 1 / its wall time, so the relative error is what is minimized and the small
-runs (which pin ``task`` and ``scheduler``: up to 14 tasks on 336,776 rows) count as much as the
-large ones (which pin ``row``). Prints the constants (as the planner's ``CostProfile`` fields),
-the predicted vs measured medians, and where adding a worker stops paying (the first ``N``
-whose next worker gains < 10%).
+``f``: the share of partitions the fit kept on the workers for the transform (the others are
+read and validated again). ``job``: the client's fixed work (partition planning from
+footers, the merges between passes, the manifest); ``task``: a task's fixed cost on its
+worker; ``row``: a row's cost in a pass that reads and validates; ``transform_row``: a row's
+in the transform from a kept partition (unpacked, transformed, written); ``scheduler``: the
+scheduler's (one process, serial) cost per task.
+
+Fitted by non-negative least squares on the passes of every cluster run (each pass's wall
+from the job's ``progress`` callback, its tasks from the task stream), the client's time
+outside the passes (``job``) and the warm tiny jobs (whole walls), each weighted by 1 / its
+seconds, so the relative error is what is minimized. Runs without per-pass times are
+fitted by their whole wall. A run that does not say how many partitions its transform took
+from the fit (``kept_partitions``: runs before that was recorded) counts them all as kept.
+Prints the constants (as the planner's ``CostProfile`` fields), the predicted vs measured
+medians of the whole jobs, and where adding a worker stops paying (the first ``N`` whose
+next worker gains < 10%).
 """
 
 from __future__ import annotations
@@ -33,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 import numpy as np
 
-NAMES = ("dask_job_seconds", "dask_task_seconds", "dask_row_seconds", "dask_scheduler_task_seconds")
+NAMES = ("dask_job_seconds", "dask_task_seconds", "dask_row_seconds",
+         "dask_scheduler_task_seconds", "dask_transform_row_seconds")  # fmt: skip
 WORKERS = {"1w": 1, "2w": 2}
 #: a marginal worker that gains less than this fraction of the wall time is not worth it
 MARGINAL_GAIN = 0.10
@@ -44,79 +54,150 @@ FIXED_ROWS = 20_000
 #: a pass whose tasks computed for less than this fraction of the first pass's read no rows
 #: (it ran from the values kept on the workers: milliseconds per task, not a read)
 LIGHT_PASS = 0.10
+#: a flights row kept packed for the transform (measured, docs/distributed.md)
+FLIGHTS_KEPT_ROW_BYTES = 30
 
 
-def _features(rows: int, tasks: int, workers: int, passes: int, reading: int) -> list[float]:
-    rounds = -(-tasks // max(1, workers))  # the busiest worker's tasks per pass
-    return [1.0, passes * rounds, reading * rounds * rows / max(tasks, 1), passes * tasks]
+def _pass_features(kind: str, rows: int, partitions: int, workers: int, tasks: int | None,
+                   kept: float) -> list[float]:  # fmt: skip
+    """One pass's coefficients of (job, task, row, scheduler, transform_row)."""
+    if kind == "light" and tasks is None:
+        tasks = min(partitions, workers)  # a task per worker holding kept values
+    tasks = partitions if tasks is None else tasks
+    rounds = -(-tasks // max(1, workers))
+    if kind == "light":
+        return [0.0, rounds, 0.0, tasks, 0.0]
+    per = rounds * rows / max(partitions, 1)  # the busiest worker's rows
+    if kind == "read":
+        return [0.0, rounds, per, tasks, 0.0]
+    return [0.0, rounds, (1 - kept) * per, tasks, per]
 
 
-def _reading(run: dict[str, Any]) -> int:
-    """The run's passes that read their partitions (all, when the run has no per-pass times)."""
-    per_pass = [p["compute_seconds"] for p in run.get("per_pass", {}).values()]
-    if not per_pass:
-        return len(run["pass_seconds"])
-    return sum(1 for seconds in per_pass if seconds >= LIGHT_PASS * per_pass[0])
+def _job_features(
+    rows: int, partitions: int, workers: int, passes: list[dict[str, Any]]
+) -> list[float]:
+    total = [1.0, 0.0, 0.0, 0.0, 0.0]
+    for p in passes:
+        feature = _pass_features(
+            p["kind"], rows, partitions, workers, p.get("tasks"), p.get("kept", 1.0)
+        )
+        total = [a + b for a, b in zip(total, feature)]
+    return total
+
+
+def flights_passes(kept: float = 1.0) -> list[dict[str, Any]]:
+    return [{"kind": "read"}, {"kind": "light"}, {"kind": "transform", "kept": kept}]
+
+
+def _kinds(run: dict[str, Any], partitions: int) -> list[dict[str, Any]]:
+    """The run's passes: kind, tasks (from the task stream when recorded) and wall."""
+    per_pass = run.get("per_pass", {})
+    first = next(iter(per_pass.values()), {}).get("compute_seconds", 0.0)
+    kept = run.get("kept_partitions")
+    share = 1.0 if kept is None else kept / max(partitions, 1)
+    out = []
+    for stage, wall in run["pass_seconds"].items():
+        measured = per_pass.get(stage, {})
+        if stage == "transform":
+            kind = "transform"
+        elif measured and measured.get("compute_seconds", 0.0) < LIGHT_PASS * first:
+            kind = "light"
+        else:
+            kind = "read"
+        out.append({"kind": kind, "tasks": measured.get("tasks"), "kept": share,
+                    "seconds": wall, "stage": stage})  # fmt: skip
+    return out
 
 
 def observations(files: list[Path], fixed_only: bool = False) -> list[dict[str, Any]]:
-    """One record per cluster run of fastprep: rows, tasks per pass, workers, passes, wall;
-    and one per warm tiny job (``fixed``: 20,000 rows in 2 partitions, 3 passes of which 2
-    read), which pins the fixed and per-task terms against the big runs' per-row term."""
+    """One record per equation: each pass of each cluster run of fastprep (its wall), the
+    run's time outside the passes (``job``), and each warm tiny job (20,000 rows in 2
+    partitions, whole wall: it pins the fixed and per-task terms against the big runs'
+    per-row terms). Each has its features and seconds; runs also their whole wall."""
     out = []
     for file in files:
         data = json.loads(file.read_text())
         for config, seconds in data.get("fixed", {}).items():
-            out.append({"rows": FIXED_ROWS, "partition": FIXED_ROWS // 2, "config": config,
-                        "workers": WORKERS[config], "passes": 3, "reading": 2, "tasks": 2,
+            workers = WORKERS[config]
+            passes = flights_passes()
+            out.append({"what": "job", "rows": FIXED_ROWS, "partition": FIXED_ROWS // 2,
+                        "config": config, "workers": workers, "tasks": 2, "passes": passes,
+                        "features": _job_features(FIXED_ROWS, 2, workers, passes),
                         "seconds": seconds})  # fmt: skip
         for point in [] if fixed_only else data["points"]:
             for config, runs in point["runs"].items():
                 if config not in WORKERS:
                     continue
+                workers = WORKERS[config]
                 for run in runs:
-                    passes = len(run["pass_seconds"])
-                    out.append({"rows": point["rows"], "partition": point["partition"],
-                                "config": config, "workers": WORKERS[config], "passes": passes,
-                                "reading": _reading(run),
-                                "tasks": run["tasks"] // passes, "seconds": run["seconds"]})  # fmt: skip
+                    stages = run["pass_seconds"]
+                    per_pass = run.get("per_pass", {})
+                    partitions = next((v["tasks"] for k, v in per_pass.items()
+                                       if k == "transform"), run["tasks"] // max(len(stages), 1))  # fmt: skip
+                    passes = _kinds(run, partitions)
+                    common = {"rows": point["rows"], "partition": point["partition"],
+                              "config": config, "workers": workers, "tasks": partitions,
+                              "passes": passes}  # fmt: skip
+                    out.append(common | {"what": "run", "seconds": run["seconds"],
+                                         "features": _job_features(point["rows"], partitions, workers, passes)})  # fmt: skip
+                    if not per_pass:
+                        continue
+                    for p in passes:
+                        out.append(common | {"what": p["stage"], "seconds": p["seconds"],
+                                             "features": _pass_features(p["kind"], point["rows"], partitions, workers, p["tasks"], p["kept"])})  # fmt: skip
+                    outside = run.get("outside_passes_seconds")
+                    if outside:
+                        out.append(common | {"what": "outside", "seconds": outside,
+                                             "features": [1.0, 0.0, 0.0, 0.0, 0.0]})  # fmt: skip
     return out
+
+
+def fitted_on(obs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The equations fitted: a run's passes and outside time where recorded, else its
+    whole wall (a run's whole wall is their sum: not fitted twice)."""
+    split = {id(o["passes"]) for o in obs if o["what"] not in ("run", "job")}
+    return [o for o in obs if not (o["what"] == "run" and id(o["passes"]) in split)]
 
 
 def fit(obs: list[dict[str, Any]]) -> dict[str, float]:
     from scipy.optimize import nnls
 
-    A = np.array([_features(o["rows"], o["tasks"], o["workers"], o["passes"], o["reading"])
-                  for o in obs])  # fmt: skip
-    b = np.array([o["seconds"] for o in obs])
+    used = fitted_on(obs)
+    A = np.array([o["features"] for o in used])
+    b = np.array([o["seconds"] for o in used])
     weights = 1.0 / b
     solution, _ = nnls(A * weights[:, None], b * weights)
     return dict(zip(NAMES, (float(x) for x in solution), strict=True))
 
 
-def predict(
-    c: dict[str, float], rows: int, tasks: int, workers: int, passes: int, reading: int
-) -> float:
-    return float(np.dot(_features(rows, tasks, workers, passes, reading), [c[n] for n in NAMES]))
+def predict(c: dict[str, float], rows: int, partitions: int, workers: int,
+            passes: list[dict[str, Any]] | None = None) -> float:  # fmt: skip
+    """A whole job's wall (flights' three passes unless ``passes``)."""
+    features = _job_features(rows, partitions, workers, passes or flights_passes())
+    return float(np.dot(features, [c[n] for n in NAMES]))
 
 
-def balanced_predict(
-    c: dict[str, float], rows: int, partition: int, workers: int, passes: int, reading: int
-) -> float:
+def balanced_predict(c: dict[str, float], rows: int, partition: int, workers: int) -> float:
     """The wall time on ``workers`` workers with the partitions a job plans for them (a
     multiple of ``workers``, at most ``partition`` rows each: ``balanced_count``)."""
     from fastprep.data.partitions import balanced_count
+    from fastprep.runtime import kept_values
 
     tasks = balanced_count(rows, partition, workers)
-    return predict(c, rows, tasks, workers, passes, reading)
+    # the partitions a worker's store holds for the transform, packed (flights: 30 bytes a
+    # row measured); the others are read and validated again
+    per_worker = -(-tasks // workers)
+    fit = kept_values.PARTITION_BYTES // max(FLIGHTS_KEPT_ROW_BYTES * rows / tasks, 1)
+    kept = min(fit, per_worker) / per_worker
+    return predict(c, rows, tasks, workers, flights_passes(kept))
 
 
-def scaling_stops(c: dict[str, float], rows: int, partition: int, passes: int, reading: int) -> int:
+def scaling_stops(c: dict[str, float], rows: int, partition: int) -> int:
     """The first N whose next worker shortens the wall time by less than 10%."""
     n = 1
     while n < 10_000:
-        now = balanced_predict(c, rows, partition, n, passes, reading)
-        more = balanced_predict(c, rows, partition, n + 1, passes, reading)
+        now = balanced_predict(c, rows, partition, n)
+        more = balanced_predict(c, rows, partition, n + 1)
         if now - more < MARGINAL_GAIN * now:
             return n
         n += 1
@@ -126,14 +207,14 @@ def scaling_stops(c: dict[str, float], rows: int, partition: int, passes: int, r
 def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
     groups: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
     for o in obs:
-        groups.setdefault((o["rows"], o["partition"], o["config"]), []).append(o)
+        if o["what"] in ("run", "job"):
+            groups.setdefault((o["rows"], o["partition"], o["config"]), []).append(o)
     lines = ["| rows | partition rows | tasks per pass | workers | measured median (runs) | "
              "predicted | error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for (rows, partition, _), runs in sorted(groups.items()):
         first = runs[0]
         measured = statistics.median(r["seconds"] for r in runs)
-        predicted = predict(c, rows, first["tasks"], first["workers"], first["passes"],
-                            first["reading"])  # fmt: skip
+        predicted = float(np.dot(first["features"], [c[n] for n in NAMES]))
         each = ", ".join(f"{r['seconds']:.2f}" for r in runs)
         lines.append(f"| {rows:,} | {partition:,} | {first['tasks']} | {first['workers']} | "
                      f"{measured:.2f} s ({each}) | {predicted:.2f} s | "
@@ -151,29 +232,30 @@ def main() -> None:
                         help="rows per partition of the scaling predictions")  # fmt: skip
     args = parser.parse_args()
     obs = observations(args.files) + observations(args.fixed_files, fixed_only=True)
-    if len(obs) < len(NAMES):
-        raise SystemExit(f"{len(obs)} cluster runs: the model has {len(NAMES)} constants")
+    used = fitted_on(obs)
+    if len(used) < len(NAMES):
+        raise SystemExit(f"{len(used)} observations: the model has {len(NAMES)} constants")
     constants = fit(obs)
-    errors = [abs(predict(constants, o["rows"], o["tasks"], o["workers"], o["passes"],
-                          o["reading"]) - o["seconds"]) / o["seconds"] for o in obs]  # fmt: skip
-    print(f"fitted on {len(obs)} runs; median relative error {statistics.median(errors):.0%}, "
-          f"max {max(errors):.0%}")  # fmt: skip
+    whole = [o for o in obs if o["what"] in ("run", "job")]
+    errors = [abs(np.dot(o["features"], [constants[n] for n in NAMES]) - o["seconds"])
+              / o["seconds"] for o in whole]  # fmt: skip
+    print(f"fitted on {len(used)} equations ({len(whole)} jobs); whole jobs' median relative "
+          f"error {statistics.median(errors):.0%}, max {max(errors):.0%}")  # fmt: skip
     for name, value in constants.items():
         print(f"    {name}: float = {value:.3g}")
     print()
     print("\n".join(table(constants, obs)))
-    passes, reading = obs[0]["passes"], obs[0]["reading"]
     print()
     for rows, partition in ((r, p) for p in args.partition
                             for r in (3_367_760, 10_000_000, 100_000_000)):  # fmt: skip
-        stops = scaling_stops(constants, rows, partition, passes, reading)
+        stops = scaling_stops(constants, rows, partition)
         walls = ", ".join(
-            f"N={n}: {balanced_predict(constants, rows, partition, n, passes, reading):.2f} s"
+            f"N={n}: {balanced_predict(constants, rows, partition, n):.2f} s"
             for n in (1, 2, 4, 8, 16) if n <= max(stops * 2, 4)
         )  # fmt: skip
-        print(f"{rows:,} rows, partitions of at most {partition:,} rows, {passes} passes "
-              f"({reading} reading): "
-              f"{walls}; scaling stops at N={stops} (worker {stops + 1} gains < "
+        print(f"{rows:,} rows, partitions of at most {partition:,} rows, flights' 3 passes "
+              f"(a reading fit pass, its median's from kept values, the transform from kept "
+              f"partitions): {walls}; scaling stops at N={stops} (worker {stops + 1} gains < "
               f"{MARGINAL_GAIN:.0%})")  # fmt: skip
 
 

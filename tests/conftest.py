@@ -11,6 +11,40 @@ from support import REPO, assert_same_matrix, dense_flights_pipeline, to_dense  
 
 SAMPLES = REPO / "data_samples"
 
+#: test files sharing one Dask cluster (``tests/runtime/cluster/conftest.py``, a session
+#: fixture): under pytest-xdist they all go to one worker, which starts that cluster once
+#: and never runs two clusters' worth of processes on the machine at once
+CLUSTER_TESTS = REPO / "tests" / "runtime" / "cluster"
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """``--numprocesses``/``--dist`` stay valid without pytest-xdist (``-p no:xdist``, or an
+    install without the dev extra): the ``addopts`` in pyproject.toml name them, so the suite
+    then runs in this one process instead of failing on an unknown option."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist fallback", "pytest-xdist is not loaded: run serially")
+    group.addoption("--numprocesses", dest="numprocesses", default=None,
+                    help="ignored: pytest-xdist is not loaded")  # fmt: skip
+    group.addoption("--dist", dest="dist", default="no", help="ignored: no pytest-xdist")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` every test file is one unit of work for a worker (as
+    ``--dist loadfile``: a file's module-scoped fixtures are built once, its tests run in
+    their written order), except the cluster tests, which are one unit together. Runs before
+    pytest-xdist's own hook, which turns the marker into the node id's ``@group``."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        path = Path(item.path).resolve()
+        if path.is_relative_to(CLUSTER_TESTS):
+            name = "dask-cluster"
+        else:
+            name = str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+        item.add_marker(pytest.mark.xdist_group(name))
+
 
 @pytest.fixture(autouse=True)
 def _fresh_planner_ledger():

@@ -82,19 +82,26 @@ class CostProfile:
     #: the Dask job's cost model (:func:`dask_job_seconds`, ``docs/distributed.md`` "Cost
     #: model"): starting a LocalCluster, then the client's fixed work (partition planning,
     #: merges, manifest), and per pass the busiest worker's rounds of a partition task's
-    #: fixed cost and its rows, plus the scheduler's (serial) cost per task (a pass run from
-    #: the values kept on the workers reads no rows). Fitted by
-    #: ``benchmarks/fit_cluster_model.py`` to the 14 quiet-machine runs of
+    #: fixed cost and its rows, plus the scheduler's (serial) cost per task; a fit pass run
+    #: from the values kept on the workers is a task per worker and reads no rows; the
+    #: transform's rows kept by the fit cost ``dask_transform_row_seconds``. Fitted by
+    #: ``benchmarks/fit_cluster_model.py`` to the passes of the 14 quiet-machine runs of
     #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-kept-3.4m-10m.json`` (flights, 3,367,760
     #: and 10,000,000 rows, balanced partitions of at most 500,000 rows, the transform from
     #: the partitions the workers kept, 1 and 2 workers, and the warm 20,000-row jobs):
-    #: median error 4%. The cluster's start: a 2-worker LocalCluster plus its first job
-    #: (20,000 rows: the workers' imports and kernel loads) took 1.3-5.6 s over the runs
+    #: whole jobs' median error 8%. The cluster's start: a 2-worker LocalCluster plus its
+    #: first job (20,000 rows: the workers' imports and kernel loads) took 1.3-5.6 s
     dask_cluster_start_seconds: float = 4.0
-    dask_job_seconds: float = 0.0101
-    dask_task_seconds: float = 0.0056
-    dask_scheduler_task_seconds: float = 0.0153
-    dask_row_seconds: float = 3.04e-7
+    dask_job_seconds: float = 0.0675
+    dask_task_seconds: float = 0.0
+    dask_scheduler_task_seconds: float = 0.00531
+    dask_row_seconds: float = 3.55e-7
+    #: a row of the transform's pass when its partition was kept on its worker by the fit
+    #: (unpacked, transformed, its shard written; no read or validation): a row the fit
+    #: did not keep costs ``dask_row_seconds`` more (read and validated again). As much as
+    #: a reading fit pass's row: the shard's write and the transform's kernels take what
+    #: the read and validation took there
+    dask_transform_row_seconds: float = 3.71e-7
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
@@ -113,30 +120,63 @@ class CostProfile:
         return cls(**values)
 
 
-def dask_pass_seconds(profile: CostProfile, rows: int, tasks: int, workers: int) -> float:
+def dask_pass_seconds(
+    profile: CostProfile, rows: int, tasks: int, workers: int, row_seconds: float | None = None
+) -> float:
     """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks of equal
     rows on ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
     workers)`` of them, each its fixed cost and its rows (7 tasks on 2 workers take 4
     rounds, the last with one worker idle), and the scheduler's per-task cost is not
-    shared (it is one process)."""
+    shared (it is one process). ``row_seconds``: a row's cost in this pass (default
+    ``dask_row_seconds``, a pass that reads and validates its partitions)."""
     if tasks <= 0:
         return 0.0
+    rate = profile.dask_row_seconds if row_seconds is None else row_seconds
     rounds = -(-tasks // max(1, workers))
-    return rounds * (profile.dask_task_seconds + rows / tasks * profile.dask_row_seconds) + (
+    return rounds * (profile.dask_task_seconds + rows / tasks * rate) + (
         tasks * profile.dask_scheduler_task_seconds
     )
 
 
-def dask_job_seconds(
-    profile: CostProfile, rows: int, tasks: int, workers: int, passes: int, start: bool = False
+def dask_light_pass_seconds(profile: CostProfile, tasks: int, workers: int) -> float:
+    """A fit pass after the first that runs from the input values the first pass kept on
+    the workers: one task per worker holding some (its partitions take milliseconds each
+    in it, counted in the task's fixed cost), and the scheduler's cost of those tasks."""
+    if tasks <= 0:
+        return 0.0
+    return dask_pass_seconds(profile, 0, min(tasks, max(1, workers)), workers)
+
+
+def dask_transform_seconds(
+    profile: CostProfile, rows: int, tasks: int, workers: int, kept: float = 0.0
 ) -> float:
-    """A Dask job of ``passes`` passes (the fit's and the transform's) on a running cluster,
-    plus the LocalCluster's start when ``start``."""
+    """The transform's pass; ``kept``: the share of its partitions the fit kept on their
+    workers (those are not read or validated again: ``dask_transform_row_seconds`` a row,
+    the others ``dask_row_seconds`` more)."""
+    kept = min(max(kept, 0.0), 1.0)
+    rate = kept * profile.dask_transform_row_seconds + (1 - kept) * (
+        profile.dask_transform_row_seconds + profile.dask_row_seconds
+    )
+    return dask_pass_seconds(profile, rows, tasks, workers, rate)
+
+
+def dask_job_seconds(
+    profile: CostProfile, rows: int, tasks: int, workers: int, passes: int, start: bool = False,
+    *, light: int = 0, kept: float | None = None,
+) -> float:  # fmt: skip
+    """A Dask job on a running cluster, plus the LocalCluster's start when ``start``.
+    ``passes``: the passes that read and validate their partitions (the fit's first, and
+    the transform's unless ``kept`` is given); ``light``: the fit's passes from the values
+    its first pass kept on the workers; ``kept``: the transform is its own pass, with that
+    share of its partitions kept by the fit (:func:`dask_transform_seconds`)."""
     started = profile.dask_cluster_start_seconds if start else 0.0
+    transform = 0.0 if kept is None else dask_transform_seconds(profile, rows, tasks, workers, kept)
     return (
         started
         + profile.dask_job_seconds
         + passes * dask_pass_seconds(profile, rows, tasks, workers)
+        + light * dask_light_pass_seconds(profile, tasks, workers)
+        + transform
     )
 
 

@@ -27,7 +27,9 @@ from fastprep.plan.nodes import LogicalPlan
 from fastprep.planning.planner import (
     CostProfile,
     dask_job_seconds,
+    dask_light_pass_seconds,
     dask_pass_seconds,
+    dask_transform_seconds,
     load_profile,
 )
 from fastprep.runtime import execute, preflight
@@ -67,7 +69,7 @@ def explain_source(
             return (f"Dask job: a {type(source).__name__} source is not planned here (a dask "
                     "DataFrame's partitions are its own; anything else: write it to Parquet)")  # fmt: skip
         return explain_cluster(plan, source, rows_per_partition or ROWS_PER_PARTITION, client,
-                               scheduler)  # fmt: skip
+                               scheduler, schema=schema)  # fmt: skip
     path = source
     source = collect_once(source, schema.read_columns(plan.columns))
     pre = preflight.run_preflight(plan, schema, source, budget=memory_budget,
@@ -76,7 +78,7 @@ def explain_source(
     text = "\n".join(pre.lines())
     if pre.execution == "dask" and is_path(path):  # the pre-flight starts a local cluster
         text += "\n" + explain_cluster(plan, path, pre.rows_per_partition or ROWS_PER_PARTITION,
-                                       None, "local")  # fmt: skip
+                                       None, "local", schema=schema)  # fmt: skip
     if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
         return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
     return text + "\n" + _backends(plan, schema, source, analyze, backend)
@@ -85,12 +87,16 @@ def explain_source(
 def explain_cluster(
     plan: LogicalPlan, source: Source, rows_per_partition: int, client: Any = None,
     scheduler: str | None = None, profile: CostProfile | None = None,
+    schema: Schema | None = None,
 ) -> str:  # fmt: skip
     """The Dask job: its partitions (as the job plans them for the cluster's worker
-    threads), each pass with what its tasks collect, and the predicted seconds per pass
-    (:func:`fastprep.planning.planner.dask_pass_seconds`)."""
+    threads), each pass with what its tasks collect and where they take their rows from,
+    and the predicted seconds per pass (:func:`fastprep.planning.planner.dask_pass_seconds`).
+    ``schema``: the pipeline's (the transform's share of partitions kept by the fit is
+    estimated from its columns' types)."""
     from fastprep.runtime import kept_values
     from fastprep.runtime.levels import later_chains, level_targets
+    from fastprep.runtime.partition_tasks import kept_share
 
     profile = profile or load_profile()
     workers, where = _workers(client, scheduler)
@@ -103,25 +109,39 @@ def explain_cluster(
     # row per chain) when a worker's share fits the store: those passes then read nothing
     share = math.ceil(tasks / max(workers, 1)) * max(largest, 1)
     kept = 8 * share * len(later_chains(plan)) <= kept_values.KEPT_BYTES
-    later = "from the values kept on the workers" if kept else "read + validate"
-    passes: list[tuple[str, str, list[str]]] = []
+    later = "from the values kept on the workers, one task per worker" if kept else (
+        "read + validate")  # fmt: skip
+    # ... and the whole validated partitions for the transform, as many as each worker's
+    # store holds
+    held = kept_share(plan, schema, rows, tasks, workers) if schema is not None else 0.0
+    one = dask_pass_seconds(profile, rows, tasks, workers)
+    light = dask_light_pass_seconds(profile, tasks, workers) if kept else one
+    passes: list[tuple[str, str, float, list[str]]] = []
     if len(known) != len(specs):
-        passes.append(("count rows", "read", ["rows per CSV file (row ids need the offsets)"]))
+        passes.append(("count rows", "read", one, ["rows per CSV file (row ids need the offsets)"]))
     for level, targets in enumerate(level_targets(plan)):
-        read = "read + validate" if level == 0 else later
-        passes.append((f"fit level {level}", read, _collects(plan, targets)))
+        read, seconds = ("read + validate", one) if level == 0 else (later, light)
+        passes.append((f"fit level {level}", read, seconds, _collects(plan, targets)))
         order = [t for t in targets if t[3] in ("summary", "order")]
         if order:
             windows = [(*t[:3], "window" if t[3] == "summary" else "windows", None) for t in order]
-            passes.append((f"fit level {level} median", later, _collects(plan, windows)))
-    if not any(name.startswith("fit") for name, _, _ in passes):
-        passes.append(("fit level 0", "read + validate", ["the findings only (nothing fitted)"]))
-    passes.append(("transform", "read + validate", [f"{tasks} shard(s) written or gathered"]))
-    one = dask_pass_seconds(profile, rows, tasks, workers)
-    light = dask_pass_seconds(profile, 0, tasks, workers)  # per task only: no rows read
-    reading = sum(1 for _, read, _ in passes if read != later or not kept)
-    total = dask_job_seconds(profile, rows, tasks, workers, reading) + (
-        len(passes) - reading) * light  # fmt: skip
+            passes.append((f"fit level {level} median", later, light, _collects(plan, windows)))
+    if not any(name.startswith("fit") for name, *_ in passes):
+        passes.append(("fit level 0", "read + validate", one,
+                       ["the findings only (nothing fitted)"]))  # fmt: skip
+    if held >= 1:
+        taken = "from the partitions the fit kept on the workers (not read or validated again)"
+    elif held > 0:
+        taken = (f"from the partitions the fit kept on the workers for about {held:.0%} of them "
+                 "(a worker keeps packed partitions up to "
+                 f"{kept_values.PARTITION_BYTES / 2**20:.0f} MiB), read + validate the others")  # fmt: skip
+    else:
+        taken = "read + validate"
+    passes.append(("transform", taken, dask_transform_seconds(profile, rows, tasks, workers, held),
+                   [f"{tasks} shard(s) written or gathered"]))  # fmt: skip
+    reading = sum(1 for _, _, seconds, _ in passes[:-1] if seconds is one)
+    lighter = len(passes) - 1 - reading
+    total = dask_job_seconds(profile, rows, tasks, workers, reading, light=lighter, kept=held)
     size = "sizes counted by a first pass"
     if known:
         size = f"{min(known):,}-{largest:,} rows each" if min(known) != largest else (
@@ -134,15 +154,14 @@ def explain_cluster(
                      "groups are too coarse to cut evenly")  # fmt: skip
     lines = [
         f"Dask job on {where}, {workers} worker thread(s): {tasks} partition(s) of {rows:,} "
-        f"rows ({size}); {len(passes)} pass(es), one task per partition in each",
+        f"rows ({size}); {len(passes)} pass(es), one task per partition in each reading pass",
     ]
     shown = specs if len(specs) <= 4 else [*specs[:2], None, specs[-1]]
     for spec in shown:
         counted = "rows counted by the job" if spec is None or spec.n_rows is None else (
             f"{spec.n_rows:,} rows")  # fmt: skip
         lines.append("│  …" if spec is None else f"│  {spec.describe()}: {counted}")
-    for name, read, collects in passes:
-        seconds = light if kept and read == later else one
+    for name, read, seconds, collects in passes:
         lines.append(f"├─ {name}: {read}, {tasks} partition(s), predicted {seconds:.2f} s")
         lines += [f"│    {line}" for line in collects]
     rounds = -(-tasks // max(workers, 1))
@@ -150,7 +169,8 @@ def explain_cluster(
         f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "
         f"the client + per pass {rounds} round(s) of the busiest worker x "
         f"({profile.dask_task_seconds:.3f} s + {rows // max(tasks, 1):,} rows x "
-        f"{profile.dask_row_seconds:.2e} s) + {tasks} tasks x "
+        f"{profile.dask_row_seconds:.2e} s a row read + validated, "
+        f"{profile.dask_transform_row_seconds:.2e} s a row transformed) + {tasks} tasks x "
         f"{profile.dask_scheduler_task_seconds:.4f} s on the scheduler ({profile.source} cost "
         "profile; docs/distributed.md)"
     )

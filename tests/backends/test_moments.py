@@ -179,8 +179,9 @@ def test_compiled_group_moments_on_row_ranges_equal_one_pass(monkeypatch) -> Non
 @pytest.mark.parametrize("n_groups", [1, 2, 33])
 def test_compiled_group_moments_by_segments_equal_numpys(monkeypatch, block, n_groups) -> None:
     """The segments' exact sums equal numpy's integers whatever the block a segment is
-    summed in and however the groups are split across threads: odd sizes, a group
-    without values, infinities of both signs, -0.0, a value needing several rounds."""
+    summed in and however the groups are split across threads and into runs: odd sizes,
+    a group without values, infinities of both signs, -0.0, a value needing several
+    rounds."""
     from fastprep.native import threads
 
     rng = np.random.default_rng(block + n_groups)
@@ -192,6 +193,7 @@ def test_compiled_group_moments_by_segments_equal_numpys(monkeypatch, block, n_g
     values[rng.integers(0, n, 5)] = -np.inf
     width = n_groups + 1  # the last group has no value
     monkeypatch.setattr(group_moments, "_SEGMENT_BLOCK", block)
+    monkeypatch.setattr(group_moments, "_CACHED_VALUES", 3 * block + 1)  # runs of groups
     want = moments.group_moments(groups, values, width)
     outcomes = []
     for lanes, parallel in ((1, 1 << 62), (2, 1), (3, 1)):
@@ -233,3 +235,32 @@ def test_compiled_group_moments_decline_values_needing_many_rounds() -> None:
     found = group_moments.grouped(groups, values, 2)[0]
     assert found.exact() == moments.group_moments(groups, values, 2).exact()
     assert found.mean()[1] == 3.0
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_compiled_extremes_equal_a_scan_in_row_order(monkeypatch, lanes) -> None:
+    """Each group's min and max are a row-order scan's, which keeps the earlier of equal
+    values: a zero extreme has the sign of the group's first zero, wherever the four
+    chains of the segment pass met it (segments of 1 to 41 values, blocks of 1 to 2,048)."""
+    from fastprep.native import threads
+
+    rng = np.random.default_rng(lanes)
+    n_groups = 41
+    sizes = np.arange(1, n_groups + 1)
+    groups = rng.permutation(np.repeat(np.arange(n_groups), sizes)).astype(np.int64)
+    values = rng.choice([0.0, -0.0, 1.5, -1.5, 3.0], len(groups))
+    values[rng.random(len(groups)) < 0.3] = rng.choice([0.0, -0.0], 1)[0]
+    monkeypatch.setattr(threads, "workers", lambda: lanes)
+    monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
+    for block in (1, 3, 1 << 11):
+        monkeypatch.setattr(group_moments, "_SEGMENT_BLOCK", block)
+        found = group_moments.compiled_group_moments(groups, values, n_groups)
+        assert found is not None
+        for g in range(n_groups):
+            low, high = np.inf, -np.inf
+            for x in values[groups == g]:
+                low = x if x < low else low
+                high = x if x > high else high
+            assert found[1][g] == low and np.signbit(found[1][g]) == np.signbit(low), (g, block)
+            assert found[2][g] == high and np.signbit(found[2][g]) == np.signbit(high), (g, block)

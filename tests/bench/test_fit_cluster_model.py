@@ -12,16 +12,28 @@ from benchmarks import fit_cluster_model as model
 from fastprep.planning import planner
 
 TRUE = {"dask_job_seconds": 0.3, "dask_task_seconds": 0.02, "dask_row_seconds": 5e-7,
-        "dask_scheduler_task_seconds": 0.01}  # fmt: skip
+        "dask_scheduler_task_seconds": 0.01, "dask_transform_row_seconds": 3e-7}  # fmt: skip
+STAGES = ("fit level 0", "fit level 0 median", "transform")
+
+
+def _run(rows: int, partitions: int, workers: int, kept: int) -> dict:
+    """A run as bench_cluster.py records it, its passes' walls from the model."""
+    passes = model.flights_passes(kept / partitions)
+    walls = {stage: model.predict(TRUE, rows, partitions, workers, [p]) - TRUE["dask_job_seconds"]
+             for stage, p in zip(STAGES, passes)}  # fmt: skip
+    tasks = {"fit level 0": partitions, "fit level 0 median": min(partitions, workers),
+             "transform": partitions}  # fmt: skip
+    return {"seconds": TRUE["dask_job_seconds"] + sum(walls.values()),
+            "tasks": sum(tasks.values()), "pass_seconds": walls, "kept_partitions": kept,
+            "outside_passes_seconds": TRUE["dask_job_seconds"],
+            "per_pass": {s: {"tasks": tasks[s], "compute_seconds": 1.0 if s != STAGES[1] else 0.01}
+                         for s in STAGES}}  # fmt: skip
 
 
 def _point(rows: int, partition: int) -> dict:
-    tasks = -(-rows // partition)
-    runs = {}
-    for config, workers in model.WORKERS.items():
-        seconds = model.predict(TRUE, rows, tasks, workers, 3, 3)
-        runs[config] = [{"seconds": seconds, "tasks": 3 * tasks,
-                         "pass_seconds": {"fit level 0": 0, "fit level 0 median": 0, "transform": 0}}]  # fmt: skip
+    partitions = -(-rows // partition)
+    runs = {config: [_run(rows, partitions, workers, partitions - (rows > 1_000_000))]
+            for config, workers in model.WORKERS.items()}  # fmt: skip
     runs["single"] = [{"seconds": 1.0}]  # not a cluster run: not fitted
     return {"rows": rows, "partition": partition, "runs": runs}
 
@@ -31,26 +43,28 @@ def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
     file = tmp_path / "runs.json"
     file.write_text(json.dumps({"points": points}))
     obs = model.observations([file])
-    assert len(obs) == 12 and {o["passes"] for o in obs} == {3}
+    assert len([o for o in obs if o["what"] == "run"]) == 12
     fitted = model.fit(obs)
     for name, value in TRUE.items():
         assert fitted[name] == pytest.approx(value, rel=1e-6, abs=1e-9)
     profile = planner.CostProfile(**fitted)
-    assert planner.dask_job_seconds(profile, 3_367_760, 7, 2, 3) == pytest.approx(
-        model.predict(fitted, 3_367_760, 7, 2, 3, 3)
+    # flights: a reading fit pass, its median's from the kept values, the transform from
+    # the kept partitions (7 of 8 here: the eighth read and validated again)
+    assert planner.dask_job_seconds(profile, 3_367_760, 8, 2, 1, light=1, kept=7 / 8) == (
+        pytest.approx(model.predict(fitted, 3_367_760, 8, 2, model.flights_passes(7 / 8)))
     )
     # 7 tasks on 2 workers: the busiest runs 4 of them per pass
-    assert model.predict(fitted, 3_367_760, 7, 2, 3, 3) == pytest.approx(
-        model.predict(fitted, 3_367_760, 8, 2, 3, 3)
-        - 3 * TRUE["dask_scheduler_task_seconds"]
-        + 3 * 4 * 3_367_760 * 5e-7 * (1 / 7 - 1 / 8)
+    assert model.predict(fitted, 3_367_760, 7, 2) == pytest.approx(
+        model.predict(fitted, 3_367_760, 8, 2)
+        - 2 * TRUE["dask_scheduler_task_seconds"]
+        + 4 * 3_367_760 * (5e-7 + 3e-7) * (1 / 7 - 1 / 8)
     )
     # a worker more stops paying where it gains < 10%, each N with the partitions planned
     # for it (a multiple of N)
-    stops = model.scaling_stops(fitted, 10_000_000, 500_000, 3, 3)
+    stops = model.scaling_stops(fitted, 10_000_000, 500_000)
 
     def wall(n: int) -> float:
-        return model.balanced_predict(fitted, 10_000_000, 500_000, n, 3, 3)
+        return model.balanced_predict(fitted, 10_000_000, 500_000, n)
 
     assert wall(stops) - wall(stops + 1) < 0.1 * wall(stops)
     assert wall(stops - 1) - wall(stops) >= 0.1 * wall(stops - 1)
@@ -59,14 +73,14 @@ def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
 def test_a_pass_run_from_kept_values_counts_no_rows() -> None:
     # the median pass's tasks computed for milliseconds against the first pass's seconds
     run = {"pass_seconds": {"fit level 0": 1.9, "fit level 0 median": 0.04, "transform": 1.6},
-           "per_pass": {"fit level 0": {"compute_seconds": 1.97},
-                        "fit level 0 median": {"compute_seconds": 0.025},
-                        "transform": {"compute_seconds": 1.6}}}  # fmt: skip
-    assert model._reading(run) == 2
-    assert model._reading({"pass_seconds": run["pass_seconds"]}) == 3  # no per-pass times
-    light = model.predict(TRUE, 3_367_760, 8, 2, 3, 2)
-    assert model.predict(TRUE, 3_367_760, 8, 2, 3, 3) - light == pytest.approx(
-        3_367_760 * TRUE["dask_row_seconds"] / 2
+           "per_pass": {"fit level 0": {"compute_seconds": 1.97, "tasks": 8},
+                        "fit level 0 median": {"compute_seconds": 0.025, "tasks": 2},
+                        "transform": {"compute_seconds": 1.6, "tasks": 8}}}  # fmt: skip
+    assert [p["kind"] for p in model._kinds(run, 8)] == ["read", "light", "transform"]
+    light = model._pass_features("light", 3_367_760, 8, 2, None, 1.0)
+    assert light == [0.0, 1, 0.0, 2, 0.0]  # a task per worker, no rows
+    assert planner.dask_light_pass_seconds(planner.CostProfile(**TRUE), 8, 2) == pytest.approx(
+        TRUE["dask_task_seconds"] + 2 * TRUE["dask_scheduler_task_seconds"]
     )
 
 

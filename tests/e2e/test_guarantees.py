@@ -241,7 +241,7 @@ def test_torch_tests_skip_cleanly_where_torch_is_absent(tmp_path):
     )
     result = subprocess.run(
         [sys.executable, str(runner), "tests/integrations/test_torch.py", "-q", "-rs",
-         "-p", "no:cacheprovider"],
+         "-p", "no:cacheprovider", "-p", "no:xdist"],  # xdist workers lack the NoTorch hook
         capture_output=True, text=True, cwd=REPO, timeout=300,
     )  # fmt: skip
     # 5: "no tests collected" when this module is all pytest runs; 0 inside a larger run

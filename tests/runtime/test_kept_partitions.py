@@ -141,3 +141,141 @@ def test_numba_fit_partials_equal_the_references(source):
         assert numba_pass["partials"].keys() == reference_pass["partials"].keys()
         for key, part in reference_pass["partials"].items():
             assert repr(numba_pass["partials"][key]) == repr(part), key
+
+
+class _Buffered:
+    """A spillable entry value: its bytes, and what it was read back as."""
+
+    def __init__(self, buffer: np.ndarray | None) -> None:
+        self.buffer = buffer
+
+    def without_buffer(self) -> _Buffered:
+        return _Buffered(None)
+
+    def with_buffer(self, buffer: np.ndarray) -> _Buffered:
+        return _Buffered(buffer)
+
+
+def _spill_files() -> list[Path]:
+    return [p for d in kept_values.spill_directories() for p in Path(d).iterdir()]
+
+
+def _entry(n: int, fill: int) -> dict:
+    return {"rows": _Buffered(np.full(n, fill, np.uint8)), "spec": None}
+
+
+def test_partitions_beyond_the_memory_cap_go_to_disk_and_come_back(monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 3 * 800)
+    monkeypatch.setattr(kept_values, "SPILL_BYTES", 3 * 1000)
+    for i in range(3):  # in memory
+        assert kept_values.keep_partition(f"m{i}", _entry(800, i), 800, "fit")
+    for i in range(3):  # on disk: the memory holds the same fit's
+        assert kept_values.keep_partition(f"d{i}", _entry(800, 10 + i), 800, "fit")
+    assert not kept_values.keep_partition("full", _entry(800, 9), 800, "fit")  # disk cap
+    assert kept_values.flush() == 3 and len(_spill_files()) == 3
+    assert kept_values.partition_bytes() == 3 * 800  # a spilled entry's buffer is on disk
+    assert kept_values.spilled_partitions()[1] <= 3 * 1000
+    peeked = kept_values.peek_partition("d1")
+    assert peeked["spec"] is None and (peeked["rows"].buffer == 11).all()
+    assert len(_spill_files()) == 3  # a peek leaves it
+    taken = kept_values.take_partition("d0")
+    assert (taken["rows"].buffer == 10).all() and len(taken["rows"].buffer) == 800
+    assert kept_values.take_partition("d0") is None and len(_spill_files()) == 2  # once
+    assert kept_values.drop_partitions(["d1", "m0"]) == 2 and len(_spill_files()) == 1
+    # another fit makes room on disk from this one's
+    assert kept_values.keep_partition("n0", _entry(2900, 20), 2900, "next-fit")
+    assert kept_values.flush() == 1 and kept_values.peek_partition("d2") is None
+    assert (kept_values.take_partition("n0")["rows"].buffer == 20).all()
+    kept_values.clear()
+    assert _spill_files() == [] and kept_values.spilled_partitions() == (0, 0)
+
+
+def test_a_damaged_spill_file_is_a_miss(monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 0)
+    assert kept_values.keep_partition("a", _entry(5000, 1), 5000, "fit")
+    assert kept_values.keep_partition("b", _entry(5000, 2), 5000, "fit")
+    kept_values.flush()
+    first, second = sorted(_spill_files())
+    os.truncate(first, first.stat().st_size - 1)
+    second.unlink()
+    assert kept_values.peek_partition("a") is None and kept_values.take_partition("b") is None
+    assert kept_values.spilled_partitions() == (0, 0) and _spill_files() == []
+
+
+def test_a_partition_taken_while_its_file_is_written_stays_in_memory(monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 0)
+    for i in range(20):  # taken at once: some before the writer got to them
+        assert kept_values.keep_partition(f"k{i}", _entry(1 << 16, i), 1 << 16, "fit")
+        assert (kept_values.take_partition(f"k{i}")["rows"].buffer == i).all()
+    kept_values.flush()
+    assert _spill_files() == [] and kept_values.partition_bytes() == 0
+
+
+@pytest.mark.parametrize("damage", [None, "deleted", "truncated"])
+def test_transform_from_a_spilled_partition_equals_a_reading_one(source, monkeypatch, damage):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 1)  # every partition to disk
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    spec = plan_partitions(source, 5_000)[1]
+    params, passes = _fit(job, spec, "s")
+    assert passes[0]["whole"] is True and kept_values.flush() == 1
+    (path,) = _spill_files()
+    size = kept_values.spilled_partitions()[1]
+    assert path.stat().st_size == size
+    if damage == "deleted":
+        path.unlink()
+    elif damage == "truncated":
+        os.truncate(path, size // 2)
+    kept = transform_partition(job, spec, params, "fp", None, reuse="s")
+    assert bool(kept.get("reused")) is bool(kept.get("spilled")) is (damage is None)
+    assert _spill_files() == [] and kept_values.spilled_partitions() == (0, 0)
+    read = transform_partition(job, spec, params, "fp", None)
+    assert _without_times(kept["entry"]["report"]) == _without_times(read["entry"]["report"])
+    x, y = kept["output"], read["output"]
+    assert_same_matrix(x.X, y.X)
+    np.testing.assert_array_equal(x.y, y.y)
+    np.testing.assert_array_equal(x.row_ids, y.row_ids)
+    pd.testing.assert_frame_equal(x.quarantine, y.quarantine)
+
+
+def test_a_changed_file_is_read_again_after_a_spill(source, monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 1)
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    spec = plan_partitions(source, 5_000)[0]
+    params, _ = _fit(job, spec, "c")
+    assert kept_values.flush() == 1
+    stat = os.stat(source)
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert not transform_partition(job, spec, params, "fp", None, reuse="c").get("reused")
+    assert _spill_files() == []
+
+
+def test_kept_input_values_send_partitions_to_disk(monkeypatch):
+    """The input values a fit keeps for its later passes share the memory cap: as they
+    grow, the fit's partitions held in memory go to disk, least recently used first."""
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 3 * 800)
+    for i in range(3):
+        assert kept_values.keep_partition(f"m{i}", _entry(800, i), 800, "fit")
+    assert kept_values.keep("inputs", {"values": np.zeros(200)}, 1600)
+    assert kept_values.memory_budget() == 800
+    assert kept_values.keep_partition("m3", _entry(800, 3), 800, "fit")  # to disk
+    assert kept_values.flush() == 3  # and the two oldest
+    assert kept_values.partition_bytes() == 800 and kept_values.peek_partition("m2")
+    assert {p.read_bytes()[-1] for p in _spill_files()} == {0, 1, 3}
+    for i in range(4):
+        assert (kept_values.take_partition(f"m{i}")["rows"].buffer == i).all()
+    assert _spill_files() == []
+
+
+def test_placement_predicts_memory_and_disk(monkeypatch):
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 64 * 2**20)
+    monkeypatch.setattr(kept_values, "SPILL_BYTES", None)
+    mb = 2**20
+    assert kept_values.placement(15 * mb, 4) == (4, 0)
+    assert kept_values.placement(15 * mb, 15, inputs=40 * mb) == (1, 14)
+    assert kept_values.placement(15 * mb, 15, inputs=80 * mb) == (0, 15)
+    monkeypatch.setattr(kept_values, "SPILL_BYTES", 30 * mb)
+    assert kept_values.placement(15 * mb, 15) == (4, 2)  # the rest read again
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 0)
+    assert kept_values.placement(15 * mb, 15) == (0, 0)

@@ -84,14 +84,14 @@ def key_parts(
 
         found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
         return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
-    values = np.asarray(column, dtype=np.float64)
+    values = _numbers(np.asarray(column))
     levels = np.asarray(levels, dtype=np.float64)
     kernels = kernels or NUMPY
     if kernels.number_key_codes is not None:
         coded = kernels.number_key_codes(values, levels)
         if coded is not None:
             return coded
-    return kernels.number_codes(values, levels), None
+    return kernels.number_codes(np.asarray(values, dtype=np.float64), levels), None
 
 
 def number_codes(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -138,8 +138,7 @@ def combine(
 ) -> np.ndarray:  # fmt: skip
     """One int64 per row (mixed radix); -1 where some key is unseen."""
     kernels = kernels or NUMPY
-    texts = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
-    if len(parts) > 1 and texts and kernels.combine_texts is not None:
+    if len(parts) > 1 and _coded(parts) and kernels.combine_texts is not None:
         return kernels.combine_texts(parts, sizes)  # every text key in one pass
     step = kernels.accumulate
     combined: np.ndarray | None = None
@@ -147,6 +146,11 @@ def combine(
         combined = step(combined, codes, lut, size)
     assert combined is not None
     return combined
+
+
+def _coded(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> bool:
+    """Every key is int32 codes read through a lut (a text key's; a number key's offsets)."""
+    return all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
 
 
 def group_index(
@@ -245,7 +249,27 @@ def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, 
 
 
 def _key_columns(step: GroupStats, table: Table) -> list[np.ndarray | TextColumn]:
-    return [table[key] for key in step.keys]
+    """The keys' selected rows: text columns, and number columns as validated: integers
+    where the table stores them so (a key needs their values, not float64 copies: the
+    conversion was a fresh 8-byte-per-row array at every transform), else float64."""
+    out: list[np.ndarray | TextColumn] = []
+    for key in step.keys:
+        stored = table.raw(key)
+        if isinstance(stored, np.ndarray) and _exact_integers(stored):
+            out.append(stored if table.selection is None else stored[table.selection])
+        else:
+            out.append(table[key])
+    return out
+
+
+def _exact_integers(values: np.ndarray) -> bool:
+    """Integers whose every value converts to int64 (the number kernels' offsets)."""
+    return values.dtype.kind == "i" or (values.dtype.kind == "u" and values.dtype.itemsize < 8)
+
+
+def _numbers(column: np.ndarray) -> np.ndarray:
+    """A number key's values as the kernels read them: its integers, else float64."""
+    return column if _exact_integers(column) else np.asarray(column, dtype=np.float64)
 
 
 #: ``(rows' codes, values, groups, stats, lut) -> {stat: per group}`` (row i's group:
@@ -263,9 +287,17 @@ def fit(
     the fitted rows' groups as ``(codes, lut)`` (see :func:`_groups`)."""
     kernels = kernels or NUMPY
     levels, groups, codes, lut = _groups(step, table, kernels)
+    # these rows' groups, for their transform by these parameters (a fit_transform: the
+    # same table, the groups array of this fit), which then codes no key again; with the
+    # selection they are of (a table's derived values carry over to its row subsets)
+    table.remember((_FIT_ROWS, step), groups, (table.selection, codes, lut))
     values = np.asarray(table[step.column], dtype=np.float64)
     stats = kernels.statistics(codes, values, len(groups), step.stats, lut)
     return _params(step, levels, groups, stats), codes, lut
+
+
+#: the key of a fit's rows' groups among the table's derived values
+_FIT_ROWS = "GroupStats fit rows"
 
 
 def _groups(
@@ -283,7 +315,7 @@ def _groups(
         if isinstance(column, TextColumn):
             both = text_levels_parts(column)
         elif kernels.number_levels_codes is not None:
-            both = kernels.number_levels_codes(np.asarray(column, dtype=np.float64))
+            both = kernels.number_levels_codes(_numbers(column))
         if both is None:
             levels.append(fit_levels(column, kernels))
             parts.append(key_parts(column, levels[-1], kernels))
@@ -296,9 +328,16 @@ def _groups(
         # a level's code is its group's index, the text codes read through the key's lut
         n_groups = len(levels[0]) + int(columns[0].value_counts()[0] > 0)
         return levels, np.arange(n_groups, dtype=np.int64), *parts[0]
-    combined = combine(parts, sizes, kernels)
     space = math.prod(sizes)
-    groups, index = distinct_groups(combined, space, kernels, as_lookup=True)
+    marked = None
+    if len(parts) > 1 and _coded(parts) and kernels.combine_present is not None:
+        marked = kernels.combine_present(parts, sizes, space)
+    if marked is None:
+        combined = combine(parts, sizes, kernels)
+        groups, index = distinct_groups(combined, space, kernels, as_lookup=True)
+    else:  # the groups present, marked by the pass that combines the keys
+        combined, index = marked[0], marked[0]
+        groups = np.flatnonzero(marked[1]).astype(np.int64)
     if index is not combined:
         return levels, groups, index, None
     if len(groups) and groups[-1] != len(groups) - 1:  # a table from code to group
@@ -353,7 +392,11 @@ def rows_code(
     index and None. One text key: its own codes and ``lookup`` by text code (-1, missing:
     the last slot), whatever the key space (a slot per distinct text value). Several
     text keys in a small space, with kernels that gather through them: :class:`KeyCodes`
-    (combined as the rows are written)."""
+    (combined as the rows are written). The rows a fit with ``fitted`` has just grouped
+    (a ``fit_transform``): that fit's codes and lut, which read the same way."""
+    kept = table.derive((_FIT_ROWS, step), fitted["groups"], lambda: None)
+    if kept is not None and kept[0] is table.selection and len(kept[1]) == table.n_rows:
+        return kept[1], kept[2]  # the rows this fit has just grouped: its codes and lut
     levels = fitted["levels"]
     sizes = [len(lv) + 1 for lv in levels]
     columns = _key_columns(step, table)
@@ -366,8 +409,7 @@ def rows_code(
     if space <= SMALL_KEY_SPACE:
         lookup = np.full(space + 1, -1, dtype=np.int64)
         lookup[fitted["groups"]] = np.arange(len(fitted["groups"]))
-        coded = all(lut is not None and codes.dtype == np.int32 for codes, lut in parts)
-        if coded and (kernels or NUMPY).put_rows_texts is not None:
+        if _coded(parts) and (kernels or NUMPY).put_rows_texts is not None:
             return KeyCodes(parts, sizes), lookup
         return combine(parts, sizes, kernels), lookup
     combined = combine(parts, sizes, kernels)
@@ -551,15 +593,24 @@ class GroupKernels:
                  None] | None
     ) = None  # fmt: skip
     #: ``values -> (levels, (codes, lut)) | None``: a number key's :func:`fit_levels` and
-    #: :func:`key_parts` at fit in fewer passes where it can; None: one after the other
+    #: :func:`key_parts` at fit in fewer passes where it can (values float64, or integers
+    #: as the table stores them); None: one after the other
     number_levels_codes: (
         Callable[[np.ndarray], tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None] | None
     ) = None
     #: ``(values, levels) -> (codes, lut) | None``: :func:`key_parts` of a number key as
-    #: int32 codes and a lut where it can (whole levels close together); None: its codes
+    #: int32 codes and a lut where it can (whole levels close together; values float64 or
+    #: integers); None: its codes
     number_key_codes: (
         Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None
     ) = None
+    #: ``(parts, sizes, space) -> (combined, bool per code) | None``: :func:`combine` of
+    #: keys' int32 codes and luts with :func:`present` of the result in one pass where it
+    #: can; None: one after the other
+    combine_present: (
+        Callable[[list[tuple[np.ndarray, np.ndarray | None]], list[int], int],
+                 tuple[np.ndarray, np.ndarray] | None] | None
+    ) = None  # fmt: skip
 
 
 NUMPY = GroupKernels(

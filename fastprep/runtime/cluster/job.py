@@ -47,7 +47,10 @@ from fastprep.runtime.partition_tasks import (
     RetryPolicy,
     Target,
     count_rows,
+    drop_kept,
+    drop_kept_soon,
     fit_partials,
+    fit_partials_kept,
     transform_partition,
 )
 from fastprep.runtime.report import Report
@@ -166,7 +169,7 @@ def fit(
     rows = sum(s.n_rows or 0 for s in specs)
     job = Job(plan, schema, backend, retry, rows)
     frames = _parts(client, source, specs)
-    shared = _shared(client, job)
+    shared = _shared(client, job, keep=True)
     kept = Kept(secrets.token_hex(8), later_chains(plan), whole=_keeps_partitions())
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
@@ -178,11 +181,11 @@ def fit(
     except BaseException:
         kept.drop(client, specs, partitions=True)
         raise
-    kept.drop(client, specs)
+    kept.drop(client, specs, wait=False)
     _hold(client, kept, specs, _held_key(plan, params, source))
     if kept.passes:
         report.notes.append(
-            f"passes after the first: {kept.reused} of {kept.passes} partition task(s) took "
+            f"passes after the first: {kept.reused} of {kept.passes} partition(s) computed from "
             "the values their worker kept from the first read (not read again)"
         )
     return params, report
@@ -207,18 +210,21 @@ class Kept:
     def key(self, spec: PartitionSpec) -> str:
         return f"{self.token}-{spec.index}"
 
-    def drop(self, client: Client, specs: list[PartitionSpec], partitions: bool = False) -> None:
+    def drop(
+        self, client: Client, specs: list[PartitionSpec], partitions: bool = False,
+        wait: bool = True,
+    ) -> None:  # fmt: skip
         """Let the input values go on every worker (a fit that ended, or failed: a task
         that kept values before the failure is not in ``holders``); ``partitions``: the
-        whole partitions too (a failed fit, or a transform that ended)."""
-        from fastprep.runtime import kept_values
-
+        whole partitions too (a failed fit, or a transform that ended). One message to
+        every worker; ``wait=False``: sent, not waited for (a job that ended: nothing it
+        returns depends on it)."""
         keys = [self.key(spec) for spec in specs]
-        with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
-            if self.inputs:
-                client.run(kept_values.drop, keys, on_error="ignore")
-            if partitions and self.whole:
-                client.run(kept_values.drop_partitions, keys, on_error="ignore")
+        inputs, whole = bool(self.inputs), partitions and self.whole
+        if inputs or whole:
+            with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
+                client.run(drop_kept if wait else drop_kept_soon, keys, inputs, whole,
+                           on_error="ignore", wait=wait)  # fmt: skip
         self.holders.clear()
         if partitions:
             self.partitions.clear()
@@ -248,7 +254,7 @@ def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> N
     address = client.scheduler.address
     earlier = _HELD.pop(address, None)
     if earlier is not None:
-        earlier[1].drop(client, earlier[2], partitions=True)
+        earlier[1].drop(client, earlier[2], partitions=True, wait=False)
     if kept.partitions:
         _HELD[address] = (key, kept, specs)
 
@@ -267,50 +273,73 @@ def _fit_pass(
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
     shared: Any = None, kept: Kept | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """One pass: a task per partition. The first pass keeps the input values the later
-    passes need on the worker that ran each task (``kept``); a later pass's task is sent to
-    that worker and computes its statistics from them instead of reading the partition
-    again (a task that lands elsewhere reads it: slower, the same partials)."""
+    """One pass. The first pass is a task per partition, and keeps the input values the
+    later passes need on the worker that ran each task (``kept``). A later pass is one
+    task per worker holding kept values, sent to that worker, which computes the
+    statistics of all its partitions from them instead of reading them again (a task
+    that lands elsewhere reads them: slower, the same partials); a partition nobody
+    holds is a reading task of its own."""
     kept = kept or Kept("", ())
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
-    futures = []
-    order = submission_order(specs)
-    for spec, part in ((specs[i], frames[i]) for i in order):
+    work = job if shared is None else shared
+    keeps = bool(kept.inputs or kept.whole)
+    futures: list[Future] = []
+    groups: list[list[int]] = []  # per future, the positions in ``specs`` it computes
+    by_worker: dict[str, list[int]] = {}
+    for i in submission_order(specs):
+        spec, part = specs[i], frames[i]
+        holders = kept.holders.get(spec.index)
+        if holders and part is None:
+            by_worker.setdefault(holders[0], []).append(i)
+            continue
         key = f"fastprep-fit-{token}-{_token(spec)}"
         options: dict[str, Any] = {}
-        if (kept.inputs or kept.whole) and part is None:  # a dask DataFrame's: not kept
+        if keeps and part is None:  # a dask DataFrame's: not kept
             options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
             if kept.whole:
                 options["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
             # cluster's memory, would be returned without running (and keeping) anything
             key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
-        where: dict[str, Any] = {}
-        if spec.index in kept.holders:
-            options["reuse"] = kept.key(spec)
-            # its own key prefix: Dask learns these tasks' (short) duration apart from a
-            # reading pass's, and does not steal them from their worker as if long
-            key = f"fastprep-kept-{token}-{kept.token}-{_token(spec)}"
-            where = {"workers": kept.holders[spec.index], "allow_other_workers": True}
+        futures.append(client.submit(fit_partials, work, spec, learned, targets, part,
+                                     **options, key=key, priority=largest_first(spec)))  # fmt: skip
+        groups.append([i])
+    for worker, positions in by_worker.items():
+        # one task for all of a worker's partitions: computing one from its kept values
+        # takes a few ms, about what the scheduler spends on a task and its result
+        held = [specs[i] for i in positions]
+        # its own key prefix: Dask learns these tasks' (short) duration apart from a
+        # reading pass's, and does not steal them from their worker as if long
+        key = f"fastprep-kept-{token}-{kept.token}-{_token([_token(s) for s in held])}"
         futures.append(client.submit(
-            fit_partials, job if shared is None else shared, spec, learned, targets, part,
-            **options, key=key, **where, priority=largest_first(spec),
+            fit_partials_kept, work, held, learned, targets, [kept.key(s) for s in held],
+            inputs=kept.inputs, whole=kept.token if kept.whole else None, key=key,
+            workers=[worker], allow_other_workers=True,
+            priority=sum(largest_first(s) for s in held),
         ))  # fmt: skip
-    futures = [f for _, f in sorted(zip(order, futures), key=lambda p: p[0])]
-    results = _results(client, futures, specs, stage, progress)
+        groups.append(positions)
+    answers = _results(client, futures, [[specs[i] for i in g] for g in groups], stage,
+                       progress)  # fmt: skip
+    results: list[dict[str, Any]] = [{}] * len(specs)
+    source: list[Future] = [futures[0]] * len(specs) if futures else []
+    for future, positions, answer in zip(futures, groups, answers):
+        for i, result in zip(positions, answer if isinstance(answer, list) else [answer]):
+            results[i], source[i] = result, future
     if kept.holders:
         kept.passes += len(results)
         kept.reused += sum(bool(r.get("reused")) for r in results)
     whole = {s.index for s, r in zip(specs, results) if r.pop("whole", False)}
-    held = [(s, f) for s, f, r in zip(specs, futures, results)
-            if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
-    if held:
-        who = client.who_has([f for _, f in held])
-        for spec, future in held:
-            if who.get(future.key):
-                kept.holders[spec.index] = list(who[future.key])
-                if spec.index in whole:
-                    kept.partitions[spec.index] = list(who[future.key])
+    ran_on = [r.pop("worker", None) for r in results]  # each task says where it ran
+    held_at = [(s, f, w) for s, f, r, w in zip(specs, source, results, ran_on)
+               if r.pop("kept", False) or r.get("reused") or s.index in whole]  # fmt: skip
+    unsaid = [f for _, f, w in held_at if w is None]
+    who = client.who_has(list({f.key: f for f in unsaid}.values())) if unsaid else {}
+    for spec, future, worker in held_at:
+        holders = [worker] if worker is not None else list(who.get(future.key, ()))
+        if holders:
+            kept.holders[spec.index] = holders
+            if spec.index in whole:
+                kept.partitions[spec.index] = holders
     return results
 
 
@@ -348,6 +377,7 @@ def transform(
     # for a killed writer's leftovers by another writer's publish
     claim = Writing(Path(output_dir)) if output_dir is not None else None
     held: Kept | None = None
+    taken = 0
     try:
         done: dict[int, dict[str, Any]] = {}
         if output_dir is not None:
@@ -386,16 +416,20 @@ def transform(
         notes = _job_notes(results, reruns, len(done))
         taken = sum(bool(r.get("reused")) for r in results)
         if held is not None and results:
+            spilled = sum(bool(r.get("spilled")) for r in results)
             notes.append(f"{taken} of {len(results)} partition(s) transformed from the rows "
-                         "their worker kept from the fit (not read or validated again)")  # fmt: skip
+                         f"their worker kept from the fit ({taken - spilled} in memory, "
+                         f"{spilled} on disk; not read or validated again)")  # fmt: skip
         if output_dir is not None:
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
                                          pipeline=pipeline, writing=claim)  # fmt: skip
         return _gather(results, names, notes, str(source))
     finally:
-        if held is not None:  # those no task took (a task run elsewhere, a skipped one)
-            held.drop(client, specs, partitions=True)
+        # those no task took (a task run elsewhere, a skipped one, a failed job): none
+        # when every partition held was transformed from what its worker kept
+        if held is not None and taken < len(held.partitions):
+            held.drop(client, specs, partitions=True, wait=False)
         if claim is not None:
             claim.release()
 
@@ -409,13 +443,31 @@ def _kept_for(held: Kept | None, spec: PartitionSpec) -> dict[str, Any]:
             "allow_other_workers": True}  # fmt: skip
 
 
-def _shared(client: Client, job: Job) -> Any:
+def _shared(client: Client, job: Job, keep: bool = False) -> Any:
     """The job as its tasks get it: with fitted lookup tables, scattered once to every
     worker (``broadcast``), not serialized into each task; a worker that joins later
-    fetches it from the others."""
-    if getattr(job.schema, "tables", None):
-        return client.scatter(job, broadcast=True, hash=False)
-    return job
+    fetches it from the others. ``keep`` (a fit): also left on the cluster for the
+    transform after it, which takes it instead of scattering the same tables again (an
+    equal job: same plan, tables, backend; else it scatters its own)."""
+    tables = getattr(job.schema, "tables", None)
+    if not tables:
+        return job
+    address = client.scheduler.address
+    token = _token((job.plan.to_dict(), [t.digest() for _, t in sorted(tables.items())],
+                    job.backend, repr(job.retry), job.rows))  # fmt: skip
+    earlier = _SCATTERED.pop(address, None)
+    if earlier is not None and earlier[0] == token and earlier[1].status == "finished":
+        shared = earlier[1]
+    else:
+        shared = client.scatter(job, broadcast=True, hash=False)
+    if keep:
+        _SCATTERED[address] = (token, shared)
+    return shared
+
+
+#: per scheduler, the job (with its lookup tables) the last fit scattered, for the
+#: transform after it: (what it is, its future); one per cluster, let go when taken
+_SCATTERED: dict[str, tuple[str, Future]] = {}
 
 
 def _gather(
@@ -455,50 +507,65 @@ def _job_notes(results: list[dict[str, Any]], reruns: dict[str, int], resumed: i
 
 
 def _results(
-    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
-    progress: Progress | None = None, total: int | None = None,
+    client: Client, futures: list[Future], specs: list[PartitionSpec] | list[list[PartitionSpec]],
+    stage: str, progress: Progress | None = None, total: int | None = None,
 ) -> list[Any]:  # fmt: skip
     """Wait for every task; the first failure stops the job, naming its partition.
+    ``specs``: per task its partition, or the partitions it computes (a list).
 
-    Progress ticks once per completed partition task (``total - len(futures)`` partitions,
-    those a resumed job skips, count as done from the start)."""
-    total = len(futures) if total is None else total
-    tracker = (progress or Progress()).stage(stage, total, total - len(futures))
+    Progress ticks once per completed partition (``total`` less the partitions of
+    ``specs``, those a resumed job skips, count as done from the start)."""
+    groups = [s if isinstance(s, list) else [s] for s in specs]
+    count = sum(len(g) for g in groups)
+    total = count if total is None else total
+    tracker = (progress or Progress()).stage(stage, total, total - count)
     try:
-        return _wait(client, futures, specs, stage, tracker)
+        return _wait(client, futures, groups, stage, tracker)
     finally:
         tracker.close()
 
 
 def _wait(
-    client: Client, futures: list[Future], specs: list[PartitionSpec], stage: str,
+    client: Client, futures: list[Future], groups: list[list[PartitionSpec]], stage: str,
     tracker: Any,
 ) -> list[Any]:  # fmt: skip
-    by_key = {f.key: s for f, s in zip(futures, specs)}
+    by_key = {f.key: g for f, g in zip(futures, groups)}
     results: dict[Any, Any] = {}
     # each result fetched as its task ends, while the others run: when the last one ends
-    # only its own is still to fetch before the client merges and submits the next pass
-    for future, result in as_completed(futures, with_results=True, raise_errors=False):
+    # only its own is still to fetch before the client merges and submits the next pass.
+    # The job's client's loop: without it Dask takes the default client's, and a client
+    # made with set_as_default=False (or another client made after it) has none or another
+    done = as_completed(futures, loop=client.loop, with_results=True, raise_errors=False)
+    for future, result in done:
         if future.status == "finished":
             results[future.key] = result
-            tracker.tick()
+            for _ in by_key[future.key]:
+                tracker.tick()
             continue
-        spec = by_key[future.key]
+        what = _describe(by_key[future.key])
+        path = by_key[future.key][0].path
         if future.status != "error":  # cancelled from outside the job
             client.cancel(futures)
-            raise JobError(f"{stage}: {spec.describe()} was cancelled ({future.status})")
+            raise JobError(f"{stage}: {what} was cancelled ({future.status})")
         exc = future.exception()
         client.cancel(futures)
         if isinstance(exc, KilledWorker):
             raise JobError(
-                f"{stage}: {spec.describe()} of source {spec.path!r} killed every worker "
+                f"{stage}: {what} of source {path!r} killed every worker "
                 f"that ran it ({exc}); fix or remove that partition, then re-run (written "
                 "partitions are kept and skipped)"
             ) from exc
         if isinstance(exc, FastprepError):
             raise exc
-        raise JobError(f"{stage}: {spec.describe()} failed: {type(exc).__name__}: {exc}") from exc
+        raise JobError(f"{stage}: {what} failed: {type(exc).__name__}: {exc}") from exc
     return [results[f.key] for f in futures]
+
+
+def _describe(specs: list[PartitionSpec]) -> str:
+    """The partition a task computes, or the task's partitions (one task for several)."""
+    if len(specs) == 1:
+        return specs[0].describe()
+    return "the task of " + ", ".join(s.describe() for s in specs)
 
 
 def _processing_counts(dask_scheduler: Any, keys: list[str]) -> dict[str, int]:

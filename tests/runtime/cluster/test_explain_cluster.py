@@ -66,10 +66,18 @@ def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) 
     one = planner.dask_pass_seconds(profile, 20_000, 4, 2)
     first = next(line for line in job if line.startswith("├─ fit level 0:"))
     assert first.endswith(f"predicted {one:.2f} s")
-    # two reading passes and the median's pass from the values the workers kept (no rows)
-    total = planner.dask_job_seconds(profile, 20_000, 4, 2, 2) + planner.dask_pass_seconds(
-        profile, 0, 4, 2
+    # one reading pass, the median's pass from the values the workers kept (a task per
+    # worker, no rows) and the transform from the partitions the fit kept
+    light = planner.dask_light_pass_seconds(profile, 4, 2)
+    assert next(line for line in job if line.startswith("├─ fit level 0 median:")).endswith(
+        f"predicted {light:.2f} s"
     )
+    transform = next(line for line in job if line.startswith("├─ transform:"))
+    assert "from the partitions the fit kept on the workers" in transform
+    assert transform.endswith(
+        f"predicted {planner.dask_transform_seconds(profile, 20_000, 4, 2, 1.0):.2f} s"
+    )
+    total = planner.dask_job_seconds(profile, 20_000, 4, 2, 1, light=1, kept=1.0)
     assert job[-1].startswith(f"└─ predicted {total:.2f} s on a running cluster")
 
 

@@ -1,0 +1,75 @@
+"""A spill file gives back the buffer written for its key by its entry, byte for byte, or
+nothing: a missing, short, longer, another entry's or changed file is a miss."""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+import pytest
+
+from fastprep.storage import spill_files
+
+TOKEN = bytes(range(16))
+
+
+@pytest.fixture
+def written(tmp_path):
+    buffer = np.random.default_rng(7).integers(0, 256, 100_003, dtype=np.uint8)
+    path = tmp_path / "a.kept"
+    size = spill_files.write(path, "fit-1-part-3", TOKEN, buffer)
+    assert size == path.stat().st_size > buffer.nbytes
+    return path, buffer
+
+
+def test_read_back_is_the_buffer_in_memory_of_its_own(written):
+    path, buffer = written
+    back = spill_files.read(path, "fit-1-part-3", TOKEN)
+    np.testing.assert_array_equal(back, buffer)
+    assert isinstance(back.base.obj, mmap.mmap)  # freed whole when the entry goes
+    assert back.flags.writeable
+
+
+def test_another_key_or_entry_is_a_miss(written):
+    path, _ = written
+    assert spill_files.read(path, "fit-1-part-4", TOKEN) is None
+    assert spill_files.read(path, "fit-1-part-3", bytes(16)) is None
+
+
+@pytest.mark.parametrize("change", ["missing", "short", "longer", "flipped", "header", "empty"])
+def test_a_damaged_file_is_a_miss(written, change):
+    path, _ = written
+    size = path.stat().st_size
+    if change == "missing":
+        os.unlink(path)
+    elif change == "short":
+        os.truncate(path, size - 1)
+    elif change == "longer":
+        with open(path, "ab") as out:
+            out.write(b"\0")
+    elif change == "empty":
+        os.truncate(path, 0)
+    else:
+        with open(path, "r+b") as out:
+            out.seek(size - 500 if change == "flipped" else 10)
+            byte = out.read(1)
+            out.seek(-1, os.SEEK_CUR)
+            out.write(bytes([byte[0] ^ 0x40]))
+    assert spill_files.read(path, "fit-1-part-3", TOKEN) is None
+
+
+def test_an_empty_buffer_and_remove(tmp_path):
+    path = tmp_path / "e.kept"
+    spill_files.write(path, "k", TOKEN, np.empty(0, np.uint8))
+    assert len(spill_files.read(path, "k", TOKEN)) == 0
+    spill_files.remove(path)
+    spill_files.remove(path)  # already gone: nothing to do
+    assert not path.exists()
+
+
+def test_a_failed_write_leaves_no_file(tmp_path):
+    path = tmp_path / "missing-folder" / "x.kept"
+    with pytest.raises(OSError):
+        spill_files.write(path, "k", TOKEN, np.zeros(10, np.uint8))
+    assert not path.exists()
