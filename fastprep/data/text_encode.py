@@ -704,7 +704,9 @@ def _run_part(
     slot_keys = np.zeros(1024, dtype=np.uint64)
     vbytes = np.empty(4096, dtype=np.uint8)
     voffs = np.zeros(_limit(len(slots)) + 1, dtype=np.int64)
-    counts = np.zeros(len(voffs), dtype=np.int64)
+    # int32: a part has fewer than 2**31 rows (codes are int32); half an int64 table's
+    # cache lines beside the hash table's (tailnum's 4,044 values: ~1 ms less at 3.4M rows)
+    counts = np.zeros(len(voffs), dtype=np.int32)
     used, rows = 0, 0
     if probe_rows > 0:
         probe_rows = min(
