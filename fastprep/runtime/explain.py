@@ -113,8 +113,9 @@ def explain_cluster(
         "read + validate")  # fmt: skip
     # ... and the whole validated partitions for the transform, as many as each worker's
     # store holds
-    in_memory, on_disk = (kept_split(plan, schema, rows, tasks, workers) if schema is not None
-                          else (0.0, 0.0))  # fmt: skip
+    chains = len(later_chains(plan)) if kept else 0
+    in_memory, on_disk = (kept_split(plan, schema, rows, tasks, workers, chains)
+                          if schema is not None else (0.0, 0.0))  # fmt: skip
     held = in_memory + on_disk
     one = dask_pass_seconds(profile, rows, tasks, workers)
     light = dask_light_pass_seconds(profile, tasks, workers) if kept else one

@@ -33,7 +33,6 @@ from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, kept_rows, kept_values, memory, shards
-from fastprep.runtime.levels import later_chains
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
@@ -464,17 +463,17 @@ def kept_row_bytes(plan: LogicalPlan, schema: Schema) -> int:
 
 
 def kept_split(
-    plan: LogicalPlan, schema: Schema, rows: int, tasks: int, workers: int
+    plan: LogicalPlan, schema: Schema, rows: int, tasks: int, workers: int, chains: int = 0
 ) -> tuple[float, float]:
     """The shares of a job's partitions its fit keeps in its workers' memory and in their
     spill files (:func:`~fastprep.runtime.kept_values.placement`: a worker's memory budget
-    less the input values its fit keeps for the later passes, then the disk cap), packed:
-    :func:`kept_row_bytes` a row at most."""
+    less the input values its fit keeps for the later passes, 8 bytes a row for each of
+    ``chains``, then the disk cap), packed: :func:`kept_row_bytes` a row at most."""
     if rows <= 0 or tasks <= 0:
         return 0.0, 0.0
     per_worker = -(-tasks // max(1, workers))
     partition = kept_row_bytes(plan, schema) * rows / tasks
-    inputs = 8 * len(later_chains(plan)) * rows / tasks * per_worker
+    inputs = 8 * chains * rows / tasks * per_worker
     memory, disk = kept_values.placement(partition, per_worker, inputs)
     return memory / per_worker, disk / per_worker
 
