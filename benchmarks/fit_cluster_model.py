@@ -181,13 +181,13 @@ def balanced_predict(c: dict[str, float], rows: int, partition: int, workers: in
     """The wall time on ``workers`` workers with the partitions a job plans for them (a
     multiple of ``workers``, at most ``partition`` rows each: ``balanced_count``)."""
     from fastprep.data.partitions import balanced_count
-    from fastprep.runtime import kept_values
+    from fastprep.runtime.partition_tasks import kept_partition_bytes
 
     tasks = balanced_count(rows, partition, workers)
-    # the partitions a worker's store holds for the transform, packed (flights: 30 bytes a
-    # row measured); the others are read and validated again
+    # the partitions a worker's store holds for the transform, in memory and spill files,
+    # packed (flights: 30 bytes a row measured); the others are read and validated again
     per_worker = -(-tasks // workers)
-    fit = kept_values.PARTITION_BYTES // max(FLIGHTS_KEPT_ROW_BYTES * rows / tasks, 1)
+    fit = kept_partition_bytes() // max(FLIGHTS_KEPT_ROW_BYTES * rows / tasks, 1)
     kept = min(fit, per_worker) / per_worker
     return predict(c, rows, tasks, workers, flights_passes(kept))
 

@@ -96,7 +96,7 @@ def explain_cluster(
     estimated from its columns' types)."""
     from fastprep.runtime import kept_values
     from fastprep.runtime.levels import later_chains, level_targets
-    from fastprep.runtime.partition_tasks import kept_share
+    from fastprep.runtime.partition_tasks import kept_partition_bytes, kept_share
 
     profile = profile or load_profile()
     workers, where = _workers(client, scheduler)
@@ -130,11 +130,15 @@ def explain_cluster(
         passes.append(("fit level 0", "read + validate", one,
                        ["the findings only (nothing fitted)"]))  # fmt: skip
     if held >= 1:
-        taken = "from the partitions the fit kept on the workers (not read or validated again)"
+        taken = (
+            "from the partitions the fit kept on the workers, in memory or spilled to "
+            "their disk (not read or validated again)"
+        )
     elif held > 0:
         taken = (f"from the partitions the fit kept on the workers for about {held:.0%} of them "
                  "(a worker keeps packed partitions up to "
-                 f"{kept_values.PARTITION_BYTES / 2**20:.0f} MiB), read + validate the others")  # fmt: skip
+                 f"{kept_partition_bytes() / 2**20:,.0f} MiB, in memory and spill files), "
+                 "read + validate the others")  # fmt: skip
     else:
         taken = "read + validate"
     passes.append(("transform", taken, dask_transform_seconds(profile, rows, tasks, workers, held),

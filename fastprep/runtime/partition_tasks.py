@@ -462,16 +462,31 @@ def kept_row_bytes(plan: LogicalPlan, schema: Schema) -> int:
     return size
 
 
+def kept_partition_bytes() -> int:
+    """The bytes of packed partitions a worker keeps for the transform: in memory
+    (:data:`~fastprep.runtime.kept_values.PARTITION_BYTES`; 0 keeps none) and in spill
+    files (``FASTPREP_KEPT_SPILL_BYTES``, else up to
+    :data:`~fastprep.runtime.kept_values.DEFAULT_SPILL_BYTES`: a worker's free disk is
+    not known here)."""
+    if kept_values.PARTITION_BYTES <= 0:
+        return 0
+    spill = kept_values.SPILL_BYTES
+    return kept_values.PARTITION_BYTES + (
+        kept_values.DEFAULT_SPILL_BYTES if spill is None else spill)  # fmt: skip
+
+
 def kept_share(plan: LogicalPlan, schema: Schema, rows: int, tasks: int, workers: int) -> float:
     """The share of a job's partitions its fit keeps on the workers for the transform
-    (each worker keeps up to :data:`~fastprep.runtime.kept_values.PARTITION_BYTES` of its
-    partitions, packed: :func:`kept_row_bytes` a row at most), as the explain and the
-    cost model count it."""
-    if kept_values.PARTITION_BYTES <= 0 or rows <= 0 or tasks <= 0:
+    (each worker keeps :func:`kept_partition_bytes` of its partitions, packed:
+    :func:`kept_row_bytes` a row at most; those spilled to its disk count as kept: read
+    back, ~20 ms more a partition, not read from the source and validated), as the
+    explain and the cost model count it."""
+    capacity = kept_partition_bytes()
+    if capacity <= 0 or rows <= 0 or tasks <= 0:
         return 0.0
     per_worker = -(-tasks // max(1, workers))
     partition = kept_row_bytes(plan, schema) * rows / tasks
-    fit = int(kept_values.PARTITION_BYTES // max(partition, 1))
+    fit = int(capacity // max(partition, 1))
     return min(fit, per_worker) / per_worker
 
 

@@ -850,8 +850,11 @@ def _options(
         if fit_only:
             return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light)
         # the transform takes the partitions the fit kept on the workers, as many as their
-        # store holds (packed: the input's bytes a row are an upper bound)
-        held = kept_values.PARTITION_BYTES / max(result.input_bytes / n * n / on, 1)
+        # store holds, memory and spill files (packed: the input's bytes a row are an
+        # upper bound)
+        from fastprep.runtime.partition_tasks import kept_partition_bytes
+
+        held = kept_partition_bytes() / max(result.input_bytes / n * n / on, 1)
         return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light,
                                 kept=min(held, 1.0))  # fmt: skip
 
