@@ -45,11 +45,13 @@ def test_a_transform_validates_by_its_own_schema_after_another_pipelines_fit() -
     plain = _pipeline(fp.Float(nullable=True))
     fitted = plain.fit(source)
     expected = fitted.transform(source)
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
-    ) as cluster:
-        with distributed.Client(cluster, set_as_default=False) as client:
-            bounded.fit(source, client=client, rows_per_partition=10_000)
-            out = fitted.transform(source, client=client, rows_per_partition=10_000)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        bounded.fit(source, client=client, rows_per_partition=10_000)
+        out = fitted.transform(source, client=client, rows_per_partition=10_000)
     assert out.report.rows_quarantined == expected.report.rows_quarantined
     assert_same_matrix(out.X, expected.X)
