@@ -26,7 +26,8 @@ stream's tasks and compute time per task (``client.get_task_stream``), the non-c
 worker time per task (``(wall × workers − Σ compute) / tasks``: scheduling, serialization,
 the client's merge between passes, idle workers), the bytes the tasks' results held (what
 the client gathers) and the bytes workers served (``transfer_outgoing_bytes_total``), and
-each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
+how many partitions the transform took from what the fit kept (``kept_partitions``, from
+the manifest's note), each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
 ``/proc/self/clear_refs``); per pass, the share of the workers' time spent computing its
 tasks ("busy": an idle last round shows there), and the client's time outside the passes.
 Once per cluster, after its warm-up, a job on the 20,000-row sample in 2 partitions (median of 5)

@@ -88,9 +88,7 @@ def main() -> None:
                 out = work / key
                 started = time.perf_counter()
                 result = transform_partition(job, spec, params, "fp", str(out), reuse=key)
-                times.setdefault(f"transform from {way}", []).append(
-                    time.perf_counter() - started
-                )
+                times.setdefault(f"transform from {way}", []).append(time.perf_counter() - started)
                 assert bool(result.get("reused")) is (way != "none")
                 assert bool(result.get("spilled")) is (way == "disk")
                 shutil.rmtree(out, ignore_errors=True)

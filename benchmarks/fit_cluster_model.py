@@ -184,11 +184,11 @@ def balanced_predict(c: dict[str, float], rows: int, partition: int, workers: in
     from fastprep.runtime import kept_values
 
     tasks = balanced_count(rows, partition, workers)
-    # the partitions a worker's store holds for the transform, packed (flights: 30 bytes a
-    # row measured); the others are read and validated again
+    # the partitions a worker's store holds for the transform, in memory and spill files,
+    # packed (flights: 30 bytes a row measured); the others are read and validated again
     per_worker = -(-tasks // workers)
-    fit = kept_values.PARTITION_BYTES // max(FLIGHTS_KEPT_ROW_BYTES * rows / tasks, 1)
-    kept = min(fit, per_worker) / per_worker
+    placed = kept_values.placement(FLIGHTS_KEPT_ROW_BYTES * rows / tasks, per_worker)
+    kept = sum(placed) / per_worker
     return predict(c, rows, tasks, workers, flights_passes(kept))
 
 

@@ -96,7 +96,7 @@ def explain_cluster(
     estimated from its columns' types)."""
     from fastprep.runtime import kept_values
     from fastprep.runtime.levels import later_chains, level_targets
-    from fastprep.runtime.partition_tasks import kept_share
+    from fastprep.runtime.partition_tasks import kept_split
 
     profile = profile or load_profile()
     workers, where = _workers(client, scheduler)
@@ -113,7 +113,10 @@ def explain_cluster(
         "read + validate")  # fmt: skip
     # ... and the whole validated partitions for the transform, as many as each worker's
     # store holds
-    held = kept_share(plan, schema, rows, tasks, workers) if schema is not None else 0.0
+    chains = len(later_chains(plan)) if kept else 0
+    in_memory, on_disk = (kept_split(plan, schema, rows, tasks, workers, chains)
+                          if schema is not None else (0.0, 0.0))  # fmt: skip
+    held = in_memory + on_disk
     one = dask_pass_seconds(profile, rows, tasks, workers)
     light = dask_light_pass_seconds(profile, tasks, workers) if kept else one
     passes: list[tuple[str, str, float, list[str]]] = []
@@ -129,12 +132,16 @@ def explain_cluster(
     if not any(name.startswith("fit") for name, *_ in passes):
         passes.append(("fit level 0", "read + validate", one,
                        ["the findings only (nothing fitted)"]))  # fmt: skip
+    # in memory up to each worker's budget, the rest from its spill files
+    where_kept = (f"about {in_memory:.0%} in memory ({kept_values.PARTITION_BYTES / 2**20:.0f} "
+                  f"MiB a worker, less its kept values), {held - in_memory:.0%} read back from "
+                  "the workers' disks")  # fmt: skip
     if held >= 1:
-        taken = "from the partitions the fit kept on the workers (not read or validated again)"
+        taken = ("from the partitions the fit kept on the workers, not read or validated "
+                 f"again: {where_kept}")  # fmt: skip
     elif held > 0:
         taken = (f"from the partitions the fit kept on the workers for about {held:.0%} of them "
-                 "(a worker keeps packed partitions up to "
-                 f"{kept_values.PARTITION_BYTES / 2**20:.0f} MiB), read + validate the others")  # fmt: skip
+                 f"({where_kept}), read + validate the others (beyond the disk cap)")  # fmt: skip
     else:
         taken = "read + validate"
     passes.append(("transform", taken, dask_transform_seconds(profile, rows, tasks, workers, held),

@@ -58,18 +58,19 @@ from fastprep.storage import spill_files
 KEPT_BYTES = int(os.environ.get("FASTPREP_KEPT_BYTES", 256 * 2**20))
 #: bytes of memory for whole validated partitions and kept input values together, per
 #: process (``FASTPREP_KEPT_PARTITION_BYTES`` overrides; 0 keeps no partition): the
-#: partitions beyond it go to spill files. Why 64 MiB: the four packed 500,000-row
-#: partitions a worker of a 2-worker job keeps at 3.4M rows (14.9 MB each as counted by
-#: :func:`size_of`: the entry's buffer, 13.5 MB, and its quarantined rows as read) with
-#: the input values of its later passes; at 10M rows the same 64 MiB, the rest on disk.
+#: partitions beyond it go to spill files, so it decides a worker's peak, not how many
+#: partitions the transform reads again. Why 64 MiB: about what a worker of a 2-worker job
+#: holds at 3.4M rows (four packed 500,000-row partitions of 14.9 MB as counted by
+#: :func:`size_of`, the entry's 13.5 MB buffer and its quarantined rows as read, and 13 MiB
+#: of input values: 6-8 of the 8 partitions stay in memory), and the same at 10M rows.
 #: Measured (2-worker LocalCluster, busy machine, ``bench_cluster.py`` 3.4M then 10M rows,
-#: 2 runs each): per-worker peak 540 -> 582 MiB (1.08x), against 521 -> 649 MiB (1.25x)
-#: with 128 MiB and the partitions beyond it read again; every partition transformed
-#: without a Parquet read at 10M (30 of 30; was 18 of 30 at 128 MiB). A partition read
-#: back from its file costs its transform task ~20 ms more than one in memory, ~100 ms
-#: less than reading and validating it (``benchmarks/bench_kept_spill.py``). Before the
-#: packing (one buffer per entry) two fit in 128 MiB, and three grew the peak 649 -> 738
-#: MiB, the heap fragmenting around the kept arrays.
+#: 2 runs each, twice): per-worker peak 540 -> 582 and 586 -> 612 MiB (1.08x, 1.04x),
+#: against 521 -> 649 and 534 -> 662 MiB (1.25x, 1.24x) with 128 MiB and the partitions
+#: beyond it read again; every partition transformed without a Parquet read at 10M (30 of
+#: 30; was 18 of 30 at 128 MiB). A partition read back from its file costs its transform
+#: task ~20 ms more than one in memory, ~100 ms less than reading and validating it
+#: (``benchmarks/bench_kept_spill.py``). Before the packing (one buffer per entry) two fit
+#: in 128 MiB, and three grew the peak 649 -> 738 MiB, the heap fragmenting around them.
 PARTITION_BYTES = int(os.environ.get("FASTPREP_KEPT_PARTITION_BYTES", 64 * 2**20))
 #: bytes of spill files one process holds (``FASTPREP_KEPT_SPILL_BYTES``; 0 spills none):
 #: the partitions beyond :data:`PARTITION_BYTES` go there, so the transform reads one

@@ -462,17 +462,20 @@ def kept_row_bytes(plan: LogicalPlan, schema: Schema) -> int:
     return size
 
 
-def kept_share(plan: LogicalPlan, schema: Schema, rows: int, tasks: int, workers: int) -> float:
-    """The share of a job's partitions its fit keeps on the workers for the transform
-    (each worker keeps up to :data:`~fastprep.runtime.kept_values.PARTITION_BYTES` of its
-    partitions, packed: :func:`kept_row_bytes` a row at most), as the explain and the
-    cost model count it."""
-    if kept_values.PARTITION_BYTES <= 0 or rows <= 0 or tasks <= 0:
-        return 0.0
+def kept_split(
+    plan: LogicalPlan, schema: Schema, rows: int, tasks: int, workers: int, chains: int = 0
+) -> tuple[float, float]:
+    """The shares of a job's partitions its fit keeps in its workers' memory and in their
+    spill files (:func:`~fastprep.runtime.kept_values.placement`: a worker's memory budget
+    less the input values its fit keeps for the later passes, 8 bytes a row for each of
+    ``chains``, then the disk cap), packed: :func:`kept_row_bytes` a row at most."""
+    if rows <= 0 or tasks <= 0:
+        return 0.0, 0.0
     per_worker = -(-tasks // max(1, workers))
     partition = kept_row_bytes(plan, schema) * rows / tasks
-    fit = int(kept_values.PARTITION_BYTES // max(partition, 1))
-    return min(fit, per_worker) / per_worker
+    inputs = 8 * chains * rows / tasks * per_worker
+    memory, disk = kept_values.placement(partition, per_worker, inputs)
+    return memory / per_worker, disk / per_worker
 
 
 # ---------------------------------------------------------------- transform

@@ -849,11 +849,12 @@ def _options(
             light = passes - 1
         if fit_only:
             return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light)
-        # the transform takes the partitions the fit kept on the workers, as many as their
-        # store holds (packed: the input's bytes a row are an upper bound)
-        held = kept_values.PARTITION_BYTES / max(result.input_bytes / n * n / on, 1)
+        # the transform takes the partitions the fit kept on the workers, in memory or
+        # in their spill files (packed: the input's bytes a row are an upper bound)
+        per_worker = max(-(-parts // on), 1)
+        placed = kept_values.placement(result.input_bytes / max(parts, 1), per_worker)
         return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light,
-                                kept=min(held, 1.0))  # fmt: skip
+                                kept=sum(placed) / per_worker)  # fmt: skip
 
     if cluster == "external":  # its processes are the cluster's machines', not this one's
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,

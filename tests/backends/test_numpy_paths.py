@@ -317,7 +317,7 @@ def test_compile_ledger_persists_across_processes(tmp_path, monkeypatch) -> None
     monkeypatch.setenv("FASTPREP_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("FASTPREP_KERNEL_PATH", raising=False)
     monkeypatch.setattr(planner, "numba_imported", lambda: True)
-    n = 120_000_000  # numpy 1.2 s vs Numba 0.42 s + a 1.3 s compile (the defaults)
+    n = 200_000_000  # numpy 2.0 s vs Numba 0.4 s + a 2.3 s compile (the defaults)
     paths = []
     for _process in range(2):
         monkeypatch.setattr(planner, "_DISK", None)  # as a new process: read from disk

@@ -299,3 +299,14 @@ def test_dictionary_flights_columns_equal_their_strings(flights_sample, fused):
         got_codes, got_uniques = text_encode.encode(strings.dictionary_encode())
         np.testing.assert_array_equal(got_codes, codes)
         assert got_uniques.equals(uniques)
+
+
+def test_a_one_part_column_needs_no_merge_kernel_to_be_ready(monkeypatch):
+    """A column encoded as one part never runs the merge: whether its kernel is cached does
+    not decide the path of such a column (else small jobs never leave Arrow's encoder)."""
+    monkeypatch.setattr(text_encode, "numba_cached", lambda k: k is not text_encode._merge)
+    monkeypatch.setattr(text_encode, "PARTS", 2)
+    one_part = text_encode.TASK_ROWS  # fewer than two parts' rows
+    assert text_encode.kernels_ready(one_part)
+    assert not text_encode.kernels_ready(4 * text_encode.TASK_ROWS)
+    assert not text_encode.kernels_ready()

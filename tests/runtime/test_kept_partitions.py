@@ -279,3 +279,20 @@ def test_placement_predicts_memory_and_disk(monkeypatch):
     assert kept_values.placement(15 * mb, 15) == (4, 2)  # the rest read again
     monkeypatch.setattr(kept_values, "PARTITION_BYTES", 0)
     assert kept_values.placement(15 * mb, 15) == (0, 0)
+
+
+def test_kept_split_counts_the_partitions_spilled_to_disk(monkeypatch) -> None:
+    """explain and the cost model predict the transform's kept partitions as the workers
+    place them: memory up to the budget, the rest in spill files (not read again)."""
+    from fastprep.runtime.partition_tasks import kept_row_bytes, kept_split
+
+    monkeypatch.setattr(kept_values, "PARTITION_BYTES", 64 * 2**20)
+    monkeypatch.setattr(kept_values, "SPILL_BYTES", None)  # the default disk cap
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    plan, schema = pipeline.optimized, pipeline._fit_schema()
+    rows, tasks, workers = 10_000_000, 30, 2  # the 10M-row benchmark's job
+    per_worker = tasks // workers
+    memory, disk = kept_values.placement(kept_row_bytes(plan, schema) * rows / tasks, per_worker)
+    assert 0 < memory < per_worker and memory + disk == per_worker  # the rest on disk
+    in_memory, on_disk = kept_split(plan, schema, rows, tasks, workers)
+    assert (in_memory, on_disk) == pytest.approx((memory / per_worker, disk / per_worker))

@@ -666,9 +666,10 @@ NUMBA = GroupKernels(
 )  # fmt: skip
 
 
-#: the kernels a GroupStats fit and transform run (the exact moments' pass, medians; numeric
-#: keys and a fit without mean or std run others too)
-_KERNELS = (*group_moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes)
+#: the kernels a GroupStats fit and transform run (the exact moments' pass, medians, several
+#: keys combined; numeric keys and a fit without mean or std run others too)
+_KERNELS = (*group_moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes,
+            _combine_marking)  # fmt: skip
 
 
 def readiness() -> str:

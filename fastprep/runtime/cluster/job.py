@@ -182,7 +182,7 @@ def fit(
         kept.drop(client, specs, partitions=True)
         raise
     kept.drop(client, specs, wait=False)
-    _hold(client, kept, specs, _held_key(plan, params, source))
+    _hold(client, kept, specs, _held_key(plan, schema, params, source))
     if kept.passes:
         report.notes.append(
             f"passes after the first: {kept.reused} of {kept.passes} partition(s) computed from "
@@ -243,9 +243,9 @@ def _keeps_partitions() -> bool:
     return kept_values.PARTITION_BYTES > 0
 
 
-def _held_key(plan: LogicalPlan, params: Any, source: Source) -> str:
+def _held_key(plan: LogicalPlan, schema: Schema, params: Any, source: Source) -> str:
     """The transform the partitions were kept for: this fitted state over this source."""
-    return _token((plan.to_dict(), encode_floats(params), str(source)))
+    return _token((plan.to_dict(), schema.to_dict(), encode_floats(params), str(source)))
 
 
 def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> None:
@@ -384,7 +384,7 @@ def transform(
             done = shards.completed(Path(output_dir), specs, fingerprint)
         frames = dict(zip([s.index for s in specs], _parts(client, source, specs)))
         todo = [specs[i] for i in submission_order(specs) if specs[i].index not in done]
-        held = _take_held(client, _held_key(plan, params, source))
+        held = _take_held(client, _held_key(plan, schema, params, source))
         shared = _shared(client, job) if todo else job
         # the per-fold encodings once to every worker; each task gets its rows' folds
         tables = None
@@ -453,7 +453,8 @@ def _shared(client: Client, job: Job, keep: bool = False) -> Any:
     if not tables:
         return job
     address = client.scheduler.address
-    token = _token((job.plan.to_dict(), [t.digest() for _, t in sorted(tables.items())],
+    token = _token((job.plan.to_dict(), job.schema.to_dict(),
+                    [t.digest() for _, t in sorted(tables.items())],
                     job.backend, repr(job.retry), job.rows))  # fmt: skip
     earlier = _SCATTERED.pop(address, None)
     if earlier is not None and earlier[0] == token and earlier[1].status == "finished":

@@ -5,10 +5,11 @@ Each size runs on its own fresh cluster (scheduler + 2 ``dask worker`` processes
 worker's peak RSS (``VmHWM``, read with ``client.run`` after the job) is the peak of
 that job alone: imports, the fit's passes and the transform to shards. Besides one
 partition's working set, a worker holds the validated partitions the fit kept for the
-transform, up to a fixed cap (:data:`fastprep.runtime.kept_values.PARTITION_BYTES`): a job
-smaller than the cap holds less. Measured (2 shared cores, busy): 200k-row partitions,
-336,776 rows -> [242, 270] MiB, 3,367,760 rows -> [533, 534] MiB (before partitions were
-kept: [254, 280] and [407, 423]).
+transform, up to a fixed cap (:data:`fastprep.runtime.kept_values.PARTITION_BYTES`, the
+rest in spill files on disk): a job smaller than the cap holds less. Measured (2 shared
+cores, busy): 200k-row partitions, 336,776 rows -> [242, 270] MiB, 3,367,760 rows ->
+[533, 534] MiB with 128 MiB kept in memory; [249, 279] and [427, 434] MiB with 64 MiB
+and the rest spilled (before partitions were kept: [254, 280] and [407, 423]).
 """
 
 from __future__ import annotations
