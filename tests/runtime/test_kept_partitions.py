@@ -36,6 +36,9 @@ def source(tmp_path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _empty_store():
+    # also before: an earlier test's in-process Dask worker (LocalCluster(processes=False))
+    # leaves what its fit kept in this process's store
+    kept_values.clear()
     yield
     kept_values.clear()
 
