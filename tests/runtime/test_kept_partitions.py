@@ -36,8 +36,8 @@ def source(tmp_path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _empty_store():
-    # also before: an earlier test's in-process Dask worker (LocalCluster(processes=False))
-    # leaves what its fit kept in this process's store
+    # before too: an in-process cluster test run earlier in this process may have left a
+    # fit's partitions (kept until a next fit or transform lets them go)
     kept_values.clear()
     yield
     kept_values.clear()

@@ -26,6 +26,7 @@ SAMPLE = REPO / "data_samples" / "flights.parquet"
 
 @pytest.fixture(autouse=True)
 def _empty_store():
+    kept_values.clear()  # an in-process cluster test may have left a fit's partitions
     yield
     kept_values.clear()
 

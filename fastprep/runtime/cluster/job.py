@@ -206,6 +206,9 @@ class Kept:
     #: (``fit_partials(whole=)``); ``partitions``: partition -> the workers holding it
     whole: bool = False
     partitions: dict[int, list[str]] = field(default_factory=dict)
+    #: a later pass kept a partition again on another worker (its task was stolen): the
+    #: first copy is held by no one the transform asks, so the end of the job drops it
+    moved: bool = False
 
     def key(self, spec: PartitionSpec) -> str:
         return f"{self.token}-{spec.index}"
@@ -339,6 +342,8 @@ def _fit_pass(
         if holders:
             kept.holders[spec.index] = holders
             if spec.index in whole:
+                earlier = kept.partitions.get(spec.index)
+                kept.moved |= earlier is not None and earlier != holders
                 kept.partitions[spec.index] = holders
     return results
 
@@ -426,9 +431,10 @@ def transform(
                                          pipeline=pipeline, writing=claim)  # fmt: skip
         return _gather(results, names, notes, str(source))
     finally:
-        # those no task took (a task run elsewhere, a skipped one, a failed job): none
-        # when every partition held was transformed from what its worker kept
-        if held is not None and taken < len(held.partitions):
+        # those no task took (a task run elsewhere, a skipped one, a failed job, a copy
+        # left where a stolen task first kept it): none when every partition held was
+        # transformed from what its worker kept
+        if held is not None and (taken < len(held.partitions) or held.moved):
             held.drop(client, specs, partitions=True, wait=False)
         if claim is not None:
             claim.release()
