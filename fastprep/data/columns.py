@@ -107,7 +107,10 @@ def row_range(start: int, n: int) -> np.ndarray:
     """
     global _ROW_RANGE
     stop = start + n
-    if stop > ROW_RANGE_CACHE_MAX or start < 0:
+    # grown only for ranges that start near 0: a few rows at a large offset (a late
+    # partition, an index) would otherwise make and keep an arange of every row before them
+    grow = stop <= len(_ROW_RANGE) or start <= n
+    if stop > ROW_RANGE_CACHE_MAX or start < 0 or not grow:
         return np.arange(start, stop, dtype=np.int64)
     if len(_ROW_RANGE) < stop:
         grown = np.arange(max(stop, min(2 * len(_ROW_RANGE), ROW_RANGE_CACHE_MAX)), dtype=np.int64)
