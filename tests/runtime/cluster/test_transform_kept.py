@@ -77,18 +77,24 @@ def test_kept_partitions_of_a_fit_never_transformed_are_let_go(flights_row_group
     assert _taken(out.report)[1] == 4
 
 
+def transform_after_a_kill(cluster, client, fitted, source, held: dict, single) -> None:
+    """Kill the worker holding most (``held``: bytes per worker address), transform: the
+    same output as one process, the lost worker's partitions read again."""
+    victim = max(held, key=held.get)
+    name = client.scheduler_info()["workers"][victim]["name"]
+    cluster.kill(cluster.workers[int(str(name)[1:])])
+    out = fitted.transform(source, client=client, rows_per_partition=ROWS)
+    _same(out, single)
+    taken, tasks = _taken(out.report)
+    assert tasks == 4 and taken <= 3
+
+
 def test_worker_killed_between_fit_and_transform(flights_row_groups, cluster, client):
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     single = pipeline.fit(flights_row_groups).transform(flights_row_groups)
     fitted = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
     held = client.run(kept_values.partition_bytes)
-    victim = max(held, key=held.get)
-    name = client.scheduler_info()["workers"][victim]["name"]
-    cluster.kill(cluster.workers[int(str(name)[1:])])
-    out = fitted.transform(flights_row_groups, client=client, rows_per_partition=ROWS)
-    _same(out, single)
-    taken, tasks = _taken(out.report)
-    assert tasks == 4 and taken <= 3  # the lost worker's partitions were read
+    transform_after_a_kill(cluster, client, fitted, flights_row_groups, held, single)
 
 
 def test_numba_job_on_the_cluster_equals_one_process(flights_row_groups, client):

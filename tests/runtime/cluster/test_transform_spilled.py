@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_transform_kept import _same, _taken
+from test_transform_kept import _same, _taken, transform_after_a_kill
 
 from fastprep.cli import load_pipeline_file
 from fastprep.runtime import kept_values
@@ -118,13 +118,7 @@ def test_worker_killed_after_spilling(flights_row_groups, cluster, client, caps,
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     fitted = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
     spilled = client.run(kept_values.flush)
-    victim = max(spilled, key=spilled.get)
-    name = client.scheduler_info()["workers"][victim]["name"]
-    cluster.kill(cluster.workers[int(str(name)[1:])])
-    out = fitted.transform(flights_row_groups, client=client, rows_per_partition=ROWS)
-    _same(out, single)
-    taken, tasks = _taken(out.report)
-    assert tasks == 4 and taken <= 3  # the lost worker's partitions were read
+    transform_after_a_kill(cluster, client, fitted, flights_row_groups, spilled, single)
 
 
 def test_a_closing_worker_removes_its_spill_files(flights_row_groups, cluster, client, caps):
