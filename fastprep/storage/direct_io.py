@@ -94,16 +94,16 @@ def _write(fd: int, header: bytes, raw: memoryview, aligned: bool = False) -> No
     try:
         view = memoryview(bounce)
         view[: len(header)] = header
-        _write_all(fd, view[: len(header)])
+        write_all(fd, view[: len(header)])
         whole = len(raw) - len(raw) % BLOCK
         step = ALIGNED_PIECE if aligned else PIECE
         for start in range(0, whole, step):
             stop = min(start + step, whole)
             if aligned:
-                _write_all(fd, raw[start:stop])
+                write_all(fd, raw[start:stop])
                 continue
             view[: stop - start] = raw[start:stop]
-            _write_all(fd, view[: stop - start])
+            write_all(fd, view[: stop - start])
         view.release()
     finally:
         # after a failed write the traceback still holds slices of the bounce buffer: the
@@ -112,7 +112,7 @@ def _write(fd: int, header: bytes, raw: memoryview, aligned: bool = False) -> No
             bounce.close()
     if whole < len(raw):  # the last partial block: buffered, on the same descriptor
         drop_direct(fd)
-        _write_all(fd, raw[whole:])
+        write_all(fd, raw[whole:])
 
 
 def drop_direct(fd: int) -> None:
@@ -124,7 +124,8 @@ def drop_direct(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
 
 
-def _write_all(fd: int, data: memoryview) -> None:
+def write_all(fd: int, data: memoryview) -> None:
+    """Write all of ``data`` to ``fd`` (a write may take less than it is given)."""
     while len(data):
         written = os.write(fd, data)
         data = data[written:]
@@ -164,7 +165,7 @@ class NpyStream:
             try:
                 with memoryview(bounce) as view:
                     view[: len(header)] = header
-                    _write_all(self.fd, view[: len(header)])
+                    write_all(self.fd, view[: len(header)])
                 return
             except OSError:  # refused (EINVAL on tmpfs and some others): buffered
                 self._buffered()
@@ -172,7 +173,7 @@ class NpyStream:
             finally:
                 with contextlib.suppress(BufferError):
                     bounce.close()
-        _write_all(self.fd, memoryview(header))
+        write_all(self.fd, memoryview(header))
 
     def write(self, piece: np.ndarray) -> None:
         """Append ``piece``'s bytes (a contiguous array)."""

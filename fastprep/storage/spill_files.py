@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fastprep.storage.direct_io import write_all
+
 MAGIC = b"FPSPILL1"
 #: magic, payload length, payload CRC-32, token (16 bytes), key length
 _FIXED = struct.Struct("<8sQI16sI")
@@ -46,19 +48,16 @@ def write(path: Path, key: str, token: bytes, buffer: np.ndarray) -> int:
     data = memoryview(buffer).cast("B")
     head = header(key, token, data, zlib.crc32(data))
     try:
-        with open(path, "wb", buffering=0) as out:
-            _write_all(out, head)
-            _write_all(out, data)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, memoryview(head))
+            write_all(fd, data)
+        finally:
+            os.close(fd)
     except OSError:
         remove(path)
         raise
     return len(head) + data.nbytes
-
-
-def _write_all(out, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view.nbytes:
-        view = view[out.write(view) :]
 
 
 def read(path: Path, key: str, token: bytes) -> np.ndarray | None:
