@@ -422,14 +422,21 @@ def spill_directories() -> list[str]:
     return [str(folder) for folder in _DIRECTORIES.values()]
 
 
-def _local_directory() -> str | None:
+def running_worker() -> Any:
+    """The Dask worker running the current task, None outside one (a process that never
+    imported distributed runs no worker: it is not imported for the question)."""
     distributed = sys.modules.get("distributed")
     if distributed is None:
         return None
     try:
-        return str(distributed.get_worker().local_directory)
+        return distributed.get_worker()
     except (ValueError, AttributeError):
         return None
+
+
+def _local_directory() -> str | None:
+    worker = running_worker()
+    return None if worker is None else str(worker.local_directory)
 
 
 def _spill_directory() -> Path | None:

@@ -283,12 +283,8 @@ def fit_partials(
 def worker_address() -> str | None:
     """The Dask worker running this task (None outside one): a task says where it kept
     what it kept, so that the job need not ask the scheduler where its result is."""
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except (ImportError, ValueError):  # no Dask, or not in a worker's task
-        return None
+    worker = kept_values.running_worker()
+    return None if worker is None else worker.address
 
 
 def fit_partials_kept(
