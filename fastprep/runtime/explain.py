@@ -146,7 +146,7 @@ def explain_cluster(
         taken = "read + validate"
     passes.append(("transform", taken, dask_transform_seconds(profile, rows, tasks, workers, held),
                    [f"{tasks} shard(s) written or gathered"]))  # fmt: skip
-    reading = sum(1 for _, _, seconds, _ in passes[:-1] if seconds is one)
+    reading = sum(1 for _, read, _, _ in passes[:-1] if read in ("read", "read + validate"))
     lighter = len(passes) - 1 - reading
     total = dask_job_seconds(profile, rows, tasks, workers, reading, light=lighter, kept=held)
     size = "sizes counted by a first pass"
