@@ -2,6 +2,8 @@
 
 A job that reads files never needs pandas, and importing it costs a fresh process ~0.2 s;
 an object of pandas can only exist once pandas is imported, so ``sys.modules`` answers.
+A pandas another thread is still importing (a Dask worker running two tasks at once) is
+in ``sys.modules`` half made, without its names yet: it counts as not imported.
 """
 
 from __future__ import annotations
@@ -11,25 +13,28 @@ from typing import Any
 
 
 def loaded_pandas() -> Any:
-    """The pandas module if this process imported it, else None."""
-    return sys.modules.get("pandas")
+    """The pandas module if this process imported it (whole), else None."""
+    pd = sys.modules.get("pandas")
+    if pd is None or getattr(getattr(pd, "__spec__", None), "_initializing", False):
+        return None
+    return pd
 
 
 def is_pandas_frame(obj: Any) -> bool:
     """Whether ``obj`` is a pandas DataFrame."""
-    pd = sys.modules.get("pandas")
+    pd = loaded_pandas()
     return pd is not None and isinstance(obj, pd.DataFrame)
 
 
 def is_pandas_na(value: Any) -> bool:
     """Whether ``value`` is ``pandas.NA``."""
-    pd = sys.modules.get("pandas")
+    pd = loaded_pandas()
     return pd is not None and value is pd.NA
 
 
 def is_pandas_time(value: Any) -> bool:
     """Whether ``value`` is a pandas ``Timestamp`` or ``Timedelta``."""
-    pd = sys.modules.get("pandas")
+    pd = loaded_pandas()
     return pd is not None and isinstance(value, (pd.Timestamp, pd.Timedelta))
 
 

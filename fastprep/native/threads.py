@@ -13,32 +13,163 @@ pools of ``cpu_count`` threads each did when their work overlapped).
   :func:`shutdown` ends the threads (tests, a worker closing); the next use makes a new
   pool. Interpreter exit joins them (``concurrent.futures`` does that for every pool).
 
-Not here: the streamed run's read-ahead thread and an output writer's file-sync threads.
-Each does I/O that must start at once, not queue behind compute tasks on
-this pool (a read-ahead that waits for the compute it should overlap overlaps nothing).
+Not here: the streamed run's read-ahead thread, an output writer's file-sync threads and
+the kept partitions' spill writer. Each does I/O that must start at once, not queue behind
+compute tasks on this pool (a read-ahead that waits for the compute it should overlap
+overlaps nothing); they wait on the disk, not on a core, so no budget counts them.
+
+**The budget: the one place that decides how many threads fastprep's work uses.**
+:func:`workers` is the threads one task may fan out to: fastprep's pool, and what the
+other compute pools of the process get when :func:`limit` is applied. In one process that
+is every core the process may run on (its CPU affinity). A process that runs ``tasks``
+tasks at once on as many cores (a Dask worker of ``nthreads`` threads: Dask's own rule,
+``OMP_NUM_THREADS=1`` in its workers, is one core per worker thread) calls
+:func:`limit`: each task then fans out to one thread, and the process-wide pools are sized
+for the tasks together: fastprep's pool and Arrow's CPU pool (``pyarrow.set_cpu_count``)
+to ``tasks``, Numba's ``prange`` threads to one per task (``NUMBA_NUM_THREADS`` before
+Numba is imported; ``numba.set_num_threads``, which is per thread, in each task's thread by
+:func:`fit_thread`). Without it a 1-thread Dask worker ran parts of each task on two cores
+(fastprep's pool, Numba, Arrow each sized to the machine), and two such workers on two
+cores ran 4+ compute threads, slower per row than one.
+
+``FASTPREP_THREADS=n`` (environment) fixes the fan-out of one task to ``n`` everywhere: in
+one process and in a Dask worker's tasks (pools then sized ``n`` per task).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from fastprep.errors import PipelineDefinitionError
+
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: the environment variable that fixes the threads one task fans out to
+ENV = "FASTPREP_THREADS"
 
 _PREFIX = "fastprep-worker"
 _LOCK = threading.Lock()
 _POOL: ThreadPoolExecutor | None = None
+#: the tasks this process runs at once, set by :func:`limit` (a Dask worker's threads);
+#: None: one process's work, every core
+_TASKS: int | None = None
+#: what :func:`limit` changed, to give back: Arrow's CPU count before, and whether it set
+#: ``NUMBA_NUM_THREADS`` itself
+_ARROW_BEFORE: int | None = None
+_NUMBA_ENV_SET = False
 
 
-def workers() -> int:
-    """Threads of the pool: the cores this process may run on."""
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity)."""
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+def override() -> int | None:
+    """``FASTPREP_THREADS`` as a number of threads, None when unset or empty."""
+    value = os.environ.get(ENV, "").strip()
+    if not value:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise PipelineDefinitionError(f"{ENV}={value!r}: expected a whole number of threads >= 1")
+    return n
+
+
+def workers() -> int:
+    """The threads one task may fan out to: ``FASTPREP_THREADS`` if set; one in a process
+    that runs several tasks on a core each (:func:`limit`); else :func:`cores`."""
+    fixed = override()
+    if fixed is not None:
+        return fixed
+    return 1 if _TASKS is not None else cores()
+
+
+def pool_size() -> int:
+    """Threads of the pool: one task's fan-out times the tasks that run at once."""
+    return workers() * (_TASKS or 1)
+
+
+def limit(tasks: int | None) -> None:
+    """This process runs ``tasks`` tasks at once, each on one core (a Dask worker of
+    ``tasks`` threads): fastprep's pool, Arrow's CPU pool and Numba's default threads are
+    sized for that (see the module's text); ``None`` gives back one process's budget.
+    Process-wide and idempotent: cheap to call at the start of every task. Numba's count
+    is per thread: :func:`fit_thread` sets it in the thread that runs the task."""
+    global _TASKS
+    tasks = None if tasks is None else max(1, int(tasks))
+    with _LOCK:
+        if tasks == _TASKS:
+            return
+        _TASKS = tasks
+        _resize_pool()
+    _size_arrow()
+    _size_numba()
+
+
+def _resize_pool() -> None:
+    """(Under ``_LOCK``.) A pool of another size is let go: its queued work still runs,
+    the next use makes one of the new size."""
+    global _POOL
+    if _POOL is not None and _POOL._max_workers != pool_size():
+        _POOL.shutdown(wait=False)
+        _POOL = None
+
+
+def _size_arrow() -> None:
+    global _ARROW_BEFORE
+    import pyarrow
+
+    if _TASKS is None:
+        if _ARROW_BEFORE is not None:
+            pyarrow.set_cpu_count(_ARROW_BEFORE)
+            _ARROW_BEFORE = None
+        return
+    if _ARROW_BEFORE is None:
+        _ARROW_BEFORE = pyarrow.cpu_count()
+    pyarrow.set_cpu_count(pool_size())
+
+
+def _size_numba() -> None:
+    """Numba's default thread count comes from ``NUMBA_NUM_THREADS`` when it is imported:
+    set it while it is not (a value the user set is kept); once imported, only
+    :func:`fit_thread` can change a thread's count."""
+    global _NUMBA_ENV_SET
+    if "numba" in sys.modules:
+        return
+    if _TASKS is None:
+        if _NUMBA_ENV_SET:
+            os.environ.pop("NUMBA_NUM_THREADS", None)
+            _NUMBA_ENV_SET = False
+        return
+    if _NUMBA_ENV_SET or "NUMBA_NUM_THREADS" not in os.environ:
+        os.environ["NUMBA_NUM_THREADS"] = str(workers())
+        _NUMBA_ENV_SET = True
+
+
+def fit_thread() -> None:
+    """Numba's thread count for the calling thread (``numba.set_num_threads`` is
+    per thread) to :func:`workers`, at most what Numba launched; nothing when Numba is
+    not imported (it then starts with ``NUMBA_NUM_THREADS``, see :func:`limit`)."""
+    if "numba" not in sys.modules:
+        return
+    # the statement, not the module in sys.modules: another task's thread may be importing
+    # it now, and the import waits for that to finish where sys.modules has it half made
+    import numba
+
+    want = min(workers(), int(numba.config.NUMBA_NUM_THREADS))
+    if numba.get_num_threads() != want:
+        numba.set_num_threads(want)
 
 
 def pool() -> ThreadPoolExecutor:
@@ -46,7 +177,7 @@ def pool() -> ThreadPoolExecutor:
     global _POOL
     with _LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(workers(), thread_name_prefix=_PREFIX)
+            _POOL = ThreadPoolExecutor(pool_size(), thread_name_prefix=_PREFIX)
         return _POOL
 
 
@@ -57,9 +188,9 @@ def on_pool_thread() -> bool:
 
 def map_all(func: Callable[[T], R], items: Iterable[T]) -> list[R]:
     """``[func(x) for x in items]``, on the pool (in order); inline when there is one
-    item or the caller is a pool thread itself."""
+    item, the caller is a pool thread itself, or the task's budget is one thread."""
     items = list(items)
-    if len(items) <= 1 or on_pool_thread():
+    if len(items) <= 1 or on_pool_thread() or workers() <= 1:
         return [func(x) for x in items]
     return list(pool().map(func, items))
 

@@ -51,3 +51,46 @@ def test_a_forked_child_makes_its_own_pool() -> None:
     assert os.read(read, 1) == b"1"
     os.waitpid(pid, 0)
     os.close(read)
+
+
+def test_outside_a_budget_one_task_uses_every_core() -> None:
+    assert threads.workers() == threads.cores() == threads.pool_size()
+
+
+def test_a_process_of_tasks_on_a_core_each_and_back() -> None:
+    """What a Dask worker of two threads applies; given back after (xdist shares this
+    process between files)."""
+    import pyarrow
+
+    arrow = pyarrow.cpu_count()
+    numba_env = os.environ.get("NUMBA_NUM_THREADS")
+    try:
+        threads.limit(2)
+        threads.limit(2)  # idempotent
+        assert threads.workers() == 1 and threads.pool_size() == 2
+        assert pyarrow.cpu_count() == 2
+        assert threads.pool()._max_workers == 2
+        # one thread per task: a fan-out runs inline, in the task's own thread
+        here = threading.current_thread().name
+        assert threads.map_all(lambda _: threading.current_thread().name, range(4)) == [here] * 4
+        threads.limit(1)
+        assert threads.pool()._max_workers == 1 and pyarrow.cpu_count() == 1
+    finally:
+        threads.limit(None)
+        threads.fit_thread()
+    assert threads.workers() == threads.cores() == threads.pool()._max_workers
+    assert pyarrow.cpu_count() == arrow
+    assert os.environ.get("NUMBA_NUM_THREADS") == numba_env
+
+
+def test_fastprep_threads_fixes_the_fan_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastprep.errors import PipelineDefinitionError
+
+    monkeypatch.setenv(threads.ENV, "3")
+    assert threads.workers() == 3 and threads.pool_size() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(threads.ENV, bad)
+        with pytest.raises(PipelineDefinitionError, match=threads.ENV):
+            threads.workers()
+    monkeypatch.setenv(threads.ENV, "")
+    assert threads.workers() == threads.cores()

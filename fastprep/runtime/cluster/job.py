@@ -33,6 +33,7 @@ from fastprep.emit import make_layout
 from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, shards
+from fastprep.runtime.cluster.budget import in_budget
 from fastprep.runtime.cluster.progress import Progress, ProgressArg
 from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.levels import (
@@ -97,7 +98,9 @@ def partitions_for(
     specs = plan_partitions(source, rows_per_partition, worker_threads(client))
     if not all(s.row_offset is not None and s.n_rows is not None for s in specs):
         futures = [
-            client.submit(count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}")
+            client.submit(
+                in_budget, count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}"
+            )
             for s in specs
         ]
         sizes = _results(client, futures, specs, "count rows", progress)
@@ -304,7 +307,7 @@ def _fit_pass(
             # the fit's token in the key: an identical earlier fit's result, still in the
             # cluster's memory, would be returned without running (and keeping) anything
             key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
-        futures.append(client.submit(fit_partials, work, spec, learned, targets, part,
+        futures.append(client.submit(in_budget, fit_partials, work, spec, learned, targets, part,
                                      **options, key=key, priority=largest_first(spec)))  # fmt: skip
         groups.append([i])
     for worker, positions in by_worker.items():
@@ -315,7 +318,7 @@ def _fit_pass(
         # reading pass's, and does not steal them from their worker as if long
         key = f"fastprep-kept-{token}-{kept.token}-{_token([_token(s) for s in held])}"
         futures.append(client.submit(
-            fit_partials_kept, work, held, learned, targets, [kept.key(s) for s in held],
+            in_budget, fit_partials_kept, work, held, learned, targets, [kept.key(s) for s in held],
             inputs=kept.inputs, whole=kept.token if kept.whole else None, key=key,
             workers=[worker], allow_other_workers=True,
             priority=sum(largest_first(s) for s in held),
@@ -399,6 +402,7 @@ def transform(
         where = _token([output_dir, codec])
         futures = [
             client.submit(
+                in_budget,
                 transform_partition,
                 shared,
                 spec,

@@ -8,7 +8,9 @@ them. :func:`warm_workers` registers :class:`WarmKernels` with the cluster: it r
 fit and the gathered transform of ``sample`` in every worker process now, and in every
 worker that joins later (Dask runs a plugin's ``setup`` on them too). The kernels stay
 loaded in the process (:mod:`fastprep.native.kernel_files`, Numba's dispatchers), so no
-task loads them again.
+task loads them again. The warm-up runs on the worker's thread budget
+(:mod:`fastprep.runtime.cluster.budget`), so the Numba it imports starts with one thread
+per task, as the tasks want it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from fastprep.api.schema import Schema
 from fastprep.data.partitions import ROWS_PER_PARTITION, plan_partitions
 from fastprep.plan.nodes import LogicalPlan
+from fastprep.runtime.cluster.budget import fit_to_worker
 from fastprep.runtime.levels import fit_levels
 from fastprep.runtime.partition_tasks import Job, fit_partials, transform_partition
 
@@ -50,6 +53,9 @@ class WarmKernels(WorkerPlugin):
         self.sample = sample
 
     def setup(self, worker: Any) -> None:
+        # the warm-up computes as the worker's tasks will: on its threads' budget (and a
+        # Numba imported here starts with it)
+        fit_to_worker(worker)
         warm(self.job, self.sample)
 
 
