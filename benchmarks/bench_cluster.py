@@ -30,8 +30,11 @@ how many partitions the transform took from what the fit kept (``kept_partitions
 the manifest's note), each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
 ``/proc/self/clear_refs``); per pass, the share of the workers' time spent computing its
 tasks ("busy": an idle last round shows there), and the client's time outside the passes.
-Once per cluster, after its warm-up, a job on the 20,000-row sample in 2 partitions (median of 5)
-measures what a job costs on a running cluster besides its rows. ``--json`` writes every
+Per pass also the tasks' compute per row of the job (the same on 1 and 2 workers when the
+workers do not slow each other down). Once per cluster, after its warm-up, a job on the
+20,000-row sample in 2 partitions (median of 5) measures what a job costs on a running
+cluster besides its rows, and a task on each worker reports the threads it computes on
+(fastprep's, Numba's in the task's thread, Arrow's: ``fastprep.runtime.cluster.budget``). ``--json`` writes every
 run; ``benchmarks/fit_cluster_model.py`` fits the cost model of ``docs/distributed.md`` to it.
 """
 
@@ -232,6 +235,8 @@ class Bench:
         self.startup: dict[str, float] = {}
         #: per cluster configuration, the median wall of a warm job on 2 x 10,000 rows
         self.fixed: dict[str, float] = {}
+        #: per cluster configuration, the threads a task computes on in each worker
+        self.budget: dict[str, list[dict[str, int]]] = {}
         for config in configs:
             if config == "single":
                 continue
@@ -267,6 +272,22 @@ def _busy(run: dict[str, Any], stage: str, workers: int) -> float:
     wall = run["pass_seconds"].get(stage, 0.0)
     compute = run.get("per_pass", {}).get(stage, {}).get("compute_seconds", 0.0)
     return compute / (wall * workers) if wall > 0 else float("nan")
+
+
+def worker_budget(client: Any) -> list[dict[str, int]]:
+    """The threads a task computes on in each worker, seen from a task (Numba's count is
+    the task thread's own; ``fastprep.runtime.cluster.budget``), after the warm-up."""
+    from fastprep.runtime.cluster.budget import budget_now, in_budget
+
+    return [client.submit(in_budget, budget_now, workers=[w], pure=False).result()
+            for w in sorted(client.nthreads())]  # fmt: skip
+
+
+def compute_per_row(run: dict[str, Any], rows: int) -> dict[str, float]:
+    """Per pass, the tasks' compute (wall inside the tasks, summed) per row of the job, in
+    microseconds: the same on 1 and 2 workers when the workers do not slow each other."""
+    return {stage: 1e6 * p["compute_seconds"] / rows
+            for stage, p in run.get("per_pass", {}).items() if stage != "other"}  # fmt: skip
 
 
 def fixed_cost(bench: Bench, config: str, work: Path, repeat: int = 5) -> float:
@@ -317,6 +338,12 @@ def summarize(point: dict[str, Any]) -> list[str]:
                 f"task results {_median([r['result_bytes'] for r in runs]) / 2**20:.1f} MiB, "
                 f"served by workers {_median([r['served_bytes'] for r in runs]) / 2**20:.1f} MiB"
             )
+        if runs[0].get("per_pass"):
+            per_row = [compute_per_row(r, rows) for r in runs]
+            text += "\n           task compute per row: " + ", ".join(
+                f"{s} {_median([p.get(s, 0.0) for p in per_row]):.3f} us"
+                for s in per_row[0]
+            )  # fmt: skip
         if "pass_seconds" in runs[0]:
             stages = runs[0]["pass_seconds"]
             passes = ", ".join(
@@ -379,6 +406,8 @@ def measure(bench: Bench, rows: int, partition: int, args: argparse.Namespace,
         bench.startup.setdefault(f"{config} first job (20,000 rows)", time.perf_counter() - started)
         if config in ("1w", "2w") and config not in bench.fixed:
             bench.fixed[config] = fixed_cost(bench, config, work)
+        if config in ("1w", "2w") and config not in bench.budget:
+            bench.budget[config] = worker_budget(bench.clients[config])
     check: dict[str, dict[str, Any]] = {}
     reference = None
     for config in ["single"] + [c for c in args.configs if c != "single"]:
@@ -437,6 +466,10 @@ def main() -> None:
         "start-up, not timed above: "
         + ", ".join(f"{k} {v:.2f} s" for k, v in bench.startup.items())
     )
+    for config, budgets in bench.budget.items():
+        print(f"{config}: a task computes on " + "; ".join(
+            f"fastprep {b['fastprep']} thread(s) (pool {b['pool']}), Numba {b['numba']} "
+            f"(launched {b['numba_launched']}), Arrow {b['arrow']}" for b in budgets))  # fmt: skip
     if bench.fixed:
         print("a warm job on the 20,000-row sample in 2 partitions (fit + shards, median of 5): "
               + ", ".join(f"{k} {v:.3f} s" for k, v in bench.fixed.items()))  # fmt: skip
@@ -444,7 +477,8 @@ def main() -> None:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"cores": os.cpu_count(), "startup": bench.startup,
-                                               "fixed": bench.fixed, "points": points},
+                                               "fixed": bench.fixed, "budget": bench.budget,
+                                               "points": points},
                                               indent=1, default=str))  # fmt: skip
 
 

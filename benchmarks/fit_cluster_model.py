@@ -27,6 +27,12 @@ from the fit (``kept_partitions``: runs before that was recorded) counts them al
 Prints the constants (as the planner's ``CostProfile`` fields), the predicted vs measured
 medians of the whole jobs, and where adding a worker stops paying (the first ``N`` whose
 next worker gains < 10%).
+
+The model has one ``row`` for every ``N``: a task's rows cost the same whatever the other
+workers do. It also prints, per pass and worker count, the tasks' compute per row (from
+the task stream), which checks that: the same on 1 and 2 workers, or the fit mixes two
+costs. Runs from before the workers kept to one core per task (their JSON has no
+``budget``) are flagged: their 1-worker tasks ran parts of each task on both cores.
 """
 
 from __future__ import annotations
@@ -222,6 +228,50 @@ def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def compute_per_row(files: list[Path]) -> list[str]:
+    """Per (rows, pass), the median over runs of the tasks' compute per row (µs) on each
+    worker count, and the ratio of 2 workers' to 1's."""
+    found: dict[tuple[int, str], dict[int, list[float]]] = {}
+    for file in files:
+        data = json.loads(file.read_text())
+        for point in data["points"]:
+            for config, runs in point["runs"].items():
+                if config not in WORKERS:
+                    continue
+                for run in runs:
+                    for stage, p in run.get("per_pass", {}).items():
+                        if stage == "other":
+                            continue
+                        per = found.setdefault((point["rows"], stage), {})
+                        per.setdefault(WORKERS[config], []).append(
+                            1e6 * p["compute_seconds"] / point["rows"]
+                        )
+    lines = []
+    for (rows, stage), by in sorted(found.items()):
+        med = {n: statistics.median(v) for n, v in sorted(by.items())}
+        text = ", ".join(f"{n} worker(s) {m:.3f} us" for n, m in med.items())
+        if 1 in med and 2 in med and med[1] > 0:
+            text += f" (2 / 1: {med[2] / med[1]:.2f}x)"
+        lines.append(f"  {rows:,} rows, {stage}: {text}")
+    return lines
+
+
+def budgets(files: list[Path]) -> list[str]:
+    """What each file says about the threads its workers' tasks computed on."""
+    lines = []
+    for file in files:
+        recorded = json.loads(file.read_text()).get("budget")
+        if not recorded:
+            lines.append(f"  {file.name}: not recorded (before one core per task: a 1-worker "
+                         "task used both cores in parts)")  # fmt: skip
+            continue
+        for config, each in recorded.items():
+            said = sorted({(b["fastprep"], b["numba"], b["arrow"]) for b in each})
+            lines.append(f"  {file.name} {config}: (fastprep, Numba, Arrow) threads per task "
+                         f"{', '.join(map(str, said))}")  # fmt: skip
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="files", nargs="+", required=True, type=Path)
@@ -245,6 +295,11 @@ def main() -> None:
         print(f"    {name}: float = {value:.3g}")
     print()
     print("\n".join(table(constants, obs)))
+    print()
+    print("tasks' compute per row of the job, per pass (one `row` for every N assumes equal):")
+    print("\n".join(compute_per_row(args.files)))
+    print("the workers' threads per task:")
+    print("\n".join(budgets(args.files)))
     print()
     for rows, partition in ((r, p) for p in args.partition
                             for r in (3_367_760, 10_000_000, 100_000_000)):  # fmt: skip

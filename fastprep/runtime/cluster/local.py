@@ -6,7 +6,8 @@ to Dask partitions) and by ``fastprep run --scheduler local``; both get the same
 - one worker process per core, one thread each: a partition task is Python and pandas work
   between compiled kernels, which holds the GIL, so threads in one process would wait on
   each other; and the memory pre-flight predicts the job's peak as one process per core
-  (plus the scheduler and a nanny per worker), which is what this starts;
+  (plus the scheduler and a nanny per worker), which is what this starts; each task
+  keeps to its one core (:mod:`fastprep.runtime.cluster.budget`);
 - each worker's memory limit stays Dask's default share of the machine: the budget sizes
   the partitions (the data), and a worker alone needs a few hundred MB of imports;
 - the dashboard on a free port (``:0``): two runs, or a notebook's own cluster on the usual
