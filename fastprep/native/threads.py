@@ -28,7 +28,7 @@ tasks at once on as many cores (a Dask worker of ``nthreads`` threads: Dask's ow
 for the tasks together: fastprep's pool and Arrow's CPU pool (``pyarrow.set_cpu_count``)
 to ``tasks``, Numba's ``prange`` threads to one per task (``NUMBA_NUM_THREADS`` before
 Numba is imported; ``numba.set_num_threads``, which is per thread, in each task's thread by
-:func:`fit_thread`). Without it a 1-thread Dask worker ran parts of each task on two cores
+:func:`fit_thread`), numexpr's (the ``numexpr`` backend; process-wide) to one. Without it a 1-thread Dask worker ran parts of each task on two cores
 (fastprep's pool, Numba, Arrow each sized to the machine), and two such workers on two
 cores ran 4+ compute threads, slower per row than one.
 
@@ -63,6 +63,8 @@ _TASKS: int | None = None
 #: ``NUMBA_NUM_THREADS`` itself
 _ARROW_BEFORE: int | None = None
 _NUMBA_ENV_SET = False
+_NUMEXPR_BEFORE: int | None = None
+_NUMEXPR_ENV_SET = False
 
 
 def cores() -> int:
@@ -115,6 +117,7 @@ def limit(tasks: int | None) -> None:
         _resize_pool()
     _size_arrow()
     _size_numba()
+    _size_numexpr()
 
 
 def _resize_pool() -> None:
@@ -155,6 +158,33 @@ def _size_numba() -> None:
     if _NUMBA_ENV_SET or "NUMBA_NUM_THREADS" not in os.environ:
         os.environ["NUMBA_NUM_THREADS"] = str(workers())
         _NUMBA_ENV_SET = True
+
+
+def _size_numexpr() -> None:
+    """numexpr (the ``numexpr`` backend) has one process-wide thread count, which each
+    ``evaluate`` fans out to: one task's share; ``NUMEXPR_NUM_THREADS`` while it is not
+    imported (it reads it then; a value the user set is kept)."""
+    global _NUMEXPR_BEFORE, _NUMEXPR_ENV_SET
+    if "numexpr" in sys.modules:
+        import numexpr
+
+        if _TASKS is None:
+            if _NUMEXPR_BEFORE is not None:
+                numexpr.set_num_threads(_NUMEXPR_BEFORE)
+                _NUMEXPR_BEFORE = None
+            return
+        before = numexpr.set_num_threads(workers())
+        if _NUMEXPR_BEFORE is None:
+            _NUMEXPR_BEFORE = before
+        return
+    if _TASKS is None:
+        if _NUMEXPR_ENV_SET:
+            os.environ.pop("NUMEXPR_NUM_THREADS", None)
+            _NUMEXPR_ENV_SET = False
+        return
+    if _NUMEXPR_ENV_SET or "NUMEXPR_NUM_THREADS" not in os.environ:
+        os.environ["NUMEXPR_NUM_THREADS"] = str(workers())
+        _NUMEXPR_ENV_SET = True
 
 
 def fit_thread() -> None:

@@ -60,15 +60,16 @@ def test_outside_a_budget_one_task_uses_every_core() -> None:
 def test_a_process_of_tasks_on_a_core_each_and_back() -> None:
     """What a Dask worker of two threads applies; given back after (xdist shares this
     process between files)."""
+    import numexpr
     import pyarrow
 
-    arrow = pyarrow.cpu_count()
+    arrow, numexpr_threads = pyarrow.cpu_count(), numexpr.get_num_threads()
     numba_env = os.environ.get("NUMBA_NUM_THREADS")
     try:
         threads.limit(2)
         threads.limit(2)  # idempotent
         assert threads.workers() == 1 and threads.pool_size() == 2
-        assert pyarrow.cpu_count() == 2
+        assert pyarrow.cpu_count() == 2 and numexpr.get_num_threads() == 1
         assert threads.pool()._max_workers == 2
         # one thread per task: a fan-out runs inline, in the task's own thread
         here = threading.current_thread().name
@@ -79,7 +80,7 @@ def test_a_process_of_tasks_on_a_core_each_and_back() -> None:
         threads.limit(None)
         threads.fit_thread()
     assert threads.workers() == threads.cores() == threads.pool()._max_workers
-    assert pyarrow.cpu_count() == arrow
+    assert pyarrow.cpu_count() == arrow and numexpr.get_num_threads() == numexpr_threads
     assert os.environ.get("NUMBA_NUM_THREADS") == numba_env
 
 
