@@ -28,12 +28,14 @@ tasks at once on as many cores (a Dask worker of ``nthreads`` threads: Dask's ow
 for the tasks together: fastprep's pool and Arrow's CPU pool (``pyarrow.set_cpu_count``)
 to ``tasks``, Numba's ``prange`` threads to one per task (``NUMBA_NUM_THREADS`` before
 Numba is imported; ``numba.set_num_threads``, which is per thread, in each task's thread by
-:func:`fit_thread`), numexpr's (the ``numexpr`` backend; process-wide) to one. Without it a 1-thread Dask worker ran parts of each task on two cores
-(fastprep's pool, Numba, Arrow each sized to the machine), and two such workers on two
-cores ran 4+ compute threads, slower per row than one.
+:func:`fit_thread`), numexpr's (the ``numexpr`` backend; process-wide) to one. Without
+it a 1-thread Dask worker ran parts of each task on two cores (fastprep's pool, Numba,
+Arrow each sized to the machine), and two such workers on two cores ran 4+ compute
+threads, slower per row than one.
 
-``FASTPREP_THREADS=n`` (environment) fixes the fan-out of one task to ``n`` everywhere: in
-one process and in a Dask worker's tasks (pools then sized ``n`` per task).
+``FASTPREP_THREADS=n`` (environment) fixes the fan-out of one task to ``n``: in a Dask
+worker's tasks every pool above (sized ``n`` per task); in one process fastprep's pool and
+fan-out (Numba, Arrow and numexpr keep their own settings there).
 """
 
 from __future__ import annotations

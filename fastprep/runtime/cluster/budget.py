@@ -11,7 +11,9 @@ the worker's thread count (process-wide, once) and Numba's count in the task's o
 (:func:`fastprep.native.threads.fit_thread`; Numba's is per thread). ``FASTPREP_THREADS``
 set in the workers' environment overrides the one thread per task.
 
-Outside a worker (the client, one process running a job) nothing changes.
+Outside a worker (the client, one process running a job) nothing changes, nor in a worker
+that runs inside the client's process (``LocalCluster(processes=False)``): its pools are
+the client's too, and a process-wide limit would outlive the job there.
 """
 
 from __future__ import annotations
@@ -34,12 +36,27 @@ def worker_nthreads(worker: Any) -> int:
     return max(1, int(n))
 
 
+def owns_process(worker: Any) -> bool:
+    """Whether ``worker`` has its process to itself (a nanny's or ``dask worker``'s), not
+    a thread of the client's (``LocalCluster(processes=False)``: the scheduler and the
+    other workers there too; Dask tells the two apart the same way): the process-wide
+    pools are then the client's as well, and left as they are. A Dask without the
+    registries counts as a worker's own process."""
+    import distributed
+
+    workers = getattr(distributed.Worker, "_instances", None)
+    schedulers = getattr(distributed.Scheduler, "_instances", None)
+    if workers is None or schedulers is None:
+        return True
+    return len(schedulers) == 0 and len(workers) == 1
+
+
 def fit_to_worker(worker: Any = None) -> bool:
     """Size this process's compute threads for ``worker`` (default: the Dask worker
     running the calling task) and Numba's for the calling thread; False (nothing done)
-    outside a worker."""
+    outside a worker, or in a worker inside the client's process (:func:`owns_process`)."""
     worker = worker if worker is not None else running_worker()
-    if worker is None:
+    if worker is None or not owns_process(worker):
         return False
     threads.limit(worker_nthreads(worker))
     threads.fit_thread()

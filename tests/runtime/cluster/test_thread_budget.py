@@ -60,3 +60,18 @@ def test_a_two_thread_worker_runs_each_task_on_one_core(flights_row_groups) -> N
         budget = _probe(client, worker)
         assert (budget["fastprep"], budget["pool"], budget["arrow"]) == (1, 2, 2), budget
         assert budget["numba"] == budget["numba_launched"] == 1, budget
+
+
+def test_a_worker_in_the_clients_process_leaves_its_pools_alone() -> None:
+    """``processes=False``: the worker's threads are the client's process's; a limit there
+    would outlive the job (and this test process's other tests)."""
+    arrow, cores = pyarrow.cpu_count(), threads.cores()
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                 dashboard_address=":0") as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):  # fmt: skip
+        [worker] = client.nthreads()
+        budget = _probe(client, worker)
+    assert budget["fastprep"] == budget["pool"] == cores, budget
+    assert threads.workers() == cores and pyarrow.cpu_count() == arrow
