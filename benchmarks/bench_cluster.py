@@ -15,7 +15,11 @@ Configurations (all write their output to disk, as a job does):
   kernels loaded by a warm-up run on the 20,000-row sample);
 - ``1w`` / ``2w``: ``Pipeline.fit/transform(client=...)`` writing shards + manifest on a
   ``LocalCluster`` of 1 / 2 worker processes started once, before any timing, and warmed up;
-- ``dask-ml``: :mod:`fastprep.bench.dask_ml_flights` on a 2-worker cluster of its own.
+- ``dask-ml``: :mod:`fastprep.bench.dask_ml_flights` on a 2-worker cluster of its own;
+- ``1w-fan`` / ``2w-fan`` (not by default): ``1w`` / ``2w`` with ``FASTPREP_THREADS`` = the
+  cores in the workers, so each task fans out to every core as before a task kept to its
+  worker thread's core (``fastprep.runtime.cluster.budget``): that budget's A/B in one run
+  (``--configs single 1w 2w 1w-fan 2w-fan``), alternated with the rest.
 
 Same X first: one untimed round runs every configuration and compares its X and y with the
 single process's (``fastprep.bench.harness.compare``); a configuration that differs is not
@@ -60,8 +64,12 @@ import pyarrow.parquet as pq  # noqa: E402
 PIPELINE = REPO / "pipelines" / "flights.py"
 SAMPLE = REPO / "data_samples" / "flights.parquet"
 CACHE = REPO / "benchmarks" / "results" / "data"
-CONFIGS = ("single", "1w", "2w", "dask-ml")
-WORKERS = {"single": 1, "1w": 1, "2w": 2, "dask-ml": 2}
+CONFIGS = ("single", "1w", "2w", "dask-ml", "1w-fan", "2w-fan")
+WORKERS = {"single": 1, "1w": 1, "2w": 2, "dask-ml": 2, "1w-fan": 1, "2w-fan": 2}
+#: the fastprep job on workers whose tasks each fan out to every core (FASTPREP_THREADS =
+#: the cores), as before a task kept to its worker thread's core: the A/B of that budget
+FAN = ("1w-fan", "2w-fan")
+FASTPREP_JOBS = ("1w", "2w", *FAN)
 
 
 def source_file(rows: int, partition: int, cache: Path) -> Path:
@@ -183,7 +191,7 @@ def on_cluster(config: str, client: Any, path: Path, partition: int, out: Path) 
     served = client.run(_served)
     cpu = client.run_on_scheduler(time.process_time)
     worker_cpu = client.run(time.process_time)
-    run = run_fastprep if config in ("1w", "2w") else run_dask_ml
+    run = run_fastprep if config in FASTPREP_JOBS else run_dask_ml
     result = run(client, path, partition, out)
     # a LocalCluster's scheduler shares this process with the client: its CPU is both's
     result["scheduler_cpu_seconds"] = client.run_on_scheduler(time.process_time) - cpu
@@ -241,9 +249,10 @@ class Bench:
             if config == "single":
                 continue
             started = time.perf_counter()
+            env = {"FASTPREP_THREADS": str(os.cpu_count() or 1)} if config in FAN else {}
             cluster = LocalCluster(n_workers=WORKERS[config], threads_per_worker=1,
                                    processes=True, dashboard_address=None,
-                                   memory_limit=0)  # fmt: skip
+                                   memory_limit=0, env=env)  # fmt: skip
             client = Client(cluster, set_as_default=False)
             client.get_task_stream()  # registers the scheduler's task-stream plugin
             self.startup[f"{config} cluster start"] = time.perf_counter() - started
@@ -404,9 +413,9 @@ def measure(bench: Bench, rows: int, partition: int, args: argparse.Namespace,
         started = time.perf_counter()
         bench.run(config, SAMPLE, partition, work / f"warm-{config}")
         bench.startup.setdefault(f"{config} first job (20,000 rows)", time.perf_counter() - started)
-        if config in ("1w", "2w") and config not in bench.fixed:
+        if config in FASTPREP_JOBS and config not in bench.fixed:
             bench.fixed[config] = fixed_cost(bench, config, work)
-        if config in ("1w", "2w") and config not in bench.budget:
+        if config in FASTPREP_JOBS and config not in bench.budget:
             bench.budget[config] = worker_budget(bench.clients[config])
     check: dict[str, dict[str, Any]] = {}
     reference = None
@@ -442,7 +451,8 @@ def main() -> None:
         help="rows per partition (several: more points for the model's fit)",
     )
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument("--configs", nargs="+", choices=CONFIGS,
+                        default=[c for c in CONFIGS if c not in FAN])  # fmt: skip
     parser.add_argument("--json", help="write every run here (fit_cluster_model.py reads it)")
     parser.add_argument("--cache", default=str(CACHE))
     args = parser.parse_args()

@@ -50,6 +50,8 @@ import numpy as np
 
 NAMES = ("dask_job_seconds", "dask_task_seconds", "dask_row_seconds",
          "dask_scheduler_task_seconds", "dask_transform_row_seconds")  # fmt: skip
+#: the configurations fitted (``1w-fan`` / ``2w-fan``, tasks fanning out to every core,
+#: are the budget's A/B, not the model's)
 WORKERS = {"1w": 1, "2w": 2}
 #: a marginal worker that gains less than this fraction of the wall time is not worth it
 MARGINAL_GAIN = 0.10

@@ -90,3 +90,22 @@ def test_the_warm_tiny_jobs_are_observations(tmp_path) -> None:
     obs = model.observations([file])
     assert [(o["workers"], o["tasks"], o["rows"], o["seconds"]) for o in obs] == [
         (1, 2, 20_000, 0.2), (2, 2, 20_000, 0.15)]  # fmt: skip
+
+
+def test_compute_per_row_by_workers_and_the_recorded_budget(tmp_path) -> None:
+    """The check of one `row` for every N: the tasks' compute a row per pass on 1 and 2
+    workers (and their ratio); files say whether their workers kept to one core a task."""
+    point = _point(3_367_760, 500_000)
+    point["runs"]["2w"][0]["per_pass"]["transform"]["compute_seconds"] = 1.5
+    point["runs"]["2w-fan"] = point["runs"]["2w"]  # the budget's A/B: not fitted
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(json.dumps({"points": [point]}))
+    one = {"fastprep": 1, "pool": 1, "arrow": 1, "numba": 1, "numba_launched": 1}
+    after.write_text(json.dumps({"points": [point], "budget": {"1w": [one], "2w": [one, one]}}))
+    lines = model.compute_per_row([before])
+    transform = next(line for line in lines if "transform" in line)
+    assert "1 worker(s) 0.297 us" in transform and "(2 / 1: 1.50x)" in transform
+    said = model.budgets([before, after])
+    assert "not recorded" in said[0]
+    assert said[1:] == ["  after.json 1w: (fastprep, Numba, Arrow) threads per task (1, 1, 1)",
+                        "  after.json 2w: (fastprep, Numba, Arrow) threads per task (1, 1, 1)"]  # fmt: skip
