@@ -67,6 +67,7 @@ from fastprep.planning.planner import (
 from fastprep.planning.sketch import HyperLogLog
 from fastprep.runtime import kept_values
 from fastprep.runtime.aggregates import partial_kind
+from fastprep.runtime.cluster.local import local_workers
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -835,7 +836,7 @@ def _options(
         if keeping.rows_per_partition >= streamed.rows_per_partition / 2:
             streamed = replace(keeping, kept_bytes=kept)
     out.append(streamed)
-    workers = max(1, os.cpu_count() or 1)
+    workers = local_workers()
     why = None if distributable else "Dask partitions are off or not installed"
     if why is None and not is_path(source):
         why = f"a {type(source).__name__} is read by the calling process: pass a Parquet path"

@@ -18,20 +18,21 @@ Dask is imported only when a cluster is asked for.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from fastprep.errors import PipelineDefinitionError
+from fastprep.native import threads
 
 #: the ``scheduler=`` value that starts a LocalCluster for the run
 LOCAL = "local"
 
 
 def local_workers() -> int:
-    """The worker processes of a LocalCluster started here: one per core."""
-    return max(1, os.cpu_count() or 1)
+    """The worker processes of a LocalCluster started here: one per core this process may
+    run on (:func:`fastprep.native.threads.cores`, its CPU affinity)."""
+    return threads.cores()
 
 
 @contextmanager
