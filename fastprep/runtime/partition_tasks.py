@@ -10,12 +10,14 @@ write the same file; the job's manifest names the files of the run whose result 
 from __future__ import annotations
 
 import errno
+import functools
 import importlib.util
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -31,12 +33,15 @@ from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
+from fastprep.planning import planner
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, kept_rows, kept_values, memory, shards
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
     import pandas as pd
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,6 @@ def numba_for_the_job(rows: int) -> None:
     same source decides: the planner decides per table, and a partition alone is below its
     threshold, so every kernel of a big partitioned job would otherwise stay on numpy.
     Once per process (a worker's later tasks find it imported)."""
-    from fastprep.planning import planner
-
     if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
             and importlib.util.find_spec("numba") is not None):  # fmt: skip
         import numba  # noqa: F401
@@ -147,6 +150,20 @@ def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
     return [c for c in columns if c in names] or columns
 
 
+def part_of_job(task: Callable[..., R]) -> Callable[..., R]:
+    """``task(job, spec, ...)`` choosing its kernel paths as the whole job would
+    (:func:`fastprep.planning.planner.part_of_job`): a kernel loaded once in a worker
+    serves the job's every partition there, so a partition's helpers run on Numba where
+    one process over the whole source would."""
+
+    @functools.wraps(task)
+    def run(job: Job, spec: PartitionSpec, *args: Any, **kwargs: Any) -> R:
+        with planner.part_of_job(job.rows, spec.n_rows or 0):
+            return task(job, spec, *args, **kwargs)
+
+    return run
+
+
 # ---------------------------------------------------------------- fit
 
 
@@ -154,6 +171,7 @@ def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
 Target = tuple[int, str, int, str, Any]
 
 
+@part_of_job
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
@@ -325,8 +343,6 @@ def _fused_moments(
     imported Numba for an earlier one). Keyed by the value
     measured: (feature, input, the step it is the input of). Empty otherwise: the
     reference computes them."""
-    from fastprep.planning import planner
-
     auto = job.backend == "auto" and planner.numba_imported() and planner.repays_numba(job.rows)
     if not (job.backend == "numba" or auto):
         return {}
@@ -477,6 +493,7 @@ def kept_split(
 # ---------------------------------------------------------------- transform
 
 
+@part_of_job
 def transform_partition(
     job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
