@@ -33,7 +33,6 @@ that were not kept: :func:`covers` says so, and the caller reads the partition a
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +43,7 @@ from fastprep.data.columns import FitTarget, Table, TextColumn
 from fastprep.data.sources import take_rows
 from fastprep.runtime import kept_values
 from fastprep.runtime.execute import Prepared
+from fastprep.storage import spill_files
 from fastprep.validate import drift
 
 #: an entry's arrays start at multiples of this many bytes of its buffer (whole cache
@@ -298,7 +298,7 @@ def _into_buffer(
     for name, values in arrays:
         offsets[name] = end
         end += -(-len(values) * types[name].itemsize // ALIGN) * ALIGN
-    buffer = np.frombuffer(mmap.mmap(-1, max(end, ALIGN)), dtype=np.uint8)
+    buffer = np.frombuffer(spill_files.fresh_memory(max(end, ALIGN)), dtype=np.uint8)
     out = {}
     for name, values in arrays:
         size = len(values) * types[name].itemsize

@@ -73,3 +73,20 @@ def test_a_failed_write_leaves_no_file(tmp_path):
     with pytest.raises(OSError):
         spill_files.write(path, "k", TOKEN, np.zeros(10, np.uint8))
     assert not path.exists()
+
+
+@pytest.mark.parametrize("at", [0, 1, 2, 3, -1])
+def test_a_changed_byte_in_any_piece_read_is_a_miss(tmp_path, at):
+    """The payload is read back and checked a piece at a time: a byte changed in the
+    first, a middle (at a piece's edge) or the last, short, piece is a miss."""
+    piece = spill_files.PIECE
+    buffer = np.random.default_rng(3).integers(0, 256, 3 * piece + 17, dtype=np.uint8)
+    path = tmp_path / "big.kept"
+    spill_files.write(path, "k", TOKEN, buffer)
+    np.testing.assert_array_equal(spill_files.read(path, "k", TOKEN), buffer)
+    offset = path.stat().st_size - buffer.nbytes  # the header's bytes
+    position = {0: 0, 1: piece - 1, 2: piece, 3: 2 * piece + 5, -1: buffer.nbytes - 1}[at]
+    with open(path, "r+b") as out:
+        out.seek(offset + position)
+        out.write(bytes([int(buffer[position]) ^ 0x01]))
+    assert spill_files.read(path, "k", TOKEN) is None
