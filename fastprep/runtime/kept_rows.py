@@ -19,10 +19,11 @@ What :func:`pack` keeps of a :class:`~fastprep.runtime.execute.Prepared`:
 
 Why compact: a worker keeps a fixed number of bytes of partitions in memory (so its
 memory does not grow with the job), and writes those beyond them to its disk. Why one
-buffer of their own: the arrays of an entry are views into one anonymous ``mmap``, so an
-entry freed goes back to the operating system whole instead of leaving holes in the
-worker's heap, which grew a long job's peak when entries lived among its other arrays;
-and that buffer is all there is to write to a spill file (:meth:`KeptRows.without_buffer`)
+buffer of their own: the arrays of an entry are views into one chunk of the memory the
+process retains (:func:`fastprep.storage.spill_files.memory_for`), so an entry freed
+leaves no hole among the worker's other arrays (which grew a long job's peak when entries
+lived in its heap) and its chunk is reused whole by the next entry, without the fresh
+pages' faults; and that buffer is all there is to write to a spill file (:meth:`KeptRows.without_buffer`)
 and read back (:meth:`KeptRows.with_buffer`): the arrays are found in it by position,
 the rest (dictionaries, quarantined rows, the report: ~1.4 MB of a 14.9 MB flights
 partition) stays in memory.
@@ -130,7 +131,7 @@ class _Stored:
 class KeptRows:
     """A packed partition (see the module); :meth:`unpack` gives it back."""
 
-    #: the one anonymous mmap (bytes) every ``_Stored`` array is in; None while it is in a
+    #: the one buffer (bytes) every ``_Stored`` array is in; None while it is in a
     #: spill file (:meth:`without_buffer`, :meth:`with_buffer`)
     buffer: np.ndarray | None
     columns: dict[str, Any]  # name -> _Stored, or (_Stored codes, uniques), or the column
@@ -150,8 +151,11 @@ class KeptRows:
     spilled: bool = False
 
     def size(self) -> int:
-        """Bytes held: the buffer, the rows as read kept, the rest's arrays."""
-        return kept_values.size_of(self)
+        """Bytes held: the buffer (its own bytes, not the retained chunk it is cut from,
+        which is a little larger and reused by the next entry), the rows as read kept,
+        the rest's arrays."""
+        held = 0 if self.buffer is None else int(self.buffer.nbytes)
+        return held + kept_values.size_of(replace(self, buffer=None))
 
     def without_buffer(self) -> KeptRows:
         """This partition without its buffer (written elsewhere): what stays in memory
@@ -291,14 +295,15 @@ def _ascending(positions: np.ndarray) -> bool:
 def _into_buffer(
     arrays: list[tuple[str, np.ndarray]],
 ) -> tuple[np.ndarray, dict[str, _Stored]]:
-    """Each array in its narrowest type, copied into one anonymous mmap: the mmap's bytes
-    and where each array is in them."""
+    """Each array in its narrowest type, copied into one buffer
+    (:func:`~fastprep.storage.spill_files.memory_for`): its bytes and where each array is
+    in them."""
     types = {name: narrowest(values) for name, values in arrays}
     offsets, end = {}, 0
     for name, values in arrays:
         offsets[name] = end
         end += -(-len(values) * types[name].itemsize // ALIGN) * ALIGN
-    buffer = np.frombuffer(spill_files.fresh_memory(max(end, ALIGN)), dtype=np.uint8)
+    buffer = spill_files.memory_for(max(end, ALIGN))
     out = {}
     for name, values in arrays:
         size = len(values) * types[name].itemsize

@@ -17,7 +17,6 @@ against ~0.2-0.4 s to read and validate the partition again.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import zlib
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastprep.native.arena import ARENA
 from fastprep.storage.direct_io import write_all
 
 MAGIC = b"FPSPILL1"
@@ -37,20 +37,15 @@ MAX_KEY = 4096
 PIECE = 1 << 19
 
 
-def fresh_memory(nbytes: int) -> mmap.mmap:
-    """``nbytes`` of anonymous memory of their own (given back to the system whole when let
-    go), private to this process and faulted in by the one call that maps them
-    (``MAP_POPULATE``, Linux) instead of a page fault per page at first write: a 13.5 MB
-    buffer filled in ~3-4 ms instead of ~6 (a kept partition's buffer, a spill file read
-    back into it)."""
-    size = max(nbytes, 1)
-    populate = getattr(mmap, "MAP_POPULATE", 0)
-    if populate:
-        try:
-            return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
-        except OSError:
-            pass  # not honoured here: mapped as below
-    return mmap.mmap(-1, size)
+def memory_for(nbytes: int) -> np.ndarray:
+    """``nbytes`` bytes to fill (a kept partition's buffer, a spill file read back): from
+    the memory this process retains and reuses (:data:`fastprep.native.arena.ARENA`),
+    not fresh pages. On the benchmark VM a fresh page's first touch costs what the host
+    takes to hand it back (a 13.5 MB buffer: 8-40 ms of page faults, against ~1.5 ms to
+    fill memory the process holds); a buffer let go is free for the next one once
+    nothing views it, so a worker keeping partition after partition reuses the same few
+    chunks, which stay whole (no hole in the heap) until the arena's limit drops them."""
+    return ARENA.empty(max(nbytes, 1), np.uint8)[:nbytes]
 
 
 def header(key: str, token: bytes, payload: np.ndarray | memoryview, crc: int) -> bytes:
@@ -80,9 +75,9 @@ def write(path: Path, key: str, token: bytes, buffer: np.ndarray) -> int:
 
 
 def read(path: Path, key: str, token: bytes) -> np.ndarray | None:
-    """The buffer written to ``path`` for ``key`` by the entry ``token``, in fresh memory
-    of its own (an anonymous mmap: freed whole), or None when the file is not exactly
-    that (missing, short or longer, another key's or entry's, changed bytes)."""
+    """The buffer written to ``path`` for ``key`` by the entry ``token``, in memory of its
+    own (:func:`memory_for`), or None when the file is not exactly that (missing, short
+    or longer, another key's or entry's, changed bytes)."""
     try:
         with open(path, "rb", buffering=0) as file:
             size = os.fstat(file.fileno()).st_size
@@ -103,8 +98,8 @@ def read(path: Path, key: str, token: bytes) -> np.ndarray | None:
                 return None
             if size != _FIXED.size + key_length + _CRC.size + length:
                 return None
-            buffer = fresh_memory(length)
-            view = memoryview(buffer)[:length]
+            buffer = memory_for(length)
+            view = memoryview(buffer)
             done = check = 0
             while done < length:  # sequential reads, each piece checked while in the cache
                 got = file.readinto(view[done : done + PIECE])
@@ -117,7 +112,7 @@ def read(path: Path, key: str, token: bytes) -> np.ndarray | None:
     if check != crc:
         return None
     view.release()
-    return np.frombuffer(buffer, dtype=np.uint8, count=length)
+    return buffer
 
 
 def remove(path: Path) -> None:
