@@ -54,9 +54,11 @@ ALIGN = 64
 DERIVED_MAX = 1 << 20
 
 _INTS = (np.int8, np.int16, np.int32)
-#: tried widest first: values float32 does not hold, float16 does not either
-_FLOATS = {np.dtype(np.float64): (np.float32, np.float16), np.dtype(np.float32): (np.float16,)}
-#: a float column is tried on its first values first (most columns that do not fit show it there)
+#: tried narrowest first: values float16 holds, float32 holds too (one full check of a
+#: column of whole numbers, not one per type)
+_FLOATS = {np.dtype(np.float64): (np.float16, np.float32), np.dtype(np.float32): (np.float16,)}
+#: a float column is tried on about this many values spread over it first (most columns
+#: that do not fit show it there; a file's first rows can be unlike the rest)
 _PROBE = 4096
 
 
@@ -72,12 +74,11 @@ def narrowest(values: np.ndarray) -> np.dtype:
             if candidate().itemsize < values.itemsize and info.min <= low and high <= info.max:
                 return np.dtype(candidate)
         return values.dtype
-    found = values.dtype
+    probe = values[:: max(1, len(values) // _PROBE)]
     for candidate in _FLOATS.get(values.dtype, ()):
-        if not (_exact(values[:_PROBE], candidate) and _exact(values, candidate)):
-            break
-        found = np.dtype(candidate)
-    return found
+        if _exact(probe, candidate) and _exact(values, candidate):
+            return np.dtype(candidate)
+    return values.dtype
 
 
 def _exact(values: np.ndarray, candidate: type) -> bool:

@@ -219,3 +219,19 @@ def test_a_large_partition_counts_its_buffers_bytes(source):
     assert kept_values.size_of(big.buffer) > 5_000_001  # the chunk
     assert big.size() == 5_000_001 + rest
     assert big.without_buffer().size() == rest
+
+
+def test_narrowest_looks_past_a_columns_first_values() -> None:
+    """A file's first rows can be unlike the rest (whole minutes, then jittered ones):
+    the probe is spread over the column, and the answer is always the full check's."""
+    whole = np.arange(100_000, dtype=np.float64) % 1000
+    jittered = whole.copy()
+    jittered[50_000:] += 0.1
+    assert kept_rows.narrowest(jittered) == np.float64
+    late = whole.copy()
+    late[-1] = 4097.0  # float16 holds every value but this one
+    assert kept_rows.narrowest(late) == np.float32
+    assert kept_rows.narrowest(whole) == np.float16
+    one_off = whole.copy()
+    one_off[12_345] = 0.1  # not on the probe: found by the full check
+    assert kept_rows.narrowest(one_off) == np.float64
