@@ -299,3 +299,26 @@ def test_kept_split_counts_the_partitions_spilled_to_disk(monkeypatch) -> None:
     assert 0 < memory < per_worker and memory + disk == per_worker  # the rest on disk
     in_memory, on_disk = kept_split(plan, schema, rows, tasks, workers)
     assert (in_memory, on_disk) == pytest.approx((memory / per_worker, disk / per_worker))
+
+
+def test_one_task_transforms_several_kept_partitions(source, tmp_path):
+    """``transform_partitions``: each partition taken from what was kept, or read when it
+    is not here (here: the second was never kept), each shard as its own task writes it."""
+    from fastprep.runtime.partition_tasks import transform_partitions
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    first, second = plan_partitions(source, 5_000)[1:3]
+    params, _ = _fit(job, first, "k1")
+    several = transform_partitions(job, [first, second], params, "fp", str(tmp_path / "a"),
+                                   "float32", None, ["k1", "k2"])  # fmt: skip
+    assert [bool(r.get("reused")) for r in several] == [True, False]
+    alone = [
+        transform_partition(job, s, params, "fp", str(tmp_path / "b")) for s in (first, second)
+    ]
+    for a, b in zip(several, alone):
+        a, b = a["entry"], b["entry"]
+        assert a["index"] == b["index"] and a["rows_out"] == b["rows_out"]
+        for name, written in a["arrays"].items():
+            np.testing.assert_array_equal(np.load(tmp_path / "a" / written["file"]),
+                                          np.load(tmp_path / "b" / b["arrays"][name]["file"]))  # fmt: skip
