@@ -731,8 +731,8 @@ _JOB_SCALE: ContextVar[float] = ContextVar("fastprep_job_scale", default=1.0)
 @contextmanager
 def part_of_job(job_rows: int, part_rows: int) -> Iterator[None]:
     """Choose the kernel paths of the calls made inside as the whole job would: this run
-    is one part (a partition of ``part_rows`` rows) of a job of ``job_rows`` rows, run
-    part by part in one process (a Dask worker, a streamed run).
+    is one part (a partition of ``part_rows`` rows) of a job of ``job_rows`` rows whose
+    parts run one after another in this process (a Dask worker's partition tasks).
 
     A kernel's one-time cost (loading it from Numba's disk cache, compiling it) is paid
     once per process and serves every later part; compared with one part's saving alone
