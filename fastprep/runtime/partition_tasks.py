@@ -28,6 +28,7 @@ from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.columns import FitTarget, FoldedRows
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
+from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
@@ -510,8 +511,6 @@ def transform_partition(
     ``reuse``: the key the fit's first pass kept this partition under
     (``fit_partials(whole=)``): when it is in this process, the partition is transformed
     from it, not read and validated again (the result's ``"reused"``)."""
-    import scipy.sparse as sp
-
     memory.settle_heap()
     held = None if reuse is None else _held_partition(reuse, spec, take=True)
     if held is not None:
@@ -528,6 +527,10 @@ def transform_partition(
         prepared, retries = load_prepared(job, spec, "transform", part)
         output, measures = _transform(job, params, prepared, dtype_name, output_dir, profile,
                                       folded)  # fmt: skip
+    # X as the run made it: a CSR output written next stays pending (its blocks made as
+    # the shard's writer streams them past the page cache), not a scipy matrix made whole
+    # and written through the page cache
+    X, csr = output.matrix, is_csr(output.matrix)
     entry: dict[str, Any] = {
         "index": spec.index,
         "partition": spec.describe(),
@@ -536,9 +539,9 @@ def transform_partition(
         "rows_in": output.report.rows_in,
         "rows_out": output.report.rows_out,
         "rows_quarantined": output.report.rows_quarantined,
-        "shape": list(output.X.shape),
-        "layout": "csr" if sp.issparse(output.X) else "dense",
-        "nnz": int(output.X.nnz if sp.issparse(output.X) else np.count_nonzero(output.X)),
+        "shape": [int(n) for n in X.shape],
+        "layout": "csr" if csr else "dense",
+        "nnz": int(X.nnz if csr else np.count_nonzero(X)),
         "retries": retries,
         "pid": os.getpid(),
         "report": output.report.to_dict(),
