@@ -180,38 +180,41 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
     written out here, not called: with numba-inlined helpers (``_lookup``) the loop ran
     2-3x slower (tailnum at 3.4M rows, one thread: 45 -> ~20 ms)."""
     limit = _limit(len(slots))
-    mask = len(slots) - 1
+    mask = np.uint64(len(slots) - 1)
     nwords = len(words)
+    one = np.uint64(1)
     while i < hi:
+        # unsigned indices: a signed one is tested for a negative value (Python's
+        # wraparound) at every access
+        row = np.uint64(i)
         if bit_offset >= 0:
-            bit = i + bit_offset
-            if not (bitmap[bit >> 3] >> (bit & 7)) & 1:
-                codes[i] = -1
+            bit = np.uint64(i + bit_offset)
+            if not (bitmap[bit >> np.uint64(3)] >> (bit & np.uint64(7))) & one:
+                codes[row] = -1
                 i += 1
                 continue
-        s0, s1 = offsets[i], offsets[i + 1]
+        s0, s1 = offsets[row], offsets[row + one]
         n = s1 - s0
         q = s0 >> 3
         if (n <= 7) & (q + 1 < nwords):
             r = np.uint64((s0 & 7) * 8)
-            w = (words[q] >> r) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - r))
-            k = (w & ((np.uint64(1) << np.uint64(8 * n)) - np.uint64(1))) | (
-                np.uint64(n) << np.uint64(56)
-            )
+            uq = np.uint64(q)
+            w = (words[uq] >> r) | ((words[uq + one] << one) << (np.uint64(63) - r))
+            k = (w & ((one << np.uint64(8 * n)) - one)) | (np.uint64(n) << np.uint64(56))
         else:
             k = _key_bytes(data, s0, s1)
         m = _mix(k)
         if nparts > 1 and np.int64(m >> np.uint64(40)) % nparts != part:
             i += 1
             continue
-        slot = np.int64(m & np.uint64(mask))
+        slot = m & mask
         code = -1
         while slots[slot] >= 0:
             c = slots[slot]
             if slot_keys[slot] == k and ((k & _LONG) == 0 or _same(data, s0, s1, vbytes, voffs, c)):
                 code = c
                 break
-            slot = (slot + 1) & mask
+            slot = (slot + one) & mask
         if code < 0:
             if used >= limit:
                 return i, used, _TABLE_FULL
@@ -224,8 +227,8 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
             slots[slot] = code
             slot_keys[slot] = k
             used += 1
-        codes[i] = code * nparts + part
-        counts[code] += 1
+        codes[row] = code * nparts + part
+        counts[np.uint64(code)] += 1
         i += 1
     return i, used, _DONE
 
