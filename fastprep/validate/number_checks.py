@@ -99,11 +99,14 @@ def _lanes(
     k = (0, 0, 0, 0, 0, 0, 0)
     f0 = f1 = f2 = f3 = (np.inf, -np.inf, 0.0, 0.0)
     common = e3 - b3  # every lane has at least the last one's rows
-    for i in range(common):
-        k, f0 = _step(values[b0 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
-        k, f1 = _step(values[b1 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f1)
-        k, f2 = _step(values[b2 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
-        k, f3 = _step(values[b3 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f3)
+    # unsigned indices: a signed one is tested for a negative value at every access
+    u0, u1, u2, u3 = np.uint64(b0), np.uint64(b1), np.uint64(b2), np.uint64(b3)
+    for j in range(common):
+        i = np.uint64(j)
+        k, f0 = _step(values[u0 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
+        k, f1 = _step(values[u1 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f1)
+        k, f2 = _step(values[u2 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
+        k, f3 = _step(values[u3 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f3)
     for i in range(b0 + common, e0):
         k, f0 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
     for i in range(b1 + common, e1):
@@ -135,7 +138,7 @@ def _int_chunk(values, b, e, lo, hi, bounded, shift):  # pragma: no cover - comp
     below = np.int64(0)
     above = np.int64(0)
     if bounded:
-        for i in range(b, e):
+        for i in range(np.uint64(b), np.uint64(e)):  # unsigned: no negative-index test
             x = values[i]
             smallest = x if x < smallest else smallest
             largest = x if x > largest else largest
@@ -146,7 +149,7 @@ def _int_chunk(values, b, e, lo, hi, bounded, shift):  # pragma: no cover - comp
             below += v < lo
             above += v > hi
     else:
-        for i in range(b, e):
+        for i in range(np.uint64(b), np.uint64(e)):
             x = values[i]
             smallest = x if x < smallest else smallest
             largest = x if x > largest else largest
