@@ -288,7 +288,7 @@ def _remap(codes, mapping):  # pragma: no cover - compiled
     for i in prange(len(codes)):
         c = codes[i]
         if c >= 0:
-            codes[i] = mapping[c]
+            codes[i] = mapping[np.uint64(c)]
 
 
 def arrow_uniques(text: TextColumn) -> pa.Array:
@@ -325,8 +325,8 @@ def _count_lanes(codes, counts):  # pragma: no cover - compiled
     size = (n + lanes - 1) // lanes
     for t in prange(lanes):
         row = counts[t]
-        for i in range(t * size, min(n, t * size + size)):
-            row[codes[i] + 1] += 1
+        for i in range(np.uint64(t * size), np.uint64(min(n, t * size + size))):
+            row[np.uint64(codes[i] + 1)] += 1  # unsigned: no negative-index test
 
 
 def _buffers(chunk: pa.Array) -> tuple[np.ndarray, ...]:
