@@ -634,13 +634,13 @@ def _rank_codes(codes, rank, order):  # pragma: no cover - compiled
     """Number the composite codes by first appearance, in place; ``order[g]`` = the
     composite code of value g. Returns the distinct count."""
     g = 0
-    for i in range(codes.shape[0]):
+    for i in range(np.uint64(codes.shape[0])):  # unsigned: no negative-index test per row
         c = codes[i]
         if c >= 0:
-            r = rank[c]
+            r = rank[np.uint64(c)]
             if r < 0:
                 r = g
-                rank[c] = g
+                rank[np.uint64(c)] = g
                 order[g] = c
                 g += 1
             codes[i] = r
@@ -653,17 +653,18 @@ def _map_rank(indices, lut, codes, start, rank, order, seen):  # pragma: no cove
     numbered by first appearance over the chunks so far (``rank``/``order`` as in
     :func:`_rank_codes`, ``seen`` values met before), into ``codes[start + i]``.
     Returns the new ``seen``. The lut gather and :func:`_rank_codes` in one pass."""
-    for i in range(indices.shape[0]):
-        c = lut[indices[i]]
+    at = np.uint64(start)  # unsigned indices: no negative-index test per row
+    for i in range(np.uint64(indices.shape[0])):
+        c = lut[np.uint64(indices[i])]
         if c >= 0:
-            r = rank[c]
+            r = rank[np.uint64(c)]
             if r < 0:
                 r = seen
-                rank[c] = seen
+                rank[np.uint64(c)] = seen
                 order[seen] = c
                 seen += 1
             c = r
-        codes[start + i] = c
+        codes[at + i] = c
     return seen
 
 
