@@ -60,7 +60,7 @@ def _step(x, lo, hi, integral, range_on_inf, int_source, shift, k, f):  # pragma
         not_integer += fin & (v != np.floor(v))
         too_big += fin & (abs(v) > EXACT_INT)
     counts = (
-        nulls + (not present), infs + (present & (not fin)), not_integer, too_big,
+        nulls + (not present), infs, not_integer, too_big,
         below + (ranged & (v < lo)), above + (ranged & (v > hi)), finite + fin,
     )  # fmt: skip
     stats = (
@@ -115,6 +115,10 @@ def _lanes(
         k, f2 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
     for r in range(7):
         counts[task, r] = k[r]
+    # neither missing nor finite: infinite. Not counted in the loop: one add fewer on the
+    # counts the four lanes share ran the float loop ~20% faster
+    rows = (e0 - b0) + (e1 - b1) + (e2 - b2) + (e3 - b3)
+    counts[task, INF] = rows - k[NULL] - k[FINITE]
     _store(f0, stats, first)
     _store(f1, stats, first + 1)
     _store(f2, stats, first + 2)
