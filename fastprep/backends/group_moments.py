@@ -87,6 +87,7 @@ def _code_segments(index, values, fill, ordered):  # pragma: no cover - compiled
 
 
 stream_line = intrinsic("fastprep.native.streaming", "stream_line")
+fma = intrinsic("fastprep.native.exact_ops", "fma")
 store_fence = intrinsic("fastprep.native.streaming", "store_fence")
 
 
@@ -295,7 +296,8 @@ def _segment_pieces(ordered, start, g0, g1, big_s, big_p, big_e, sums, products,
     """Groups ``g0:g1`` of the laid-out values: the infinite values' sum, the extremes
     (each segment in row order: a tie keeps the earlier row's, -0.0 against 0.0), and
     the grid pieces of each finite value, of its square and of the square's rounding
-    error (Dekker) in ``[round, group]`` float64 sums, exact (as :func:`_group_sum`'s),
+    error (a fused multiply-add: the value of Dekker's product in the numpy twin) in
+    ``[round, group]`` float64 sums, exact (as :func:`_group_sum`'s),
     a block of ``scratch``'s width at a time; False when a value needs more rounds than
     the arrays hold. ``ordered`` is only read."""
     xs, ps, es, pieces = scratch[0], scratch[1], scratch[2], scratch[3]
@@ -313,12 +315,7 @@ def _segment_pieces(ordered, start, g0, g1, big_s, big_p, big_e, sums, products,
                     infinite[g] += x
                     x = 0.0
                 p = x * x
-                t = x * 134217729.0  # 2**27 + 1: Veltkamp's split, Dekker's product
-                hi = t - (t - x)
-                lo = x - hi
-                e = hi * hi - p
-                e += 2.0 * hi * lo
-                e += lo * lo
+                e = fma(x, x, -p)  # exact (no overflow: the caller checked the exponents)
                 xs[i], ps[i], es[i] = x, p, e
             if not (_add_rounds(xs, pieces, m, big_s, sums, g)
                     and _add_rounds(ps, pieces, m, big_p, products, g)
