@@ -87,8 +87,8 @@ def _code_segments(index, values, fill, ordered):  # pragma: no cover - compiled
 
 
 stream_line = intrinsic("fastprep.native.streaming", "stream_line")
-fma = intrinsic("fastprep.native.exact_ops", "fma")
 store_fence = intrinsic("fastprep.native.streaming", "store_fence")
+fma = intrinsic("fastprep.native.exact_ops", "fma")
 
 
 @jit(cache=True, nogil=True)
@@ -191,7 +191,9 @@ class Layout:
         by_code: bool | None = None,
     ) -> None:  # fmt: skip
         self.index, self.lut, self.values, self.n_groups = index, lut, values, n_groups
-        self.by_code = len(lut) <= 2 * n_groups + _BY_CODE_SLACK if by_code is None else by_code
+        if by_code is None:
+            by_code = len(lut) <= 2 * n_groups + _BY_CODE_SLACK and _one_code_per_group(lut)
+        self.by_code = by_code
 
     def count(self, bounds: tuple[int, int]) -> np.ndarray:
         """The present values among rows ``bounds``, per code (or per group)."""
@@ -245,6 +247,13 @@ class Layout:
             _code_segments_streamed(index[a:b], values[a:b], fill, ordered, phase, lines)
 
         return run
+
+
+def _one_code_per_group(lut: np.ndarray) -> bool:
+    """No two codes read as the same group (a fill per code would then write one group's
+    slots twice)."""
+    groups = lut[lut >= 0]
+    return not len(groups) or int(np.bincount(groups).max()) == 1
 
 
 #: a counting sort writing at least this many bytes stores whole lines non-temporally ...
@@ -377,7 +386,8 @@ def _cached_runs(start: np.ndarray, g0: int, g1: int) -> list[tuple[int, int]]:
 
 
 #: the compiled per-group pass's kernels (a caller asks whether they are loaded or cached)
-GROUP_KERNELS = (_code_counts, _exponent_range, _code_segments_streamed, _segment_pieces)
+GROUP_KERNELS = (_code_counts, _exponent_range, _code_segments, _code_segments_streamed,
+                 _segment_pieces)  # fmt: skip
 
 
 def _grids(emax: int, piece: int) -> np.ndarray:

@@ -145,3 +145,13 @@ def test_streamed_gather_through_text_keys_equals_the_combined_one(n, lanes, str
     got = np.zeros((n, 6), np.float32)
     numba_gs.put_rows_texts(got, per_code, parts, sizes)
     np.testing.assert_array_equal(got, per_code[numpy_gs.combine(parts, sizes)])
+
+
+def test_codes_sharing_a_group_are_laid_out_by_group(lanes, streamed):
+    """A lut reading two codes as one group (the same value under two codes): the
+    counting sort fills per group, not per code (which would write the group twice)."""
+    codes, lut, values = coded(20_000, 50, 6, missing=True)
+    lut[3] = lut[4]  # codes 3 and 4: one group; lut[3]'s old group gets no row
+    start, want = laid_out_by_hand(codes, lut, values, 50)
+    assert not group_moments.Layout(codes, lut, values, 50).by_code
+    assert group_moments.segments(codes, values, start, None, lut).tobytes() == want.tobytes()
