@@ -35,7 +35,7 @@ def streamed(monkeypatch):
 
 def coded(n: int, groups: int, seed: int, missing: bool) -> tuple:
     """Rows as a text key's int32 codes (-1: missing, the lut's last slot) read through a
-    lut to their groups, and values with NaN, ±inf and ±0."""
+    lut to their groups, and values with NaN, ±inf and ±0 (group 1: all missing)."""
     rng = np.random.default_rng(seed)
     codes = rng.integers(-1 if missing else 0, groups - int(missing), n).astype(np.int32)
     lut = np.full(groups + int(not missing), -1, dtype=np.int64)
@@ -49,6 +49,8 @@ def coded(n: int, groups: int, seed: int, missing: bool) -> tuple:
     values[kind < 0.08] = np.nan
     values[(kind > 0.98)] = -0.0
     values[(kind > 0.99)] = np.inf
+    if groups > 2:
+        values[lut[codes] == 1] = np.nan  # a group with rows but no present value
     return codes, lut, values
 
 
@@ -155,3 +157,32 @@ def test_codes_sharing_a_group_are_laid_out_by_group(lanes, streamed):
     start, want = laid_out_by_hand(codes, lut, values, 50)
     assert not group_moments.Layout(codes, lut, values, 50).by_code
     assert group_moments.segments(codes, values, start, None, lut).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("keys", [["tailnum"], ["dest", "hour"], ["carrier", "origin"]])
+def test_streamed_pipeline_equals_pandas(flights_sample, keys, streamed):
+    """The Numba backend's fit, transform and fit_transform with every write streamed, on
+    the flights sample: pandas ``groupby`` mapped onto the rows (unseen groups missing,
+    then filled)."""
+    import pandas as pd
+
+    import fastprep as fp
+
+    train = flights_sample.iloc[:12_000]
+    test = flights_sample.iloc[12_000:].reset_index(drop=True)
+    pipeline = fp.Pipeline(
+        fp.Schema.infer(flights_sample),
+        [fp.cols(*keys) >> fp.GroupStats("dep_delay", stats=STATS) >> fp.FillMissing(-1.0)],
+    )
+
+    def peer(data: pd.DataFrame) -> np.ndarray:
+        grouped = train.groupby(keys, dropna=False)["dep_delay"]
+        table = pd.DataFrame({s: grouped.std(ddof=0) if s == "std" else getattr(grouped, s)()
+                              for s in STATS}).reset_index()  # fmt: skip
+        joined = data[keys].merge(table, on=keys, how="left")
+        return np.nan_to_num(joined[list(STATS)].to_numpy(np.float64), nan=-1.0)
+
+    fitted = pipeline.fit(train, backend="numba")
+    for data, X in ((test, fitted.transform(test, backend="numba").X),
+                    (train, pipeline.fit_transform(train, backend="numba").X)):  # fmt: skip
+        np.testing.assert_allclose(X, peer(data).astype(np.float32), rtol=1e-6, atol=1e-6)
