@@ -427,7 +427,7 @@ def transform(
         for worker, group in by_worker.items():  # one task for a worker's kept partitions
             assert held is not None
             futures.append(client.submit(
-                transform_partitions, shared, group, params, fingerprint, output_dir,
+                in_budget, transform_partitions, shared, group, params, fingerprint, output_dir,
                 out_dtype, codec, [held.key(s) for s in group],
                 key=f"fastprep-transform-kept-{fingerprint}-{where}-{_token([_token(s) for s in group])}",
                 workers=[worker], allow_other_workers=True,
