@@ -28,6 +28,9 @@ from fastprep.native.arena import ARENA
 from fastprep.native.kernel_files import intrinsic, jit, numba_cached, numba_loaded
 from fastprep.planning.planner import job_imports_numba, kernel_path, numba_imported
 
+#: an unsigned index, a signed code's -1 reading the last slot (no negative-index test)
+slot = intrinsic("fastprep.native.indexing", "slot")
+
 #: rounds of grid pieces the compiled pass keeps per group (a value needing more, or more
 #: groups than :data:`_COMPILED_GROUPS`, takes the numpy pass: the same integers)
 _ROUNDS = 8
@@ -65,24 +68,29 @@ def segment_ranges(start: np.ndarray) -> list[tuple[int, int]]:
 def _segments(index, lut, values, fill, ordered):  # pragma: no cover - compiled
     """The present values laid out by group (``lut[index[i]]``), in row order:
     ``ordered[fill[g]:...]`` (a counting sort, ``fill`` advanced in place)."""
-    for i in range(len(index)):
+    # unsigned indices (no negative-index test at each access), each -1 (a missing key's
+    # code; a code of no group) reading the last slot, as before
+    top, last = np.uint64(len(lut) - 1), np.uint64(len(fill) - 1)
+    for i in range(np.uint64(len(index))):
         x = values[i]
         if x == x:
-            g = lut[index[i]]
-            ordered[fill[g]] = x
-            fill[g] += 1
+            g = slot(lut[slot(index[i], top)], last)
+            f = fill[g]
+            ordered[np.uint64(f)] = x
+            fill[g] = f + 1
 
 
 @jit(cache=True, nogil=True)
 def _code_segments(index, values, fill, ordered):  # pragma: no cover - compiled
     """:func:`_segments` with ``fill`` by code (``fill[c]``: where the next value of code
     c's group goes): no read through the lut per row."""
-    for i in range(len(index)):
+    top = np.uint64(len(fill) - 1)
+    for i in range(np.uint64(len(index))):
         x = values[i]
         if x == x:
-            c = index[i]
+            c = slot(index[i], top)  # code -1: the last slot
             f = fill[c]
-            ordered[f] = x
+            ordered[np.uint64(f)] = x
             fill[c] = f + 1
 
 
@@ -101,21 +109,20 @@ def _code_segments_streamed(index, values, fill, ordered, phase, lines):  # prag
     last line, by plain stores. ``phase``: ``ordered``'s address / 8 mod 8 (slot f's line
     starts at slot ``f - (f + phase) % 8``)."""
     first = fill.copy()
-    codes = len(fill)
-    for i in range(len(index)):
+    top = np.uint64(len(fill) - 1)
+    seven, eight = np.uint64(7), np.uint64(8)
+    for i in range(np.uint64(len(index))):
         x = values[i]
         if x == x:
-            c = index[i]
-            if c < 0:  # code -1: the last slot (the raw store below does not wrap)
-                c += codes
+            c = slot(index[i], top)  # code -1: the last slot
             f = fill[c]
-            k = (f + phase) & 7
-            if f - k >= first[c]:  # the line holds only this call's values of the group
-                lines[c * 8 + k] = x
-                if k == 7:
-                    stream_line(ordered, f - 7, lines, c * 8)
+            k = np.uint64(f + phase) & seven
+            if f - np.int64(k) >= first[c]:  # the line holds only this call's values of the group
+                lines[c * eight + k] = x
+                if k == seven:
+                    stream_line(ordered, f - 7, lines, c * eight)
             else:
-                ordered[f] = x
+                ordered[np.uint64(f)] = x
             fill[c] = f + 1
     for c in range(len(fill)):  # the lines begun but not filled
         f = fill[c]
@@ -128,15 +135,19 @@ def _code_segments_streamed(index, values, fill, ordered, phase, lines):  # prag
 
 @jit(cache=True, nogil=True)
 def _present_counts(index, lut, values, count):  # pragma: no cover - compiled
-    for i in range(len(index)):
+    top, last = np.uint64(len(lut) - 1), np.uint64(len(count) - 1)  # -1s: see _segments
+    for i in range(np.uint64(len(index))):
         if values[i] == values[i]:
-            count[lut[index[i]]] += 1
+            count[slot(lut[slot(index[i], top)], last)] += 1
 
 
 @jit(cache=True, nogil=True)
 def _code_counts(index, values, count):  # pragma: no cover - compiled
-    for i in range(len(index)):
-        count[index[i]] += values[i] == values[i]  # code -1 counts in the last slot
+    # unsigned indices (no negative-index test at each access); code -1 counts in the
+    # last slot
+    top = np.uint64(len(count) - 1)
+    for i in range(np.uint64(len(index))):
+        count[slot(index[i], top)] += values[i] == values[i]
 
 
 @jit(cache=True, nogil=True)
@@ -318,8 +329,9 @@ def _segment_pieces(ordered, start, g0, g1, big_s, big_p, big_e, sums, products,
         for a in range(start[g], start[g + 1], block):
             m = min(block, start[g + 1] - a)
             _extremes(ordered, a, a + m, lows, highs)
-            for i in range(m):
-                x = ordered[a + i]
+            at = np.uint64(a)  # unsigned: no test for a negative index at each read
+            for i in range(np.uint64(m)):
+                x = ordered[at + i]
                 if abs(x) == np.inf:  # summed apart; 0 adds nothing to the pieces
                     infinite[g] += x
                     x = 0.0
@@ -341,15 +353,16 @@ def _extremes(a, lo, hi, lows, highs):  # pragma: no cover - compiled
     chain waits on each comparison: 2x the pass)."""
     l0, l1, l2, l3 = lows[0], lows[1], lows[2], lows[3]
     h0, h1, h2, h3 = highs[0], highs[1], highs[2], highs[3]
-    i = lo
-    while i + 4 <= hi:
-        x0, x1, x2, x3 = a[i], a[i + 1], a[i + 2], a[i + 3]
+    i, end = np.uint64(lo), np.uint64(hi)  # unsigned: no negative-index test per read
+    one, two, three, four = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+    while i + four <= end:
+        x0, x1, x2, x3 = a[i], a[i + one], a[i + two], a[i + three]
         l0, l1, l2, l3 = min(l0, x0), min(l1, x1), min(l2, x2), min(l3, x3)
         h0, h1, h2, h3 = max(h0, x0), max(h1, x1), max(h2, x2), max(h3, x3)
-        i += 4
-    while i < hi:
+        i += four
+    while i < end:
         l0, h0 = min(l0, a[i]), max(h0, a[i])
-        i += 1
+        i += one
     lows[0], lows[1], lows[2], lows[3] = l0, l1, l2, l3
     highs[0], highs[1], highs[2], highs[3] = h0, h1, h2, h3
 

@@ -24,6 +24,9 @@ from fastprep.native.arena import ARENA
 from fastprep.native.kernel_files import intrinsic, jit, numba_cached, numba_loaded
 from fastprep.plan.nodes import Feature, LogicalPlan
 
+#: an unsigned index, a signed code's -1 reading the last slot (no negative-index test)
+slot = intrinsic("fastprep.native.indexing", "slot")
+
 
 @jit(cache=True, nogil=True)
 def _moments(index, values, n_groups):  # pragma: no cover - compiled
@@ -131,13 +134,14 @@ def _below(a, lo, hi, p, or_equal):  # pragma: no cover - compiled
     """``a[lo:hi]`` reordered with the values < p (``or_equal``: <= p) first; returns
     where they end. Branch-free (every element swapped, the boundary advanced by the
     comparison): the branchy partition's mispredictions on unordered data cost 2x."""
-    j = lo
-    for i in range(lo, hi):
+    # unsigned indices: a signed one is tested for a negative value at each access
+    j = np.uint64(lo)
+    for i in range(np.uint64(lo), np.uint64(hi)):
         x = a[i]
         a[i] = a[j]
         a[j] = x
-        j += (x <= p) if or_equal else (x < p)
-    return j
+        j += np.uint64((x <= p) if or_equal else (x < p))
+    return np.int64(j)
 
 
 @jit(cache=True, nogil=True)
@@ -178,8 +182,8 @@ def medians(ordered: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 @jit(cache=True, nogil=True)
 def _accumulate(combined, codes, lut, size, first):  # pragma: no cover - compiled
-    for i in range(len(codes)):
-        code = lut[codes[i]]  # code -1 reads the last slot (missing)
+    for i in range(np.uint64(len(codes))):
+        code = _through(lut, codes[i])
         if first:
             combined[i] = code
         elif code < 0 or combined[i] < 0:
@@ -206,10 +210,10 @@ store_fence = intrinsic("fastprep.native.streaming", "store_fence")
 
 @jit(cache=True, nogil=True)
 def _take(lookup, combined, out):  # pragma: no cover - compiled
-    last = len(lookup) - 1
-    for i in range(len(combined)):
-        c = combined[i]
-        out[i] = lookup[last if c < 0 else c]
+    # -1: the last slot (see ``slot``)
+    last = np.uint64(len(lookup) - 1)
+    for i in range(np.uint64(len(combined))):
+        out[i] = lookup[slot(combined[i], last)]
 
 
 def accumulate(
@@ -229,12 +233,19 @@ def accumulate(
     return out
 
 
+@jit(cache=True, inline="always")
+def _through(lut, code):  # pragma: no cover - compiled
+    """``lut[code]``, code -1 reading the last slot (the missing code), by an unsigned
+    index (no test for a negative one at each access)."""
+    return lut[slot(code, np.uint64(len(lut) - 1))]
+
+
 @jit(cache=True, nogil=True)
 def _combine_texts(out, codes, luts, sizes):  # pragma: no cover - compiled
-    for i in range(len(out)):
+    for i in range(np.uint64(len(out))):
         combined = 0
         for k in range(len(codes)):
-            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            code = _through(luts[k], codes[k][i])
             if code < 0:
                 combined = -1
                 break
@@ -264,15 +275,15 @@ def combine_texts(
 def _combine_marking(out, codes, luts, sizes, seen):  # pragma: no cover - compiled
     """:func:`_combine_texts` into unsigned ``out``, marking each code in ``seen``;
     False if a row's key has no level (its code could not be written)."""
-    for i in range(len(out)):
+    for i in range(np.uint64(len(out))):
         combined = 0
         for k in range(len(codes)):
-            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            code = _through(luts[k], codes[k][i])
             if code < 0:
                 return False
             combined = combined * sizes[k] + code
         out[i] = combined
-        seen[combined] = True
+        seen[np.uint64(combined)] = True
     return True
 
 
@@ -307,17 +318,18 @@ def combine_present(
 @jit(cache=True, nogil=True)
 def _put_rows_texts(out, per_code, codes, luts, sizes):  # pragma: no cover - compiled
     last = per_code.shape[0] - 1
-    width = per_code.shape[1]
-    for i in range(len(out)):
+    width = np.uint64(per_code.shape[1])
+    for i in range(np.uint64(len(out))):
         combined = 0
         for k in range(len(codes)):
-            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            code = _through(luts[k], codes[k][i])
             if code < 0:
                 combined = last
                 break
             combined = combined * sizes[k] + code
+        row = np.uint64(combined)
         for j in range(width):
-            out[i, j] = per_code[combined, j]
+            out[i, j] = per_code[row, j]
 
 
 @jit(cache=True, nogil=True)
@@ -325,17 +337,18 @@ def _stream_rows_texts(flat, per_code, codes, luts, sizes):  # pragma: no cover 
     """:func:`_put_rows_texts` into rows of 8-byte words laid end to end (``flat``),
     by non-temporal stores."""
     last = per_code.shape[0] - 1
-    width = per_code.shape[1]
-    for i in range(len(codes[0])):
+    width = np.uint64(per_code.shape[1])
+    for i in range(np.uint64(len(codes[0]))):
         combined = 0
         for k in range(len(codes)):
-            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            code = _through(luts[k], codes[k][i])
             if code < 0:
                 combined = last
                 break
             combined = combined * sizes[k] + code
+        row = np.uint64(combined)
         for j in range(width):
-            stream_store(flat, i * width + j, per_code[combined, j])
+            stream_store(flat, i * width + j, per_code[row, j])
     store_fence()
 
 
@@ -388,12 +401,10 @@ def take(lookup: np.ndarray, combined: np.ndarray) -> np.ndarray:
 
 @jit(cache=True, nogil=True)
 def _put_rows(out, per_group, index):  # pragma: no cover - compiled
-    last = per_group.shape[0] - 1
-    width = per_group.shape[1]
-    for i in range(len(index)):
-        g = index[i]
-        if g < 0:
-            g = last
+    last = np.uint64(per_group.shape[0] - 1)
+    width = np.uint64(per_group.shape[1])
+    for i in range(np.uint64(len(index))):
+        g = slot(index[i], last)  # -1: the last row
         for j in range(width):
             out[i, j] = per_group[g, j]
 
@@ -402,12 +413,10 @@ def _put_rows(out, per_group, index):  # pragma: no cover - compiled
 def _stream_rows(flat, per_group, index):  # pragma: no cover - compiled
     """:func:`_put_rows` into rows of 8-byte words laid end to end (``flat``), by
     non-temporal stores."""
-    last = per_group.shape[0] - 1
-    width = per_group.shape[1]
-    for i in range(len(index)):
-        g = index[i]
-        if g < 0:
-            g = last
+    last = np.uint64(per_group.shape[0] - 1)
+    width = np.uint64(per_group.shape[1])
+    for i in range(np.uint64(len(index))):
+        g = slot(index[i], last)  # -1: the last row
         for j in range(width):
             stream_store(flat, i * width + j, per_group[g, j])
     store_fence()
@@ -566,7 +575,7 @@ def _whole_range(values: np.ndarray) -> tuple[float, float, bool]:
 def _mark_present(values, low, seen):  # pragma: no cover - compiled
     for v in values:
         if v == v:
-            seen[np.int64(v) - low] = True
+            seen[np.uint64(np.int64(v) - low)] = True  # within the span
 
 
 #: whole-number keys spanning at most this many values get their levels from a presence
@@ -607,12 +616,12 @@ def number_levels(values: np.ndarray) -> np.ndarray:
 
 @jit(cache=True, nogil=True)
 def _offsets(values, low, out, seen):  # pragma: no cover - compiled
-    for i in range(len(values)):
+    for i in range(np.uint64(len(values))):
         v = values[i]
         if v == v:
             offset = np.int64(v) - low
             out[i] = offset
-            seen[offset] = True
+            seen[np.uint64(offset)] = True  # within the span: no negative-index test
         else:
             out[i] = -1
 
@@ -650,7 +659,7 @@ def number_levels_codes(
 @jit(cache=True, nogil=True)
 def _known_offsets(values, low, span, out):  # pragma: no cover - compiled
     top = low + span - 1
-    for i in range(len(values)):
+    for i in range(np.uint64(len(values))):
         v = values[i]
         if v != v:
             out[i] = -1
@@ -707,8 +716,10 @@ def _row_ranges(n: int) -> list[tuple[int, int]]:
 
 @jit(cache=True, nogil=True)
 def _mark_codes(codes, seen):  # pragma: no cover - compiled
-    for i in range(len(codes)):
-        seen[codes[i]] = True
+    # the codes are >= 0; a -1 would still mark the last slot, not past every slot
+    last = np.uint64(len(seen) - 1)
+    for i in range(np.uint64(len(codes))):
+        seen[slot(codes[i], last)] = True
 
 
 def present(combined: np.ndarray, space: int) -> np.ndarray:
