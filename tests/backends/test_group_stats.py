@@ -313,11 +313,11 @@ def _table(frame: pd.DataFrame):
      np.array([1e300]), np.empty(0)],
 )  # fmt: skip
 def test_numba_number_codes_equal_numpy(levels) -> None:
-    from fastprep.backends.numba import group_stats as twin
+    from fastprep.backends.numba import group_keys as numba_keys
 
     values = np.array([1.0, 2.0, 5.0, 13.0, 3.0, 0.0, -3.5, 2.25, 1e12, 14.0, 1.5, np.nan, -9.0])
     np.testing.assert_array_equal(
-        twin.number_codes(values, levels), group_stats.number_codes(values, levels)
+        numba_keys.number_codes(values, levels), group_stats.number_codes(values, levels)
     )
 
 

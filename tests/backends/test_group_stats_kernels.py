@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from fastprep.backends import group_moments
+from fastprep.backends.numba import group_keys as numba_keys
+from fastprep.backends.numba import group_rows as numba_rows
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -30,10 +32,10 @@ def lanes(request, monkeypatch):
     if request.param == "several threads":
         monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1)
         monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
-        monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
+        monkeypatch.setattr(numba_keys, "PARALLEL_ROWS", 1)
     else:
         monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1 << 60)
-        monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 << 60)
+        monkeypatch.setattr(numba_keys, "PARALLEL_ROWS", 1 << 60)
     return request.param
 
 
@@ -66,16 +68,16 @@ def test_row_ranges_give_the_serial_gathers(lanes):
     index = rng.integers(-1, 50, 100_000)
     per_group = rng.normal(size=(51, 6)).astype(np.float32)
     out = np.empty((len(index), 6), np.float32)
-    numba_gs.put_rows(out, per_group, index)
+    numba_rows.put_rows(out, per_group, index)
     np.testing.assert_array_equal(out, per_group[index])
     lookup = rng.integers(-1, 50, 61)
     combined = rng.integers(-1, 60, 100_000)
-    np.testing.assert_array_equal(numba_gs.take(lookup, combined), lookup[combined])
+    np.testing.assert_array_equal(numba_rows.take(lookup, combined), lookup[combined])
     codes = rng.integers(-1, 9, 100_000).astype(np.int32)
     lut = np.append(np.arange(9, dtype=np.int64), np.int64(9))
-    first = numba_gs.accumulate(None, codes, lut, 10)
+    first = numba_keys.accumulate(None, codes, lut, 10)
     np.testing.assert_array_equal(first, numpy_gs.accumulate(None, codes, lut, 10))
-    both = numba_gs.accumulate(first.copy(), codes, lut, 10)
+    both = numba_keys.accumulate(first.copy(), codes, lut, 10)
     np.testing.assert_array_equal(both, numpy_gs.accumulate(first, codes, lut, 10))
 
 
@@ -96,10 +98,10 @@ def test_number_levels_equal_a_sort(values, split, monkeypatch):
     if split:  # row ranges on three threads, each with its own presence table
         from fastprep.native import threads
 
-        monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1)
+        monkeypatch.setattr(numba_keys, "PARALLEL_ROWS", 1)
         monkeypatch.setattr(threads, "workers", lambda: 3)
     values = np.asarray(values, dtype=np.float64)
-    got = numba_gs.number_levels(values)
+    got = numba_keys.number_levels(values)
     want = numpy_gs.number_levels(values)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.float64
@@ -131,7 +133,7 @@ def test_number_codes_on_row_ranges_equal_the_numpy_twin(lanes):
     values[::13] = 2.5  # not a level
     for levels in (np.arange(0, 24, dtype=np.float64), np.array([0.5, 2.5, 7.0])):
         np.testing.assert_array_equal(
-            numba_gs.number_codes(values, levels), numpy_gs.number_codes(values, levels)
+            numba_keys.number_codes(values, levels), numpy_gs.number_codes(values, levels)
         )
 
 
@@ -139,10 +141,10 @@ def test_number_codes_on_row_ranges_equal_the_numpy_twin(lanes):
 def test_present_codes_equal_the_numpy_twin(space, lanes):
     rng = np.random.default_rng(space)
     combined = rng.integers(0, space, 100_000) // 3 * 3  # some codes absent
-    got = numba_gs.present(combined, space)
+    got = numba_keys.present(combined, space)
     np.testing.assert_array_equal(got, numpy_gs.present(combined, space))
     empty = np.empty(0, np.int64)
-    np.testing.assert_array_equal(numba_gs.present(empty, space), np.zeros(space, bool))
+    np.testing.assert_array_equal(numba_keys.present(empty, space), np.zeros(space, bool))
 
 
 def test_segments_on_row_ranges_keep_each_group_in_row_order(lanes, monkeypatch):
@@ -196,7 +198,7 @@ def test_text_keys_combined_in_one_pass_equal_key_by_key(n_keys, lanes):
         parts.append((codes, lut))
         sizes.append(uniques + 1)
     parts[0][0].flags.writeable = False  # codes over Arrow's buffers beside written ones
-    got = numba_gs.combine_texts(parts, sizes)
+    got = numba_keys.combine_texts(parts, sizes)
     want = numpy_gs.combine(parts, sizes)
     np.testing.assert_array_equal(got, want)
     assert (want == -1).any() and (want >= 0).any()
@@ -217,7 +219,7 @@ def test_fit_keys_combined_and_marked_in_one_pass_equal_the_two_passes(uniques, 
         sizes.append(size + 1)
     parts[1][0][parts[0][0] == 0] = 0  # the first key's first value has one partner
     space = sizes[0] * sizes[1]
-    got = numba_gs.combine_present(parts, sizes, space)
+    got = numba_keys.combine_present(parts, sizes, space)
     want = numpy_gs.combine(parts, sizes)
     assert got is not None
     assert got[0].dtype == (np.uint16 if space < 1 << 16 else np.uint32)
@@ -234,8 +236,8 @@ def test_fit_keys_combined_and_marked_in_one_pass_equal_the_two_passes(uniques, 
     for stat in STATS:  # the narrow codes read as the int64 ones
         np.testing.assert_array_equal(read[stat], spelled[stat], err_msg=stat)
     unseen = [(parts[0][0], np.where(parts[0][1] == 2, -1, parts[0][1])), parts[1]]
-    assert numba_gs.combine_present(unseen, sizes, space) is None
-    assert numba_gs.combine_present(parts, sizes, n) is None
+    assert numba_keys.combine_present(unseen, sizes, space) is None
+    assert numba_keys.combine_present(parts, sizes, n) is None
 
 
 @pytest.mark.parametrize("stats", [STATS, ("median", "count"), ("min", "max")])
@@ -265,9 +267,9 @@ def test_rows_written_through_text_keys_equal_the_combined_gather(lanes):
         sizes.append(uniques + 1)
     per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 3)).astype(np.float32)
     want = np.zeros((n, 5), np.float32)
-    numba_gs.put_rows(want[:, 1:4], per_code, numpy_gs.combine(parts, sizes))
+    numba_rows.put_rows(want[:, 1:4], per_code, numpy_gs.combine(parts, sizes))
     got = np.zeros((n, 5), np.float32)
-    numba_gs.put_rows_texts(got[:, 1:4], per_code, parts, sizes)
+    numba_rows.put_rows_texts(got[:, 1:4], per_code, parts, sizes)
     np.testing.assert_array_equal(got, want)
     assert (numpy_gs.combine(parts, sizes) == -1).any()
 
@@ -287,7 +289,7 @@ def test_number_levels_and_codes_in_one_go_equal_the_twins_steps(case, lanes):
     }[case]
     if case != "all missing":
         values[rng.random(30_000) < 0.1] = np.nan
-    found = numba_gs.number_levels_codes(values)
+    found = numba_keys.number_levels_codes(values)
     if case in ("all missing", "spread"):
         assert found is None
         return
@@ -304,12 +306,12 @@ def test_number_key_codes_against_fitted_levels_equal_the_twins_codes(lanes):
     levels = np.array([-3.0, 0.0, 1.0, 5.0, 6.0, 20.0])
     values = rng.choice([-3.0, 0.0, 1.0, 5.0, 6.0, 20.0, 2.0, -4.0, 21.0, 2.5, np.inf,
                          -np.inf, np.nan, 1e300], 30_000)  # fmt: skip
-    codes, lut = numba_gs.number_key_codes(values, levels)
+    codes, lut = numba_keys.number_key_codes(values, levels)
     assert codes.dtype == np.int32
     np.testing.assert_array_equal(lut[codes], numpy_gs.number_codes(values, levels))
-    assert numba_gs.number_key_codes(values, np.array([0.5, 1.0])) is None
-    assert numba_gs.number_key_codes(values, np.array([0.0, 2.0**40])) is None
-    assert numba_gs.number_key_codes(values, np.empty(0)) is None
+    assert numba_keys.number_key_codes(values, np.array([0.5, 1.0])) is None
+    assert numba_keys.number_key_codes(values, np.array([0.0, 2.0**40])) is None
+    assert numba_keys.number_key_codes(values, np.empty(0)) is None
 
 
 @pytest.mark.parametrize("kind", [np.int64, np.int32, np.int8, np.uint16])
@@ -321,13 +323,13 @@ def test_integer_keys_read_as_stored_equal_their_float64_copies(kind, lanes):
     low = 0 if np.dtype(kind).kind == "u" else -40
     values = rng.integers(low, 90, 30_001).astype(kind)
     as_float = values.astype(np.float64)
-    got, want = numba_gs.number_levels_codes(values), numba_gs.number_levels_codes(as_float)
+    got, want = numba_keys.number_levels_codes(values), numba_keys.number_levels_codes(as_float)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1][1][got[1][0]], want[1][1][want[1][0]])
     levels = np.unique(as_float[::3])[::2]  # every other value unseen at transform
     got, want = (
-        numba_gs.number_key_codes(values, levels),
-        numba_gs.number_key_codes(as_float, levels),
+        numba_keys.number_key_codes(values, levels),
+        numba_keys.number_key_codes(as_float, levels),
     )
     np.testing.assert_array_equal(got[1][got[0]], want[1][want[0]])
     np.testing.assert_array_equal(got[1][got[0]], numpy_gs.number_codes(as_float, levels))
@@ -338,8 +340,8 @@ def test_integer_keys_read_as_stored_equal_their_float64_copies(kind, lanes):
                                           numpy_gs.number_codes(as_float, levels))  # fmt: skip
     if np.dtype(kind).itemsize == 8:
         wide = np.array([0, 3, 2**53 + 1, -(2**60)], dtype=kind)
-        assert numba_gs.number_levels_codes(wide) is None
-        assert numba_gs.number_key_codes(wide, np.array([0.0, 2.0**40])) is None
+        assert numba_keys.number_levels_codes(wide) is None
+        assert numba_keys.number_key_codes(wide, np.array([0.0, 2.0**40])) is None
 
 
 def test_text_levels_and_codes_together_equal_the_two_steps():

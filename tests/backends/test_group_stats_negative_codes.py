@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from fastprep.backends import group_moments
+from fastprep.backends.numba import group_keys as numba_keys
+from fastprep.backends.numba import group_rows as numba_rows
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -21,7 +23,7 @@ def lanes(request, monkeypatch):
     many = request.param == "several threads"
     monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1 if many else 1 << 60)
     monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1)
-    monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 if many else 1 << 60)
+    monkeypatch.setattr(numba_keys, "PARALLEL_ROWS", 1 if many else 1 << 60)
     return request.param
 
 
@@ -29,7 +31,7 @@ def lanes(request, monkeypatch):
 def stores(request, monkeypatch):
     if request.param == "streamed":  # non-temporal stores from the smallest outputs on
         monkeypatch.setattr(group_moments, "STREAM_BYTES", 0)
-        monkeypatch.setattr(numba_gs, "STREAM_BYTES", 0)
+        monkeypatch.setattr(numba_rows, "STREAM_BYTES", 0)
     return request.param
 
 
@@ -47,7 +49,7 @@ def test_take_reads_minus_one_as_the_last_slot(n, kind, lanes):
     low = -1 if np.dtype(kind).kind == "i" else 0
     combined = sliced(rng.integers(low, 9, n).astype(kind))
     lookup = rng.integers(-1, 50, 10).astype(np.int64)
-    np.testing.assert_array_equal(numba_gs.take(lookup, combined), lookup[combined])
+    np.testing.assert_array_equal(numba_rows.take(lookup, combined), lookup[combined])
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -60,10 +62,10 @@ def test_rows_of_unseen_groups_get_the_last_row(n, kind, lanes, stores):
     for out_type, width in ((np.float64, 2), (np.float32, 2)):
         table = per_group.astype(out_type)[:, :width]
         got = np.zeros((n, width), out_type)
-        numba_gs.put_rows(got, table, index)
+        numba_rows.put_rows(got, table, index)
         np.testing.assert_array_equal(got, table[index])
     into = np.zeros((n, 5), np.float32)  # a view with other columns between the rows
-    numba_gs.put_rows(into[:, 1:3], per_group.astype(np.float32), index)
+    numba_rows.put_rows(into[:, 1:3], per_group.astype(np.float32), index)
     np.testing.assert_array_equal(into[:, 1:3], per_group.astype(np.float32)[index])
     assert not into[:, [0, 3, 4]].any()
 
@@ -80,10 +82,10 @@ def test_text_keys_missing_and_unseen_read_the_last_row(n, lanes, stores):
         sizes.append(uniques + 1)
     per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 2))
     got = np.zeros((n, 2))
-    numba_gs.put_rows_texts(got, per_code, parts, sizes)
+    numba_rows.put_rows_texts(got, per_code, parts, sizes)
     combined = numpy_gs.combine([(np.asarray(c), lut) for c, lut in parts], sizes)
     np.testing.assert_array_equal(got, per_code[combined])
-    np.testing.assert_array_equal(numba_gs.combine_texts(parts, sizes), combined)
+    np.testing.assert_array_equal(numba_keys.combine_texts(parts, sizes), combined)
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -115,4 +117,4 @@ def test_fit_codes_of_a_small_key_space_count_and_lay_out_as_int64(n, lanes, sto
     got = numba_gs.group_statistics(sliced(index.astype(np.uint16)), values, 11, STATS)
     for stat in STATS:
         np.testing.assert_array_equal(got[stat], want[stat], err_msg=stat)
-    np.testing.assert_array_equal(numba_gs.present(index, 11), numpy_gs.present(index, 11))
+    np.testing.assert_array_equal(numba_keys.present(index, 11), numpy_gs.present(index, 11))

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from fastprep.backends import group_moments
+from fastprep.backends.numba import group_keys as numba_keys
+from fastprep.backends.numba import group_rows as numba_rows
 from fastprep.backends.numba import group_stats as numba_gs
 from fastprep.backends.reference import group_stats as numpy_gs
 
@@ -22,7 +24,7 @@ def lanes(request, monkeypatch):
     many = request.param == "two threads"
     monkeypatch.setattr(group_moments, "_PARALLEL_ROWS", 1 if many else 1 << 60)
     monkeypatch.setattr(group_moments, "_ROWS_PER_GROUP", 1 if many else 64)
-    monkeypatch.setattr(numba_gs, "PARALLEL_ROWS", 1 if many else 1 << 60)
+    monkeypatch.setattr(numba_keys, "PARALLEL_ROWS", 1 if many else 1 << 60)
     return request.param
 
 
@@ -30,7 +32,7 @@ def lanes(request, monkeypatch):
 def streamed(monkeypatch):
     """Every size streamed, as 3.4M rows are."""
     monkeypatch.setattr(group_moments, "STREAM_BYTES", 0)
-    monkeypatch.setattr(numba_gs, "STREAM_BYTES", 0)
+    monkeypatch.setattr(numba_rows, "STREAM_BYTES", 0)
 
 
 def coded(n: int, groups: int, seed: int, missing: bool) -> tuple:
@@ -125,10 +127,10 @@ def test_streamed_gather_equals_the_plain_one(n, width, dtype, lanes, streamed):
     index = rng.integers(-1, 50, n).astype(np.int32)  # -1: the unseen group, the last row
     per_group = rng.normal(size=(51, width)).astype(dtype)
     out = np.full((n, width), 9, dtype)
-    numba_gs.put_rows(out, per_group, index)
+    numba_rows.put_rows(out, per_group, index)
     np.testing.assert_array_equal(out, per_group[index])
     block = np.full((n, width + 2), 9, dtype)  # columns of a wider X: plain stores
-    numba_gs.put_rows(block[:, 1 : width + 1], per_group, index)
+    numba_rows.put_rows(block[:, 1 : width + 1], per_group, index)
     np.testing.assert_array_equal(block[:, 1 : width + 1], per_group[index])
     assert (block[:, [0, width + 1]] == 9).all()
 
@@ -145,7 +147,7 @@ def test_streamed_gather_through_text_keys_equals_the_combined_one(n, lanes, str
         sizes.append(uniques + 1)
     per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 6)).astype(np.float32)
     got = np.zeros((n, 6), np.float32)
-    numba_gs.put_rows_texts(got, per_code, parts, sizes)
+    numba_rows.put_rows_texts(got, per_code, parts, sizes)
     np.testing.assert_array_equal(got, per_code[numpy_gs.combine(parts, sizes)])
 
 
