@@ -1,0 +1,69 @@
+"""Two threads making the same module's lazy kernels at once: the second one must not
+compile a kernel while the module's globals still name lazy stand-ins (a kernel's
+dispatcher handed out before the intrinsics and kernels it calls are bound)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kernel_files._materialize_module publishes kernel.dispatcher before it binds "
+    "the module's LazyIntrinsic/LazyKernel globals; a second thread compiles against the "
+    "stand-ins and Numba caches the TypingError for the process",
+)
+def test_a_second_thread_never_compiles_against_unbound_globals(tmp_path, monkeypatch):
+    name = f"review_lazy_{tmp_path.name}".replace("-", "_")
+    # the intrinsic's module takes a while to import (a slow disk, a heavy import): the
+    # window in which the first thread binds the globals
+    (tmp_path / f"{name}_slow.py").write_text(
+        "import time\ntime.sleep(1.0)\nfrom fastprep.native.streaming import stream_store\n"
+    )
+    (tmp_path / f"{name}.py").write_text(
+        textwrap.dedent(f"""
+        from fastprep.native.kernel_files import intrinsic, jit
+
+        stream_store = intrinsic("{name}_slow", "stream_store")
+
+        @jit(nogil=True)
+        def fill(out, value):
+            for i in range(len(out)):
+                stream_store(out, i, value)
+    """)
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    lazy = module.fill  # what a caller that looked the global up before it was bound holds
+    outs = [np.zeros(16) for _ in range(2)]
+    errors: list[str] = []
+
+    def run(k: int) -> None:
+        if k:  # the second thread arrives once the first has made the dispatcher
+            deadline = time.monotonic() + 30
+            while lazy.dispatcher is None and time.monotonic() < deadline:
+                time.sleep(0.001)
+        try:
+            (lazy if k else module.fill)(outs[k], float(k + 1))
+        except Exception as exc:  # reported below
+            errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+
+    try:
+        workers = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert errors == []
+        assert (outs[0] == 1.0).all() and (outs[1] == 2.0).all()
+    finally:
+        sys.modules.pop(name, None)
+        sys.modules.pop(f"{name}_slow", None)
