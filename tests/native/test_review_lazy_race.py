@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -24,9 +25,14 @@ pytest.importorskip("numba")
 def test_a_second_thread_never_compiles_against_unbound_globals(tmp_path, monkeypatch):
     name = f"review_lazy_{tmp_path.name}".replace("-", "_")
     # the intrinsic's module takes a while to import (a slow disk, a heavy import): the
-    # window in which the first thread binds the globals
+    # window in which the first thread binds the globals, held open until the second
+    # thread has called the kernel (or waited 2 s for it to be handed out)
+    gate = types.ModuleType(f"{name}_gate")
+    gate.release = threading.Event()  # type: ignore[attr-defined]
+    sys.modules[gate.__name__] = gate
     (tmp_path / f"{name}_slow.py").write_text(
-        "import time\ntime.sleep(1.0)\nfrom fastprep.native.streaming import stream_store\n"
+        f"import {name}_gate\n{name}_gate.release.wait(30)\n"
+        "from fastprep.native.streaming import stream_store\n"
     )
     (tmp_path / f"{name}.py").write_text(
         textwrap.dedent(f"""
@@ -50,11 +56,15 @@ def test_a_second_thread_never_compiles_against_unbound_globals(tmp_path, monkey
         if k:  # the second thread arrives once the first has made the dispatcher
             deadline = time.monotonic() + 30
             while lazy.dispatcher is None and time.monotonic() < deadline:
+                if time.monotonic() > deadline - 28:
+                    gate.release.set()  # not handed out while the globals are unbound
                 time.sleep(0.001)
         try:
             (lazy if k else module.fill)(outs[k], float(k + 1))
         except Exception as exc:  # reported below
             errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        finally:
+            gate.release.set()
 
     try:
         workers = [threading.Thread(target=run, args=(k,)) for k in range(2)]
@@ -67,3 +77,4 @@ def test_a_second_thread_never_compiles_against_unbound_globals(tmp_path, monkey
     finally:
         sys.modules.pop(name, None)
         sys.modules.pop(f"{name}_slow", None)
+        sys.modules.pop(gate.__name__, None)
