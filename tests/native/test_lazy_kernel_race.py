@@ -16,12 +16,6 @@ import pytest
 pytest.importorskip("numba")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernel_files._materialize_module publishes kernel.dispatcher before it binds "
-    "the module's LazyIntrinsic/LazyKernel globals; a second thread compiles against the "
-    "stand-ins and Numba caches the TypingError for the process",
-)
 def test_a_second_thread_never_compiles_against_unbound_globals(tmp_path, monkeypatch):
     name = f"review_lazy_{tmp_path.name}".replace("-", "_")
     # the intrinsic's module takes a while to import (a slow disk, a heavy import): the
