@@ -25,8 +25,11 @@ from fastprep.backends.reference.group_stats import GroupKernels
 from fastprep.data.columns import Table
 from fastprep.emit.sink import OutputSink
 from fastprep.native import threads
-from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
+from fastprep.native.kernel_files import intrinsic, jit, numba_cached, numba_loaded
 from fastprep.plan.nodes import Feature, LogicalPlan
+
+#: an unsigned index, a signed code's -1 reading the last slot (no negative-index test)
+slot = intrinsic("fastprep.native.indexing", "slot")
 
 
 @jit(cache=True, nogil=True)
@@ -35,10 +38,11 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
     total = np.zeros(n_groups)
     low = np.full(n_groups, np.inf)
     high = np.full(n_groups, -np.inf)
-    for i in range(len(index)):
+    last = np.uint64(n_groups - 1)  # -1 (a code of no group): the last, as before
+    for i in range(np.uint64(len(index))):
         x = values[i]
         if x == x:
-            g = index[i]
+            g = slot(index[i], last)  # unsigned: no negative-index test per access
             count[g] += 1
             total[g] += x
             if x < low[g]:
@@ -51,10 +55,10 @@ def _moments(index, values, n_groups):  # pragma: no cover - compiled
             mean[g] = total[g] / count[g]
     shift = np.zeros(n_groups)
     m2 = np.zeros(n_groups)
-    for i in range(len(index)):
+    for i in range(np.uint64(len(index))):
         x = values[i]
         if x == x:
-            g = index[i]
+            g = slot(index[i], last)
             d = x - mean[g]
             shift[g] += d
             m2[g] += d * d
