@@ -180,38 +180,41 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
     written out here, not called: with numba-inlined helpers (``_lookup``) the loop ran
     2-3x slower (tailnum at 3.4M rows, one thread: 45 -> ~20 ms)."""
     limit = _limit(len(slots))
-    mask = len(slots) - 1
+    mask = np.uint64(len(slots) - 1)
     nwords = len(words)
+    one = np.uint64(1)
     while i < hi:
+        # unsigned indices: a signed one is tested for a negative value (Python's
+        # wraparound) at every access
+        row = np.uint64(i)
         if bit_offset >= 0:
-            bit = i + bit_offset
-            if not (bitmap[bit >> 3] >> (bit & 7)) & 1:
-                codes[i] = -1
+            bit = np.uint64(i + bit_offset)
+            if not (bitmap[bit >> np.uint64(3)] >> (bit & np.uint64(7))) & one:
+                codes[row] = -1
                 i += 1
                 continue
-        s0, s1 = offsets[i], offsets[i + 1]
+        s0, s1 = offsets[row], offsets[row + one]
         n = s1 - s0
         q = s0 >> 3
         if (n <= 7) & (q + 1 < nwords):
             r = np.uint64((s0 & 7) * 8)
-            w = (words[q] >> r) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - r))
-            k = (w & ((np.uint64(1) << np.uint64(8 * n)) - np.uint64(1))) | (
-                np.uint64(n) << np.uint64(56)
-            )
+            uq = np.uint64(q)
+            w = (words[uq] >> r) | ((words[uq + one] << one) << (np.uint64(63) - r))
+            k = (w & ((one << np.uint64(8 * n)) - one)) | (np.uint64(n) << np.uint64(56))
         else:
             k = _key_bytes(data, s0, s1)
         m = _mix(k)
         if nparts > 1 and np.int64(m >> np.uint64(40)) % nparts != part:
             i += 1
             continue
-        slot = np.int64(m & np.uint64(mask))
+        slot = m & mask
         code = -1
         while slots[slot] >= 0:
             c = slots[slot]
             if slot_keys[slot] == k and ((k & _LONG) == 0 or _same(data, s0, s1, vbytes, voffs, c)):
                 code = c
                 break
-            slot = (slot + 1) & mask
+            slot = (slot + one) & mask
         if code < 0:
             if used >= limit:
                 return i, used, _TABLE_FULL
@@ -224,8 +227,8 @@ def _encode_until_full(data, words, offsets, bitmap, bit_offset, i, hi, codes, s
             slots[slot] = code
             slot_keys[slot] = k
             used += 1
-        codes[i] = code * nparts + part
-        counts[code] += 1
+        codes[row] = code * nparts + part
+        counts[np.uint64(code)] += 1
         i += 1
     return i, used, _DONE
 
@@ -285,7 +288,7 @@ def _remap(codes, mapping):  # pragma: no cover - compiled
     for i in prange(len(codes)):
         c = codes[i]
         if c >= 0:
-            codes[i] = mapping[c]
+            codes[i] = mapping[np.uint64(c)]
 
 
 def arrow_uniques(text: TextColumn) -> pa.Array:
@@ -322,8 +325,8 @@ def _count_lanes(codes, counts):  # pragma: no cover - compiled
     size = (n + lanes - 1) // lanes
     for t in prange(lanes):
         row = counts[t]
-        for i in range(t * size, min(n, t * size + size)):
-            row[codes[i] + 1] += 1
+        for i in range(np.uint64(t * size), np.uint64(min(n, t * size + size))):
+            row[np.uint64(codes[i] + 1)] += 1  # unsigned: no negative-index test
 
 
 def _buffers(chunk: pa.Array) -> tuple[np.ndarray, ...]:
@@ -631,13 +634,13 @@ def _rank_codes(codes, rank, order):  # pragma: no cover - compiled
     """Number the composite codes by first appearance, in place; ``order[g]`` = the
     composite code of value g. Returns the distinct count."""
     g = 0
-    for i in range(codes.shape[0]):
+    for i in range(np.uint64(codes.shape[0])):  # unsigned: no negative-index test per row
         c = codes[i]
         if c >= 0:
-            r = rank[c]
+            r = rank[np.uint64(c)]
             if r < 0:
                 r = g
-                rank[c] = g
+                rank[np.uint64(c)] = g
                 order[g] = c
                 g += 1
             codes[i] = r
@@ -650,17 +653,18 @@ def _map_rank(indices, lut, codes, start, rank, order, seen):  # pragma: no cove
     numbered by first appearance over the chunks so far (``rank``/``order`` as in
     :func:`_rank_codes`, ``seen`` values met before), into ``codes[start + i]``.
     Returns the new ``seen``. The lut gather and :func:`_rank_codes` in one pass."""
-    for i in range(indices.shape[0]):
-        c = lut[indices[i]]
+    at = np.uint64(start)  # unsigned indices: no negative-index test per row
+    for i in range(np.uint64(indices.shape[0])):
+        c = lut[np.uint64(indices[i])]
         if c >= 0:
-            r = rank[c]
+            r = rank[np.uint64(c)]
             if r < 0:
                 r = seen
-                rank[c] = seen
+                rank[np.uint64(c)] = seen
                 order[seen] = c
                 seen += 1
             c = r
-        codes[start + i] = c
+        codes[at + i] = c
     return seen
 
 

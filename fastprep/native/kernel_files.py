@@ -126,6 +126,27 @@ def jit(**options: Any) -> Callable[[Callable[..., Any]], LazyKernel]:
 prange = range
 
 
+class LazyIntrinsic:
+    """A Numba intrinsic a module of lazy kernels calls by a global name: the module
+    (which imports Numba) named here is imported when the kernels are made, and the
+    global replaced by the intrinsic (:func:`materialize`)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def __call__(self, *args: Any) -> Any:
+        raise RuntimeError(f"{self.module}.{self.name} runs only inside a compiled kernel")
+
+    def __repr__(self) -> str:
+        return f"<lazy Numba intrinsic {self.module}.{self.name}>"
+
+
+def intrinsic(module: str, name: str) -> LazyIntrinsic:
+    """The intrinsic ``name`` of ``module`` for this module's lazy kernels (``module``
+    imported only when they are made: it may import Numba at its top)."""
+    return LazyIntrinsic(module, name)
+
+
 def materialize(kernel: LazyKernel) -> Any:
     """Make every lazy kernel of ``kernel``'s module (and of modules it calls into) a
     Numba dispatcher, replacing the module's globals; returns ``kernel``'s dispatcher."""
@@ -145,7 +166,9 @@ def _materialize_module(name: str) -> None:
         if kernel.dispatcher is None:
             kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)
     for attribute, value in list(vars(module).items()):
-        if isinstance(value, LazyKernel):
+        if isinstance(value, LazyIntrinsic):
+            setattr(module, attribute, getattr(importlib.import_module(value.module), value.name))
+        elif isinstance(value, LazyKernel):
             if value.dispatcher is None:  # a kernel of another module, called from here
                 _materialize_module(value.py_func.__module__)
             setattr(module, attribute, value.dispatcher)

@@ -21,7 +21,10 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -496,6 +499,11 @@ _DISK: dict[str, float] | None = None
 _UNSAVED = [0.0]
 #: helper savings are written once at least this many seconds have accumulated
 _SAVE_EVERY = 1e-3
+#: and an unforced save (a helper's call on numpy adding to its debt) at most this often:
+#: a partitioned job's every task makes dozens of such calls, each rewrite ~1-2 ms, and
+#: another process reads the ledger once, when it starts (the rest is saved at exit)
+_SAVE_INTERVAL = 1.0
+_LAST_SAVE = [-math.inf]
 #: Dask worker threads choose kernel paths at once: one of them changes the ledger at a time
 _LEDGER_LOCK = threading.RLock()
 
@@ -559,7 +567,11 @@ def _save_forgone(force: bool = True) -> None:
     with _LEDGER_LOCK:
         if _DISK is None or _UNSAVED[0] <= 0.0 or (not force and _UNSAVED[0] < _SAVE_EVERY):
             return
+        if not force and time.monotonic() - _LAST_SAVE[0] < _SAVE_INTERVAL:
+            _save_at_exit()
+            return
         _UNSAVED[0] = 0.0
+        _LAST_SAVE[0] = time.monotonic()
         text = json.dumps(_DISK, sort_keys=True)
         try:
             path = _ledger_path()
@@ -711,17 +723,50 @@ def repays_numba(n_rows: int, profile: CostProfile | None = None) -> bool:
     return n_rows * NUMBA_JOB_ROW_SAVING > profile.numba_import_seconds
 
 
+#: inside :func:`part_of_job`: how many times the calls of this thread's run are made in the
+#: whole job it is a part of (the job's rows / the part's rows); 1.0 outside
+_JOB_SCALE: ContextVar[float] = ContextVar("fastprep_job_scale", default=1.0)
+
+
+@contextmanager
+def part_of_job(job_rows: int, part_rows: int) -> Iterator[None]:
+    """Choose the kernel paths of the calls made inside as the whole job would: this run
+    is one part (a partition of ``part_rows`` rows) of a job of ``job_rows`` rows whose
+    parts run one after another in this process (a Dask worker's partition tasks).
+
+    A kernel's one-time cost (loading it from Numba's disk cache, compiling it) is paid
+    once per process and serves every later part; compared with one part's saving alone
+    it never pays (a 500,000-row partition's validation scan saves ~5 ms on Numba against
+    a 12 ms load), so every part would run numpy's twin while one process over the whole
+    job runs the kernel. :func:`kernel_path` weighs it against the job's saving instead:
+    the call's saving times ``job_rows / part_rows``."""
+    scale = job_rows / part_rows if job_rows > 0 and part_rows > 0 else 1.0
+    token = _JOB_SCALE.set(max(scale, 1.0))
+    try:
+        yield
+    finally:
+        _JOB_SCALE.reset(token)
+
+
+def job_scale() -> float:
+    """How many times larger the job is than the part this thread runs now (1.0 outside
+    :func:`part_of_job`)."""
+    return _JOB_SCALE.get()
+
+
 def kernel_path(
     what: str, n_values: int, *, cached: bool, loaded: bool = False, n_rows: int | None = None
 ) -> str:
     """``"numba"`` or ``"numpy"`` for one call of helper kernel family ``what`` over
-    ``n_values`` values (``n_rows``: the job's rows, default ``n_values``).
+    ``n_values`` values (``n_rows``: the job's rows, default ``n_values``, or as many
+    times more as the job is larger than the part run now: :func:`part_of_job`).
 
     Numba's side pays what is not done yet: importing Numba (unless the job's size repays
     it, see :func:`job_imports_numba`), loading the kernel from the disk cache, or
-    compiling it (``cached`` False). The cheaper prediction wins; ties go to numpy, which
-    is also taken when Numba is not installed. ``FASTPREP_KERNEL_PATH=numba|numpy``
-    forces one path (tests compare the two)."""
+    compiling it (``cached`` False), once for the whole job (:func:`part_of_job`). The
+    cheaper prediction wins; ties go to numpy, which is also taken when Numba is not
+    installed. ``FASTPREP_KERNEL_PATH=numba|numpy`` forces one path (tests compare the
+    two)."""
     cost = HELPERS[what]
     profile = load_profile()
     # numpy's rate as measured by earlier calls on this install (``note_helper``), if any
@@ -740,7 +785,8 @@ def kernel_path(
         state, one_time = "cached", profile.numba_cache_load_seconds
     else:  # less what earlier runs lost by not compiling it (rent-or-buy, on disk)
         state, one_time = "not cached", max(0.0, cost.compile_seconds - _disk_forgone(ledger))
-    rows = n_values if n_rows is None else n_rows
+    scale = job_scale()
+    rows = round(n_values * scale) if n_rows is None else n_rows
     importing = not numba_imported()
     if importing and not job_imports_numba(rows, profile):
         PATHS[what] = (
@@ -748,20 +794,23 @@ def kernel_path(
             f"({profile.numba_import_seconds:.2g} s)"
         )
         return "numpy"
-    numba_s = n_values * cost.numba_value_seconds + one_time
+    run_s = n_values * cost.numba_value_seconds
+    # the one-time cost is paid once for the whole job: this call's share of it
+    numba_s = run_s + one_time / scale
     if numba_s < numpy_s:
         PATHS[what] = f"numba: {state} (predicted {numba_s:.2g} s vs numpy {numpy_s:.2g} s)"
         if state == "not cached":
             _add_forgone(ledger, None)
             _save_forgone()
         return "numba"
-    if state == "not cached" and numpy_s > numba_s - one_time:
-        _add_forgone(ledger, numpy_s - (numba_s - one_time))
+    if state == "not cached" and numpy_s > run_s:
+        _add_forgone(ledger, numpy_s - run_s)
         _save_forgone(force=False)
+    job = f" (a {scale:.3g}x larger job's share)" if scale > 1.0 else ""
     if state == "not cached":
-        why = f"kernel not cached, compile ~{one_time:.2g} s > run {numpy_s:.2g} s"
+        why = f"kernel not cached, compile ~{one_time:.2g} s{job} > run {numpy_s:.2g} s"
     else:
-        why = f"{state}, predicted {numpy_s:.2g} s vs numba {numba_s:.2g} s"
+        why = f"{state}, predicted {numpy_s:.2g} s vs numba {numba_s:.2g} s{job}"
     PATHS[what] = f"numpy: {why}"
     return "numpy"
 

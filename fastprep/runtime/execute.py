@@ -599,7 +599,9 @@ def _quarantine_non_finite(
     report: Report,
 ) -> np.ndarray | None:
     """Rows whose output would hold NaN/inf leave for the quarantine, named per feature."""
-    bad_any = np.zeros(table.n_rows, dtype=bool)
+    # made when a row is found: a mask of every row (zeroed pages read by ``any()``)
+    # cost ~1 ms a call at 3.4M rows where nothing is ever bad
+    bad_any: np.ndarray | None = None
     for feature_index, bad_rows in sink.bad_rows(skip=checked).items():
         feature = plan.features[feature_index]
         view = sink.numeric_view(feature_index)
@@ -607,7 +609,7 @@ def _quarantine_non_finite(
             bad = bad_rows & ~np.isfinite(view[:, j])
             if not bad.any():
                 continue
-            bad_any |= bad
+            bad_any = bad if bad_any is None else bad_any | bad
             report.findings.append(
                 make_finding(item.name, Reason.NONFINITE_FEATURE.value, bad, table.row_ids,
                              "quarantine",
@@ -615,13 +617,13 @@ def _quarantine_non_finite(
             )  # fmt: skip
             quarantine.add(table.row_ids[bad], f"feature {item.name}: missing or not finite")
     for name, bad in sink.bad_sparse_rows().items():  # e.g. a hashed number that is ±inf
-        bad_any |= bad
+        bad_any = bad if bad_any is None else bad_any | bad
         report.findings.append(
             make_finding(name, Reason.NONFINITE_FEATURE.value, bad, table.row_ids, "quarantine",
                          detail="(a hashed value is infinite or beyond float32)")
         )  # fmt: skip
         quarantine.add(table.row_ids[bad], f"feature {name}: not finite")
-    return ~bad_any if bad_any.any() else None
+    return None if bad_any is None else ~bad_any
 
 
 def describe_output(X: np.ndarray | sp.csr_matrix) -> dict[str, Any]:

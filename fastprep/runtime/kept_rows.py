@@ -19,10 +19,11 @@ What :func:`pack` keeps of a :class:`~fastprep.runtime.execute.Prepared`:
 
 Why compact: a worker keeps a fixed number of bytes of partitions in memory (so its
 memory does not grow with the job), and writes those beyond them to its disk. Why one
-buffer of their own: the arrays of an entry are views into one anonymous ``mmap``, so an
-entry freed goes back to the operating system whole instead of leaving holes in the
-worker's heap, which grew a long job's peak when entries lived among its other arrays;
-and that buffer is all there is to write to a spill file (:meth:`KeptRows.without_buffer`)
+buffer of their own: the arrays of an entry are views into one chunk of the memory the
+process retains (:func:`fastprep.storage.spill_files.memory_for`), so an entry freed
+leaves no hole among the worker's other arrays (which grew a long job's peak when entries
+lived in its heap) and its chunk is reused whole by the next entry, without the fresh
+pages' faults; and that buffer is all there is to write to a spill file (:meth:`KeptRows.without_buffer`)
 and read back (:meth:`KeptRows.with_buffer`): the arrays are found in it by position,
 the rest (dictionaries, quarantined rows, the report: ~1.4 MB of a 14.9 MB flights
 partition) stays in memory.
@@ -33,7 +34,6 @@ that were not kept: :func:`covers` says so, and the caller reads the partition a
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from fastprep.data.columns import FitTarget, Table, TextColumn
 from fastprep.data.sources import take_rows
 from fastprep.runtime import kept_values
 from fastprep.runtime.execute import Prepared
+from fastprep.storage import spill_files
 from fastprep.validate import drift
 
 #: an entry's arrays start at multiples of this many bytes of its buffer (whole cache
@@ -53,9 +54,11 @@ ALIGN = 64
 DERIVED_MAX = 1 << 20
 
 _INTS = (np.int8, np.int16, np.int32)
-#: tried widest first: values float32 does not hold, float16 does not either
-_FLOATS = {np.dtype(np.float64): (np.float32, np.float16), np.dtype(np.float32): (np.float16,)}
-#: a float column is tried on its first values first (most columns that do not fit show it there)
+#: tried narrowest first: values float16 holds, float32 holds too (one full check of a
+#: column of whole numbers, not one per type)
+_FLOATS = {np.dtype(np.float64): (np.float16, np.float32), np.dtype(np.float32): (np.float16,)}
+#: a float column is tried on about this many values spread over it first (most columns
+#: that do not fit show it there; a file's first rows can be unlike the rest)
 _PROBE = 4096
 
 
@@ -71,12 +74,11 @@ def narrowest(values: np.ndarray) -> np.dtype:
             if candidate().itemsize < values.itemsize and info.min <= low and high <= info.max:
                 return np.dtype(candidate)
         return values.dtype
-    found = values.dtype
+    probe = values[:: max(1, len(values) // _PROBE)]
     for candidate in _FLOATS.get(values.dtype, ()):
-        if not (_exact(values[:_PROBE], candidate) and _exact(values, candidate)):
-            break
-        found = np.dtype(candidate)
-    return found
+        if _exact(probe, candidate) and _exact(values, candidate):
+            return np.dtype(candidate)
+    return values.dtype
 
 
 def _exact(values: np.ndarray, candidate: type) -> bool:
@@ -130,7 +132,7 @@ class _Stored:
 class KeptRows:
     """A packed partition (see the module); :meth:`unpack` gives it back."""
 
-    #: the one anonymous mmap (bytes) every ``_Stored`` array is in; None while it is in a
+    #: the one buffer (bytes) every ``_Stored`` array is in; None while it is in a
     #: spill file (:meth:`without_buffer`, :meth:`with_buffer`)
     buffer: np.ndarray | None
     columns: dict[str, Any]  # name -> _Stored, or (_Stored codes, uniques), or the column
@@ -150,8 +152,11 @@ class KeptRows:
     spilled: bool = False
 
     def size(self) -> int:
-        """Bytes held: the buffer, the rows as read kept, the rest's arrays."""
-        return kept_values.size_of(self)
+        """Bytes held: the buffer (its own bytes, not the retained chunk it is cut from,
+        which is a little larger and reused by the next entry), the rows as read kept,
+        the rest's arrays."""
+        held = 0 if self.buffer is None else int(self.buffer.nbytes)
+        return held + kept_values.size_of(replace(self, buffer=None))
 
     def without_buffer(self) -> KeptRows:
         """This partition without its buffer (written elsewhere): what stays in memory
@@ -291,14 +296,15 @@ def _ascending(positions: np.ndarray) -> bool:
 def _into_buffer(
     arrays: list[tuple[str, np.ndarray]],
 ) -> tuple[np.ndarray, dict[str, _Stored]]:
-    """Each array in its narrowest type, copied into one anonymous mmap: the mmap's bytes
-    and where each array is in them."""
+    """Each array in its narrowest type, copied into one buffer
+    (:func:`~fastprep.storage.spill_files.memory_for`): its bytes and where each array is
+    in them."""
     types = {name: narrowest(values) for name, values in arrays}
     offsets, end = {}, 0
     for name, values in arrays:
         offsets[name] = end
         end += -(-len(values) * types[name].itemsize // ALIGN) * ALIGN
-    buffer = np.frombuffer(mmap.mmap(-1, max(end, ALIGN)), dtype=np.uint8)
+    buffer = spill_files.memory_for(max(end, ALIGN))
     out = {}
     for name, values in arrays:
         size = len(values) * types[name].itemsize

@@ -10,12 +10,14 @@ write the same file; the job's manifest names the files of the run whose result 
 from __future__ import annotations
 
 import errno
+import functools
 import importlib.util
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -26,17 +28,21 @@ from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.columns import FitTarget, FoldedRows
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
+from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
+from fastprep.planning import planner
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, kept_rows, kept_values, memory, shards
 from fastprep.validate import drift
 
 if TYPE_CHECKING:
     import pandas as pd
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,6 @@ def numba_for_the_job(rows: int) -> None:
     same source decides: the planner decides per table, and a partition alone is below its
     threshold, so every kernel of a big partitioned job would otherwise stay on numpy.
     Once per process (a worker's later tasks find it imported)."""
-    from fastprep.planning import planner
-
     if (rows and not planner.numba_imported() and planner.job_imports_numba(rows)
             and importlib.util.find_spec("numba") is not None):  # fmt: skip
         import numba  # noqa: F401
@@ -147,6 +151,20 @@ def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
     return [c for c in columns if c in names] or columns
 
 
+def part_of_job(task: Callable[..., R]) -> Callable[..., R]:
+    """``task(job, spec, ...)`` choosing its kernel paths as the whole job would
+    (:func:`fastprep.planning.planner.part_of_job`): a kernel loaded once in a worker
+    serves the job's every partition there, so a partition's helpers run on Numba where
+    one process over the whole source would."""
+
+    @functools.wraps(task)
+    def run(job: Job, spec: PartitionSpec, *args: Any, **kwargs: Any) -> R:
+        with planner.part_of_job(job.rows, spec.n_rows or 0):
+            return task(job, spec, *args, **kwargs)
+
+    return run
+
+
 # ---------------------------------------------------------------- fit
 
 
@@ -154,6 +172,7 @@ def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
 Target = tuple[int, str, int, str, Any]
 
 
+@part_of_job
 def fit_partials(
     job: Job, spec: PartitionSpec, learned: dict[tuple[int, str], list[dict[str, Any]]],
     targets: list[Target], part: pd.DataFrame | None = None, keep: bool = False,
@@ -325,8 +344,6 @@ def _fused_moments(
     imported Numba for an earlier one). Keyed by the value
     measured: (feature, input, the step it is the input of). Empty otherwise: the
     reference computes them."""
-    from fastprep.planning import planner
-
     auto = job.backend == "auto" and planner.numba_imported() and planner.repays_numba(job.rows)
     if not (job.backend == "numba" or auto):
         return {}
@@ -477,6 +494,7 @@ def kept_split(
 # ---------------------------------------------------------------- transform
 
 
+@part_of_job
 def transform_partition(
     job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
@@ -493,8 +511,6 @@ def transform_partition(
     ``reuse``: the key the fit's first pass kept this partition under
     (``fit_partials(whole=)``): when it is in this process, the partition is transformed
     from it, not read and validated again (the result's ``"reused"``)."""
-    import scipy.sparse as sp
-
     memory.settle_heap()
     held = None if reuse is None else _held_partition(reuse, spec, take=True)
     if held is not None:
@@ -511,6 +527,10 @@ def transform_partition(
         prepared, retries = load_prepared(job, spec, "transform", part)
         output, measures = _transform(job, params, prepared, dtype_name, output_dir, profile,
                                       folded)  # fmt: skip
+    # X as the run made it: a CSR output written next stays pending (its blocks made as
+    # the shard's writer streams them past the page cache), not a scipy matrix made whole
+    # and written through the page cache
+    X, csr = output.matrix, is_csr(output.matrix)
     entry: dict[str, Any] = {
         "index": spec.index,
         "partition": spec.describe(),
@@ -519,9 +539,9 @@ def transform_partition(
         "rows_in": output.report.rows_in,
         "rows_out": output.report.rows_out,
         "rows_quarantined": output.report.rows_quarantined,
-        "shape": list(output.X.shape),
-        "layout": "csr" if sp.issparse(output.X) else "dense",
-        "nnz": int(output.X.nnz if sp.issparse(output.X) else np.count_nonzero(output.X)),
+        "shape": [int(n) for n in X.shape],
+        "layout": "csr" if csr else "dense",
+        "nnz": int(X.nnz if csr else np.count_nonzero(X)),
         "retries": retries,
         "pid": os.getpid(),
         "report": output.report.to_dict(),
@@ -534,6 +554,21 @@ def transform_partition(
     if output_dir is None:
         return {"entry": entry, "output": output, **reused}
     return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
+
+
+def transform_partitions(
+    job: Job, specs: list[PartitionSpec], params: execute.Params, fingerprint: str,
+    output_dir: str, dtype_name: str, codec: str | None, keys: list[str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """:func:`transform_partition` of several partitions this worker kept from the fit
+    (``keys[i]``: ``specs[i]``'s), in one task, each shard written to ``output_dir`` as
+    it is done: the scheduler and the client spend ~10 ms of CPU on a task and its
+    result, about what a partition's transform from memory spends outside its kernels.
+    A partition not here any more (the task ran on another worker, its spill file went)
+    is read and validated, as its own task would."""
+    return [transform_partition(job, spec, params, fingerprint, output_dir, dtype_name,
+                                codec=codec, reuse=key)
+            for spec, key in zip(specs, keys)]  # fmt: skip
 
 
 def _transform(

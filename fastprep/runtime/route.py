@@ -15,6 +15,7 @@ loaded — never an out-of-memory crash halfway.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -47,6 +48,13 @@ def scheduler_setting(scheduler: str | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def _dask_findable() -> bool:
+    """Whether Dask's distributed is installed (looked up once: a search of the import
+    path on every run cost ~0.2 ms)."""
+    return importlib.util.find_spec("distributed") is not None
+
+
 def check(
     plan: LogicalPlan,
     schema: Schema,
@@ -62,7 +70,7 @@ def check(
     None when the source's facts cannot be read (the run itself then says why).
     ``transform_only``: a fitted pipeline's transform (no fit's memory is counted)."""
     setting = scheduler_setting(scheduler)
-    distributable = setting != "off" and importlib.util.find_spec("distributed") is not None
+    distributable = setting != "off" and _dask_findable()
     from fastprep.runtime.levels import count_order_targets, count_passes  # (on use)
 
     cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"

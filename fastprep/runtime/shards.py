@@ -56,7 +56,8 @@ def write_partition(
     token = fmt.new_token()
     files = fmt.FileWriter(folder, codec)
     try:
-        entry = entry | fmt.write_shard(files, entry["index"], token, output.X, output.y,
+        # X as the run made it (a pending CSR is streamed to its files block by block)
+        entry = entry | fmt.write_shard(files, entry["index"], token, output.matrix, output.y,
                                         output.row_ids, output.quarantine_to_write())  # fmt: skip
         files.finish()
     finally:

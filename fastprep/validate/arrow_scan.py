@@ -26,22 +26,21 @@ from fastprep.validate import number_checks as nc
 @njit(cache=True, nogil=True)
 def _fill_nan(src, bitmap, bit_offset, lo, hi, out, at):  # pragma: no cover - compiled
     """Rows ``lo:hi`` of one chunk's values into ``out[at:]``, NaN where the validity bit
-    (``bit_offset`` < 0: no bitmap) is clear: a plain copy (vectorized), then the missing
-    rows, skipping a bitmap byte whose eight rows are all present."""
+    (``bit_offset`` < 0: no bitmap) is clear: a plain copy (vectorized), then the bitmap
+    byte by byte, a byte whose eight rows are all present skipped with one test (a loop
+    over rows, eight at a time where it could, took longer than the copy)."""
     for i in range(lo, hi):
         out[at + i - lo] = src[i]
-    if bit_offset < 0:
+    if bit_offset < 0 or hi <= lo:
         return
-    i = lo
-    while i < hi:
-        bit = i + bit_offset
-        byte = bitmap[bit >> 3]
-        if (bit & 7) == 0 and byte == 255 and i + 8 <= hi:
-            i += 8
+    for k in range((lo + bit_offset) >> 3, ((hi - 1 + bit_offset) >> 3) + 1):
+        byte = bitmap[k]
+        if byte == 255:
             continue
-        if not (byte >> (bit & 7)) & 1:
-            out[at + i - lo] = np.nan
-        i += 1
+        row = k * 8 - bit_offset  # the row of the byte's first bit
+        for b in range(8):
+            if not (byte >> b) & 1 and lo <= row + b < hi:
+                out[at + row + b - lo] = np.nan
 
 
 @njit(cache=True, nogil=True)

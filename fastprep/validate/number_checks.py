@@ -60,7 +60,7 @@ def _step(x, lo, hi, integral, range_on_inf, int_source, shift, k, f):  # pragma
         not_integer += fin & (v != np.floor(v))
         too_big += fin & (abs(v) > EXACT_INT)
     counts = (
-        nulls + (not present), infs + (present & (not fin)), not_integer, too_big,
+        nulls + (not present), infs, not_integer, too_big,
         below + (ranged & (v < lo)), above + (ranged & (v > hi)), finite + fin,
     )  # fmt: skip
     stats = (
@@ -99,11 +99,14 @@ def _lanes(
     k = (0, 0, 0, 0, 0, 0, 0)
     f0 = f1 = f2 = f3 = (np.inf, -np.inf, 0.0, 0.0)
     common = e3 - b3  # every lane has at least the last one's rows
-    for i in range(common):
-        k, f0 = _step(values[b0 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
-        k, f1 = _step(values[b1 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f1)
-        k, f2 = _step(values[b2 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
-        k, f3 = _step(values[b3 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f3)
+    # unsigned indices: a signed one is tested for a negative value at every access
+    u0, u1, u2, u3 = np.uint64(b0), np.uint64(b1), np.uint64(b2), np.uint64(b3)
+    for j in range(common):
+        i = np.uint64(j)
+        k, f0 = _step(values[u0 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
+        k, f1 = _step(values[u1 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f1)
+        k, f2 = _step(values[u2 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
+        k, f3 = _step(values[u3 + i], lo, hi, integral, range_on_inf, int_source, shift, k, f3)
     for i in range(b0 + common, e0):
         k, f0 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f0)
     for i in range(b1 + common, e1):
@@ -112,10 +115,89 @@ def _lanes(
         k, f2 = _step(values[i], lo, hi, integral, range_on_inf, int_source, shift, k, f2)
     for r in range(7):
         counts[task, r] = k[r]
+    # neither missing nor finite: infinite. Not counted in the loop: one add fewer on the
+    # counts the four lanes share ran the float loop ~20% faster
+    rows = (e0 - b0) + (e1 - b1) + (e2 - b2) + (e3 - b3)
+    counts[task, INF] = rows - k[NULL] - k[FINITE]
     _store(f0, stats, first)
     _store(f1, stats, first + 1)
     _store(f2, stats, first + 2)
     _store(f3, stats, first + 3)
+
+
+#: the largest distance from the shift whose square is still exact in float64 (2**53)
+EXACT_ROOT = 94906265
+
+
+@njit(cache=True, inline="always")
+def _int_chunk(values, b, e, lo, hi, bounded, shift):  # pragma: no cover - compiled
+    """Rows ``b:e`` of an int64 column: smallest, largest, sums of ``x - shift`` and of
+    its square in int64 (wrapping: the caller checks they are exact), and the rows below
+    ``lo`` / above ``hi`` compared as float64 (as the float loop does). Integer extremes
+    and sums do not depend on the order they are taken in, so the loop is vectorized."""
+    smallest = np.int64(9223372036854775807)
+    largest = np.int64(-9223372036854775807) - np.int64(1)
+    total = np.int64(0)
+    squares = np.int64(0)
+    below = np.int64(0)
+    above = np.int64(0)
+    if bounded:
+        for i in range(np.uint64(b), np.uint64(e)):  # unsigned: no negative-index test
+            x = values[i]
+            smallest = x if x < smallest else smallest
+            largest = x if x > largest else largest
+            d = x - shift
+            total += d
+            squares += d * d
+            v = np.float64(x)
+            below += v < lo
+            above += v > hi
+    else:
+        for i in range(np.uint64(b), np.uint64(e)):
+            x = values[i]
+            smallest = x if x < smallest else smallest
+            largest = x if x > largest else largest
+            d = x - shift
+            total += d
+            squares += d * d
+    return smallest, largest, total, squares, below, above
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _int_task(values, task, size, lo, hi, shift, counts, stats):  # pragma: no cover
+    """:func:`_lanes` of an int64 column by integer arithmetic, when every value and
+    partial sum is an integer float64 holds exactly (each value and the shift within
+    2**53, a chunk's rows times its largest squared distance from the shift within
+    2**53): then the float loop's sums, added in any order, are these exact sums, bit
+    for bit. Returns False, having stored nothing it would keep, when they are not."""
+    if not (-EXACT_INT <= shift <= EXACT_INT):
+        return False
+    s = np.int64(shift)
+    n = values.shape[0]
+    bounded = lo != -np.inf or hi != np.inf
+    below, above, rows = 0, 0, 0
+    for c in range(task * LANES, task * LANES + LANES):
+        b, e = _bounds(n, size, c)
+        if e <= b:
+            stats[c, LOW], stats[c, HIGH], stats[c, TOTAL], stats[c, SQUARES] = (
+                np.inf, -np.inf, 0.0, 0.0)  # fmt: skip
+            continue
+        smallest, largest, total, squares, low, high = _int_chunk(values, b, e, lo, hi,
+                                                                  bounded, s)  # fmt: skip
+        if smallest < -EXACT_INT_I or largest > EXACT_INT_I:
+            return False
+        far = max(largest - s, s - smallest)
+        if far > EXACT_ROOT or far * far > EXACT_INT_I // (e - b):
+            return False
+        stats[c, LOW], stats[c, HIGH] = np.float64(smallest), np.float64(largest)
+        stats[c, TOTAL], stats[c, SQUARES] = np.float64(total), np.float64(squares)
+        below += low
+        above += high
+        rows += e - b
+    counts[task, NULL], counts[task, INF], counts[task, NOT_INTEGER] = 0, 0, 0
+    counts[task, TOO_BIG], counts[task, BELOW], counts[task, ABOVE] = 0, below, above
+    counts[task, FINITE] = rows
+    return True
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -128,7 +210,10 @@ def _scan_task(
 
     Float rules run copies of the loop compiled with the rules they do not use as
     constants, without their work: with no bound (a plain ``Float()``) 2x, with bounds
-    1.4x faster than the loop that tests every rule's flag on every value."""
+    1.4x faster than the loop that tests every rule's flag on every value. An int64
+    column of a moderate range takes the integer loop (:func:`_int_task`)."""
+    if int_source and _int_task(values, task, size, lo, hi, shift, counts, stats):
+        return
     if not (integral or int_source) and lo == -np.inf and hi == np.inf:
         _lanes(values, task, size, -np.inf, np.inf, False, False, False, shift, counts, stats)
     elif not (integral or int_source or range_on_inf):

@@ -299,3 +299,53 @@ def test_kept_split_counts_the_partitions_spilled_to_disk(monkeypatch) -> None:
     assert 0 < memory < per_worker and memory + disk == per_worker  # the rest on disk
     in_memory, on_disk = kept_split(plan, schema, rows, tasks, workers)
     assert (in_memory, on_disk) == pytest.approx((memory / per_worker, disk / per_worker))
+
+
+def test_one_task_transforms_several_kept_partitions(source, tmp_path):
+    """``transform_partitions``: each partition taken from what was kept, or read when it
+    is not here (here: the second was never kept), each shard as its own task writes it."""
+    from fastprep.runtime.partition_tasks import transform_partitions
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    first, second = plan_partitions(source, 5_000)[1:3]
+    params, _ = _fit(job, first, "k1")
+    several = transform_partitions(job, [first, second], params, "fp", str(tmp_path / "a"),
+                                   "float32", None, ["k1", "k2"])  # fmt: skip
+    assert [bool(r.get("reused")) for r in several] == [True, False]
+    alone = [
+        transform_partition(job, s, params, "fp", str(tmp_path / "b")) for s in (first, second)
+    ]
+    for a, b in zip(several, alone):
+        a, b = a["entry"], b["entry"]
+        assert a["index"] == b["index"] and a["rows_out"] == b["rows_out"]
+        for name, written in a["arrays"].items():
+            np.testing.assert_array_equal(np.load(tmp_path / "a" / written["file"]),
+                                          np.load(tmp_path / "b" / b["arrays"][name]["file"]))  # fmt: skip
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, monkeypatch):
+    """A partition task writing its shard leaves X as the run made it: the CSR arrays
+    are made block by block as the writer streams them (the ``.npy`` header padded to a
+    block: past the page cache where the file system allows), never a scipy matrix made
+    whole and written buffered; the files hold the same values as the gathered output.
+    (The CSR is made block by block by the Numba fill kernel: on numpy it is made whole.)"""
+    monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numba")
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema(), "numba")
+    spec = plan_partitions(source, 5_000)[1]
+    params, _ = _fit(job, spec, "k" if kept else None)
+    written = transform_partition(job, spec, params, "fp", str(tmp_path), reuse="k")
+    assert bool(written.get("reused")) is kept
+    entry = written["entry"]
+    gathered = transform_partition(job, spec, params, "fp", None)["output"]
+    assert entry["layout"] == "csr" and entry["nnz"] == gathered.X.nnz
+    assert entry["shape"] == list(gathered.X.shape)
+    for part in ("data", "indices"):
+        path = tmp_path / entry["arrays"][f"X.{part}"]["file"]
+        with open(path, "rb") as file:
+            np.lib.format.read_magic(file)
+            np.lib.format.read_array_header_1_0(file)
+            assert file.tell() == 4096  # the streamed writer's padded header
+        np.testing.assert_array_equal(np.load(path), getattr(gathered.X, part))

@@ -4,7 +4,6 @@ the quarantined rows as read; a transform that quarantines other rows reads them
 
 from __future__ import annotations
 
-import mmap
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from fastprep.data.partitions import plan_partitions
 from fastprep.runtime import kept_rows, kept_values
 from fastprep.runtime.levels import fit_levels, later_chains
 from fastprep.runtime.partition_tasks import Job, fit_partials, load_prepared, transform_partition
+from fastprep.storage import spill_files
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data_samples" / "flights.parquet"
@@ -65,7 +65,7 @@ def test_packed_partition_unpacks_to_the_validated_one(source):
     packed = kept_rows.pack(prepared)
     before = kept_values.size_of((prepared.raw, prepared.table, prepared.quarantine, prepared.y))
     assert packed.size() < before / 2
-    assert isinstance(packed.buffer.base.obj, mmap.mmap)  # one buffer: the entry's, freed whole
+    assert packed.buffer.flags.c_contiguous and packed.buffer.dtype == np.uint8  # one buffer
     assert kept_values.size_of(packed.buffer) <= packed.size()
     assert packed.raw.num_rows == len(prepared.quarantine) + 1  # + the types' row
     again = packed.unpack()
@@ -205,3 +205,33 @@ def test_drift_of_a_kept_partition_measures_the_columns_left_out(source):
     assert kept.get("reused") and not read.get("reused")
     assert list(kept["entry"]["drift"]) == list(read["entry"]["drift"])
     assert repr(kept["entry"]["drift"]) == repr(read["entry"]["drift"])
+
+
+def test_a_large_partition_counts_its_buffers_bytes(source):
+    """A buffer cut from a retained chunk counts its own bytes against the memory budget,
+    not the chunk's (rounded up to a size class): as many partitions stay in memory."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    prepared, _ = load_prepared(job, plan_partitions(source, 5_000)[1], "fit")
+    packed = kept_rows.pack(prepared)
+    rest = packed.size() - packed.buffer.nbytes
+    big = packed.with_buffer(spill_files.memory_for(5_000_001))
+    assert kept_values.size_of(big.buffer) > 5_000_001  # the chunk
+    assert big.size() == 5_000_001 + rest
+    assert big.without_buffer().size() == rest
+
+
+def test_narrowest_looks_past_a_columns_first_values() -> None:
+    """A file's first rows can be unlike the rest (whole minutes, then jittered ones):
+    the probe is spread over the column, and the answer is always the full check's."""
+    whole = np.arange(100_000, dtype=np.float64) % 1000
+    jittered = whole.copy()
+    jittered[50_000:] += 0.1
+    assert kept_rows.narrowest(jittered) == np.float64
+    late = whole.copy()
+    late[-1] = 4097.0  # float16 holds every value but this one
+    assert kept_rows.narrowest(late) == np.float32
+    assert kept_rows.narrowest(whole) == np.float16
+    one_off = whole.copy()
+    one_off[12_345] = 0.1  # not on the probe: found by the full check
+    assert kept_rows.narrowest(one_off) == np.float64

@@ -3,12 +3,12 @@ nothing: a missing, short, longer, another entry's or changed file is a miss."""
 
 from __future__ import annotations
 
-import mmap
 import os
 
 import numpy as np
 import pytest
 
+from fastprep.native.arena import ARENA
 from fastprep.storage import spill_files
 
 TOKEN = bytes(range(16))
@@ -27,8 +27,7 @@ def test_read_back_is_the_buffer_in_memory_of_its_own(written):
     path, buffer = written
     back = spill_files.read(path, "fit-1-part-3", TOKEN)
     np.testing.assert_array_equal(back, buffer)
-    assert isinstance(back.base.obj, mmap.mmap)  # freed whole when the entry goes
-    assert back.flags.writeable
+    assert back.flags.writeable and back.flags.c_contiguous and back.dtype == np.uint8
 
 
 def test_another_key_or_entry_is_a_miss(written):
@@ -73,3 +72,37 @@ def test_a_failed_write_leaves_no_file(tmp_path):
     with pytest.raises(OSError):
         spill_files.write(path, "k", TOKEN, np.zeros(10, np.uint8))
     assert not path.exists()
+
+
+@pytest.mark.parametrize("at", [0, 1, 2, 3, -1])
+def test_a_changed_byte_in_any_piece_read_is_a_miss(tmp_path, at):
+    """The payload is read back and checked a piece at a time: a byte changed in the
+    first, a middle (at a piece's edge) or the last, short, piece is a miss."""
+    piece = spill_files.PIECE
+    buffer = np.random.default_rng(3).integers(0, 256, 3 * piece + 17, dtype=np.uint8)
+    path = tmp_path / "big.kept"
+    spill_files.write(path, "k", TOKEN, buffer)
+    np.testing.assert_array_equal(spill_files.read(path, "k", TOKEN), buffer)
+    offset = path.stat().st_size - buffer.nbytes  # the header's bytes
+    position = {0: 0, 1: piece - 1, 2: piece, 3: 2 * piece + 5, -1: buffer.nbytes - 1}[at]
+    with open(path, "r+b") as out:
+        out.seek(offset + position)
+        out.write(bytes([int(buffer[position]) ^ 0x01]))
+    assert spill_files.read(path, "k", TOKEN) is None
+
+
+def test_a_buffer_let_go_is_reused_by_the_next(tmp_path):
+    """Read back into memory the process holds: once nothing views a buffer, the next
+    read (or kept partition) fills the same memory instead of faulting in fresh pages."""
+    buffer = np.random.default_rng(5).integers(0, 256, 6 << 20, dtype=np.uint8)
+    path = tmp_path / "r.kept"
+    spill_files.write(path, "k", TOKEN, buffer)
+    back = spill_files.read(path, "k", TOKEN)
+    held = spill_files.memory_for(buffer.nbytes)  # in use: not handed out again
+    assert not np.shares_memory(held, back)
+    del back
+    reused = ARENA.stats["reused"]
+    again = spill_files.read(path, "k", TOKEN)
+    assert ARENA.stats["reused"] == reused + 1
+    np.testing.assert_array_equal(again, buffer)
+    assert not np.shares_memory(held, again)

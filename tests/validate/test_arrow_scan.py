@@ -40,6 +40,9 @@ def _columns() -> dict[str, pa.ChunkedArray]:
             [pa.array(np.arange(N // 2, dtype=float)), pa.array(np.arange(N - N // 2, dtype=float))]
         ),
         "int64 chunked": pa.chunked_array([pa.array(ints[:12345]), pa.array(ints[12345:])]),
+        "small int64 chunked": pa.chunked_array(  # summed in integers
+            [pa.array(ints[:12345] % 24), pa.array(ints[12345:] % 24 - 7)]
+        ),
     }
 
 

@@ -141,3 +141,43 @@ def test_scan_tasks_on_one_or_many_threads_equal_numpy_at_odd_sizes(kind: str, n
         as_float = values.astype(np.float64)
         assert by_numpy[0][:, nc.NULL].sum() == np.isnan(as_float).sum()
         assert by_numpy[0][:, nc.FINITE].sum() == np.isfinite(as_float).sum()
+
+
+def _small_range_ints(case: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(5)
+    if case == "hours":
+        return rng.integers(0, 24, n)
+    if case == "negative":
+        return rng.integers(-(10**6), 10**3, n)
+    if case == "edge":  # the farthest from the shift a chunk's squares stay exact
+        far = int(np.sqrt(nc.EXACT_INT_I // max(1, -(-n // nc.N_CHUNKS))))
+        values = rng.integers(-far, far + 1, n)
+        values[0] = 0
+        return values
+    values = rng.integers(0, 100, n)  # one chunk beyond 2**53: that task's float loop
+    values[n // 2] = 2**53 + 1
+    return values
+
+
+@pytest.mark.parametrize("n", [1, 63, 65, 4099, nc.PARALLEL_MIN + 77])
+@pytest.mark.parametrize("case", ["hours", "negative", "edge", "beyond"])
+def test_small_range_int_columns_take_the_integer_loop_bit_for_bit(case: str, n: int) -> None:
+    """An int64 column of a moderate range is summed in integers: the same counts and
+    moments, bit for bit, as numpy's twin (the float loop's order), with and without
+    bounds; a chunk whose sums could round leaves its task to the float loop."""
+    values = _small_range_ints(case, n)
+    shift = nc.first_finite(values)
+    size = (n + nc.N_CHUNKS - 1) // nc.N_CHUNKS
+    counts = np.zeros((nc.N_CHUNKS // nc.LANES, 7), np.int64)
+    stats = np.zeros((nc.N_CHUNKS, 4))
+    taken = nc._int_task(values, 0, size, -np.inf, np.inf, shift, counts, stats)
+    assert taken == (case != "beyond" or n // 2 >= nc.LANES * size)
+    for rules in ((-np.inf, np.inf, True, False), (5.0, 20.0, True, False),
+                  (-np.inf, 1e9, False, False)):  # fmt: skip
+        args = (values, *rules, True, shift, nc.N_CHUNKS)
+        by_numpy, serial, pooled = nc.scan_numpy(*args), nc._serial(*args), nc._parallel(*args)
+        for got in (serial, pooled):
+            assert np.array_equal(got[0], by_numpy[0])
+            assert got[1].tobytes() == by_numpy[1].tobytes()
+        assert by_numpy[0][:, nc.BELOW].sum() == (values < rules[0]).sum()
+        assert by_numpy[0][:, nc.TOO_BIG].sum() == (case == "beyond")

@@ -21,7 +21,7 @@ from fastprep.data.columns import Table
 from fastprep.emit.sink import OutputSink
 from fastprep.native import threads
 from fastprep.native.arena import ARENA
-from fastprep.native.kernel_files import jit, numba_cached, numba_loaded
+from fastprep.native.kernel_files import intrinsic, jit, numba_cached, numba_loaded
 from fastprep.plan.nodes import Feature, LogicalPlan
 
 
@@ -200,6 +200,10 @@ def _accumulate_codes(combined, codes, size, first):  # pragma: no cover - compi
             combined[i] = combined[i] * size + code
 
 
+stream_store = intrinsic("fastprep.native.streaming", "stream_store")
+store_fence = intrinsic("fastprep.native.streaming", "store_fence")
+
+
 @jit(cache=True, nogil=True)
 def _take(lookup, combined, out):  # pragma: no cover - compiled
     last = len(lookup) - 1
@@ -316,6 +320,25 @@ def _put_rows_texts(out, per_code, codes, luts, sizes):  # pragma: no cover - co
             out[i, j] = per_code[combined, j]
 
 
+@jit(cache=True, nogil=True)
+def _stream_rows_texts(flat, per_code, codes, luts, sizes):  # pragma: no cover - compiled
+    """:func:`_put_rows_texts` into rows of 8-byte words laid end to end (``flat``),
+    by non-temporal stores."""
+    last = per_code.shape[0] - 1
+    width = per_code.shape[1]
+    for i in range(len(codes[0])):
+        combined = 0
+        for k in range(len(codes)):
+            code = luts[k][codes[k][i]]  # code -1 reads the last slot (missing)
+            if code < 0:
+                combined = last
+                break
+            combined = combined * sizes[k] + code
+        for j in range(width):
+            stream_store(flat, i * width + j, per_code[combined, j])
+    store_fence()
+
+
 def put_rows_texts(
     out: np.ndarray, per_code: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray | None]],
     sizes: list[int],
@@ -324,10 +347,16 @@ def put_rows_texts(
     text keys' codes and luts as each row is written (no combined array)."""
     radix = np.asarray(sizes, dtype=np.int64)
     luts = tuple(np.ascontiguousarray(lut, dtype=np.int64) for _, lut in parts)
+    words = _as_words(out, per_code)
 
     def run(r: tuple[int, int]) -> None:
         codes = tuple(_read_only(c[r[0] : r[1]]) for c, _ in parts)
-        _put_rows_texts(out[r[0] : r[1]], per_code, codes, luts, radix)
+        if words is None:
+            _put_rows_texts(out[r[0] : r[1]], per_code, codes, luts, radix)
+        else:
+            flat, table = words
+            width = table.shape[1]
+            _stream_rows_texts(flat[r[0] * width : r[1] * width], table, codes, luts, radix)
 
     threads.map_all(run, _row_ranges(len(out)))
 
@@ -369,12 +398,54 @@ def _put_rows(out, per_group, index):  # pragma: no cover - compiled
             out[i, j] = per_group[g, j]
 
 
+@jit(cache=True, nogil=True)
+def _stream_rows(flat, per_group, index):  # pragma: no cover - compiled
+    """:func:`_put_rows` into rows of 8-byte words laid end to end (``flat``), by
+    non-temporal stores."""
+    last = per_group.shape[0] - 1
+    width = per_group.shape[1]
+    for i in range(len(index)):
+        g = index[i]
+        if g < 0:
+            g = last
+        for j in range(width):
+            stream_store(flat, i * width + j, per_group[g, j])
+    store_fence()
+
+
+#: rows from this many bytes on are written by non-temporal stores (smaller ones stay in
+#: the cache for whatever reads them next)
+STREAM_BYTES = 8 << 20
+
+
+def _as_words(out: np.ndarray, per_group: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``out`` as its rows' 8-byte words laid end to end and ``per_group`` as rows of those
+    words, for the streaming gather: when ``out``'s rows are contiguous, large, whole
+    words and 8-byte aligned (else None: a row with other columns between would write
+    partial lines, which non-temporal stores make slower)."""
+    row_bytes = out.shape[1] * out.itemsize if out.ndim == 2 else 0
+    if (out.nbytes < STREAM_BYTES or not out.flags.c_contiguous or row_bytes % 8
+            or out.ctypes.data % 8 or per_group.dtype != out.dtype):  # fmt: skip
+        return None
+    words = row_bytes // 8
+    table = np.ascontiguousarray(per_group).view(np.uint64).reshape(-1, words)
+    return out.reshape(-1).view(np.uint64), table
+
+
 def put_rows(out: np.ndarray, per_group: np.ndarray, index: np.ndarray) -> None:
     """``out[i] = per_group[index[i]]`` (index -1: the last row) row by row, in place: no
-    temporary (n, width) array as numpy's gather-then-copy makes."""
+    temporary (n, width) array as numpy's gather-then-copy makes. Large contiguous rows
+    by non-temporal stores of 8-byte words (see :mod:`fastprep.native.streaming`)."""
     index = _row_codes(index)
-    threads.map_all(lambda r: _put_rows(out[r[0] : r[1]], per_group, index[r[0] : r[1]]),
-                    _row_ranges(len(index)))  # fmt: skip
+    words = _as_words(out, per_group)
+    if words is None:
+        threads.map_all(lambda r: _put_rows(out[r[0] : r[1]], per_group, index[r[0] : r[1]]),
+                        _row_ranges(len(index)))  # fmt: skip
+        return
+    flat, table = words
+    width = table.shape[1]
+    threads.map_all(lambda r: _stream_rows(flat[r[0] * width : r[1] * width], table,
+                                           index[r[0] : r[1]]), _row_ranges(len(index)))  # fmt: skip
 
 
 def group_statistics(
@@ -668,7 +739,7 @@ NUMBA = GroupKernels(
 
 #: the kernels a GroupStats fit and transform run (the exact moments' pass, medians, several
 #: keys combined; numeric keys and a fit without mean or std run others too)
-_KERNELS = (*group_moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _mark_codes,
+_KERNELS = (*group_moments.GROUP_KERNELS, _medians, _accumulate, _put_rows, _stream_rows, _mark_codes,
             _combine_marking)  # fmt: skip
 
 

@@ -58,12 +58,14 @@ def text_levels_parts(column: TextColumn) -> tuple[list[str], tuple[np.ndarray, 
     present, sorted, and the lut from the column's codes to their ranks (no lookup of the
     sorted values among the column's own: their order is the lut)."""
     used = np.flatnonzero(column.value_counts()[1:])  # slot 0: missing
-    names = np.asarray([str(v) for v in column.uniques[used]], dtype=object)
-    order = np.argsort(names, kind="stable")  # Python's string order, as sorted()
+    names = [str(v) for v in column.uniques[used]]
+    # Python's string order, as sorted() (a stable sort of the indexes by their name:
+    # ~2x faster than numpy's argsort of an object array)
+    order = sorted(range(len(names)), key=names.__getitem__)
     lut = np.full(column.n_unique + 1, -1, dtype=np.int64)
-    lut[used[order]] = np.arange(len(used))
+    lut[used[np.asarray(order, dtype=np.int64)]] = np.arange(len(used))
     lut[-1] = len(used)  # code -1 (missing) reads the last slot: the missing code
-    return names[order].tolist(), (column.codes, lut)
+    return [names[i] for i in order], (column.codes, lut)
 
 
 def number_levels(values: np.ndarray) -> np.ndarray:
@@ -80,10 +82,8 @@ def key_parts(
     offsets read through a lut as a text key's codes). A code is the value's index among
     ``levels``, ``len(levels)`` for missing, -1 for a value unseen at fit."""
     if isinstance(column, TextColumn):
-        import pandas as pd
-
-        found = pd.Index(list(levels), dtype=object).get_indexer(column.uniques)
-        return column.codes, np.append(found.astype(np.int64), np.int64(len(levels)))
+        found = _indexes(column.uniques, list(levels))
+        return column.codes, np.append(found, np.int64(len(levels)))
     values = _numbers(np.asarray(column))
     levels = np.asarray(levels, dtype=np.float64)
     kernels = kernels or NUMPY
@@ -527,10 +527,12 @@ def _recode(part: GroupPartial, levels: list[Levels]) -> np.ndarray:
     return combine(mapped, [len(lv) + 1 for lv in levels])
 
 
-def _indexes(values: list[str], levels: list[str]) -> np.ndarray:
-    import pandas as pd
-
-    return pd.Index(levels, dtype=object).get_indexer(values)
+def _indexes(values: Any, levels: list[str]) -> np.ndarray:
+    """Each of ``values``' index among ``levels`` (-1 if absent), by a dict: a pandas
+    indexer built an Arrow-backed index of the levels first (~4x the time at 4,000
+    levels, and the pandas import on a transform's path)."""
+    where = {level: i for i, level in enumerate(levels)}
+    return np.fromiter((where.get(v, -1) for v in values), np.int64, len(values))
 
 
 def merge(step: GroupStats, parts: list[GroupPartial]) -> dict[str, dict[str, Any]]:

@@ -53,6 +53,7 @@ from fastprep.runtime.partition_tasks import (
     fit_partials,
     fit_partials_kept,
     transform_partition,
+    transform_partitions,
 )
 from fastprep.runtime.report import Report
 from fastprep.storage.output_format import Writing, check_codec
@@ -400,6 +401,9 @@ def transform(
             # in a list: one future of a fresh key (a dict's keys would name the futures)
             [tables] = client.scatter([cross_fit.tables], broadcast=True, hash=False)
         where = _token([output_dir, codec])
+        by_worker = _by_holder(held, todo, frames, output_dir is not None and cross_fit is None)
+        batched = {s.index for group in by_worker.values() for s in group}
+        alone = [s for s in todo if s.index not in batched]
         futures = [
             client.submit(
                 in_budget,
@@ -417,9 +421,21 @@ def transform(
                 priority=largest_first(spec),
                 **_kept_for(held, spec),
             )
-            for spec in todo
+            for spec in alone
         ]
-        results = _results(client, futures, todo, "transform", bars, total=len(specs))
+        groups: list[Any] = list(alone)
+        for worker, group in by_worker.items():  # one task for a worker's kept partitions
+            assert held is not None
+            futures.append(client.submit(
+                in_budget, transform_partitions, shared, group, params, fingerprint, output_dir,
+                out_dtype, codec, [held.key(s) for s in group],
+                key=f"fastprep-transform-kept-{fingerprint}-{where}-{_token([_token(s) for s in group])}",
+                workers=[worker], allow_other_workers=True,
+                priority=sum(largest_first(s) for s in group),
+            ))  # fmt: skip
+            groups.append(group)
+        answers = _results(client, futures, groups, "transform", bars, total=len(specs))
+        results = [r for a in answers for r in (a if isinstance(a, list) else [a])]
         reruns = _reruns(client, futures)
         entries = {r["entry"]["index"]: r["entry"] for r in results} | done
         notes = _job_notes(results, reruns, len(done))
@@ -442,6 +458,22 @@ def transform(
             held.drop(client, specs, partitions=True, wait=False)
         if claim is not None:
             claim.release()
+
+
+def _by_holder(
+    held: Kept | None, todo: list[PartitionSpec], frames: dict[int, Any], batch: bool
+) -> dict[str, list[PartitionSpec]]:
+    """The partitions of ``todo`` the fit kept, by the worker holding them (``batch``: a
+    transform writing shards; a gathered one returns each partition's output as its
+    own task ends, so that a worker never holds all of its outputs at once)."""
+    out: dict[str, list[PartitionSpec]] = {}
+    if held is None or not batch:
+        return out
+    for spec in todo:
+        holders = held.partitions.get(spec.index)
+        if holders and frames.get(spec.index) is None:
+            out.setdefault(holders[0], []).append(spec)
+    return out
 
 
 def _kept_for(held: Kept | None, spec: PartitionSpec) -> dict[str, Any]:

@@ -109,3 +109,43 @@ def test_numba_job_on_the_cluster_equals_one_process(flights_row_groups, client)
     assert_same_params(single.params, fitted.params)
     out = fitted.transform(flights_row_groups, client=client, rows_per_partition=ROWS)
     _same(out, single.transform(flights_row_groups))
+
+
+def test_a_workers_kept_partitions_are_one_transform_task(flights_row_groups, client, tmp_path):
+    """Writing shards, the partitions a worker kept are transformed by one task sent to
+    it (not one task each: the scheduler's and the client's cost per task), each shard
+    as one process writes it."""
+    from distributed import get_task_stream
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    single = pipeline.fit(flights_row_groups).transform(flights_row_groups)
+    fitted = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
+    holders = {w for w, n in client.run(kept_values.partition_bytes).items() if n}
+    with get_task_stream(client) as stream:
+        manifest = fitted.transform(flights_row_groups, client=client, rows_per_partition=ROWS,
+                                    output_dir=tmp_path / "out")  # fmt: skip
+    keys = [str(t["key"]) for t in stream.data if "fastprep-transform" in str(t["key"])]
+    batched = [k for k in keys if k.startswith("fastprep-transform-kept-")]
+    taken, tasks = _taken(manifest.report)
+    assert tasks == 4 and taken >= 3
+    assert 1 <= len(batched) <= len(holders)
+    assert len(keys) - len(batched) <= 4 - taken  # a single task only for one read again
+    assert len(manifest.partitions) == 4
+    _same(manifest.load(), single)
+
+
+def test_a_lost_workers_batch_reads_its_partitions(flights_row_groups, cluster, client, tmp_path):
+    """The worker that kept partitions is gone: their one task runs on another worker,
+    which reads and validates each of them; the shards are one process's."""
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    single = pipeline.fit(flights_row_groups).transform(flights_row_groups)
+    fitted = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
+    held = client.run(kept_values.partition_bytes)
+    victim = max(held, key=held.get)
+    name = client.scheduler_info()["workers"][victim]["name"]
+    cluster.kill(cluster.workers[int(str(name)[1:])])
+    manifest = fitted.transform(flights_row_groups, client=client, rows_per_partition=ROWS,
+                                output_dir=tmp_path / "out")  # fmt: skip
+    taken, tasks = _taken(manifest.report)
+    assert tasks == 4 and taken <= 3
+    _same(manifest.load(), single)
