@@ -156,26 +156,52 @@ def materialize(kernel: LazyKernel) -> Any:
     return kernel.dispatcher
 
 
+#: dispatchers made but not handed out yet (under ``_LOCK``): the kernels' ``dispatcher``
+#: is set only when the outermost :func:`_materialize_module` has bound every global their
+#: modules name. Another thread calls a kernel whose dispatcher is set without the lock:
+#: made earlier, it compiled against the lazy stand-ins still bound (an untyped global),
+#: and Numba keeps that error for the process
+_MAKING: dict[LazyKernel, Any] = {}
+_DEPTH = [0]
+
+
+def _made(kernel: LazyKernel) -> Any:
+    return kernel.dispatcher or _MAKING.get(kernel)
+
+
 def _materialize_module(name: str) -> None:
+    _DEPTH[0] += 1
+    try:
+        _bind_module(name)
+        if _DEPTH[0] == 1:  # every module reached is bound: the kernels may be called
+            for kernel, dispatcher in _MAKING.items():
+                kernel.dispatcher = dispatcher
+    finally:
+        _DEPTH[0] -= 1
+        if not _DEPTH[0]:
+            _MAKING.clear()
+
+
+def _bind_module(name: str) -> None:
     import numba
 
     module = sys.modules[name]
     if getattr(module, "prange", None) is prange:
         module.prange = numba.prange  # type: ignore[attr-defined]
     for kernel in _LAZY.get(name, []):
-        if kernel.dispatcher is None:
-            kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)
+        if _made(kernel) is None:
+            _MAKING[kernel] = numba.njit(**kernel.options)(kernel.py_func)
     for attribute, value in list(vars(module).items()):
         if isinstance(value, LazyIntrinsic):
             setattr(module, attribute, getattr(importlib.import_module(value.module), value.name))
         elif isinstance(value, LazyKernel):
-            if value.dispatcher is None:  # a kernel of another module, called from here
-                _materialize_module(value.py_func.__module__)
-            setattr(module, attribute, value.dispatcher)
+            if _made(value) is None:  # a kernel of another module, called from here
+                _bind_module(value.py_func.__module__)
+            setattr(module, attribute, _made(value))
         elif isinstance(value, ModuleType) and any(  # kernels called as ``mm.kernel(...)``
-            k.dispatcher is None for k in _LAZY.get(value.__name__, [])
+            _made(k) is None for k in _LAZY.get(value.__name__, [])
         ):
-            _materialize_module(value.__name__)
+            _bind_module(value.__name__)
 
 
 def _bind_lazy(module: ModuleType) -> None:

@@ -30,7 +30,7 @@ from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
 from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
-from fastprep.errors import FastprepError, SourceError
+from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
@@ -566,9 +566,34 @@ def transform_partitions(
     result, about what a partition's transform from memory spends outside its kernels.
     A partition not here any more (the task ran on another worker, its spill file went)
     is read and validated, as its own task would."""
-    return [transform_partition(job, spec, params, fingerprint, output_dir, dtype_name,
-                                codec=codec, reuse=key)
-            for spec, key in zip(specs, keys)]  # fmt: skip
+    done = []
+    for spec, key in zip(specs, keys):
+        try:
+            done.append(transform_partition(job, spec, params, fingerprint, output_dir,
+                                            dtype_name, codec=codec, reuse=key))  # fmt: skip
+        except FastprepError:
+            raise  # names its partition itself
+        except Exception as exc:
+            # the client sees one task of several partitions: say which one failed
+            raise PartitionFailed(spec.describe(), f"{type(exc).__name__}: {exc}") from exc
+    return done
+
+
+class PartitionFailed(JobError):
+    """One partition of a task of several failed with an error that does not name it:
+    ``args`` are the partition (:meth:`PartitionSpec.describe`) and the error's text
+    (plain strings: the exception travels from the worker to the client)."""
+
+    @property
+    def partition(self) -> str:
+        return str(self.args[0])
+
+    @property
+    def reason(self) -> str:
+        return str(self.args[1])
+
+    def __str__(self) -> str:
+        return f"{self.partition} failed: {self.reason}"
 
 
 def _transform(

@@ -45,6 +45,7 @@ from fastprep.runtime.levels import (
 )
 from fastprep.runtime.partition_tasks import (
     Job,
+    PartitionFailed,
     RetryPolicy,
     Target,
     count_rows,
@@ -598,6 +599,8 @@ def _wait(
                 f"that ran it ({exc}); fix or remove that partition, then re-run (written "
                 "partitions are kept and skipped)"
             ) from exc
+        if isinstance(exc, PartitionFailed):
+            raise JobError(f"{stage}: {exc}") from exc
         if isinstance(exc, FastprepError):
             raise exc
         raise JobError(f"{stage}: {what} failed: {type(exc).__name__}: {exc}") from exc
