@@ -8,7 +8,9 @@ the busiest worker running ``k = ceil(T / N)`` tasks of a pass::
     reading pass    = k * task + k * (R / T) * row + T * scheduler
     light pass      = task + min(T, N) * scheduler      (a fit pass from the values kept on
                                                          the workers: a task per worker)
-    transform pass  = k * task + k * (R / T) * (transform_row + (1 - f) * row) + T * scheduler
+    transform pass  = k * task + k * (R / T) * (transform_row + (1 - f) * row)
+                      + ((1 - f) * T + min(T, N)) * scheduler   (kept partitions: a task per
+                                                                 worker holding some)
     wall            = job + the passes
 
 ``f``: the share of partitions the fit kept on the workers for the transform (the others are
@@ -68,13 +70,21 @@ FLIGHTS_KEPT_ROW_BYTES = 30
 
 def _pass_features(kind: str, rows: int, partitions: int, workers: int, tasks: int | None,
                    kept: float) -> list[float]:  # fmt: skip
-    """One pass's coefficients of (job, task, row, scheduler, transform_row)."""
+    """One pass's coefficients of (job, task, row, scheduler, transform_row). ``tasks``:
+    the pass's tasks as measured (None: as the job submits them). The transform writing
+    shards sends each worker's kept partitions as one task (the planner's
+    ``dask_transform_seconds``), but its busiest worker still transforms ``ceil(T / N)``
+    partitions."""
     if kind == "light" and tasks is None:
         tasks = min(partitions, workers)  # a task per worker holding kept values
+    if kind == "transform" and tasks is None:
+        batched = min(partitions, workers) if kept > 0 else 0
+        tasks = (1 - kept) * partitions + batched
     tasks = partitions if tasks is None else tasks
-    rounds = -(-tasks // max(1, workers))
     if kind == "light":
+        rounds = -(-int(tasks) // max(1, workers))
         return [0.0, rounds, 0.0, tasks, 0.0]
+    rounds = -(-partitions // max(1, workers))
     per = rounds * rows / max(partitions, 1)  # the busiest worker's rows
     if kind == "read":
         return [0.0, rounds, per, tasks, 0.0]
@@ -126,6 +136,8 @@ def observations(files: list[Path], fixed_only: bool = False) -> list[dict[str, 
     for file in files:
         data = json.loads(file.read_text())
         for config, seconds in data.get("fixed", {}).items():
+            if config not in WORKERS:
+                continue
             workers = WORKERS[config]
             passes = flights_passes()
             out.append({"what": "job", "rows": FIXED_ROWS, "partition": FIXED_ROWS // 2,
@@ -140,8 +152,10 @@ def observations(files: list[Path], fixed_only: bool = False) -> list[dict[str, 
                 for run in runs:
                     stages = run["pass_seconds"]
                     per_pass = run.get("per_pass", {})
-                    partitions = next((v["tasks"] for k, v in per_pass.items()
-                                       if k == "transform"), run["tasks"] // max(len(stages), 1))  # fmt: skip
+                    # the first (reading) pass has a task per partition; the transform
+                    # may have one per worker (their kept partitions in one task)
+                    partitions = max((v["tasks"] for v in per_pass.values()),
+                                     default=run["tasks"] // max(len(stages), 1))  # fmt: skip
                     passes = _kinds(run, partitions)
                     common = {"rows": point["rows"], "partition": point["partition"],
                               "config": config, "workers": workers, "tasks": partitions,

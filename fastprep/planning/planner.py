@@ -153,14 +153,24 @@ def dask_light_pass_seconds(profile: CostProfile, tasks: int, workers: int) -> f
 def dask_transform_seconds(
     profile: CostProfile, rows: int, tasks: int, workers: int, kept: float = 0.0
 ) -> float:
-    """The transform's pass; ``kept``: the share of its partitions the fit kept on their
-    workers (those are not read or validated again: ``dask_transform_row_seconds`` a row,
-    the others ``dask_row_seconds`` more)."""
+    """The transform's pass over ``tasks`` partitions; ``kept``: the share of them the fit
+    kept on their workers (those are not read or validated again:
+    ``dask_transform_row_seconds`` a row, the others ``dask_row_seconds`` more). A
+    worker's kept partitions are one task of the shard-writing transform (one per worker
+    holding some), so the scheduler sees ``min(tasks, workers)`` tasks for them and one
+    per partition for the others; the busiest worker still works through ``ceil(tasks /
+    workers)`` partitions, each its fixed cost."""
+    if tasks <= 0:
+        return 0.0
     kept = min(max(kept, 0.0), 1.0)
     rate = kept * profile.dask_transform_row_seconds + (1 - kept) * (
         profile.dask_transform_row_seconds + profile.dask_row_seconds
     )
-    return dask_pass_seconds(profile, rows, tasks, workers, rate)
+    submitted = (1 - kept) * tasks + (min(tasks, max(1, workers)) if kept > 0 else 0)
+    rounds = -(-tasks // max(1, workers))
+    return rounds * (profile.dask_task_seconds + rows / tasks * rate) + (
+        submitted * profile.dask_scheduler_task_seconds
+    )
 
 
 def dask_job_seconds(
