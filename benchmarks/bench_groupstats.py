@@ -28,7 +28,9 @@ the columns as a first call would. The outputs are checked equal
 (1e-6 relative) before anything is timed. Times are of warm calls in this process
 (one untimed round first: Numba's kernels loaded, Polars' and pandas' code paths warm),
 the tools alternating within each round so that a busy machine slows them alike;
-reported as median and min–max over ``--repeat`` rounds.
+reported as median and min–max over ``--repeat`` rounds; fastprep's fit and transform
+also with their CPU seconds (all threads) and minor page faults: a slow round with the
+usual CPU time lost a core to other work, not to its own memory.
 """
 
 from __future__ import annotations
@@ -79,14 +81,30 @@ def fastprep_pipeline(keys: list[str]) -> Any:
     )
 
 
+def usage() -> tuple[float, int]:
+    """CPU seconds of every thread of this process and its minor page faults so far: a
+    round slower than its CPU time says (divided by the threads that ran) lost a core to
+    other work; one with many faults paid first touch of fresh memory."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime, used.ru_minflt
+
+
 def fastprep_job(pipeline: Any, table: Any, backend: str, times: dict[str, list[float]]):
+    cpu0, faults0 = usage()
     start = time.perf_counter()
     fitted = pipeline.fit(table, backend=backend)
     middle = time.perf_counter()
+    cpu1, faults1 = usage()
     out = fitted.transform(table, backend=backend)
     end = time.perf_counter()
-    times.setdefault("fit", []).append(middle - start)
-    times.setdefault("transform", []).append(end - middle)
+    cpu2, faults2 = usage()
+    for name, value in (("fit", middle - start), ("transform", end - middle),
+                        ("fit_cpu", cpu1 - cpu0), ("transform_cpu", cpu2 - cpu1),
+                        ("fit_faults", faults1 - faults0),
+                        ("transform_faults", faults2 - faults1)):  # fmt: skip
+        times.setdefault(name, []).append(value)
     assert out.X.shape[0] == table.num_rows, "a row was quarantined"
     return out.X
 
@@ -165,8 +183,8 @@ def measure(path: str, keys: list[str], repeat: int, backend: str) -> dict[str, 
         "groups": int(frame.groupby(keys, dropna=False).ngroups),
         **{name: summary(times) for name, times in seconds.items()},
     }
-    row["fastprep_fit"] = summary(parts["fit"][1:])
-    row["fastprep_transform"] = summary(parts["transform"][1:])
+    for part, values in parts.items():  # the first is the warm-up round's
+        row[f"fastprep_{part}"] = summary(values[1:])
     return row
 
 
@@ -202,6 +220,10 @@ def main() -> None:
               f"{one['median']:.3f} ({one['min']:.3f}-{one['max']:.3f}): "
               f"{r['pandas']['median'] / one['median']:.2f}x pandas, "
               f"{r['polars']['median'] / one['median']:.2f}x Polars")  # fmt: skip
+        print(f"{'':16} fit CPU {r['fastprep_fit_cpu']['median']:.3f} s, "
+              f"{r['fastprep_fit_faults']['median']:,.0f} page faults; transform CPU "
+              f"{r['fastprep_transform_cpu']['median']:.3f} s, "
+              f"{r['fastprep_transform_faults']['median']:,.0f} page faults (medians)")  # fmt: skip
     print(json.dumps(results))
 
 
