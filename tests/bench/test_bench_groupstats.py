@@ -22,3 +22,5 @@ def test_groupstats_benchmark_gates_and_reports() -> None:
         assert row["rows"] == 20_000 and row["groups"] > 1
         for tool in ("pandas", "polars", "fastprep", "fastprep_fit_transform", "fastprep_fit"):
             assert 0 < row[tool]["min"] <= row[tool]["median"] <= row[tool]["max"]
+        for part in ("fit_cpu", "transform_cpu", "fit_faults", "transform_faults"):
+            assert 0 <= row[f"fastprep_{part}"]["min"] <= row[f"fastprep_{part}"]["max"]
