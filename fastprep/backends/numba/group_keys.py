@@ -66,17 +66,23 @@ def through(lut, code):  # pragma: no cover - compiled
     return lut[slot(code, np.uint64(len(lut) - 1))]
 
 
+@jit(cache=True, inline="always")
+def row_group(codes, luts, sizes, i, missing):  # pragma: no cover - compiled
+    """Row ``i``'s group: its keys' codes (each through its lut) combined in the radix
+    ``sizes``; ``missing`` when a key has no level (code -1)."""
+    combined = 0
+    for k in range(len(codes)):
+        code = through(luts[k], codes[k][i])
+        if code < 0:
+            return missing
+        combined = combined * sizes[k] + code
+    return combined
+
+
 @jit(cache=True, nogil=True)
 def _combine_texts(out, codes, luts, sizes):  # pragma: no cover - compiled
     for i in range(np.uint64(len(out))):
-        combined = 0
-        for k in range(len(codes)):
-            code = through(luts[k], codes[k][i])
-            if code < 0:
-                combined = -1
-                break
-            combined = combined * sizes[k] + code
-        out[i] = combined
+        out[i] = row_group(codes, luts, sizes, i, -1)
 
 
 def combine_texts(
@@ -102,12 +108,9 @@ def _combine_marking(out, codes, luts, sizes, seen):  # pragma: no cover - compi
     """:func:`_combine_texts` into unsigned ``out``, marking each code in ``seen``;
     False if a row's key has no level (its code could not be written)."""
     for i in range(np.uint64(len(out))):
-        combined = 0
-        for k in range(len(codes)):
-            code = through(luts[k], codes[k][i])
-            if code < 0:
-                return False
-            combined = combined * sizes[k] + code
+        combined = row_group(codes, luts, sizes, i, -1)
+        if combined < 0:
+            return False
         out[i] = combined
         seen[np.uint64(combined)] = True
     return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastprep.backends.numba.group_keys import read_only, row_codes, row_ranges, through
+from fastprep.backends.numba.group_keys import read_only, row_codes, row_group, row_ranges
 from fastprep.native import threads
 from fastprep.native.arena import ARENA
 from fastprep.native.kernel_files import intrinsic, jit
@@ -35,14 +35,7 @@ def _put_rows_texts(out, per_code, codes, luts, sizes):  # pragma: no cover - co
     last = per_code.shape[0] - 1
     width = np.uint64(per_code.shape[1])
     for i in range(np.uint64(len(out))):
-        combined = 0
-        for k in range(len(codes)):
-            code = through(luts[k], codes[k][i])
-            if code < 0:
-                combined = last
-                break
-            combined = combined * sizes[k] + code
-        row = np.uint64(combined)
+        row = np.uint64(row_group(codes, luts, sizes, i, last))
         for j in range(width):
             out[i, j] = per_code[row, j]
 
@@ -54,14 +47,7 @@ def _stream_rows_texts(flat, per_code, codes, luts, sizes):  # pragma: no cover 
     last = per_code.shape[0] - 1
     width = np.uint64(per_code.shape[1])
     for i in range(np.uint64(len(codes[0]))):
-        combined = 0
-        for k in range(len(codes)):
-            code = through(luts[k], codes[k][i])
-            if code < 0:
-                combined = last
-                break
-            combined = combined * sizes[k] + code
-        row = np.uint64(combined)
+        row = np.uint64(row_group(codes, luts, sizes, i, last))
         for j in range(width):
             stream_store(flat, i * width + j, per_code[row, j])
     store_fence()
