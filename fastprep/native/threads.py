@@ -152,14 +152,7 @@ def _size_numba() -> None:
     global _NUMBA_ENV_SET
     if "numba" in sys.modules:
         return
-    if _TASKS is None:
-        if _NUMBA_ENV_SET:
-            os.environ.pop("NUMBA_NUM_THREADS", None)
-            _NUMBA_ENV_SET = False
-        return
-    if _NUMBA_ENV_SET or "NUMBA_NUM_THREADS" not in os.environ:
-        os.environ["NUMBA_NUM_THREADS"] = str(workers())
-        _NUMBA_ENV_SET = True
+    _NUMBA_ENV_SET = _env_for_import("NUMBA_NUM_THREADS", _NUMBA_ENV_SET)
 
 
 def _size_numexpr() -> None:
@@ -179,14 +172,22 @@ def _size_numexpr() -> None:
         if _NUMEXPR_BEFORE is None:
             _NUMEXPR_BEFORE = before
         return
+    _NUMEXPR_ENV_SET = _env_for_import("NUMEXPR_NUM_THREADS", _NUMEXPR_ENV_SET)
+
+
+def _env_for_import(name: str, set_here: bool) -> bool:
+    """A library not imported yet reads its thread count from the environment variable
+    ``name`` when it is: set it to one task's share under a budget, remove it when the
+    budget is given back; a value the user set is kept. Returns whether ``name`` is now
+    this module's (``set_here``: it was before)."""
     if _TASKS is None:
-        if _NUMEXPR_ENV_SET:
-            os.environ.pop("NUMEXPR_NUM_THREADS", None)
-            _NUMEXPR_ENV_SET = False
-        return
-    if _NUMEXPR_ENV_SET or "NUMEXPR_NUM_THREADS" not in os.environ:
-        os.environ["NUMEXPR_NUM_THREADS"] = str(workers())
-        _NUMEXPR_ENV_SET = True
+        if set_here:
+            os.environ.pop(name, None)
+        return False
+    if set_here or name not in os.environ:
+        os.environ[name] = str(workers())
+        return True
+    return False
 
 
 def fit_thread() -> None:
