@@ -15,7 +15,6 @@ import importlib.util
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,7 +31,6 @@ from fastprep.data.partitions import PartitionSpec, file_identity, read_partitio
 from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, JobError, SourceError
-from fastprep.native import threads
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
@@ -513,22 +511,6 @@ def transform_partition(
     ``reuse``: the key the fit's first pass kept this partition under
     (``fit_partials(whole=)``): when it is in this process, the partition is transformed
     from it, not read and validated again (the result's ``"reused"``)."""
-    entry, output, reused = _transformed(job, spec, params, fingerprint, output_dir,
-                                         dtype_name, part, profile, folded, reuse)  # fmt: skip
-    if output_dir is None:
-        return {"entry": entry, "output": output, **reused}
-    return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
-
-
-def _transformed(
-    job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
-    output_dir: str | None, dtype_name: str, part: pd.DataFrame | None,
-    profile: dict[str, Any] | None,
-    folded: FoldedRows | tuple[dict[Any, np.ndarray], dict[str, Any]] | None,
-    reuse: str | None,
-) -> tuple[dict[str, Any], execute.Output, dict[str, bool]]:  # fmt: skip
-    """:func:`transform_partition` up to its shard: the entry, the output, whether kept
-    rows were reused."""
     memory.settle_heap()
     held = None if reuse is None else _held_partition(reuse, spec, take=True)
     if held is not None:
@@ -569,7 +551,9 @@ def _transformed(
     reused = {"reused": True} if held is not None else {}
     if getattr(held, "spilled", False):
         reused["spilled"] = True  # read back from the worker's disk, not its memory
-    return entry, output, reused
+    if output_dir is None:
+        return {"entry": entry, "output": output, **reused}
+    return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
 
 
 def transform_partitions(
@@ -581,59 +565,18 @@ def transform_partitions(
     it is done: the scheduler and the client spend ~10 ms of CPU on a task and its
     result, about what a partition's transform from memory spends outside its kernels.
     A partition not here any more (the task ran on another worker, its spill file went)
-    is read and validated, as its own task would.
-
-    A partition's shard (its CSR filled block by block into the disk writes, the fsyncs,
-    then its record) is written on a thread of its own while the next partition is
-    transformed: most of a shard's time is waiting for the disk (two workers writing at
-    once share it), which the next partition's kernels fill. One shard is written at a
-    time, each record still after its own files are synced; a failure waits for the
-    shard being written before it is raised."""
-    done: list[dict[str, Any]] = []
-    folder = Path(output_dir)
-    with ThreadPoolExecutor(1, thread_name_prefix="fastprep-shard") as writer:
-        writing: tuple[PartitionSpec, Future[dict[str, Any]]] | None = None
-        for spec, key in zip(specs, keys):
-            entry, output, reused = _naming(spec, _transformed_part, job, spec, params,
-                                            fingerprint, output_dir, dtype_name, key)  # fmt: skip
-            if writing is not None:
-                done.append(_naming(writing[0], writing[1].result))
-            writing = (spec, writer.submit(_write_shard, job, spec, folder, entry, output,
-                                           codec, reused))  # fmt: skip
-            del entry, output  # the writer holds them while it needs them
-        if writing is not None:
-            done.append(_naming(writing[0], writing[1].result))
+    is read and validated, as its own task would."""
+    done = []
+    for spec, key in zip(specs, keys):
+        try:
+            done.append(transform_partition(job, spec, params, fingerprint, output_dir,
+                                            dtype_name, codec=codec, reuse=key))  # fmt: skip
+        except FastprepError:
+            raise  # names its partition itself
+        except Exception as exc:
+            # the client sees one task of several partitions: say which one failed
+            raise PartitionFailed(spec.describe(), f"{type(exc).__name__}: {exc}") from exc
     return done
-
-
-@part_of_job
-def _transformed_part(
-    job: Job, spec: PartitionSpec, params: execute.Params, fingerprint: str,
-    output_dir: str, dtype_name: str, key: str,
-) -> tuple[dict[str, Any], execute.Output, dict[str, bool]]:  # fmt: skip
-    return _transformed(job, spec, params, fingerprint, output_dir, dtype_name, None, None,
-                        None, key)  # fmt: skip
-
-
-@part_of_job
-def _write_shard(
-    job: Job, spec: PartitionSpec, folder: Path, entry: dict[str, Any],
-    output: execute.Output, codec: str | None, reused: dict[str, bool],
-) -> dict[str, Any]:  # fmt: skip
-    # this thread's Numba threads as the task's (the CSR's fill kernel runs here)
-    threads.fit_thread()
-    return {"entry": shards.write_partition(folder, entry, output, codec), **reused}
-
-
-def _naming(spec: PartitionSpec, func: Callable[..., R], *args: Any) -> R:
-    """``func(*args)``, an error that does not name its partition raised naming ``spec``:
-    the client sees one task of several partitions."""
-    try:
-        return func(*args)
-    except FastprepError:
-        raise  # names its partition itself
-    except Exception as exc:
-        raise PartitionFailed(spec.describe(), f"{type(exc).__name__}: {exc}") from exc
 
 
 class PartitionFailed(JobError):

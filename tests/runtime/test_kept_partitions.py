@@ -324,49 +324,34 @@ def test_one_task_transforms_several_kept_partitions(source, tmp_path):
                                           np.load(tmp_path / "b" / b["arrays"][name]["file"]))  # fmt: skip
 
 
-@pytest.mark.parametrize("stage", ["transform", "write"])
-def test_a_failing_partition_of_a_task_of_several_is_named(source, tmp_path, monkeypatch, stage):
+def test_a_failing_partition_of_a_task_of_several_is_named(source, tmp_path, monkeypatch):
     """One task transforms several partitions: an error that does not name its partition
     (a library's, not fastprep's) reaches the client naming the partition, and survives
-    the trip from the worker (pickled as Dask sends it) — raised by its transform, or by
-    its shard's writer (a thread of its own, beside the next partition's transform). The
-    partition before it keeps its shard and record; the failing one leaves no record."""
+    the trip from the worker (pickled as Dask sends it)."""
     import pickle
 
     from fastprep.errors import JobError
-    from fastprep.runtime import partition_tasks, shards
+    from fastprep.runtime import partition_tasks
     from fastprep.runtime.partition_tasks import PartitionFailed, transform_partitions
 
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     job = Job(pipeline.optimized, pipeline._fit_schema())
     first, second = plan_partitions(source, 5_000)[1:3]
     params, _ = _fit(job, first, "k1")
-    if stage == "transform":
-        real = partition_tasks._transformed
+    real = partition_tasks.transform_partition
 
-        def second_fails(job, spec, *args, **kwargs):
-            if spec.index == second.index:
-                raise ValueError("bad bytes")
-            return real(job, spec, *args, **kwargs)
+    def second_fails(job, spec, *args, **kwargs):
+        if spec.index == second.index:
+            raise ValueError("bad bytes")
+        return real(job, spec, *args, **kwargs)
 
-        monkeypatch.setattr(partition_tasks, "_transformed", second_fails)
-    else:
-        real = shards.write_partition
-
-        def second_fails(folder, entry, *args, **kwargs):
-            if entry["index"] == second.index:
-                raise ValueError("bad bytes")
-            return real(folder, entry, *args, **kwargs)
-
-        monkeypatch.setattr(shards, "write_partition", second_fails)
+    monkeypatch.setattr(partition_tasks, "transform_partition", second_fails)
     with pytest.raises(PartitionFailed) as caught:
         transform_partitions(job, [first, second], params, "fp", str(tmp_path), "float32",
                              None, ["k1", "k2"])  # fmt: skip
     travelled = pickle.loads(pickle.dumps(caught.value))
     assert isinstance(travelled, JobError)
     assert str(travelled) == f"{second.describe()} failed: ValueError: bad bytes"
-    assert len(list(tmp_path.glob(f"part-{first.index:05d}.*.json"))) == 1
-    assert not list(tmp_path.glob(f"part-{second.index:05d}.*.json"))
 
 
 @pytest.mark.parametrize("kept", [True, False])
