@@ -4,9 +4,9 @@ A worker started with ``nthreads=n`` runs ``n`` tasks at once and is meant to us
 cores (Dask sets ``OMP_NUM_THREADS=1`` in its workers for the same reason). fastprep's
 own pool, Numba's ``prange`` kernels and Arrow's CPU pool are each sized to the machine
 by default, so a 1-thread worker ran parts of every task on every core (a 1-worker job
-was not a one-core job: most of why 2 workers' tasks computed 25-35% more per row than
-1 worker's), and two such workers on two cores ran four and more compute threads against
-each other. :func:`in_budget` wraps every partition task
+was not a one-core job), and two such workers on two cores ran four and more compute
+threads against each other (their tasks computed 25-35% more per row than 1 worker's;
+with the budget the fit's per-row compute is about equal, see docs/distributed.md). :func:`in_budget` wraps every partition task
 the job submits: before the task it applies :func:`fastprep.native.threads.limit` with
 the worker's thread count (process-wide, once) and Numba's count in the task's own thread
 (:func:`fastprep.native.threads.fit_thread`; Numba's is per thread). ``FASTPREP_THREADS``
