@@ -20,20 +20,9 @@ slot = intrinsic("fastprep.native.indexing", "slot")
 
 @jit(cache=True, nogil=True)
 def _accumulate(combined, codes, lut, size, first):  # pragma: no cover - compiled
+    # ``lut`` None (a key's own codes): Numba compiles that signature without the branch
     for i in range(np.uint64(len(codes))):
-        code = through(lut, codes[i])
-        if first:
-            combined[i] = code
-        elif code < 0 or combined[i] < 0:
-            combined[i] = -1
-        else:
-            combined[i] = combined[i] * size + code
-
-
-@jit(cache=True, nogil=True)
-def _accumulate_codes(combined, codes, size, first):  # pragma: no cover - compiled
-    for i in range(len(codes)):
-        code = codes[i]
+        code = codes[i] if lut is None else through(lut, codes[i])
         if first:
             combined[i] = code
         elif code < 0 or combined[i] < 0:
@@ -52,10 +41,8 @@ def accumulate(
     out = ARENA.empty(len(codes), np.int64) if combined is None else combined
     if lut is None:
         codes = np.ascontiguousarray(codes, np.int64)
-        kernel = lambda r: _accumulate_codes(out[r[0] : r[1]], codes[r[0] : r[1]], size, first)  # noqa: E731
-    else:
-        kernel = lambda r: _accumulate(out[r[0] : r[1]], codes[r[0] : r[1]], lut, size, first)  # noqa: E731
-    threads.map_all(kernel, row_ranges(len(codes)))
+    threads.map_all(lambda r: _accumulate(out[r[0] : r[1]], codes[r[0] : r[1]], lut, size, first),
+                    row_ranges(len(codes)))  # fmt: skip
     return out
 
 
