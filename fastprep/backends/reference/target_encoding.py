@@ -398,8 +398,14 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
             f"{what}: cv={cv} folds, but no class of the target has that many rows "
             f"(rows per class: {per_class.tolist()}); lower cv"
         )
-    ordered = np.repeat(np.arange(n_classes), per_class)  # = np.sort(classes)
-    allocation = np.asarray([np.bincount(ordered[i::cv], minlength=n_classes) for i in range(cv)])
+    # scikit-learn counts each class in ``np.sort(classes)[i::cv]``; the sorted classes are
+    # runs (class k over positions [start, end)), so the counts are arithmetic on the runs'
+    # ends: positions j < x with j % cv == i number (x - i + cv - 1) // cv
+    ends = np.cumsum(per_class)
+    starts = ends - per_class
+    allocation = np.asarray(
+        [(ends - i + cv - 1) // cv - (starts - i + cv - 1) // cv for i in range(cv)]
+    )
     folds = np.empty(len(y), dtype=np.int64)
     for k in range(n_classes):
         labels = np.arange(cv).repeat(allocation[:, k])
