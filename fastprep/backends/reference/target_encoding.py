@@ -26,6 +26,7 @@ import numpy as np
 from fastprep.backends.reference.encoders import lookup
 from fastprep.data.columns import FitTarget, FoldedRows, TextColumn
 from fastprep.errors import FitError
+from fastprep.native.arena import ARENA
 from fastprep.plan.steps import CountEncode, TargetEncode
 
 # ---------------------------------------------------------------- slots
@@ -35,9 +36,10 @@ def slots_of(values: np.ndarray | TextColumn) -> tuple[np.ndarray, list[Any], bo
     """Per row its slot (``len(categories)`` = missing), the categories of the slots
     (strings or floats, in slot order) and whether they are numbers."""
     if isinstance(values, TextColumn):
-        slots = values.codes.astype(np.int64)  # (a copy: missing's slot is written in place)
-        n = values.n_unique
-        np.putmask(slots, slots < 0, n)
+        # retained memory: 8 bytes a row, fresh pages at every fit otherwise (see ARENA)
+        slots = ARENA.empty(len(values.codes), np.int64)
+        np.copyto(slots, values.codes)
+        np.putmask(slots, slots < 0, values.n_unique)  # missing's slot
         return slots, list(values.uniques), False
     nan = np.isnan(values)
     uniques, inverse = np.unique(values[~nan], return_inverse=True)
@@ -193,8 +195,6 @@ def mean_and_variance(y: np.ndarray, rows: np.ndarray | None = None) -> tuple[fl
     """``np.mean`` and ``np.var`` of ``y`` (of its ``rows``, a mask): the same pairwise
     sums over the same values, so the same bits, with the selected values and their
     squared deviations written into one retained buffer, not two fresh arrays as long."""
-    from fastprep.native.arena import ARENA
-
     n = len(y) if rows is None else int(np.count_nonzero(rows))
     buffer = ARENA.empty(max(n, 1), np.float64)[:n]
     part = np.compress(rows, y, out=buffer) if rows is not None else y
@@ -392,7 +392,7 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
     each class's fold labels shuffled by one ``RandomState(seed)``, class by class."""
     rng = np.random.RandomState(seed)
     classes, n_classes = _classes_by_appearance(y)
-    per_class = np.bincount(classes, minlength=n_classes)
+    per_class = np.array([np.count_nonzero(classes == k) for k in range(n_classes)])
     if np.all(cv > per_class):
         raise FitError(
             f"{what}: cv={cv} folds, but no class of the target has that many rows "
@@ -406,8 +406,8 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
     allocation = np.asarray(
         [(ends - i + cv - 1) // cv - (starts - i + cv - 1) // cv for i in range(cv)]
     )
-    folds = np.empty(len(y), dtype=np.int64)
-    for k in range(n_classes):
+    folds = ARENA.empty(len(y), np.int64)  # (retained memory, as the slots')
+    for k in range(n_classes):  # every row is of a class: every fold written
         labels = np.arange(cv).repeat(allocation[:, k])
         rng.shuffle(labels)
         folds[classes == k] = labels
@@ -416,11 +416,11 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
 
 def _classes_by_appearance(y: np.ndarray) -> tuple[np.ndarray, int]:
     """Each row's class numbered by first appearance (0 = the first row's), and how
-    many. A 0/1 target (binary) without a sort."""
+    many. A 0/1 target (binary) without a sort, its classes a byte a row."""
     if len(y) and np.all((y == 0) | (y == 1)):
         first_is_one = bool(y[0] == 1)
         ones = y == 1
-        classes = (ones != first_is_one).astype(np.int64)
+        classes = (ones != first_is_one).view(np.int8)
         return classes, 1 if (ones.all() or not ones.any()) else 2
     _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
     _, by_appearance = np.unique(first, return_inverse=True)
