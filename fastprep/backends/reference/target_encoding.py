@@ -79,7 +79,8 @@ def _per_row(values: np.ndarray | TextColumn, params: dict[str, Any], key: str,
     """Each row's fitted value: its category's, the missing value's, else ``unseen``."""
     table = np.append(np.asarray(params[key], dtype=np.float64), unseen)
     index, missing = lookup(values, params)
-    out = table[index]  # index -1 reads ``unseen``
+    # index -1 reads ``unseen``; the column into retained memory (see ``slots_of``)
+    out = np.take(table, index, out=ARENA.empty(len(index), np.float64))
     missing_value = params["missing"]
     out[missing] = unseen if missing_value is None else missing_value
     return out
@@ -267,7 +268,10 @@ def cross_fit(
     slots, categories, _ = _shared_slots(values, target, last_use=True)
     folds = folds_for(step, target, what)
     encodings = fold_encodings(step, slots, y, folds, len(categories) + 1)
-    return encodings[slots, folds.of_row]
+    # each row's (slot, fold) cell, gathered into retained memory (see ``slots_of``)
+    cells = np.multiply(slots, step.cv, out=ARENA.empty(len(slots), np.int64))
+    np.add(cells, folds.of_row, out=cells)
+    return np.take(encodings.ravel(), cells, out=ARENA.empty(len(slots), np.float64))
 
 
 def fold_encodings(
