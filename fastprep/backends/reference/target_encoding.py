@@ -412,7 +412,8 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
     )
     folds = ARENA.empty(len(y), np.int64)  # (retained memory, as the slots')
     for k in range(n_classes):  # every row is of a class: every fold written
-        labels = np.arange(cv).repeat(allocation[:, k])
+        # a byte a label: the shuffle's draws depend on the length alone, not the dtype
+        labels = np.arange(cv, dtype=np.min_scalar_type(cv - 1)).repeat(allocation[:, k])
         rng.shuffle(labels)
         folds[classes == k] = labels
     return folds
