@@ -16,6 +16,10 @@ Configurations (all write their output to disk, as a job does):
 - ``1w`` / ``2w``: ``Pipeline.fit/transform(client=...)`` writing shards + manifest on a
   ``LocalCluster`` of 1 / 2 worker processes started once, before any timing, and warmed up;
 - ``dask-ml``: :mod:`fastprep.bench.dask_ml_flights` on a 2-worker cluster of its own;
+- ``1w-dask`` / ``2w-dask`` (not by default): ``1w`` / ``2w`` on clusters started with
+  Dask's default settings instead of fastprep's (``fastprep.runtime.cluster.local.QUIET``:
+  no worker profiler, a slower system monitor and loop tick), the A/B of those settings
+  in one run (``--configs 1w 2w 1w-dask 2w-dask``);
 - ``1w-fan`` / ``2w-fan`` (not by default): ``1w`` / ``2w`` with ``FASTPREP_THREADS`` = the
   cores in the workers, so each task fans out to every core as before a task kept to its
   worker thread's core (``fastprep.runtime.cluster.budget``): that budget's A/B in one run
@@ -52,6 +56,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,12 +69,15 @@ import pyarrow.parquet as pq  # noqa: E402
 PIPELINE = REPO / "pipelines" / "flights.py"
 SAMPLE = REPO / "data_samples" / "flights.parquet"
 CACHE = REPO / "benchmarks" / "results" / "data"
-CONFIGS = ("single", "1w", "2w", "dask-ml", "1w-fan", "2w-fan")
-WORKERS = {"single": 1, "1w": 1, "2w": 2, "dask-ml": 2, "1w-fan": 1, "2w-fan": 2}
+CONFIGS = ("single", "1w", "2w", "dask-ml", "1w-fan", "2w-fan", "1w-dask", "2w-dask")
+WORKERS = {"single": 1, "1w": 1, "2w": 2, "dask-ml": 2, "1w-fan": 1, "2w-fan": 2,
+           "1w-dask": 1, "2w-dask": 2}  # fmt: skip
 #: the fastprep job on workers whose tasks each fan out to every core (FASTPREP_THREADS =
 #: the cores), as before a task kept to its worker thread's core: the A/B of that budget
 FAN = ("1w-fan", "2w-fan")
-FASTPREP_JOBS = ("1w", "2w", *FAN)
+#: the fastprep job on clusters started with Dask's default settings (not fastprep's)
+DASK_DEFAULTS = ("1w-dask", "2w-dask")
+FASTPREP_JOBS = ("1w", "2w", *FAN, *DASK_DEFAULTS)
 
 
 def source_file(rows: int, partition: int, cache: Path) -> Path:
@@ -95,6 +103,22 @@ def reset_peak() -> bool:
 
 def _served(dask_worker: Any) -> int:
     return int(dask_worker.transfer_outgoing_bytes_total)
+
+
+def thread_cpu(tid: int) -> float:
+    """CPU seconds of this process's thread ``tid`` (Linux; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loop_cpu() -> float:
+    """A worker process's event loop's CPU seconds (its main thread: heartbeats, messages,
+    Dask's diagnostics), apart from the tasks' thread."""
+    return thread_cpu(os.getpid())
 
 
 class Passes:
@@ -190,11 +214,21 @@ def on_cluster(config: str, client: Any, path: Path, partition: int, out: Path) 
     client.run(reset_peak)
     served = client.run(_served)
     cpu = client.run_on_scheduler(time.process_time)
+    main_cpu = thread_cpu(threading.get_native_id())
     worker_cpu = client.run(time.process_time)
+    worker_loops = client.run(loop_cpu)
     run = run_fastprep if config in FASTPREP_JOBS else run_dask_ml
     result = run(client, path, partition, out)
     # a LocalCluster's scheduler shares this process with the client: its CPU is both's
     result["scheduler_cpu_seconds"] = client.run_on_scheduler(time.process_time) - cpu
+    # of which the client's and scheduler's event loop (every thread but the main one,
+    # which plans, merges and writes the manifest)
+    result["client_loop_cpu_seconds"] = result["scheduler_cpu_seconds"] - (
+        thread_cpu(threading.get_native_id()) - main_cpu
+    )
+    result["worker_loop_cpu_seconds"] = sum(
+        t - worker_loops.get(w, 0.0) for w, t in client.run(loop_cpu).items()
+    )
     after = client.run(_served)
     # the workers' CPU next to the tasks' wall time: on a busy machine the second shows
     # waiting for a core, the first does not
@@ -234,6 +268,8 @@ class Bench:
     def __init__(self, configs: list[str]) -> None:
         from distributed import Client, LocalCluster
 
+        from fastprep.runtime.cluster.local import start_local
+
         # a cluster per configuration, dask-ml's too: a worker's RSS stays where another
         # job's peak left it (the allocator keeps freed pages), so a shared worker's peak
         # would be the other job's
@@ -250,9 +286,11 @@ class Bench:
                 continue
             started = time.perf_counter()
             env = {"FASTPREP_THREADS": str(os.cpu_count() or 1)} if config in FAN else {}
-            cluster = LocalCluster(n_workers=WORKERS[config], threads_per_worker=1,
-                                   processes=True, dashboard_address=None,
-                                   memory_limit=0, env=env)  # fmt: skip
+            # started as fastprep starts one (its Dask settings), dask-ml's too: the same
+            # cluster for both; ``*-dask``: Dask's defaults
+            start = LocalCluster if config in DASK_DEFAULTS else start_local
+            cluster = start(n_workers=WORKERS[config], threads_per_worker=1, processes=True,
+                            dashboard_address=None, memory_limit=0, env=env)  # fmt: skip
             client = Client(cluster, set_as_default=False)
             client.get_task_stream()  # registers the scheduler's task-stream plugin
             self.startup[f"{config} cluster start"] = time.perf_counter() - started
@@ -344,6 +382,9 @@ def summarize(point: dict[str, Any]) -> list[str]:
                 f"{_median([r.get('worker_cpu_seconds', 0) / r['tasks'] for r in runs]):.3f} s, "
                 f"scheduler + client CPU per task "
                 f"{_median([r.get('scheduler_cpu_seconds', 0) / r['tasks'] for r in runs]):.3f} s, "
+                f"event loops' CPU per job: client + scheduler "
+                f"{_median([r.get('client_loop_cpu_seconds', 0) for r in runs]):.3f} s, "
+                f"workers {_median([r.get('worker_loop_cpu_seconds', 0) for r in runs]):.3f} s, "
                 f"task results {_median([r['result_bytes'] for r in runs]) / 2**20:.1f} MiB, "
                 f"served by workers {_median([r['served_bytes'] for r in runs]) / 2**20:.1f} MiB"
             )
@@ -390,6 +431,11 @@ def targets(points: list[dict[str, Any]]) -> list[str]:
         if two and one:
             out.append(line(one / two >= 1.7, f"2 workers >= 1.7x faster than 1 {at}: "
                             f"{one / two:.2f}x ({one:.2f} vs {two:.2f} s)"))  # fmt: skip
+        two_d, one_d = wall(point, "2w-dask"), wall(point, "1w-dask")
+        if two_d and one_d:
+            out.append(line(one_d / two_d >= 1.7, f"(Dask's default settings) 2 workers >= "
+                            f"1.7x faster than 1 {at}: {one_d / two_d:.2f}x ({one_d:.2f} vs "
+                            f"{two_d:.2f} s)"))  # fmt: skip
         if two and ml:
             out.append(line(ml / two >= 5, f">= 5x faster than dask-ml {at}: {ml / two:.2f}x "
                             f"({ml:.2f} vs {two:.2f} s)"))  # fmt: skip
@@ -452,7 +498,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--configs", nargs="+", choices=CONFIGS,
-                        default=[c for c in CONFIGS if c not in FAN])  # fmt: skip
+                        default=[c for c in CONFIGS if c not in (*FAN, *DASK_DEFAULTS)])  # fmt: skip
     parser.add_argument("--json", help="write every run here (fit_cluster_model.py reads it)")
     parser.add_argument("--cache", default=str(CACHE))
     args = parser.parse_args()
