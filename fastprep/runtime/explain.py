@@ -118,7 +118,7 @@ def explain_cluster(
                           if schema is not None else (0.0, 0.0))  # fmt: skip
     held = in_memory + on_disk
     one = dask_pass_seconds(profile, rows, tasks, workers)
-    light = dask_light_pass_seconds(profile, tasks, workers) if kept else one
+    light = dask_light_pass_seconds(profile, tasks, workers, rows) if kept else one
     passes: list[tuple[str, str, float, list[str]]] = []
     if len(known) != len(specs):
         passes.append(("count rows", "read", one, ["rows per CSV file (row ids need the offsets)"]))
@@ -172,9 +172,14 @@ def explain_cluster(
         lines.append(f"├─ {name}: {read}, {tasks} partition(s), predicted {seconds:.2f} s")
         lines += [f"│    {line}" for line in collects]
     rounds = -(-tasks // max(workers, 1))
+    # the fit's largest error on the runs it was fitted to: a prediction is no closer
+    margin = (
+        f" (±{profile.dask_fit_error:.0%} on the fitted runs)" if profile.dask_fit_error else ""
+    )
     lines.append(
-        f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "
-        f"the client + per pass {rounds} round(s) of the busiest worker x "
+        f"└─ predicted {total:.2f} s{margin} on a running cluster: "
+        f"{profile.dask_job_seconds:.2f} s on the client + per pass "
+        f"{profile.dask_pass_latency_seconds:.3f} s + {rounds} round(s) of the busiest worker x "
         f"({profile.dask_task_seconds:.3f} s + {rows // max(tasks, 1):,} rows x "
         f"{profile.dask_row_seconds:.2e} s a row read + validated, "
         f"{profile.dask_transform_row_seconds:.2e} s a row transformed) + {tasks} tasks x "
