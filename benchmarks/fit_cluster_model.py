@@ -282,6 +282,26 @@ def scaling_limits(c: dict[str, float], rows: int, partition: int,
     return half, min(walls, key=walls.__getitem__)
 
 
+def holdouts(obs: list[dict[str, Any]], partition: int) -> list[str]:
+    """Per big size: the fit without its runs, its error on them (a prediction past the
+    fitted sizes), and its constants' scaling limits at 100M rows (how far the split of
+    the fixed costs, which two workers do not pin, moves them)."""
+    lines = []
+    for rows in sorted({o["rows"] for o in obs if o["what"] == "run"}):
+        train = [o for o in obs if o["rows"] != rows]
+        if len(fitted_on(train)) < len(NAMES):
+            continue
+        c = fit(train)
+        said = ", ".join(f"{o['workers']} worker(s) {_error(c, o)[1]:+.0%}" for o in medians(obs)
+                         if o["rows"] == rows and o["what"] == "run")  # fmt: skip
+        half, fastest = scaling_limits(c, 100_000_000, partition)
+        lines.append(f"  without {rows:,} rows: their whole jobs {said}; 100,000,000 rows, "
+                     f"partitions of at most {partition:,}: efficiency >= 50% up to N={half}, "
+                     f"fastest at N={fastest}; "
+                     + ", ".join(f"{n} {c[n]:.3g}" for n in NAMES))  # fmt: skip
+    return lines
+
+
 def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
     """Per configuration, the whole job's measured median and prediction, then per pass."""
     lines = ["| rows | partition rows | tasks per pass | workers | measured median (runs) | "
@@ -428,6 +448,9 @@ def main() -> None:
         "(dask_cluster_start_seconds):"
     )
     print("\n".join(cluster_start(args.files)))
+    print()
+    print("the fit without each size's runs (its prediction of them; its constants):")
+    print("\n".join(holdouts(obs, args.partition[0])))
     print()
     print(
         "flights' 3 passes (a reading fit pass, its median's from kept values, the "

@@ -97,7 +97,7 @@ class CostProfile:
     #: predictions). The cluster's start, not fitted: a 2-worker LocalCluster plus its
     #: first job (20,000 rows: the workers' imports and kernel loads) took 1.3-1.8 s on the
     #: five quiet runs of ``benchmarks/cluster_runs`` (1.58 s on the fitted one), a 1-worker
-    #: one 5.5 s once; kept at 4.0 s, as a fresh install's workers compile their kernels
+    #: one 6.1 s once; kept at 4.0 s, as a fresh install's workers compile their kernels
     dask_cluster_start_seconds: float = 4.0
     # fitted dask constants: begin
     #: fitted by ``benchmarks/fit_cluster_model.py`` to
