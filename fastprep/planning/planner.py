@@ -117,7 +117,12 @@ class CostProfile:
     source: str = "defaults"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format_version": PROFILE_VERSION, **asdict(self)}
+        """The constants that differ from the shipped defaults (and the source): a stored
+        profile then follows the defaults for what it did not measure (the Dask constants,
+        re-fitted with each release's quiet runs, are not measured by ``calibrate``)."""
+        shipped = asdict(CostProfile())
+        mine = {k: v for k, v in asdict(self).items() if k == "source" or v != shipped[k]}
+        return {"format_version": PROFILE_VERSION, **mine}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CostProfile:

@@ -82,3 +82,15 @@ def test_a_pass_is_its_latency_rounds_and_scheduler() -> None:
     assert planner.dask_transform_seconds(profile, 1_000_000, 8, 2, 1.0) == pytest.approx(
         0.02 + 4 * (0.1 + 125_000 * 5e-7) + 2 * 0.01
     )
+
+
+def test_a_stored_profile_follows_the_shipped_dask_constants(tmp_path) -> None:
+    """A calibrated profile stores what it measured: a later re-fit of the Dask constants
+    (which calibrate does not measure) reaches a machine that calibrated before it."""
+    profile = planner.CostProfile(numba_compile_seconds=1.5, source="calibrated")
+    stored = profile.to_dict()
+    assert stored == {"format_version": planner.PROFILE_VERSION, "numba_compile_seconds": 1.5,
+                      "source": "calibrated"}  # fmt: skip
+    path = planner.save_profile(profile, tmp_path / "p.json")
+    assert planner.load_profile(path) == profile
+    assert planner.load_profile(path).dask_row_seconds == planner.CostProfile().dask_row_seconds
