@@ -136,48 +136,76 @@ class CostProfile:
         return cls(**values)
 
 
+def busiest_worker_rows(sizes: Sequence[int], workers: int) -> int:
+    """The rows of the busiest of ``workers`` workers when tasks over partitions of
+    ``sizes`` rows go, largest first (the job's task priority), each to the first worker
+    free: partitions of unequal rows (a file's row groups) can load one worker more than
+    ``ceil(tasks / workers)`` equal shares would."""
+    import heapq
+
+    loads = [0] * max(1, min(workers, len(sizes)))
+    for size in sorted(sizes, reverse=True):
+        heapq.heapreplace(loads, loads[0] + size)
+    return max(loads)
+
+
+def _busiest(rows: int, tasks: int, workers: int, busiest: float | None) -> float:
+    """The busiest worker's rows of a pass: as given, else ``ceil(tasks / workers)``
+    partitions of equal rows."""
+    return -(-tasks // max(1, workers)) * rows / tasks if busiest is None else busiest
+
+
 def dask_pass_seconds(
-    profile: CostProfile, rows: int, tasks: int, workers: int, row_seconds: float | None = None
-) -> float:
-    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks of equal
-    rows on ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
-    workers)`` of them, each its fixed cost and its rows (7 tasks on 2 workers take 4
-    rounds, the last with one worker idle), the scheduler's per-task cost is not shared
-    (it is one process), and the pass's own latency is paid once. ``row_seconds``: a row's cost in this pass (default
-    ``dask_row_seconds``, a pass that reads and validates its partitions)."""
+    profile: CostProfile, rows: int, tasks: int, workers: int, row_seconds: float | None = None,
+    *, busiest: float | None = None,
+) -> float:  # fmt: skip
+    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks on
+    ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
+    workers)`` of them, each its fixed cost, and its rows (7 tasks on 2 workers take 4
+    rounds, the last with one worker idle; ``busiest``: its rows when the partitions are
+    not of equal rows, :func:`busiest_worker_rows`), the scheduler's per-task cost is not
+    shared (it is one process), and the pass's own latency is paid once.
+    ``row_seconds``: a row's cost in this pass (default ``dask_row_seconds``, a pass that
+    reads and validates its partitions)."""
     if tasks <= 0:
         return 0.0
     rate = profile.dask_row_seconds if row_seconds is None else row_seconds
     rounds = -(-tasks // max(1, workers))
     return (
         profile.dask_pass_latency_seconds
-        + rounds * (profile.dask_task_seconds + rows / tasks * rate)
+        + rounds * profile.dask_task_seconds
+        + _busiest(rows, tasks, workers, busiest) * rate
         + tasks * profile.dask_scheduler_task_seconds
     )
 
 
-def dask_light_pass_seconds(profile: CostProfile, tasks: int, workers: int, rows: int = 0) -> float:
+def dask_light_pass_seconds(
+    profile: CostProfile, tasks: int, workers: int, rows: int = 0, *, busiest: float | None = None
+) -> float:  # fmt: skip
     """A fit pass after the first that runs from the input values the first pass kept on
     the workers over ``tasks`` partitions of ``rows`` rows in all: one task per worker
-    holding some, which scans the values of its ``ceil(tasks / workers)`` partitions
-    (``dask_light_row_seconds`` a row), and the scheduler's cost of those tasks."""
+    holding some, which scans the values of its partitions (``dask_light_row_seconds`` a
+    row; ``busiest`` as in :func:`dask_pass_seconds`), and the scheduler's cost of those
+    tasks."""
     if tasks <= 0:
         return 0.0
     held = min(tasks, max(1, workers))
-    scanned = -(-tasks // max(1, workers)) * rows / tasks * profile.dask_light_row_seconds
+    scanned = _busiest(rows, tasks, workers, busiest) * profile.dask_light_row_seconds
     return dask_pass_seconds(profile, 0, held, workers) + scanned
 
 
 def dask_transform_seconds(
-    profile: CostProfile, rows: int, tasks: int, workers: int, kept: float = 0.0
-) -> float:
+    profile: CostProfile, rows: int, tasks: int, workers: int, kept: float = 0.0,
+    *, busiest: float | None = None,
+) -> float:  # fmt: skip
     """The transform's pass over ``tasks`` partitions; ``kept``: the share of them the fit
     kept on their workers (those are not read or validated again:
     ``dask_transform_row_seconds`` a row, the others ``dask_row_seconds`` more). A
     worker's kept partitions are one task of the shard-writing transform (one per worker
     holding some), so the scheduler sees ``min(tasks, workers)`` tasks for them and one
     per partition for the others; the busiest worker still works through ``ceil(tasks /
-    workers)`` partitions, each its fixed cost."""
+    workers)`` partitions, each its fixed cost (``busiest`` as in
+    :func:`dask_pass_seconds`)."""
     if tasks <= 0:
         return 0.0
     kept = min(max(kept, 0.0), 1.0)
@@ -188,27 +216,33 @@ def dask_transform_seconds(
     rounds = -(-tasks // max(1, workers))
     return (
         profile.dask_pass_latency_seconds
-        + rounds * (profile.dask_task_seconds + rows / tasks * rate)
+        + rounds * profile.dask_task_seconds
+        + _busiest(rows, tasks, workers, busiest) * rate
         + submitted * profile.dask_scheduler_task_seconds
     )
 
 
 def dask_job_seconds(
     profile: CostProfile, rows: int, tasks: int, workers: int, passes: int, start: bool = False,
-    *, light: int = 0, kept: float | None = None,
+    *, light: int = 0, kept: float | None = None, busiest: float | None = None,
 ) -> float:  # fmt: skip
     """A Dask job on a running cluster, plus the LocalCluster's start when ``start``.
     ``passes``: the passes that read and validate their partitions (the fit's first, and
     the transform's unless ``kept`` is given); ``light``: the fit's passes from the values
     its first pass kept on the workers; ``kept``: the transform is its own pass, with that
-    share of its partitions kept by the fit (:func:`dask_transform_seconds`)."""
+    share of its partitions kept by the fit (:func:`dask_transform_seconds`); ``busiest``:
+    the busiest worker's rows of a pass (default: partitions of equal rows)."""
     started = profile.dask_cluster_start_seconds if start else 0.0
-    transform = 0.0 if kept is None else dask_transform_seconds(profile, rows, tasks, workers, kept)
+    transform = (
+        0.0
+        if kept is None
+        else dask_transform_seconds(profile, rows, tasks, workers, kept, busiest=busiest)
+    )
     return (
         started
         + profile.dask_job_seconds
-        + passes * dask_pass_seconds(profile, rows, tasks, workers)
-        + light * dask_light_pass_seconds(profile, tasks, workers, rows)
+        + passes * dask_pass_seconds(profile, rows, tasks, workers, busiest=busiest)
+        + light * dask_light_pass_seconds(profile, tasks, workers, rows, busiest=busiest)
         + transform
     )
 

@@ -94,3 +94,18 @@ def test_a_stored_profile_follows_the_shipped_dask_constants(tmp_path) -> None:
     path = planner.save_profile(profile, tmp_path / "p.json")
     assert planner.load_profile(path) == profile
     assert planner.load_profile(path).dask_row_seconds == planner.CostProfile().dask_row_seconds
+
+
+def test_the_busiest_worker_of_unequal_partitions() -> None:
+    # a file's row groups packed into 500,000-row partitions, some of 250,000: largest
+    # first, each to the first worker free, one worker ends with 1.75M rows of 3,367,760
+    sizes = [500_000, 250_000, 500_000, 500_000, 250_000, 500_000, 500_000, 367_760]
+    assert planner.busiest_worker_rows(sizes, 2) == 1_750_000
+    assert planner.busiest_worker_rows([5_000] * 4, 2) == 10_000  # equal: ceil(T / N) shares
+    assert planner.busiest_worker_rows([7], 4) == 7
+    profile = planner.CostProfile()
+    equal = planner.dask_pass_seconds(profile, 3_367_760, 8, 2)
+    unequal = planner.dask_pass_seconds(profile, 3_367_760, 8, 2, busiest=1_750_000)
+    assert unequal - equal == pytest.approx(
+        (1_750_000 - 4 * 3_367_760 / 8) * profile.dask_row_seconds
+    )
