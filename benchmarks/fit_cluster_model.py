@@ -303,23 +303,29 @@ def holdouts(obs: list[dict[str, Any]], partition: int) -> list[str]:
 
 
 def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
-    """Per configuration, the whole job's measured median and prediction, then per pass."""
+    """Per configuration, the whole job's measured median and prediction, then per pass
+    (with the file of each when there are several)."""
+    several = len({o.get("file") for o in obs}) > 1
     lines = ["| rows | partition rows | tasks per pass | workers | measured median (runs) | "
              "predicted | error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     passes = ["| rows | workers | pass | measured median (runs) | predicted | error |",
               "|---|---|---|---|---|---|"]  # fmt: skip
+    if several:
+        lines = ["| file " + lines[0], "|---" + lines[1]]
+        passes = ["| file " + passes[0], "|---" + passes[1]]
     order = sorted(medians(obs), key=lambda o: (o["rows"], o["partition"], o["workers"]))
     for o in order:
+        file = f"| {o.get('file')} " if several else ""
         predicted, error = _error(c, o)
         each = ", ".join(f"{r:.3f}" if r < 0.1 else f"{r:.2f}" for r in o["runs"])
         measured = f"{o['seconds']:.3f}" if o["seconds"] < 0.1 else f"{o['seconds']:.2f}"
         shown = f"{predicted:.3f}" if predicted < 0.1 else f"{predicted:.2f}"
         if o["what"] in ("run", "job"):
-            lines.append(f"| {o['rows']:,} | {o['partition']:,} | {o['tasks']} | "
+            lines.append(f"{file}| {o['rows']:,} | {o['partition']:,} | {o['tasks']} | "
                          f"{o['workers']} | {measured} s ({each}) | {shown} s | "
                          f"{error:+.0%} |")  # fmt: skip
         elif o["what"] != "outside":
-            passes.append(f"| {o['rows']:,} | {o['workers']} | {o['what']} | {measured} s "
+            passes.append(f"{file}| {o['rows']:,} | {o['workers']} | {o['what']} | {measured} s "
                           f"({each}) | {shown} s | {error:+.0%} |")  # fmt: skip
     return [*lines, "", *passes]
 
@@ -348,7 +354,7 @@ def constants_block(c: dict[str, float], obs: list[dict[str, Any]], files: list[
             f"and its warm 20,000-row job): {summary(c, obs)}")  # fmt: skip
     lines = [BEGIN.rstrip("\n")]
     lines += ["    #: " + line for line in textwrap.wrap(said, 92)]
-    lines += [f"    {name}: float = {c[name]:.3g}" for name in NAMES]
+    lines += [f"    {name}: float = {float(f'{c[name]:.3g}')!r}" for name in NAMES]
     lines.append(f"    dask_fit_error: float = {max(jobs, default=0.0):.2f}")
     lines.append(END.rstrip("\n"))
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import heapq
 import json
 import math
 import os
@@ -141,8 +142,6 @@ def busiest_worker_rows(sizes: Sequence[int], workers: int) -> int:
     ``sizes`` rows go, largest first (the job's task priority), each to the first worker
     free: partitions of unequal rows (a file's row groups) can load one worker more than
     ``ceil(tasks / workers)`` equal shares would."""
-    import heapq
-
     loads = [0] * max(1, min(workers, len(sizes)))
     for size in sorted(sizes, reverse=True):
         heapq.heapreplace(loads, loads[0] + size)

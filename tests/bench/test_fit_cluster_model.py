@@ -117,3 +117,25 @@ def test_compute_per_row_by_workers_and_the_recorded_budget(tmp_path) -> None:
     assert "not recorded" in said[0]
     assert said[1:] == ["  after.json 1w: (fastprep, Numba, Arrow) threads per task (1, 1, 1)",
                         "  after.json 2w: (fastprep, Numba, Arrow) threads per task (1, 1, 1)"]  # fmt: skip
+
+
+def test_write_replaces_the_fitted_block_only(tmp_path) -> None:
+    """``--write``: the block between the markers becomes the constants with their
+    provenance; the rest of the file is untouched, and writing again changes nothing."""
+    points = [_point(r, p) for r in (336_776, 3_367_760) for p in (25_000, 100_000, 500_000)]
+    file = tmp_path / "runs.json"
+    file.write_text(json.dumps({"points": points}))
+    obs = model.observations([file])
+    block = model.constants_block(model.fit(obs), obs, [file])
+    target = tmp_path / "planner.py"
+    before = "class CostProfile:\n    a: float = 1.0\n" + model.BEGIN + "    old: float = 2.0\n"
+    target.write_text(before + model.END + "    source: str = 'defaults'\n")
+    model.write_block(block, target)
+    text = target.read_text()
+    assert text.startswith("class CostProfile:\n    a: float = 1.0\n" + model.BEGIN)
+    assert text.endswith(model.END + "    source: str = 'defaults'\n") and "old" not in text
+    assert "benchmarks/cluster_runs/runs.json" in text
+    assert "    dask_row_seconds: float = 5e-07\n" in text  # recovered exactly, a float literal
+    assert "    dask_fit_error: float = 0.00\n" in text
+    model.write_block(block, target)
+    assert target.read_text() == text

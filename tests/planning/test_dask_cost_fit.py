@@ -40,7 +40,10 @@ def _configurations(file: Path) -> list[tuple[str, int, int, int, float, float]]
         for config in ("1w", "2w"):
             runs = point["runs"][config]
             first = runs[0]
-            partitions = max(p["tasks"] for p in first["per_pass"].values())
+            # the reading pass's tasks: one per partition (older runs: the tasks per pass)
+            passes = first.get("per_pass") or {}
+            partitions = max((p["tasks"] for p in passes.values()),
+                             default=first["tasks"] // max(len(first["pass_seconds"]), 1))  # fmt: skip
             kept = statistics.median(r.get("kept_partitions", partitions) for r in runs)
             median = statistics.median(r["seconds"] for r in runs)
             what = f"{config} {point['rows']:,} rows"
