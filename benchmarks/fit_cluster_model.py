@@ -336,8 +336,8 @@ def summary(c: dict[str, float], obs: list[dict[str, Any]]) -> str:
     for what, values in found.items():
         if values:
             size = [abs(v) for v in values]
-            text.append(f"{what}' median relative error {statistics.median(size):.0%}, "
-                        f"max {max(size):.0%} ({len(values)})")  # fmt: skip
+            text.append(f"{len(values)} {'whole jobs' if what == 'jobs' else what}: median "
+                        f"relative error {statistics.median(size):.0%}, max {max(size):.0%}")  # fmt: skip
     return "; ".join(text)
 
 

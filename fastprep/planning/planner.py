@@ -103,8 +103,8 @@ class CostProfile:
     # fitted dask constants: begin
     #: fitted by ``benchmarks/fit_cluster_model.py`` to
     #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-budget-3.4m-10m.json`` (18 equations: each
-    #: configuration's median per pass, its time outside the passes and its warm 20,000-row job):
-    #: jobs' median relative error 3%, max 10% (6); passes' median relative error 6%, max 12% (12)
+    #: configuration's median per pass, its time outside the passes and its warm 20,000-row job): 6
+    #: whole jobs: median relative error 3%, max 10%; 12 passes: median relative error 6%, max 12%
     dask_job_seconds: float = 0.0275
     dask_task_seconds: float = 0.00313
     dask_row_seconds: float = 1.98e-07

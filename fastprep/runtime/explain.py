@@ -119,7 +119,7 @@ def explain_cluster(
                           if schema is not None else (0.0, 0.0))  # fmt: skip
     held = in_memory + on_disk
     # the partitions as planned may be unequal (a file's row groups): the busiest worker's
-    # rows as the scheduler hands them out, not the equal shares'
+    # rows as the scheduler hands them out, not equal shares
     busiest = busiest_worker_rows(known, workers) if len(known) == len(specs) else None
     one = dask_pass_seconds(profile, rows, tasks, workers, busiest=busiest)
     light = dask_light_pass_seconds(profile, tasks, workers, rows, busiest=busiest) if kept else one
