@@ -302,6 +302,26 @@ def holdouts(obs: list[dict[str, Any]], partition: int) -> list[str]:
     return lines
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.3g}" if value >= 10 else f"{value:.2f}"
+
+
+def scaling_table(c: dict[str, float], partitions: list[int]) -> list[str]:
+    """``docs/distributed.md``'s "Where scaling stops" table (10M and 100M rows)."""
+    lines = ["| rows | rows per partition (at most) | predicted wall, N = 1 / 2 / 4 / 8 / 16 | "
+             "efficiency ≥ 50% up to | fastest at | first worker gaining < 10% |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for rows in (10_000_000, 100_000_000):
+        for partition in partitions:
+            walls = " / ".join(_seconds(balanced_predict(c, rows, partition, n))
+                               for n in (1, 2, 4, 8, 16))  # fmt: skip
+            half, fastest = scaling_limits(c, rows, partition)
+            best = balanced_predict(c, rows, partition, fastest)
+            lines.append(f"| {rows:,} | {partition:,} | {walls} s | N = {half} | N = {fastest} "
+                         f"({best:.2f} s) | worker {scaling_stops(c, rows, partition) + 1} |")  # fmt: skip
+    return lines
+
+
 def table(c: dict[str, float], obs: list[dict[str, Any]]) -> list[str]:
     """Per configuration, the whole job's measured median and prediction, then per pass
     (with the file of each when there are several)."""
@@ -474,6 +494,8 @@ def main() -> None:
               f"{stops + 1} gains < {MARGINAL_GAIN:.0%}; efficiency >= 50% up to N={half}; "
               f"fastest at N={fastest} "
               f"({balanced_predict(constants, rows, partition, fastest):.2f} s)")  # fmt: skip
+    print()
+    print("\n".join(scaling_table(constants, args.partition)))
 
 
 if __name__ == "__main__":
