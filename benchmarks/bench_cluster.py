@@ -19,7 +19,10 @@ Configurations (all write their output to disk, as a job does):
 - ``1w-dask`` / ``2w-dask`` (not by default): ``1w`` / ``2w`` on clusters started with
   Dask's default settings instead of fastprep's (``fastprep.runtime.cluster.local.QUIET``:
   no worker profiler, a slower system monitor and loop tick), the A/B of those settings
-  in one run (``--configs 1w 2w 1w-dask 2w-dask``);
+  in one run (``--configs 1w 2w 1w-dask 2w-dask``). Compare the workers' event loops'
+  CPU, not the client's: every cluster's scheduler and nannies share this process's one
+  event loop, so the ``*-dask`` clusters' monitors, idle, are counted in every job's
+  "client + scheduler" figure of that run;
 - ``1w-fan`` / ``2w-fan`` (not by default): ``1w`` / ``2w`` with ``FASTPREP_THREADS`` = the
   cores in the workers, so each task fans out to every core as before a task kept to its
   worker thread's core (``fastprep.runtime.cluster.budget``): that budget's A/B in one run
