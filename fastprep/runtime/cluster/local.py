@@ -60,14 +60,16 @@ def local_workers() -> int:
 def start_local(n_workers: int | None = None, **options: Any) -> Any:
     """A ``distributed.LocalCluster`` of ``n_workers`` single-thread worker processes
     (default :func:`local_workers`), started with :data:`QUIET` (its scheduler, nannies
-    and workers read it when made; the settings of this process stay as they were).
-    ``options``: more ``LocalCluster`` arguments (``memory_limit``, ``env``, ...)."""
+    and workers read it when made; the settings of this process stay as they were, and a
+    worker added later by ``cluster.scale`` starts with them). ``options``: more ``LocalCluster`` arguments (``memory_limit``, ``env``, ...)."""
     import dask
     from distributed import LocalCluster
 
     options = {"threads_per_worker": 1, "processes": True, "dashboard_address": ":0"} | options
     with dask.config.set(QUIET):
-        return LocalCluster(n_workers=n_workers or local_workers(), **options)
+        return LocalCluster(
+            n_workers=local_workers() if n_workers is None else n_workers, **options
+        )
 
 
 @contextmanager
