@@ -4,6 +4,7 @@ X, y, row ids, quarantine and report (findings as a transform's validation finds
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -379,3 +380,85 @@ def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, monke
             np.lib.format.read_array_header_1_0(file)
             assert file.tell() == 4096  # the streamed writer's padded header
         np.testing.assert_array_equal(np.load(path), getattr(gathered.X, part))
+
+
+def _watch_syncs_and_records(monkeypatch, folder: Path) -> tuple[set[str], list[str]]:
+    """Every path fsynced (named through ``/proc/self/fd``) and, at each partition record's
+    rename, what it names that was not synced before it (collected, checked by the test)."""
+    synced: set[str] = set()
+    unsynced: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        real_fsync(fd)
+        synced.add(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+
+    def replace(src, dst, *args, **kwargs):
+        name = os.path.basename(str(dst))
+        if name.startswith("part-") and name.endswith(".json"):
+            entry = json.loads(Path(src).read_bytes())
+            named = [a["file"] for a in entry["arrays"].values()]
+            named += [entry["quarantine"]["file"]] if entry.get("quarantine") else []
+            assert os.path.basename(str(src)) in synced  # the record itself
+            unsynced.extend(n for n in named if n not in synced)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return synced, unsynced
+
+
+def test_a_task_of_several_records_a_partition_only_after_its_files_are_synced(
+    source, tmp_path, monkeypatch
+):
+    """The shards of a task of several partitions: a partition's syncs run while the next
+    is transformed, and its record is written only once every file it names is synced;
+    each record is the one its entry says, and a resume finds every partition done."""
+    from fastprep.runtime import shards
+    from fastprep.runtime.partition_tasks import transform_partitions
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to name a synced descriptor")
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    _, unsynced = _watch_syncs_and_records(monkeypatch, tmp_path)
+    done = transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
+                                ["k0", "k1", "k2"])  # fmt: skip
+    assert unsynced == []
+    records = sorted(p.name for p in tmp_path.glob("part-*.json"))
+    assert records == sorted(r["entry"]["record"]["file"] for r in done)
+    resumed = shards.completed(tmp_path, specs, "fp")
+    assert sorted(resumed) == [s.index for s in specs]
+    for result in done:
+        entry = result["entry"]
+        assert {k: v for k, v in resumed[entry["index"]].items() if k != "report"} == {
+            k: v for k, v in entry.items() if k != "report"
+        }
+
+
+def test_a_failure_mid_task_keeps_the_records_of_the_partitions_written(
+    source, tmp_path, monkeypatch
+):
+    """A task of several partitions failing at its third: the two written before it get
+    their records (synced first), so a resumed job skips them and runs only the rest."""
+    from fastprep.runtime import partition_tasks, shards
+    from fastprep.runtime.partition_tasks import PartitionFailed, transform_partitions
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    real = partition_tasks.transform_partition
+
+    def third_fails(job, spec, *args, **kwargs):
+        if spec.index == specs[2].index:
+            raise ValueError("bad bytes")
+        return real(job, spec, *args, **kwargs)
+
+    monkeypatch.setattr(partition_tasks, "transform_partition", third_fails)
+    with pytest.raises(PartitionFailed):
+        transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
+                             ["k0", "k1", "k2"])  # fmt: skip
+    assert sorted(shards.completed(tmp_path, specs, "fp")) == [specs[0].index, specs[1].index]
