@@ -16,10 +16,12 @@ read the folder; publishing the manifest removes the files it does not name.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,28 +68,33 @@ def write_partition(
 class ShardBatch:
     """The shards of a task's partitions, written one after the other into one folder.
 
-    A partition's files are written when it is added; their fsyncs run on background
-    threads while the next partition is transformed, and its record is written once they
-    are done: after the next partition's files (or at :meth:`close`). So a record never
-    names a file that is not yet synced, and at most :data:`UNRECORDED` partitions of a
-    task interrupted are written without a record (a resumed job runs them again).
-    Why not wait per partition: the task's compute then waited for each partition's
-    syncs (the journal commits of its five files, serialized with every other writer's),
-    ~15-20 ms a 500,000-row partition; why not sync the whole batch at the end: a task
-    of many partitions interrupted late would leave them all to redo.
+    A partition's files are written when it is added; then, on a thread of the batch,
+    its files' fsyncs are waited for and its record is written (fsynced, renamed), while
+    the next partition is transformed. So a record never names a file that is not yet
+    synced, and at most :data:`UNRECORDED` partitions of an interrupted task are written
+    without a record (a resumed job runs them again): adding a partition first waits for
+    the record of the one before the last.
+    Why not wait in the task: its compute then waited for each partition's syncs, and
+    the record's own fsync, a journal commit serialized with every other writer's (the
+    files' ~15-20 ms a 500,000-row partition, then the record's; with the files' wait
+    moved after the next partition, the record's fsync took those 15 ms instead, as the
+    journal then held the next partition's writes). Why not sync the whole batch at the
+    end: a task of many partitions interrupted late would leave them all to redo.
     """
 
-    #: partitions whose files are written and whose records are not yet (their syncs run)
+    #: partitions whose files are written and whose records may not be yet
     UNRECORDED = 1
 
     def __init__(self, folder: Path, codec: str | None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.codec = folder, codec
-        self._open: deque[tuple[fmt.FileWriter, dict[str, Any], str]] = deque()
+        # waits on the disk, not on a core: outside the task's compute budget
+        self._recorder = ThreadPoolExecutor(1)
+        self._records: deque[Future[None]] = deque()
 
     def add(self, entry: dict[str, Any], output: execute.Output) -> dict[str, Any]:
         """Write one partition's files; returns its entry, which gets its ``"record"``
-        (in place) once the record is written (by a later :meth:`add`, or :meth:`close`)."""
+        (in place) once the record is written (at the latest by :meth:`close`)."""
         token = fmt.new_token()
         files = fmt.FileWriter(self.folder, self.codec)
         try:
@@ -98,32 +105,36 @@ class ShardBatch:
         except BaseException:
             files.close()
             raise
-        self._open.append((files, entry, token))
-        while len(self._open) > self.UNRECORDED:
-            self._record_oldest()
+        self._records.append(self._recorder.submit(self._record, files, entry, token))
+        while len(self._records) > self.UNRECORDED:
+            self._records.popleft().result()
         return entry
 
     def close(self) -> None:
-        """Wait for the remaining syncs and write their records (the first error raised)."""
-        while self._open:
-            self._record_oldest()
+        """Wait for every record (each partition's own: one failing does not stop the
+        others'); the first error is raised."""
+        errors = []
+        try:
+            while self._records:
+                error = self._records.popleft().exception()
+                if error is not None:
+                    errors.append(error)
+        finally:
+            self._recorder.shutdown()
+        if errors:
+            raise errors[0]
 
     def abandon(self) -> None:
-        """After a failure: record the partitions whose files are complete, as far as
+        """After a failure: the records of the partitions whose files are complete, as
         their syncs allow; errors of this are dropped (the failure is what is raised)."""
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            while self._open:
-                self._open.popleft()[0].close()
 
-    def _record_oldest(self) -> None:
-        files, entry, token = self._open[0]
+    def _record(self, files: fmt.FileWriter, entry: dict[str, Any], token: str) -> None:
         try:
             files.finish()  # every file the record names is synced from here
         finally:
             files.close()
-        self._open.popleft()
         entry["record"] = write_record(self.folder, entry, token)
 
 
