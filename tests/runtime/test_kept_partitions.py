@@ -355,13 +355,19 @@ def test_a_failing_partition_of_a_task_of_several_is_named(source, tmp_path, mon
     assert str(travelled) == f"{second.describe()} failed: ValueError: bad bytes"
 
 
-@pytest.mark.parametrize("kept", [True, False])
-def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, monkeypatch):
+@pytest.mark.parametrize("kept, pieces", [(True, "one"), (False, "one"), (True, "many")])
+def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, pieces, monkeypatch):
     """A partition task writing its shard leaves X as the run made it: the CSR arrays
     are made block by block as the writer streams them (the ``.npy`` header padded to a
     block: past the page cache where the file system allows), never a scipy matrix made
     whole and written buffered; the files hold the same values as the gathered output.
-    (The CSR is made block by block by the Numba fill kernel: on numpy it is made whole.)"""
+    (The CSR is made block by block by the Numba fill kernel: on numpy it is made whole.)
+    ``many``: pieces of 4,096 entries (a 5,000-row partition has ~40,000), as a
+    500,000-row partition is streamed."""
+    from fastprep.storage import output_format
+
+    if pieces == "many":
+        monkeypatch.setattr(output_format, "STREAM_ENTRIES", 4096)
     monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numba")
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     job = Job(pipeline.optimized, pipeline._fit_schema(), "numba")
