@@ -556,7 +556,7 @@ def transform_partition(
     if output_dir is None:
         return {"entry": entry, "output": output, **reused}
     if batch is not None:
-        return {"entry": batch.add(entry, output), **reused}
+        return {"entry": batch.add(entry, output, spec.describe()), **reused}
     return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
 
 

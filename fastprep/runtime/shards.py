@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from fastprep.data.partitions import PartitionSpec
-from fastprep.errors import JobError, StateFormatError
+from fastprep.errors import FastprepError, JobError, StateFormatError
 from fastprep.runtime import execute
 from fastprep.runtime.report import Report
 from fastprep.storage import output_format as fmt
@@ -90,11 +90,15 @@ class ShardBatch:
         self.folder, self.codec = folder, codec
         # waits on the disk, not on a core: outside the task's compute budget
         self._recorder = ThreadPoolExecutor(1)
-        self._records: deque[Future[None]] = deque()
+        self._records: deque[tuple[str, Future[None]]] = deque()
 
-    def add(self, entry: dict[str, Any], output: execute.Output) -> dict[str, Any]:
+    def add(
+        self, entry: dict[str, Any], output: execute.Output, label: str | None = None
+    ) -> dict[str, Any]:
         """Write one partition's files; returns its entry, which gets its ``"record"``
-        (in place) once the record is written (at the latest by :meth:`close`)."""
+        (in place) once the record is written (at the latest by :meth:`close`).
+        ``label`` names the partition in an error of its syncs or record (raised later,
+        while another partition is added: it must not be taken for that one's)."""
         token = fmt.new_token()
         files = fmt.FileWriter(self.folder, self.codec)
         try:
@@ -105,9 +109,10 @@ class ShardBatch:
         except BaseException:
             files.close()
             raise
-        self._records.append(self._recorder.submit(self._record, files, entry, token))
+        label = label or f"partition {entry['index']}"
+        self._records.append((label, self._recorder.submit(self._record, files, entry, token)))
         while len(self._records) > self.UNRECORDED:
-            self._records.popleft().result()
+            _raise_named(*self._records.popleft())
         return entry
 
     def close(self) -> None:
@@ -116,8 +121,9 @@ class ShardBatch:
         errors = []
         try:
             while self._records:
-                error = self._records.popleft().exception()
-                if error is not None:
+                try:
+                    _raise_named(*self._records.popleft())
+                except Exception as error:
                     errors.append(error)
         finally:
             self._recorder.shutdown()
@@ -136,6 +142,19 @@ class ShardBatch:
         finally:
             files.close()
         entry["record"] = write_record(self.folder, entry, token)
+
+
+def _raise_named(label: str, record: Future[None]) -> None:
+    """The error of a partition's syncs or record, if any, naming the partition."""
+    error = record.exception()
+    if error is None:
+        return
+    if isinstance(error, FastprepError):
+        raise error
+    raise JobError(
+        f"{label}: its shard's files could not be synced or its record written "
+        f"({type(error).__name__}: {error}); rerun the job to write it again"
+    ) from error
 
 
 def write_record(folder: Path, entry: dict[str, Any], token: str) -> dict[str, Any]:

@@ -468,3 +468,33 @@ def test_a_failure_mid_task_keeps_the_records_of_the_partitions_written(
         transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
                              ["k0", "k1", "k2"])  # fmt: skip
     assert sorted(shards.completed(tmp_path, specs, "fp")) == [specs[0].index, specs[1].index]
+
+
+def test_a_failed_sync_names_its_own_partition_not_the_next(source, tmp_path, monkeypatch):
+    """A partition's syncs fail while the next one is being written: the error names the
+    partition whose files failed (a clear JobError, not a bare OSError), and the partitions
+    whose records were written stay done for a resume."""
+    from fastprep.errors import JobError
+    from fastprep.runtime.partition_tasks import transform_partitions
+    from fastprep.storage import output_format
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    real_finish = output_format.FileWriter.finish
+    calls = []
+
+    def finish(self):
+        calls.append(self.folder)
+        if len(calls) == 2:  # the second partition's files
+            raise OSError(5, "Input/output error")
+        return real_finish(self)
+
+    monkeypatch.setattr(output_format.FileWriter, "finish", finish)
+    with pytest.raises(JobError) as raised:
+        transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
+                             ["k0", "k1", "k2"])  # fmt: skip
+    message = str(raised.value)
+    assert specs[1].describe() in message and "Input/output error" in message
+    assert specs[2].describe() not in message
