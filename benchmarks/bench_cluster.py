@@ -35,7 +35,10 @@ other jobs spreads over all of them. Per cluster run: the passes' wall times (fr
 ``progress`` callback: a stage starts at its first call and ends at its last), the task
 stream's tasks and compute time per task (``client.get_task_stream``), the non-compute
 worker time per task (``(wall × workers − Σ compute) / tasks``: scheduling, serialization,
-the client's merge between passes, idle workers), the bytes the tasks' results held (what
+the client's merge between passes, idle workers), the workers' idle time from the task
+stream (before their first task, between tasks, after their last: where the serial parts
+of a job sit), the CPU of the event loops (the client's process, whose loop also runs a
+LocalCluster's scheduler and nannies, and each worker's), the bytes the tasks' results held (what
 the client gathers) and the bytes workers served (``transfer_outgoing_bytes_total``), and
 how many partitions the transform took from what the fit kept (``kept_partitions``, from
 the manifest's note), each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
@@ -138,16 +141,22 @@ class Passes:
         return {stage: stop - start for stage, (start, stop) in self.spans.items()}
 
 
-def _task_stats(client: Any, since: float, spans: dict[str, list[float]]) -> dict[str, Any]:
+def _task_stats(
+    client: Any, since: float, spans: dict[str, list[float]], until: float
+) -> dict[str, Any]:  # fmt: skip
     """Tasks, compute seconds and result bytes since ``since``, in total and per pass."""
     stream = client.get_task_stream(start=since)
     per_pass: dict[str, dict[str, float]] = {}
+    busy: dict[str, list[tuple[float, float]]] = {w: [] for w in client.nthreads()}
     total = {"tasks": 0, "compute_seconds": 0.0, "result_bytes": 0}
     for entry in stream:
         computes = [s for s in entry.get("startstops", ()) if s.get("action") == "compute"]
         if not computes:
             continue
         seconds = sum(s["stop"] - s["start"] for s in computes)
+        busy.setdefault(entry.get("worker", "?"), []).extend(
+            (s["start"], s["stop"]) for s in computes
+        )
         nbytes = entry.get("nbytes", 0)
         nbytes = sum(nbytes.values()) if isinstance(nbytes, dict) else int(nbytes or 0)
         start = computes[0]["start"]
@@ -158,7 +167,29 @@ def _task_stats(client: Any, since: float, spans: dict[str, list[float]]) -> dic
         total["tasks"] += 1
         total["compute_seconds"] += seconds
         total["result_bytes"] += nbytes
-    return total | {"per_pass": per_pass}
+    return total | {"per_pass": per_pass, "idle": idle_gaps(busy, since, until)}
+
+
+def idle_gaps(
+    busy: dict[str, list[tuple[float, float]]], since: float, until: float
+) -> dict[str, float]:  # fmt: skip
+    """The workers' idle seconds in a job, summed over workers: before their first task,
+    between their tasks (the passes' ends, the client's merges between them, scheduling),
+    and after their last task (the end of the job: the manifest, the last results). A
+    worker that ran nothing is idle from the start to the end."""
+    out = {"before_first_task": 0.0, "between_tasks": 0.0, "after_last_task": 0.0}
+    for spans in busy.values():
+        if not spans:
+            out["before_first_task"] += until - since
+            continue
+        spans = sorted(spans)
+        out["before_first_task"] += max(0.0, spans[0][0] - since)
+        end = spans[0][1]
+        for start, stop in spans[1:]:
+            out["between_tasks"] += max(0.0, start - end)
+            end = max(end, stop)
+        out["after_last_task"] += max(0.0, until - end)
+    return out
 
 
 def run_single(path: Path, partition: int, out: Path) -> dict[str, Any]:
@@ -187,6 +218,7 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
     manifest = fitted.transform(path, client=client, output_dir=out,
                                 rows_per_partition=partition, progress=passes)  # fmt: skip
     seconds = time.perf_counter() - started
+    until = time.time()
     spans = passes.seconds()
     # "N of M partition(s) transformed from the rows their worker kept from the fit"
     kept = next((int(n.split()[0]) for n in manifest.report.notes
@@ -198,7 +230,7 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
             "outside_passes_seconds": seconds - sum(spans.values()),
             "kept": next((n for n in manifest.report.notes if "transformed from the rows" in n),
                          "no partition transformed from kept rows"),
-            "since": since, "spans": passes.spans}  # fmt: skip
+            "since": since, "until": until, "spans": passes.spans}  # fmt: skip
 
 
 def run_dask_ml(client: Any, path: Path, partition: int, out: Path) -> dict[str, Any]:
@@ -208,6 +240,7 @@ def run_dask_ml(client: Any, path: Path, partition: int, out: Path) -> dict[str,
     started = time.perf_counter()
     written = dask_ml_flights.run(str(path), str(out))
     return {"seconds": time.perf_counter() - started, "rows_out": written, "since": since,
+            "until": time.time(),
             "shards": len(list(out.glob("part-*.npz"))), "spans": {}}  # fmt: skip
 
 
@@ -240,7 +273,7 @@ def on_cluster(config: str, client: Any, path: Path, partition: int, out: Path) 
     )
     result["peak_mib"] = sorted(client.run(worker_peak_mib).values())
     result["served_bytes"] = sum(after[w] - served.get(w, 0) for w in after)
-    result |= _task_stats(client, result.pop("since"), result.pop("spans"))
+    result |= _task_stats(client, result.pop("since"), result.pop("spans"), result.pop("until"))
     workers = len(after)
     tasks = max(result["tasks"], 1)
     result["task_compute_seconds"] = result["compute_seconds"] / tasks
@@ -406,6 +439,11 @@ def summarize(point: dict[str, Any]) -> list[str]:
             )  # fmt: skip
             outside = _median([r.get("outside_passes_seconds", 0) for r in runs])
             text += f"\n           passes: {passes}; outside the passes {outside:.3f} s"
+        if runs[0].get("idle"):
+            text += "\n           workers idle per job (summed over workers): " + ", ".join(
+                f"{k.replace('_', ' ')} {_median([r['idle'][k] for r in runs]):.3f} s"
+                for k in runs[0]["idle"]
+            )  # fmt: skip
         if "kept" in runs[0]:
             text += "\n           transform: " + "; ".join(sorted({r["kept"] for r in runs}))
         lines.append(text)
