@@ -32,11 +32,6 @@ DASK = ("dask_job_seconds", "dask_task_seconds", "dask_row_seconds",
         "dask_scheduler_task_seconds", "dask_transform_row_seconds")  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="from_dict takes an earlier version's copies of its shipped Dask constants as "
-    "measured: they override the re-fitted ones (and mix with the new latency terms)",
-)
 def test_a_profile_calibrated_before_follows_the_refitted_dask_constants(tmp_path) -> None:
     path = tmp_path / "cost_profile.json"
     path.write_text(json.dumps(STORED_BEFORE))
@@ -50,10 +45,6 @@ def test_a_profile_calibrated_before_follows_the_refitted_dask_constants(tmp_pat
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="from_dict accepts an infinite cost and a bool (isinstance(True, int)) as numbers",
-)
 @pytest.mark.parametrize("value", [math.inf, True])
 def test_a_value_no_cost_can_take_is_a_clear_error(value) -> None:
     with pytest.raises(ValueError, match="dask_row_seconds"):
