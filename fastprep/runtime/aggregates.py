@@ -254,6 +254,10 @@ def median_from_windows(parts: list[Window], total: int) -> float:
 def value_at(parts: list[Window], rank: int) -> float:
     """The order statistic of ``rank`` (0-based) from the partitions' windows around it."""
     below = sum(p.below for p in parts)
+    if rank < below:
+        # only when the window starts at -inf (otherwise no more than ``rank`` values are
+        # at or below its start): the values at or below it, this one too, are -inf
+        return float("-inf")
     values = np.concatenate([p.values for p in parts])
     counts = np.concatenate([p.counts for p in parts])
     order = np.argsort(values, kind="stable")

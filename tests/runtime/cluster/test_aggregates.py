@@ -164,3 +164,27 @@ def test_rank_windows_are_the_looked_up_bounds(seed: int) -> None:
         # (a window (lo, hi] cannot hold -inf: the definition's limit, for both)
         assert lo < ordered[first] or ordered[first] == -np.inf
         assert ordered[last] <= hi
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_order_statistics_from_windows_with_infinities(seed: int) -> None:
+    """Every order statistic found through the windows (the two-pass exact median and
+    quantiles) is the sorted values' one, also where it is -inf (the window (lo, hi]
+    starting at -inf cannot hold it: it is among the values counted below the window)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5_000))
+    values = np.round(rng.standard_normal(n) * 10)
+    values[rng.random(n) < rng.choice([0.05, 0.6, 0.95])] = -np.inf
+    values[rng.random(n) < 0.05] = np.inf
+    values[rng.random(n) < 0.1] = np.nan
+    parts = _splits(n, int(rng.integers(1, min(n, 30) + 1)), rng)
+    summaries = [agg.summary_of(values[p], agg.SUMMARY_POINTS) for p in parts]
+    total = sum(s.count for s in summaries)
+    if total == 0:
+        return
+    ordered = np.sort(values[~np.isnan(values)])
+    ranks = sorted({0, total - 1, (total - 1) // 2, total // 2,
+                    *rng.integers(0, total, 8).tolist()})  # fmt: skip
+    for rank, bounds in zip(ranks, agg.rank_windows(summaries, [(r, r) for r in ranks])):
+        windows = [agg.window_of(values[p], *bounds) for p in parts]
+        assert agg.value_at(windows, rank) == ordered[rank]
