@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import heapq
 import json
 import math
 import os
@@ -35,7 +36,16 @@ from fastprep.plan.steps import Hash, Map, Vectorize
 
 #: kernel readiness states, from cheapest to dearest
 READY, CACHED, COLD, COMPILE = "loaded", "cached", "cold", "compile"
-PROFILE_VERSION = 1
+#: 2: a stored profile holds only the constants that differ from the shipped ones
+PROFILE_VERSION = 2
+#: the constants ``fastprep calibrate`` measures: a version-1 profile held every constant,
+#: the others copies of that release's shipped values, which later releases re-fit (the
+#: Dask job's model): only these are taken from it
+CALIBRATED = (
+    "pandas_stage_seconds", "pandas_row_unit_seconds", "pandas_hash_row_unit_seconds",
+    "numba_stage_seconds", "numba_row_unit_seconds", "numba_hash_row_unit_seconds",
+    "numba_cache_load_seconds", "numba_compile_seconds", "numba_hash_load_seconds", "source",
+)  # fmt: skip
 #: per stage (see :func:`_amortization_key`): seconds this process has already given up by
 #: running it on pandas while its Numba kernel was predicted faster but not ready
 _FORGONE: dict[Any, float] = {}
@@ -83,83 +93,130 @@ class CostProfile:
     #: VM, 2026-12-05)
     run_row_seconds: float = 1.0e-6
     #: the Dask job's cost model (:func:`dask_job_seconds`, ``docs/distributed.md`` "Cost
-    #: model"): starting a LocalCluster, then the client's fixed work (partition planning,
-    #: merges, manifest), and per pass the busiest worker's rounds of a partition task's
-    #: fixed cost and its rows, plus the scheduler's (serial) cost per task; a fit pass run
-    #: from the values kept on the workers is a task per worker and reads no rows; the
-    #: transform's rows kept by the fit cost ``dask_transform_row_seconds``. Fitted by
-    #: ``benchmarks/fit_cluster_model.py`` to the passes of the 14 quiet-machine runs of
-    #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-kept-3.4m-10m.json`` (flights, 3,367,760
-    #: and 10,000,000 rows, balanced partitions of at most 500,000 rows, the transform from
-    #: the partitions the workers kept, 1 and 2 workers, and the warm 20,000-row jobs):
-    #: whole jobs' median error 8%. The cluster's start: a 2-worker LocalCluster plus its
-    #: first job (20,000 rows: the workers' imports and kernel loads) took 1.3-5.6 s
+    #: model"): the client's fixed work (partition planning, merges, manifest); per pass a
+    #: fixed latency (its submission, the results' gather and merge on the client) plus
+    #: the busiest worker's rounds of a partition task's fixed cost and its rows, plus the
+    #: scheduler's (serial) cost per task; a fit pass run from the values kept on the
+    #: workers is a task per worker and only scans those values (``dask_light_row_seconds``
+    #: a row); the transform's rows kept by the fit cost ``dask_transform_row_seconds``
+    #: (unpacked, transformed, its shard written; no read or validation), a row it did not
+    #: keep ``dask_row_seconds`` more (read and validated again). The block below is
+    #: written by ``python benchmarks/fit_cluster_model.py --from RUN.json --write`` (its
+    #: provenance and errors in its first comment; ``dask_fit_error``: the largest relative
+    #: error of a fitted configuration's median whole job, shown by ``explain`` with its
+    #: predictions). The cluster's start, not fitted: a 2-worker LocalCluster plus its
+    #: first job (20,000 rows: the workers' imports and kernel loads) took 1.3-1.8 s on the
+    #: five quiet runs of ``benchmarks/cluster_runs`` (1.58 s on the fitted one), a 1-worker
+    #: one 6.1 s once; kept at 4.0 s, as a fresh install's workers compile their kernels
     dask_cluster_start_seconds: float = 4.0
-    dask_job_seconds: float = 0.0675
-    dask_task_seconds: float = 0.0
-    dask_scheduler_task_seconds: float = 0.00531
-    dask_row_seconds: float = 3.55e-7
-    #: a row of the transform's pass when its partition was kept on its worker by the fit
-    #: (unpacked, transformed, its shard written; no read or validation): a row the fit
-    #: did not keep costs ``dask_row_seconds`` more (read and validated again). As much as
-    #: a reading fit pass's row: the shard's write and the transform's kernels take what
-    #: the read and validation took there
-    dask_transform_row_seconds: float = 3.71e-7
+    # fitted dask constants: begin
+    #: fitted by ``benchmarks/fit_cluster_model.py`` to
+    #: ``benchmarks/cluster_runs/vm-2026-12-05-quiet-budget-3.4m-10m.json`` (18 equations: each
+    #: configuration's median per pass, its time outside the passes and its warm 20,000-row job): 6
+    #: whole jobs: median relative error 3%, max 10%; 12 passes: median relative error 6%, max 12%
+    dask_job_seconds: float = 0.0275
+    dask_task_seconds: float = 0.00313
+    dask_row_seconds: float = 1.98e-07
+    dask_scheduler_task_seconds: float = 0.00615
+    dask_transform_row_seconds: float = 2.49e-07
+    dask_pass_latency_seconds: float = 0.00564
+    dask_light_row_seconds: float = 2.86e-09
+    dask_fit_error: float = 0.10
+    # fitted dask constants: end
     #: where the numbers came from ("defaults" or the calibration's machine and date)
     source: str = "defaults"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format_version": PROFILE_VERSION, **asdict(self)}
+        """The constants that differ from the shipped defaults (and the source): a stored
+        profile then follows the defaults for what it did not measure (the Dask constants,
+        re-fitted with each release's quiet runs, are not measured by ``calibrate``)."""
+        shipped = asdict(CostProfile())
+        mine = {k: v for k, v in asdict(self).items() if k == "source" or v != shipped[k]}
+        return {"format_version": PROFILE_VERSION, **mine}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CostProfile:
         known = {f.name for f in fields(cls)}
+        if data.get("format_version") == 1:
+            known &= set(CALIBRATED)
         values = {k: v for k, v in data.items() if k in known}
         for key, value in values.items():
-            if key != "source" and not (isinstance(value, (int, float)) and value >= 0):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key != "source" and not (number and math.isfinite(value) and value >= 0):
                 raise ValueError(
                     f"cost profile: {key} must be a non-negative number, got {value!r}"
                 )
         return cls(**values)
 
 
+def busiest_worker_rows(sizes: Sequence[int], workers: int) -> int:
+    """The rows of the busiest of ``workers`` workers when tasks over partitions of
+    ``sizes`` rows go, largest first (the job's task priority), each to the first worker
+    free: partitions of unequal rows (a file's row groups) can load one worker more than
+    ``ceil(tasks / workers)`` equal shares would."""
+    loads = [0] * max(1, min(workers, len(sizes)))
+    for size in sorted(sizes, reverse=True):
+        heapq.heapreplace(loads, loads[0] + size)
+    return max(loads)
+
+
+def _busiest(rows: int, tasks: int, workers: int, busiest: float | None) -> float:
+    """The busiest worker's rows of a pass: as given, else ``ceil(tasks / workers)``
+    partitions of equal rows."""
+    return -(-tasks // max(1, workers)) * rows / tasks if busiest is None else busiest
+
+
 def dask_pass_seconds(
-    profile: CostProfile, rows: int, tasks: int, workers: int, row_seconds: float | None = None
-) -> float:
-    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks of equal
-    rows on ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
-    workers)`` of them, each its fixed cost and its rows (7 tasks on 2 workers take 4
-    rounds, the last with one worker idle), and the scheduler's per-task cost is not
-    shared (it is one process). ``row_seconds``: a row's cost in this pass (default
-    ``dask_row_seconds``, a pass that reads and validates its partitions)."""
+    profile: CostProfile, rows: int, tasks: int, workers: int, row_seconds: float | None = None,
+    *, busiest: float | None = None,
+) -> float:  # fmt: skip
+    """One pass of a Dask job over ``rows`` rows in ``tasks`` partition tasks on
+    ``workers`` single-threaded workers: the busiest worker runs ``ceil(tasks /
+    workers)`` of them, each its fixed cost, and its rows (7 tasks on 2 workers take 4
+    rounds, the last with one worker idle; ``busiest``: its rows when the partitions are
+    not of equal rows, :func:`busiest_worker_rows`), the scheduler's per-task cost is not
+    shared (it is one process), and the pass's own latency is paid once.
+    ``row_seconds``: a row's cost in this pass (default ``dask_row_seconds``, a pass that
+    reads and validates its partitions)."""
     if tasks <= 0:
         return 0.0
     rate = profile.dask_row_seconds if row_seconds is None else row_seconds
     rounds = -(-tasks // max(1, workers))
-    return rounds * (profile.dask_task_seconds + rows / tasks * rate) + (
-        tasks * profile.dask_scheduler_task_seconds
+    return (
+        profile.dask_pass_latency_seconds
+        + rounds * profile.dask_task_seconds
+        + _busiest(rows, tasks, workers, busiest) * rate
+        + tasks * profile.dask_scheduler_task_seconds
     )
 
 
-def dask_light_pass_seconds(profile: CostProfile, tasks: int, workers: int) -> float:
+def dask_light_pass_seconds(
+    profile: CostProfile, tasks: int, workers: int, rows: int = 0, *, busiest: float | None = None
+) -> float:  # fmt: skip
     """A fit pass after the first that runs from the input values the first pass kept on
-    the workers: one task per worker holding some (its partitions take milliseconds each
-    in it, counted in the task's fixed cost), and the scheduler's cost of those tasks."""
+    the workers over ``tasks`` partitions of ``rows`` rows in all: one task per worker
+    holding some, which scans the values of its partitions (``dask_light_row_seconds`` a
+    row; ``busiest`` as in :func:`dask_pass_seconds`), and the scheduler's cost of those
+    tasks."""
     if tasks <= 0:
         return 0.0
-    return dask_pass_seconds(profile, 0, min(tasks, max(1, workers)), workers)
+    held = min(tasks, max(1, workers))
+    scanned = _busiest(rows, tasks, workers, busiest) * profile.dask_light_row_seconds
+    return dask_pass_seconds(profile, 0, held, workers) + scanned
 
 
 def dask_transform_seconds(
-    profile: CostProfile, rows: int, tasks: int, workers: int, kept: float = 0.0
-) -> float:
+    profile: CostProfile, rows: int, tasks: int, workers: int, kept: float = 0.0,
+    *, busiest: float | None = None,
+) -> float:  # fmt: skip
     """The transform's pass over ``tasks`` partitions; ``kept``: the share of them the fit
     kept on their workers (those are not read or validated again:
     ``dask_transform_row_seconds`` a row, the others ``dask_row_seconds`` more). A
     worker's kept partitions are one task of the shard-writing transform (one per worker
     holding some), so the scheduler sees ``min(tasks, workers)`` tasks for them and one
     per partition for the others; the busiest worker still works through ``ceil(tasks /
-    workers)`` partitions, each its fixed cost."""
+    workers)`` partitions, each its fixed cost (``busiest`` as in
+    :func:`dask_pass_seconds`)."""
     if tasks <= 0:
         return 0.0
     kept = min(max(kept, 0.0), 1.0)
@@ -168,27 +225,35 @@ def dask_transform_seconds(
     )
     submitted = (1 - kept) * tasks + (min(tasks, max(1, workers)) if kept > 0 else 0)
     rounds = -(-tasks // max(1, workers))
-    return rounds * (profile.dask_task_seconds + rows / tasks * rate) + (
-        submitted * profile.dask_scheduler_task_seconds
+    return (
+        profile.dask_pass_latency_seconds
+        + rounds * profile.dask_task_seconds
+        + _busiest(rows, tasks, workers, busiest) * rate
+        + submitted * profile.dask_scheduler_task_seconds
     )
 
 
 def dask_job_seconds(
     profile: CostProfile, rows: int, tasks: int, workers: int, passes: int, start: bool = False,
-    *, light: int = 0, kept: float | None = None,
+    *, light: int = 0, kept: float | None = None, busiest: float | None = None,
 ) -> float:  # fmt: skip
     """A Dask job on a running cluster, plus the LocalCluster's start when ``start``.
     ``passes``: the passes that read and validate their partitions (the fit's first, and
     the transform's unless ``kept`` is given); ``light``: the fit's passes from the values
     its first pass kept on the workers; ``kept``: the transform is its own pass, with that
-    share of its partitions kept by the fit (:func:`dask_transform_seconds`)."""
+    share of its partitions kept by the fit (:func:`dask_transform_seconds`); ``busiest``:
+    the busiest worker's rows of a pass (default: partitions of equal rows)."""
     started = profile.dask_cluster_start_seconds if start else 0.0
-    transform = 0.0 if kept is None else dask_transform_seconds(profile, rows, tasks, workers, kept)
+    transform = (
+        0.0
+        if kept is None
+        else dask_transform_seconds(profile, rows, tasks, workers, kept, busiest=busiest)
+    )
     return (
         started
         + profile.dask_job_seconds
-        + passes * dask_pass_seconds(profile, rows, tasks, workers)
-        + light * dask_light_pass_seconds(profile, tasks, workers)
+        + passes * dask_pass_seconds(profile, rows, tasks, workers, busiest=busiest)
+        + light * dask_light_pass_seconds(profile, tasks, workers, rows, busiest=busiest)
         + transform
     )
 

@@ -26,6 +26,7 @@ from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.planning.planner import (
     CostProfile,
+    busiest_worker_rows,
     dask_job_seconds,
     dask_light_pass_seconds,
     dask_pass_seconds,
@@ -117,8 +118,11 @@ def explain_cluster(
     in_memory, on_disk = (kept_split(plan, schema, rows, tasks, workers, chains)
                           if schema is not None else (0.0, 0.0))  # fmt: skip
     held = in_memory + on_disk
-    one = dask_pass_seconds(profile, rows, tasks, workers)
-    light = dask_light_pass_seconds(profile, tasks, workers) if kept else one
+    # the partitions as planned may be unequal (a file's row groups): the busiest worker's
+    # rows as the scheduler hands them out, not equal shares
+    busiest = busiest_worker_rows(known, workers) if len(known) == len(specs) else None
+    one = dask_pass_seconds(profile, rows, tasks, workers, busiest=busiest)
+    light = dask_light_pass_seconds(profile, tasks, workers, rows, busiest=busiest) if kept else one
     passes: list[tuple[str, str, float, list[str]]] = []
     if len(known) != len(specs):
         passes.append(("count rows", "read", one, ["rows per CSV file (row ids need the offsets)"]))
@@ -144,11 +148,13 @@ def explain_cluster(
                  f"({where_kept}), read + validate the others (beyond the disk cap)")  # fmt: skip
     else:
         taken = "read + validate"
-    passes.append(("transform", taken, dask_transform_seconds(profile, rows, tasks, workers, held),
+    passes.append(("transform", taken, dask_transform_seconds(profile, rows, tasks, workers, held,
+                                                               busiest=busiest),
                    [f"{tasks} shard(s) written or gathered"]))  # fmt: skip
     reading = sum(1 for _, read, _, _ in passes[:-1] if read in ("read", "read + validate"))
     lighter = len(passes) - 1 - reading
-    total = dask_job_seconds(profile, rows, tasks, workers, reading, light=lighter, kept=held)
+    total = dask_job_seconds(profile, rows, tasks, workers, reading, light=lighter, kept=held,
+                             busiest=busiest)  # fmt: skip
     size = "sizes counted by a first pass"
     if known:
         size = f"{min(known):,}-{largest:,} rows each" if min(known) != largest else (
@@ -172,12 +178,18 @@ def explain_cluster(
         lines.append(f"├─ {name}: {read}, {tasks} partition(s), predicted {seconds:.2f} s")
         lines += [f"│    {line}" for line in collects]
     rounds = -(-tasks // max(workers, 1))
+    heaviest = rounds * rows / max(tasks, 1) if busiest is None else busiest
+    # the fit's largest error on the runs it was fitted to: a prediction is no closer
+    margin = (
+        f" (±{profile.dask_fit_error:.0%} on the fitted runs)" if profile.dask_fit_error else ""
+    )
     lines.append(
-        f"└─ predicted {total:.2f} s on a running cluster: {profile.dask_job_seconds:.2f} s on "
-        f"the client + per pass {rounds} round(s) of the busiest worker x "
-        f"({profile.dask_task_seconds:.3f} s + {rows // max(tasks, 1):,} rows x "
+        f"└─ predicted {total:.2f} s{margin} on a running cluster: "
+        f"{profile.dask_job_seconds:.2f} s on the client + per pass "
+        f"{profile.dask_pass_latency_seconds:.3f} s + {rounds} round(s) of the busiest worker x "
+        f"{profile.dask_task_seconds:.3f} s + its {round(heaviest):,} rows x "
         f"{profile.dask_row_seconds:.2e} s a row read + validated, "
-        f"{profile.dask_transform_row_seconds:.2e} s a row transformed) + {tasks} tasks x "
+        f"{profile.dask_transform_row_seconds:.2e} s a row transformed + {tasks} tasks x "
         f"{profile.dask_scheduler_task_seconds:.4f} s on the scheduler ({profile.source} cost "
         "profile; docs/distributed.md)"
     )

@@ -12,7 +12,8 @@ from benchmarks import fit_cluster_model as model
 from fastprep.planning import planner
 
 TRUE = {"dask_job_seconds": 0.3, "dask_task_seconds": 0.02, "dask_row_seconds": 5e-7,
-        "dask_scheduler_task_seconds": 0.01, "dask_transform_row_seconds": 3e-7}  # fmt: skip
+        "dask_scheduler_task_seconds": 0.01, "dask_transform_row_seconds": 3e-7,
+        "dask_pass_latency_seconds": 0.015, "dask_light_row_seconds": 4e-9}  # fmt: skip
 STAGES = ("fit level 0", "fit level 0 median", "transform")
 
 
@@ -54,12 +55,13 @@ def test_fit_recovers_the_model_and_the_planner_agrees(tmp_path) -> None:
     assert planner.dask_job_seconds(profile, 3_367_760, 8, 2, 1, light=1, kept=7 / 8) == (
         pytest.approx(model.predict(fitted, 3_367_760, 8, 2, model.flights_passes(7 / 8)))
     )
-    # 7 tasks on 2 workers: the busiest runs 4 of them per pass; one task fewer for the
-    # scheduler (the reading pass: the transform's kept partitions are a task per worker)
+    # 7 tasks on 2 workers: the busiest runs 4 of them per pass (and scans their kept
+    # values in the light pass); one task fewer for the scheduler (the reading pass: the
+    # transform's kept partitions are a task per worker)
     assert model.predict(fitted, 3_367_760, 7, 2) == pytest.approx(
         model.predict(fitted, 3_367_760, 8, 2)
         - 1 * TRUE["dask_scheduler_task_seconds"]
-        + 4 * 3_367_760 * (5e-7 + 3e-7) * (1 / 7 - 1 / 8)
+        + 4 * 3_367_760 * (5e-7 + 3e-7 + 4e-9) * (1 / 7 - 1 / 8)
     )
     # a worker more stops paying where it gains < 10%, each N with the partitions planned
     # for it (a multiple of N)
@@ -80,10 +82,14 @@ def test_a_pass_run_from_kept_values_counts_no_rows() -> None:
                         "transform": {"compute_seconds": 1.6, "tasks": 8}}}  # fmt: skip
     assert [p["kind"] for p in model._kinds(run, 8)] == ["read", "light", "transform"]
     light = model._pass_features("light", 3_367_760, 8, 2, None, 1.0)
-    assert light == [0.0, 1, 0.0, 2, 0.0]  # a task per worker, no rows
-    assert planner.dask_light_pass_seconds(planner.CostProfile(**TRUE), 8, 2) == pytest.approx(
-        TRUE["dask_task_seconds"] + 2 * TRUE["dask_scheduler_task_seconds"]
-    )
+    # a task per worker, no rows read: its latency, and the busiest worker's kept values
+    assert light == [0.0, 1, 0.0, 2, 0.0, 1.0, 4 * 3_367_760 / 8]
+    assert planner.dask_light_pass_seconds(
+        planner.CostProfile(**TRUE), 8, 2, 3_367_760
+    ) == pytest.approx(
+        TRUE["dask_pass_latency_seconds"] + TRUE["dask_task_seconds"]
+        + 2 * TRUE["dask_scheduler_task_seconds"] + 4 * 3_367_760 / 8 * 4e-9
+    )  # fmt: skip
 
 
 def test_the_warm_tiny_jobs_are_observations(tmp_path) -> None:
@@ -111,3 +117,25 @@ def test_compute_per_row_by_workers_and_the_recorded_budget(tmp_path) -> None:
     assert "not recorded" in said[0]
     assert said[1:] == ["  after.json 1w: (fastprep, Numba, Arrow) threads per task (1, 1, 1)",
                         "  after.json 2w: (fastprep, Numba, Arrow) threads per task (1, 1, 1)"]  # fmt: skip
+
+
+def test_write_replaces_the_fitted_block_only(tmp_path) -> None:
+    """``--write``: the block between the markers becomes the constants with their
+    provenance; the rest of the file is untouched, and writing again changes nothing."""
+    points = [_point(r, p) for r in (336_776, 3_367_760) for p in (25_000, 100_000, 500_000)]
+    file = tmp_path / "runs.json"
+    file.write_text(json.dumps({"points": points}))
+    obs = model.observations([file])
+    block = model.constants_block(model.fit(obs), obs, [file])
+    target = tmp_path / "planner.py"
+    before = "class CostProfile:\n    a: float = 1.0\n" + model.BEGIN + "    old: float = 2.0\n"
+    target.write_text(before + model.END + "    source: str = 'defaults'\n")
+    model.write_block(block, target)
+    text = target.read_text()
+    assert text.startswith("class CostProfile:\n    a: float = 1.0\n" + model.BEGIN)
+    assert text.endswith(model.END + "    source: str = 'defaults'\n") and "old" not in text
+    assert "benchmarks/cluster_runs/runs.json" in text
+    assert "    dask_row_seconds: float = 5e-07\n" in text  # recovered exactly, a float literal
+    assert "    dask_fit_error: float = 0.00\n" in text
+    model.write_block(block, target)
+    assert target.read_text() == text

@@ -259,7 +259,7 @@ def test_helper_rates_are_saved_once_when_the_process_ends(tmp_path) -> None:
 def test_dask_cost_model_shares_tasks_and_rows_but_not_the_scheduler() -> None:
     profile = planner.CostProfile(
         dask_cluster_start_seconds=3.0, dask_job_seconds=0.5, dask_task_seconds=0.1,
-        dask_scheduler_task_seconds=0.01, dask_row_seconds=1e-6,
+        dask_scheduler_task_seconds=0.01, dask_row_seconds=1e-6, dask_pass_latency_seconds=0.0,
     )  # fmt: skip
     # 8 tasks of 1M rows in all on 2 workers: (8 x 0.1 + 1.0) / 2 + 8 x 0.01
     assert planner.dask_pass_seconds(profile, 1_000_000, 8, 2) == pytest.approx(0.98)

@@ -68,7 +68,7 @@ def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) 
     assert first.endswith(f"predicted {one:.2f} s")
     # one reading pass, the median's pass from the values the workers kept (a task per
     # worker, no rows) and the transform from the partitions the fit kept
-    light = planner.dask_light_pass_seconds(profile, 4, 2)
+    light = planner.dask_light_pass_seconds(profile, 4, 2, 20_000)
     assert next(line for line in job if line.startswith("├─ fit level 0 median:")).endswith(
         f"predicted {light:.2f} s"
     )
@@ -78,7 +78,10 @@ def test_cluster_explain_lists_the_passes_the_job_runs(pipeline, parts, client) 
         f"predicted {planner.dask_transform_seconds(profile, 20_000, 4, 2, 1.0):.2f} s"
     )
     total = planner.dask_job_seconds(profile, 20_000, 4, 2, 1, light=1, kept=1.0)
-    assert job[-1].startswith(f"└─ predicted {total:.2f} s on a running cluster")
+    assert job[-1].startswith(
+        f"└─ predicted {total:.2f} s (±{profile.dask_fit_error:.0%} on the fitted runs) on a "
+        "running cluster"
+    )
 
 
 def test_job_is_shown_only_where_it_runs(pipeline, parts) -> None:
