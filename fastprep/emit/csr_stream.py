@@ -8,9 +8,9 @@ cost 0.2-0.8 s, more than the kernel filling them. :class:`PendingCsr` keeps X's
 starts (the count pass, which every caller needs: ``nnz``, ``indptr``) and fills the
 entries of a range of rows at a time into two small buffers that are reused block after
 block, and from one partition to the next through the arena (:meth:`PendingCsr.pieces`),
-so the writer streams each block to its file while the next one is filled. Anything else that reads ``data`` or ``indices`` (``out.X``, a cast
-to float16, a compressed output) gets the whole arrays, made on first access, equal to
-what the block-wise writer wrote.
+so the writer streams each block to its file while the next one is filled. Anything else
+that reads ``data`` or ``indices`` (``out.X``, a cast to float16, a compressed output) gets
+the whole arrays, made on first access, equal to what the block-wise writer wrote.
 """
 
 from __future__ import annotations
