@@ -500,7 +500,7 @@ def transform_partition(
     output_dir: str | None, dtype_name: str = "float32", part: pd.DataFrame | None = None,
     codec: str | None = None, profile: dict[str, Any] | None = None,
     folded: FoldedRows | tuple[dict[Any, np.ndarray], dict[str, Any]] | None = None,
-    reuse: str | None = None,
+    reuse: str | None = None, batch: shards.ShardBatch | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Transform one partition; write its shard (or return its arrays when gathering).
     ``profile``: the fit's drift profile; the partition's measures against it are the
@@ -510,7 +510,9 @@ def transform_partition(
     tables)``, the tables scattered once to every worker).
     ``reuse``: the key the fit's first pass kept this partition under
     (``fit_partials(whole=)``): when it is in this process, the partition is transformed
-    from it, not read and validated again (the result's ``"reused"``)."""
+    from it, not read and validated again (the result's ``"reused"``).
+    ``batch``: the shard is written into it (its entry gets its record when the batch
+    writes it, see :class:`shards.ShardBatch`), not on its own."""
     memory.settle_heap()
     held = None if reuse is None else _held_partition(reuse, spec, take=True)
     if held is not None:
@@ -553,6 +555,8 @@ def transform_partition(
         reused["spilled"] = True  # read back from the worker's disk, not its memory
     if output_dir is None:
         return {"entry": entry, "output": output, **reused}
+    if batch is not None:
+        return {"entry": batch.add(entry, output, spec.describe()), **reused}
     return {"entry": shards.write_partition(Path(output_dir), entry, output, codec), **reused}
 
 
@@ -565,17 +569,26 @@ def transform_partitions(
     it is done: the scheduler and the client spend ~10 ms of CPU on a task and its
     result, about what a partition's transform from memory spends outside its kernels.
     A partition not here any more (the task ran on another worker, its spill file went)
-    is read and validated, as its own task would."""
+    is read and validated, as its own task would. The shards are one
+    :class:`shards.ShardBatch`: a partition's file syncs run while the next one is
+    transformed."""
     done = []
-    for spec, key in zip(specs, keys):
-        try:
-            done.append(transform_partition(job, spec, params, fingerprint, output_dir,
-                                            dtype_name, codec=codec, reuse=key))  # fmt: skip
-        except FastprepError:
-            raise  # names its partition itself
-        except Exception as exc:
-            # the client sees one task of several partitions: say which one failed
-            raise PartitionFailed(spec.describe(), f"{type(exc).__name__}: {exc}") from exc
+    batch = shards.ShardBatch(Path(output_dir), codec)
+    try:
+        for spec, key in zip(specs, keys):
+            try:
+                done.append(transform_partition(job, spec, params, fingerprint, output_dir,
+                                                dtype_name, codec=codec, reuse=key,
+                                                batch=batch))  # fmt: skip
+            except FastprepError:
+                raise  # names its partition itself
+            except Exception as exc:
+                # the client sees one task of several partitions: say which one failed
+                raise PartitionFailed(spec.describe(), f"{type(exc).__name__}: {exc}") from exc
+    except BaseException:
+        batch.abandon()  # the partitions written before stay done (their records)
+        raise
+    batch.close()
     return done
 
 

@@ -60,6 +60,10 @@ MANIFEST = "manifest.json"
 PIPELINE_ALIAS = "pipeline.fastprep"
 CODECS = ("zstd", "lz4")
 CHUNK_BYTES = 8 << 20  # compressed independently: threads can share one array
+#: entries per piece of a streamed CSR (4 MiB of float32 data, 4 of int32 indices): a
+#: 500,000-row partition (~3.9M entries) is several pieces, so its writes overlap its
+#: fill, where the fill's default (4M entries) made it one piece written after it was made
+STREAM_ENTRIES = 1 << 20
 #: held (shared) by every writer while it writes; held exclusively by a publisher that
 #: removes unnamed files as a killed writer's (no other writer is writing then)
 WRITING_LOCK = ".fastprep.writing"
@@ -169,7 +173,7 @@ class FileWriter:
                 streams[part] = NpyStream(self.folder / names[part], dtype, (nnz,))
             block = max(s.unit for s in streams.values())
             unit = max(block // min(dtype.itemsize for dtype in parts.values()), 1)
-            for data, indices in X.pieces(unit):
+            for data, indices in X.pieces(unit, STREAM_ENTRIES):
                 pending.append(
                     [
                         writers["data"].submit(streams["data"].write, data),

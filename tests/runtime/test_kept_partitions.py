@@ -4,6 +4,7 @@ X, y, row ids, quarantine and report (findings as a transform's validation finds
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -354,13 +355,19 @@ def test_a_failing_partition_of_a_task_of_several_is_named(source, tmp_path, mon
     assert str(travelled) == f"{second.describe()} failed: ValueError: bad bytes"
 
 
-@pytest.mark.parametrize("kept", [True, False])
-def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, monkeypatch):
+@pytest.mark.parametrize("kept, pieces", [(True, "one"), (False, "one"), (True, "many")])
+def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, pieces, monkeypatch):
     """A partition task writing its shard leaves X as the run made it: the CSR arrays
     are made block by block as the writer streams them (the ``.npy`` header padded to a
     block: past the page cache where the file system allows), never a scipy matrix made
     whole and written buffered; the files hold the same values as the gathered output.
-    (The CSR is made block by block by the Numba fill kernel: on numpy it is made whole.)"""
+    (The CSR is made block by block by the Numba fill kernel: on numpy it is made whole.)
+    ``many``: pieces of 4,096 entries (a 5,000-row partition has ~40,000), as a
+    500,000-row partition is streamed."""
+    from fastprep.storage import output_format
+
+    if pieces == "many":
+        monkeypatch.setattr(output_format, "STREAM_ENTRIES", 4096)
     monkeypatch.setenv("FASTPREP_KERNEL_PATH", "numba")
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     job = Job(pipeline.optimized, pipeline._fit_schema(), "numba")
@@ -379,3 +386,115 @@ def test_a_partitions_csr_is_streamed_to_its_shard(source, tmp_path, kept, monke
             np.lib.format.read_array_header_1_0(file)
             assert file.tell() == 4096  # the streamed writer's padded header
         np.testing.assert_array_equal(np.load(path), getattr(gathered.X, part))
+
+
+def _watch_syncs_and_records(monkeypatch, folder: Path) -> tuple[set[str], list[str]]:
+    """Every path fsynced (named through ``/proc/self/fd``) and, at each partition record's
+    rename, what it names that was not synced before it (collected, checked by the test)."""
+    synced: set[str] = set()
+    unsynced: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        real_fsync(fd)
+        synced.add(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+
+    def replace(src, dst, *args, **kwargs):
+        name = os.path.basename(str(dst))
+        if name.startswith("part-") and name.endswith(".json"):
+            entry = json.loads(Path(src).read_bytes())
+            named = [a["file"] for a in entry["arrays"].values()]
+            named += [entry["quarantine"]["file"]] if entry.get("quarantine") else []
+            assert os.path.basename(str(src)) in synced  # the record itself
+            unsynced.extend(n for n in named if n not in synced)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return synced, unsynced
+
+
+def test_a_task_of_several_records_a_partition_only_after_its_files_are_synced(
+    source, tmp_path, monkeypatch
+):
+    """The shards of a task of several partitions: a partition's syncs run while the next
+    is transformed, and its record is written only once every file it names is synced;
+    each record is the one its entry says, and a resume finds every partition done."""
+    from fastprep.runtime import shards
+    from fastprep.runtime.partition_tasks import transform_partitions
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to name a synced descriptor")
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    _, unsynced = _watch_syncs_and_records(monkeypatch, tmp_path)
+    done = transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
+                                ["k0", "k1", "k2"])  # fmt: skip
+    assert unsynced == []
+    records = sorted(p.name for p in tmp_path.glob("part-*.json"))
+    assert records == sorted(r["entry"]["record"]["file"] for r in done)
+    resumed = shards.completed(tmp_path, specs, "fp")
+    assert sorted(resumed) == [s.index for s in specs]
+    for result in done:
+        entry = result["entry"]
+        assert {k: v for k, v in resumed[entry["index"]].items() if k != "report"} == {
+            k: v for k, v in entry.items() if k != "report"
+        }
+
+
+def test_a_failure_mid_task_keeps_the_records_of_the_partitions_written(
+    source, tmp_path, monkeypatch
+):
+    """A task of several partitions failing at its third: the two written before it get
+    their records (synced first), so a resumed job skips them and runs only the rest."""
+    from fastprep.runtime import partition_tasks, shards
+    from fastprep.runtime.partition_tasks import PartitionFailed, transform_partitions
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    real = partition_tasks.transform_partition
+
+    def third_fails(job, spec, *args, **kwargs):
+        if spec.index == specs[2].index:
+            raise ValueError("bad bytes")
+        return real(job, spec, *args, **kwargs)
+
+    monkeypatch.setattr(partition_tasks, "transform_partition", third_fails)
+    with pytest.raises(PartitionFailed):
+        transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
+                             ["k0", "k1", "k2"])  # fmt: skip
+    assert sorted(shards.completed(tmp_path, specs, "fp")) == [specs[0].index, specs[1].index]
+
+
+def test_a_failed_sync_names_its_own_partition_not_the_next(source, tmp_path, monkeypatch):
+    """A partition's syncs fail while the next one is being written: the error names the
+    partition whose files failed (a clear JobError, not a bare OSError), and the partitions
+    whose records were written stay done for a resume."""
+    from fastprep.errors import JobError
+    from fastprep.runtime.partition_tasks import transform_partitions
+    from fastprep.storage import output_format
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    real_finish = output_format.FileWriter.finish
+    calls = []
+
+    def finish(self):
+        calls.append(self.folder)
+        if len(calls) == 2:  # the second partition's files
+            raise OSError(5, "Input/output error")
+        return real_finish(self)
+
+    monkeypatch.setattr(output_format.FileWriter, "finish", finish)
+    with pytest.raises(JobError) as raised:
+        transform_partitions(job, specs, params, "fp", str(tmp_path), "float32", None,
+                             ["k0", "k1", "k2"])  # fmt: skip
+    message = str(raised.value)
+    assert specs[1].describe() in message and "Input/output error" in message
+    assert specs[2].describe() not in message
