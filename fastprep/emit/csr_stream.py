@@ -120,8 +120,8 @@ ALIGN = 4096
 
 
 def _aligned(n: int, dtype: np.dtype) -> np.ndarray:
-    """A page-aligned buffer, from the arena when it serves one this size: new 16 MiB
-    buffers were partly fresh pages in every partition a worker transformed (~1,000 page
+    """A page-aligned buffer, from the arena when it serves one this size: new buffers
+    were partly fresh pages in every partition a worker transformed (1,000-3,000 page
     faults at 500k rows, each a zeroed page, slower still after the worker sat idle); the
     arena's chunks stay mapped from one partition to the next. Small buffers (the arena
     hands those out from numpy, unaligned) and an arena turned off: an aligned slice of
