@@ -7,10 +7,10 @@ those arrays are fresh memory whose first touch (a page fault and a zeroed page 
 cost 0.2-0.8 s, more than the kernel filling them. :class:`PendingCsr` keeps X's row
 starts (the count pass, which every caller needs: ``nnz``, ``indptr``) and fills the
 entries of a range of rows at a time into two small buffers that are reused block after
-block, and from one partition to the next through the arena (:meth:`PendingCsr.pieces`),
-so the writer streams each block to its file while the next one is filled. Anything else
-that reads ``data`` or ``indices`` (``out.X``, a cast to float16, a compressed output) gets
-the whole arrays, made on first access, equal to what the block-wise writer wrote.
+block (:meth:`PendingCsr.pieces`), so the writer streams each block to its file while the
+next one is filled. Anything else that reads ``data`` or ``indices`` (``out.X``, a cast
+to float16, a compressed output) gets the whole arrays, made on first access, equal to
+what the block-wise writer wrote.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import numpy as np
 
 from fastprep.emit.csr import CsrArrays
 from fastprep.emit.csr_kernels import CountedCsr
-from fastprep.native.arena import ARENA
 
 #: the most entries one block of rows holds (each of the two buffers holds this many of
 #: ``data`` and of ``indices``: 16 MiB each for float32/int32)
@@ -120,15 +119,6 @@ ALIGN = 4096
 
 
 def _aligned(n: int, dtype: np.dtype) -> np.ndarray:
-    """A page-aligned buffer, from the arena when it serves one this size: new buffers
-    were partly fresh pages in every partition a worker transformed (1,000-3,000 page
-    faults at 500k rows, each a zeroed page, slower still after the worker sat idle); the
-    arena's chunks stay mapped from one partition to the next. Small buffers (the arena
-    hands those out from numpy, unaligned) and an arena turned off: an aligned slice of
-    new memory."""
-    out = ARENA.empty(n, dtype)
-    if out.ctypes.data % ALIGN == 0:
-        return out
     raw = np.empty(n * dtype.itemsize + ALIGN, np.uint8)
     start = -raw.ctypes.data % ALIGN
     return raw[start : start + n * dtype.itemsize].view(dtype)

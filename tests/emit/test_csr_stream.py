@@ -13,9 +13,7 @@ from support import REPO
 import fastprep as fp
 from fastprep.emit import csr_stream
 from fastprep.emit.csr_kernels import CountedCsr, count_csr
-from fastprep.emit.csr_stream import ALIGN, PendingCsr
-from fastprep.native import arena as arena_module
-from fastprep.native.arena import Arena
+from fastprep.emit.csr_stream import PendingCsr
 
 
 def _blocks(n_rows: int, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple]]:
@@ -60,27 +58,6 @@ def test_pieces_equal_the_whole_csr(n_rows, select, unit, block_entries, monkeyp
     assert np.array_equal(pending.indices, indices) and not pending.pending
     made = list(pending.pieces(unit, block_entries))  # from the whole arrays now
     assert np.concatenate([d for d, _ in made]).tobytes() == data.tobytes()
-
-
-@pytest.mark.parametrize("arena_bytes", [1 << 30, 0])
-def test_piece_buffers_are_page_aligned_and_reused_from_the_arena(arena_bytes,
-                                                                  monkeypatch) -> None:  # fmt: skip
-    """Every piece starts on a page (``O_DIRECT``), for buffers the arena serves, for
-    small ones it leaves to numpy, and with the arena off; a second X written block by
-    block reuses the first one's buffers (no fresh pages per partition)."""
-    arena = Arena(arena_bytes)
-    monkeypatch.setattr(csr_stream, "ARENA", arena)
-    monkeypatch.setattr(arena_module, "MIN_BYTES", 4096)  # small X, buffers of the arena
-    for block_entries in (2000, 100):  # 8,000 and 400 bytes a buffer
-        for _ in range(2):
-            pending = PendingCsr(_counted(2000, False, monkeypatch))
-            aligned = [d.ctypes.data % ALIGN + i.ctypes.data % ALIGN
-                       for d, i in pending.pieces(1, block_entries)]  # fmt: skip
-            assert len(aligned) > 1 and not any(aligned)
-    if arena_bytes:  # two buffers of data and of indices, then the same four again
-        assert arena.stats["allocated"] == 4 and arena.stats["reused"] == 4
-    else:
-        assert arena.stats["allocated"] == arena.stats["reused"] == 0
 
 
 def test_run_written_block_by_block_equals_the_in_memory_x(tmp_path, monkeypatch) -> None:
