@@ -16,6 +16,13 @@ Configurations (all write their output to disk, as a job does):
 - ``1w`` / ``2w``: ``Pipeline.fit/transform(client=...)`` writing shards + manifest on a
   ``LocalCluster`` of 1 / 2 worker processes started once, before any timing, and warmed up;
 - ``dask-ml``: :mod:`fastprep.bench.dask_ml_flights` on a 2-worker cluster of its own;
+- ``1w-dask`` / ``2w-dask`` (not by default): ``1w`` / ``2w`` on clusters started with
+  Dask's default settings instead of fastprep's (``fastprep.runtime.cluster.local.QUIET``:
+  no worker profiler, a slower system monitor and loop tick), the A/B of those settings
+  in one run (``--configs 1w 2w 1w-dask 2w-dask``). Compare the workers' event loops'
+  CPU, not the client's: every cluster's scheduler and nannies share this process's one
+  event loop, so the ``*-dask`` clusters' monitors, idle, are counted in every job's
+  "client + scheduler" figure of that run;
 - ``1w-fan`` / ``2w-fan`` (not by default): ``1w`` / ``2w`` with ``FASTPREP_THREADS`` = the
   cores in the workers, so each task fans out to every core as before a task kept to its
   worker thread's core (``fastprep.runtime.cluster.budget``): that budget's A/B in one run
@@ -28,7 +35,10 @@ other jobs spreads over all of them. Per cluster run: the passes' wall times (fr
 ``progress`` callback: a stage starts at its first call and ends at its last), the task
 stream's tasks and compute time per task (``client.get_task_stream``), the non-compute
 worker time per task (``(wall × workers − Σ compute) / tasks``: scheduling, serialization,
-the client's merge between passes, idle workers), the bytes the tasks' results held (what
+the client's merge between passes, idle workers), the workers' idle time from the task
+stream (before their first task, between tasks, after their last: where the serial parts
+of a job sit), the CPU of the event loops (the client's process, whose loop also runs a
+LocalCluster's scheduler and nannies, and each worker's), the bytes the tasks' results held (what
 the client gathers) and the bytes workers served (``transfer_outgoing_bytes_total``), and
 how many partitions the transform took from what the fit kept (``kept_partitions``, from
 the manifest's note), each worker's peak RSS (``VmHWM``, reset before every run by writing 5 to
@@ -52,6 +62,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,12 +75,15 @@ import pyarrow.parquet as pq  # noqa: E402
 PIPELINE = REPO / "pipelines" / "flights.py"
 SAMPLE = REPO / "data_samples" / "flights.parquet"
 CACHE = REPO / "benchmarks" / "results" / "data"
-CONFIGS = ("single", "1w", "2w", "dask-ml", "1w-fan", "2w-fan")
-WORKERS = {"single": 1, "1w": 1, "2w": 2, "dask-ml": 2, "1w-fan": 1, "2w-fan": 2}
+CONFIGS = ("single", "1w", "2w", "dask-ml", "1w-fan", "2w-fan", "1w-dask", "2w-dask")
+WORKERS = {"single": 1, "1w": 1, "2w": 2, "dask-ml": 2, "1w-fan": 1, "2w-fan": 2,
+           "1w-dask": 1, "2w-dask": 2}  # fmt: skip
 #: the fastprep job on workers whose tasks each fan out to every core (FASTPREP_THREADS =
 #: the cores), as before a task kept to its worker thread's core: the A/B of that budget
 FAN = ("1w-fan", "2w-fan")
-FASTPREP_JOBS = ("1w", "2w", *FAN)
+#: the fastprep job on clusters started with Dask's default settings (not fastprep's)
+DASK_DEFAULTS = ("1w-dask", "2w-dask")
+FASTPREP_JOBS = ("1w", "2w", *FAN, *DASK_DEFAULTS)
 
 
 def source_file(rows: int, partition: int, cache: Path) -> Path:
@@ -97,6 +111,22 @@ def _served(dask_worker: Any) -> int:
     return int(dask_worker.transfer_outgoing_bytes_total)
 
 
+def thread_cpu(tid: int) -> float:
+    """CPU seconds of this process's thread ``tid`` (Linux; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loop_cpu() -> float:
+    """A worker process's event loop's CPU seconds (its main thread: heartbeats, messages,
+    Dask's diagnostics), apart from the tasks' thread."""
+    return thread_cpu(os.getpid())
+
+
 class Passes:
     """The job's ``progress`` callback: when each stage started and last ticked."""
 
@@ -111,16 +141,22 @@ class Passes:
         return {stage: stop - start for stage, (start, stop) in self.spans.items()}
 
 
-def _task_stats(client: Any, since: float, spans: dict[str, list[float]]) -> dict[str, Any]:
+def _task_stats(
+    client: Any, since: float, spans: dict[str, list[float]], until: float
+) -> dict[str, Any]:  # fmt: skip
     """Tasks, compute seconds and result bytes since ``since``, in total and per pass."""
     stream = client.get_task_stream(start=since)
     per_pass: dict[str, dict[str, float]] = {}
+    busy: dict[str, list[tuple[float, float]]] = {w: [] for w in client.nthreads()}
     total = {"tasks": 0, "compute_seconds": 0.0, "result_bytes": 0}
     for entry in stream:
         computes = [s for s in entry.get("startstops", ()) if s.get("action") == "compute"]
         if not computes:
             continue
         seconds = sum(s["stop"] - s["start"] for s in computes)
+        busy.setdefault(entry.get("worker", "?"), []).extend(
+            (s["start"], s["stop"]) for s in computes
+        )
         nbytes = entry.get("nbytes", 0)
         nbytes = sum(nbytes.values()) if isinstance(nbytes, dict) else int(nbytes or 0)
         start = computes[0]["start"]
@@ -131,7 +167,29 @@ def _task_stats(client: Any, since: float, spans: dict[str, list[float]]) -> dic
         total["tasks"] += 1
         total["compute_seconds"] += seconds
         total["result_bytes"] += nbytes
-    return total | {"per_pass": per_pass}
+    return total | {"per_pass": per_pass, "idle": idle_gaps(busy, since, until)}
+
+
+def idle_gaps(
+    busy: dict[str, list[tuple[float, float]]], since: float, until: float
+) -> dict[str, float]:  # fmt: skip
+    """The workers' idle seconds in a job, summed over workers: before their first task,
+    between their tasks (the passes' ends, the client's merges between them, scheduling),
+    and after their last task (the end of the job: the manifest, the last results). A
+    worker that ran nothing is idle from the start to the end."""
+    out = {"before_first_task": 0.0, "between_tasks": 0.0, "after_last_task": 0.0}
+    for spans in busy.values():
+        if not spans:
+            out["before_first_task"] += until - since
+            continue
+        spans = sorted(spans)
+        out["before_first_task"] += max(0.0, spans[0][0] - since)
+        end = spans[0][1]
+        for start, stop in spans[1:]:
+            out["between_tasks"] += max(0.0, start - end)
+            end = max(end, stop)
+        out["after_last_task"] += max(0.0, until - end)
+    return out
 
 
 def run_single(path: Path, partition: int, out: Path) -> dict[str, Any]:
@@ -160,6 +218,7 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
     manifest = fitted.transform(path, client=client, output_dir=out,
                                 rows_per_partition=partition, progress=passes)  # fmt: skip
     seconds = time.perf_counter() - started
+    until = time.time()
     spans = passes.seconds()
     # "N of M partition(s) transformed from the rows their worker kept from the fit"
     kept = next((int(n.split()[0]) for n in manifest.report.notes
@@ -171,7 +230,7 @@ def run_fastprep(client: Any, path: Path, partition: int, out: Path) -> dict[str
             "outside_passes_seconds": seconds - sum(spans.values()),
             "kept": next((n for n in manifest.report.notes if "transformed from the rows" in n),
                          "no partition transformed from kept rows"),
-            "since": since, "spans": passes.spans}  # fmt: skip
+            "since": since, "until": until, "spans": passes.spans}  # fmt: skip
 
 
 def run_dask_ml(client: Any, path: Path, partition: int, out: Path) -> dict[str, Any]:
@@ -181,6 +240,7 @@ def run_dask_ml(client: Any, path: Path, partition: int, out: Path) -> dict[str,
     started = time.perf_counter()
     written = dask_ml_flights.run(str(path), str(out))
     return {"seconds": time.perf_counter() - started, "rows_out": written, "since": since,
+            "until": time.time(),
             "shards": len(list(out.glob("part-*.npz"))), "spans": {}}  # fmt: skip
 
 
@@ -190,11 +250,21 @@ def on_cluster(config: str, client: Any, path: Path, partition: int, out: Path) 
     client.run(reset_peak)
     served = client.run(_served)
     cpu = client.run_on_scheduler(time.process_time)
+    main_cpu = thread_cpu(threading.get_native_id())
     worker_cpu = client.run(time.process_time)
+    worker_loops = client.run(loop_cpu)
     run = run_fastprep if config in FASTPREP_JOBS else run_dask_ml
     result = run(client, path, partition, out)
     # a LocalCluster's scheduler shares this process with the client: its CPU is both's
     result["scheduler_cpu_seconds"] = client.run_on_scheduler(time.process_time) - cpu
+    # of which the client's and scheduler's event loop (every thread but the main one,
+    # which plans, merges and writes the manifest)
+    result["client_loop_cpu_seconds"] = result["scheduler_cpu_seconds"] - (
+        thread_cpu(threading.get_native_id()) - main_cpu
+    )
+    result["worker_loop_cpu_seconds"] = sum(
+        t - worker_loops.get(w, 0.0) for w, t in client.run(loop_cpu).items()
+    )
     after = client.run(_served)
     # the workers' CPU next to the tasks' wall time: on a busy machine the second shows
     # waiting for a core, the first does not
@@ -203,7 +273,7 @@ def on_cluster(config: str, client: Any, path: Path, partition: int, out: Path) 
     )
     result["peak_mib"] = sorted(client.run(worker_peak_mib).values())
     result["served_bytes"] = sum(after[w] - served.get(w, 0) for w in after)
-    result |= _task_stats(client, result.pop("since"), result.pop("spans"))
+    result |= _task_stats(client, result.pop("since"), result.pop("spans"), result.pop("until"))
     workers = len(after)
     tasks = max(result["tasks"], 1)
     result["task_compute_seconds"] = result["compute_seconds"] / tasks
@@ -234,6 +304,8 @@ class Bench:
     def __init__(self, configs: list[str]) -> None:
         from distributed import Client, LocalCluster
 
+        from fastprep.runtime.cluster.local import start_local
+
         # a cluster per configuration, dask-ml's too: a worker's RSS stays where another
         # job's peak left it (the allocator keeps freed pages), so a shared worker's peak
         # would be the other job's
@@ -250,9 +322,11 @@ class Bench:
                 continue
             started = time.perf_counter()
             env = {"FASTPREP_THREADS": str(os.cpu_count() or 1)} if config in FAN else {}
-            cluster = LocalCluster(n_workers=WORKERS[config], threads_per_worker=1,
-                                   processes=True, dashboard_address=None,
-                                   memory_limit=0, env=env)  # fmt: skip
+            # started as fastprep starts one (its Dask settings), dask-ml's too: the same
+            # cluster for both; ``*-dask``: Dask's defaults
+            start = LocalCluster if config in DASK_DEFAULTS else start_local
+            cluster = start(n_workers=WORKERS[config], threads_per_worker=1, processes=True,
+                            dashboard_address=None, memory_limit=0, env=env)  # fmt: skip
             client = Client(cluster, set_as_default=False)
             client.get_task_stream()  # registers the scheduler's task-stream plugin
             self.startup[f"{config} cluster start"] = time.perf_counter() - started
@@ -344,6 +418,9 @@ def summarize(point: dict[str, Any]) -> list[str]:
                 f"{_median([r.get('worker_cpu_seconds', 0) / r['tasks'] for r in runs]):.3f} s, "
                 f"scheduler + client CPU per task "
                 f"{_median([r.get('scheduler_cpu_seconds', 0) / r['tasks'] for r in runs]):.3f} s, "
+                f"event loops' CPU per job: client + scheduler "
+                f"{_median([r.get('client_loop_cpu_seconds', 0) for r in runs]):.3f} s, "
+                f"workers {_median([r.get('worker_loop_cpu_seconds', 0) for r in runs]):.3f} s, "
                 f"task results {_median([r['result_bytes'] for r in runs]) / 2**20:.1f} MiB, "
                 f"served by workers {_median([r['served_bytes'] for r in runs]) / 2**20:.1f} MiB"
             )
@@ -362,6 +439,11 @@ def summarize(point: dict[str, Any]) -> list[str]:
             )  # fmt: skip
             outside = _median([r.get("outside_passes_seconds", 0) for r in runs])
             text += f"\n           passes: {passes}; outside the passes {outside:.3f} s"
+        if runs[0].get("idle"):
+            text += "\n           workers idle per job (summed over workers): " + ", ".join(
+                f"{k.replace('_', ' ')} {_median([r['idle'][k] for r in runs]):.3f} s"
+                for k in runs[0]["idle"]
+            )  # fmt: skip
         if "kept" in runs[0]:
             text += "\n           transform: " + "; ".join(sorted({r["kept"] for r in runs}))
         lines.append(text)
@@ -390,6 +472,11 @@ def targets(points: list[dict[str, Any]]) -> list[str]:
         if two and one:
             out.append(line(one / two >= 1.7, f"2 workers >= 1.7x faster than 1 {at}: "
                             f"{one / two:.2f}x ({one:.2f} vs {two:.2f} s)"))  # fmt: skip
+        two_d, one_d = wall(point, "2w-dask"), wall(point, "1w-dask")
+        if two_d and one_d:
+            out.append(line(one_d / two_d >= 1.7, f"(Dask's default settings) 2 workers >= "
+                            f"1.7x faster than 1 {at}: {one_d / two_d:.2f}x ({one_d:.2f} vs "
+                            f"{two_d:.2f} s)"))  # fmt: skip
         if two and ml:
             out.append(line(ml / two >= 5, f">= 5x faster than dask-ml {at}: {ml / two:.2f}x "
                             f"({ml:.2f} vs {two:.2f} s)"))  # fmt: skip
@@ -452,7 +539,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--configs", nargs="+", choices=CONFIGS,
-                        default=[c for c in CONFIGS if c not in FAN])  # fmt: skip
+                        default=[c for c in CONFIGS if c not in (*FAN, *DASK_DEFAULTS)])  # fmt: skip
     parser.add_argument("--json", help="write every run here (fit_cluster_model.py reads it)")
     parser.add_argument("--cache", default=str(CACHE))
     args = parser.parse_args()

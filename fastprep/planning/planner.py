@@ -36,7 +36,16 @@ from fastprep.plan.steps import Hash, Map, Vectorize
 
 #: kernel readiness states, from cheapest to dearest
 READY, CACHED, COLD, COMPILE = "loaded", "cached", "cold", "compile"
-PROFILE_VERSION = 1
+#: 2: a stored profile holds only the constants that differ from the shipped ones
+PROFILE_VERSION = 2
+#: the constants ``fastprep calibrate`` measures: a version-1 profile held every constant,
+#: the others copies of that release's shipped values, which later releases re-fit (the
+#: Dask job's model): only these are taken from it
+CALIBRATED = (
+    "pandas_stage_seconds", "pandas_row_unit_seconds", "pandas_hash_row_unit_seconds",
+    "numba_stage_seconds", "numba_row_unit_seconds", "numba_hash_row_unit_seconds",
+    "numba_cache_load_seconds", "numba_compile_seconds", "numba_hash_load_seconds", "source",
+)  # fmt: skip
 #: per stage (see :func:`_amortization_key`): seconds this process has already given up by
 #: running it on pandas while its Numba kernel was predicted faster but not ready
 _FORGONE: dict[Any, float] = {}
@@ -128,9 +137,12 @@ class CostProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CostProfile:
         known = {f.name for f in fields(cls)}
+        if data.get("format_version") == 1:
+            known &= set(CALIBRATED)
         values = {k: v for k, v in data.items() if k in known}
         for key, value in values.items():
-            if key != "source" and not (isinstance(value, (int, float)) and value >= 0):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key != "source" and not (number and math.isfinite(value) and value >= 0):
                 raise ValueError(
                     f"cost profile: {key} must be a non-negative number, got {value!r}"
                 )

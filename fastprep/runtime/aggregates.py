@@ -152,21 +152,20 @@ def summary_of(values: np.ndarray, points: int = SUMMARY_POINTS) -> Summary:
     return Summary(n, ranks, present[ranks])
 
 
-def _rank_bounds(summary: Summary, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per candidate ``t``: lower and upper bounds of ``count(values <= t)``."""
+def _rank_steps(summary: Summary, candidates: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Where among ``candidates`` (sorted, holding every value of ``summary``) the bounds
+    of ``count(values <= t)`` step up, and by how much (lower, upper): they change only at
+    the partition's own summary values, so the bounds at every candidate are the running
+    sums of these steps (:func:`rank_windows`)."""
+    v, last = summary.values, len(summary.values) - 1
     if summary.count == 0:
-        zero = np.zeros(len(t), np.int64)
-        return zero, zero
-    j = np.searchsorted(summary.values, t, side="right") - 1
-    last = len(summary.ranks) - 1
-    inside = np.clip(j, 0, last)
-    following = np.clip(j + 1, 0, last)
-    lower = np.where(j < 0, 0, summary.ranks[inside] + 1)
-    upper = np.where(j < 0, 0, summary.ranks[following])
-    full = j >= last
-    lower = np.where(full, summary.count, lower)
-    upper = np.where(full, summary.count, upper)
-    return lower, upper
+        return np.empty(0, np.intp), np.empty(0, np.int64), np.empty(0, np.int64)
+    # per distinct value, the last position j with values[j] <= value (ties: the run's end)
+    j = np.flatnonzero(np.append(v[1:] != v[:-1], True))
+    lower = np.where(j >= last, summary.count, summary.ranks[j] + 1)
+    upper = np.where(j >= last, summary.count, summary.ranks[np.minimum(j + 1, last)])
+    steps = np.searchsorted(candidates, v[j])
+    return steps, np.diff(lower, prepend=0), np.diff(upper, prepend=0)
 
 
 def median_window(parts: list[Summary], rows: int, what: str) -> tuple[float, float]:
@@ -179,19 +178,36 @@ def median_window(parts: list[Summary], rows: int, what: str) -> tuple[float, fl
 def rank_window(parts: list[Summary], first: int, last: int | None = None) -> tuple[float, float]:
     """Bounds ``lo < the order statistics of ranks first..last <= hi`` (0-based), certain
     from the summaries."""
-    last = first if last is None else last
+    return rank_windows(parts, [(first, first if last is None else last)])[0]
+
+
+def rank_windows(
+    parts: list[Summary], ranks: list[tuple[int, int]]
+) -> list[tuple[float, float]]:  # fmt: skip
+    """:func:`rank_window` for each ``(first, last)``, the partitions' bounds summed once.
+
+    Every partition's summary values are candidates for ``lo`` and ``hi``; per candidate
+    ``t``, ``count(values <= t)`` over all partitions lies between the sums of each
+    partition's bounds. Those sums are built from each partition's steps (its values),
+    not by looking every candidate up in every partition: linear in the partitions, where
+    the look-ups were quadratic (30 partitions: 64 ms on the client between two passes,
+    its workers idle)."""
     total = sum(p.count for p in parts)
     candidates = np.unique(np.concatenate([p.values for p in parts] + [[-np.inf, np.inf]]))
     lower = np.zeros(len(candidates), np.int64)
     upper = np.zeros(len(candidates), np.int64)
     for part in parts:
-        low_p, up_p = _rank_bounds(part, candidates)
-        lower += low_p
-        upper += up_p
+        at, up_lower, up_upper = _rank_steps(part, candidates)
+        lower[at] += up_lower  # one step per distinct value: no repeated positions
+        upper[at] += up_upper
+    lower, upper = np.cumsum(lower), np.cumsum(upper)
     upper[0], lower[-1] = 0, total  # -inf: nothing at or below; +inf: everything
-    lo = candidates[np.flatnonzero(upper <= first).max()]
-    hi = candidates[np.flatnonzero(lower >= last + 1).min()]
-    return float(lo), float(hi)
+    out = []
+    for first, last in ranks:
+        lo = candidates[np.flatnonzero(upper <= first).max()]
+        hi = candidates[np.flatnonzero(lower >= last + 1).min()]
+        out.append((float(lo), float(hi)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -238,6 +254,10 @@ def median_from_windows(parts: list[Window], total: int) -> float:
 def value_at(parts: list[Window], rank: int) -> float:
     """The order statistic of ``rank`` (0-based) from the partitions' windows around it."""
     below = sum(p.below for p in parts)
+    if rank < below:
+        # only when the window starts at -inf (otherwise no more than ``rank`` values are
+        # at or below its start): the values at or below it, this one too, are -inf
+        return float("-inf")
     values = np.concatenate([p.values for p in parts])
     counts = np.concatenate([p.counts for p in parts])
     order = np.argsort(values, kind="stable")

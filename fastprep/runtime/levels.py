@@ -134,7 +134,9 @@ def fit_levels(
                 total = sum(p.count for p in parts)
                 agg.require_values(total, report.rows_out, what)
                 ranks[(f, name, position)] = sorted(scalers.order_ranks(step, total))
-                around = tuple(agg.rank_window(parts, r) for r in ranks[(f, name, position)])
+                around = tuple(
+                    agg.rank_windows(parts, [(r, r) for r in ranks[(f, name, position)]])
+                )
                 windows.append((f, name, position, "windows", around))
             second = run_pass(learned, windows, f"fit level {level} median")
             retries += sum(r["retries"] for r in second)

@@ -19,6 +19,7 @@ _NAMES = {
     "load_shards": "fastprep.runtime.shards",
     "RetryPolicy": "fastprep.runtime.partition_tasks",
     "warm_workers": "fastprep.runtime.cluster.warm",
+    "start_local": "fastprep.runtime.cluster.local",
 }
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "fit",
     "load_shards",
     "partitions_for",
+    "start_local",
     "transform",
     "warm_workers",
 ]

@@ -116,3 +116,75 @@ def test_windows_from_one_sort_equal_one_filter_per_window(flights_parquet) -> N
         assert got.below == np.count_nonzero(present <= lo)
         assert got.values.tobytes() == uniques.tobytes()
         assert got.counts.tobytes() == counts.astype(np.int64).tobytes()
+
+
+def _looked_up_window(parts: list[agg.Summary], first: int, last: int) -> tuple[float, float]:
+    """The window by the definition: each candidate looked up in each partition."""
+    total = sum(p.count for p in parts)
+    candidates = np.unique(np.concatenate([p.values for p in parts] + [[-np.inf, np.inf]]))
+    lower = np.zeros(len(candidates), np.int64)
+    upper = np.zeros(len(candidates), np.int64)
+    for part in parts:
+        if part.count == 0:
+            continue
+        j = np.searchsorted(part.values, candidates, side="right") - 1
+        end = len(part.ranks) - 1
+        full = j >= end
+        lower += np.where(full, part.count, np.where(j < 0, 0, part.ranks[np.clip(j, 0, end)] + 1))
+        upper += np.where(full, part.count, np.where(j < 0, 0, part.ranks[np.clip(j + 1, 0, end)]))
+    upper[0], lower[-1] = 0, total
+    lo = candidates[np.flatnonzero(upper <= first).max()]
+    hi = candidates[np.flatnonzero(lower >= last + 1).min()]
+    return float(lo), float(hi)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rank_windows_are_the_looked_up_bounds(seed: int) -> None:
+    """The bounds summed from each partition's steps are the per-candidate look-ups', for
+    ties, empty partitions, infinities and every rank."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30_000))
+    values = rng.standard_normal(n) * 100
+    if seed % 2:
+        values = np.round(values / 40)
+        values[rng.random(n) < 0.2] = np.nan
+    if seed % 3 == 0:
+        values[rng.random(n) < 0.01] = rng.choice([-np.inf, np.inf])
+    parts = _splits(n, int(rng.integers(1, min(n, 30) + 1)), rng) if n > 1 else [slice(0, 1)]
+    summaries = [agg.summary_of(values[p], int(rng.choice([2, 5, agg.SUMMARY_POINTS])))
+                 for p in parts]  # fmt: skip
+    total = sum(s.count for s in summaries)
+    if total == 0:
+        return
+    ranks = sorted({0, total - 1, (total - 1) // 2, *rng.integers(0, total, 5).tolist()})
+    pairs = [(r, r) for r in ranks] + [((total - 1) // 2, total // 2)]
+    ordered = np.sort(values[~np.isnan(values)])
+    for (first, last), (lo, hi) in zip(pairs, agg.rank_windows(summaries, pairs)):
+        assert (lo, hi) == _looked_up_window(summaries, first, last)
+        # (a window (lo, hi] cannot hold -inf: the definition's limit, for both)
+        assert lo < ordered[first] or ordered[first] == -np.inf
+        assert ordered[last] <= hi
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_order_statistics_from_windows_with_infinities(seed: int) -> None:
+    """Every order statistic found through the windows (the two-pass exact median and
+    quantiles) is the sorted values' one, also where it is -inf (the window (lo, hi]
+    starting at -inf cannot hold it: it is among the values counted below the window)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5_000))
+    values = np.round(rng.standard_normal(n) * 10)
+    values[rng.random(n) < rng.choice([0.05, 0.6, 0.95])] = -np.inf
+    values[rng.random(n) < 0.05] = np.inf
+    values[rng.random(n) < 0.1] = np.nan
+    parts = _splits(n, int(rng.integers(1, min(n, 30) + 1)), rng)
+    summaries = [agg.summary_of(values[p], agg.SUMMARY_POINTS) for p in parts]
+    total = sum(s.count for s in summaries)
+    if total == 0:
+        return
+    ordered = np.sort(values[~np.isnan(values)])
+    ranks = sorted({0, total - 1, (total - 1) // 2, total // 2,
+                    *rng.integers(0, total, 8).tolist()})  # fmt: skip
+    for rank, bounds in zip(ranks, agg.rank_windows(summaries, [(r, r) for r in ranks])):
+        windows = [agg.window_of(values[p], *bounds) for p in parts]
+        assert agg.value_at(windows, rank) == ordered[rank]
