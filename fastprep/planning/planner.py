@@ -181,12 +181,21 @@ def dask_pass_seconds(
     if tasks <= 0:
         return 0.0
     rate = profile.dask_row_seconds if row_seconds is None else row_seconds
+    return _pass_cost(profile, rows, tasks, workers, busiest, rate, tasks)
+
+
+def _pass_cost(
+    profile: CostProfile, rows: int, tasks: int, workers: int, busiest: float | None,
+    rate: float, submitted: float,
+) -> float:  # fmt: skip
+    """A pass's latency, the busiest worker's rounds of a task's fixed cost and its rows at
+    ``rate``, and the scheduler's cost of the ``submitted`` tasks."""
     rounds = -(-tasks // max(1, workers))
     return (
         profile.dask_pass_latency_seconds
         + rounds * profile.dask_task_seconds
         + _busiest(rows, tasks, workers, busiest) * rate
-        + tasks * profile.dask_scheduler_task_seconds
+        + submitted * profile.dask_scheduler_task_seconds
     )
 
 
@@ -224,13 +233,7 @@ def dask_transform_seconds(
         profile.dask_transform_row_seconds + profile.dask_row_seconds
     )
     submitted = (1 - kept) * tasks + (min(tasks, max(1, workers)) if kept > 0 else 0)
-    rounds = -(-tasks // max(1, workers))
-    return (
-        profile.dask_pass_latency_seconds
-        + rounds * profile.dask_task_seconds
-        + _busiest(rows, tasks, workers, busiest) * rate
-        + submitted * profile.dask_scheduler_task_seconds
-    )
+    return _pass_cost(profile, rows, tasks, workers, busiest, rate, submitted)
 
 
 def dask_job_seconds(
