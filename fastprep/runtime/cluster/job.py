@@ -35,6 +35,7 @@ from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, shards
 from fastprep.runtime.cluster.budget import in_budget
 from fastprep.runtime.cluster.progress import Progress, ProgressArg
+from fastprep.runtime.cluster.unwaited import run_unwaited, settle
 from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.levels import (
     Learned,
@@ -168,6 +169,8 @@ def fit(
     :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
     collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
     check_fittable(plan)
+    # what the jobs before let go is gone from the workers before this one keeps anything
+    settle(client)
     bars = Progress(progress)
     retry = retry or RetryPolicy()
     specs = partitions_for(client, source, plan, rows_per_partition, retry, bars)
@@ -225,14 +228,15 @@ class Kept:
         """Let the input values go on every worker (a fit that ended, or failed: a task
         that kept values before the failure is not in ``holders``); ``partitions``: the
         whole partitions too (a failed fit, or a transform that ended). One message to
-        every worker; ``wait=False``: sent, not waited for (a job that ended: nothing it
-        returns depends on it)."""
+        every worker; ``wait=False``: handed to the client's loop, not waited for (a job
+        that ended: nothing it returns depends on it; the next fit settles it first)."""
         keys = [self.key(spec) for spec in specs]
         inputs, whole = bool(self.inputs), partitions and self.whole
-        if inputs or whole:
+        if (inputs or whole) and not wait:
+            run_unwaited(client, drop_kept_soon, keys, inputs, whole)
+        elif inputs or whole:
             with contextlib.suppress(OSError, KeyError, ValueError):  # gone, values with it
-                client.run(drop_kept if wait else drop_kept_soon, keys, inputs, whole,
-                           on_error="ignore", wait=wait)  # fmt: skip
+                client.run(drop_kept, keys, inputs, whole, on_error="ignore")
         self.holders.clear()
         if partitions:
             self.partitions.clear()
