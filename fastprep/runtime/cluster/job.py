@@ -280,6 +280,14 @@ def _take_held(client: Client, key: str) -> Kept | None:
     return held[1]
 
 
+def _fit_one(
+    work: Any, spec: PartitionSpec, learned: Learned, targets: list[Target], part: Any,
+    options: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """A first-pass task (:func:`fit_partials` in the worker's thread budget)."""
+    return in_budget(fit_partials, work, spec, learned, targets, part, **options)
+
+
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
@@ -295,9 +303,10 @@ def _fit_pass(
     token = _token((job.plan.to_dict(), encode_floats(learned_list(learned)), targets))
     work = job if shared is None else shared
     keeps = bool(kept.inputs or kept.whole)
-    futures: list[Future] = []
     groups: list[list[int]] = []  # per future, the positions in ``specs`` it computes
     by_worker: dict[str, list[int]] = {}
+    keys: list[str] = []
+    options: list[dict[str, Any]] = []
     for i in submission_order(specs):
         spec, part = specs[i], frames[i]
         holders = kept.holders.get(spec.index)
@@ -305,17 +314,28 @@ def _fit_pass(
             by_worker.setdefault(holders[0], []).append(i)
             continue
         key = f"fastprep-fit-{token}-{_token(spec)}"
-        options: dict[str, Any] = {}
+        option: dict[str, Any] = {}
         if keeps and part is None:  # a dask DataFrame's: not kept
-            options = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            option = {"keep_as": kept.key(spec), "inputs": kept.inputs}
             if kept.whole:
-                options["whole"] = kept.token
+                option["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
             # cluster's memory, would be returned without running (and keeping) anything
             key = f"fastprep-fit-{token}-{kept.token}-{_token(spec)}"
-        futures.append(client.submit(in_budget, fit_partials, work, spec, learned, targets, part,
-                                     **options, key=key, priority=largest_first(spec)))  # fmt: skip
+        keys.append(key)
+        options.append(option)
         groups.append([i])
+    futures: list[Future] = []
+    if groups:
+        # the reading tasks in one graph (one message, one update of the scheduler's
+        # state, where a submit each was one each): the scheduler orders a graph's tasks
+        # by their position in it, largest first as listed (submission_order)
+        n = len(groups)
+        futures = client.map(
+            _fit_one, [work] * n, [specs[g[0]] for g in groups], [learned] * n,
+            [targets] * n, [frames[g[0]] for g in groups], options, key=keys,
+            priority=largest_first(specs[groups[0][0]]),
+        )  # fmt: skip
     for worker, positions in by_worker.items():
         # one task for all of a worker's partitions: computing one from its kept values
         # takes a few ms, about what the scheduler spends on a task and its result
