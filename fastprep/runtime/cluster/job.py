@@ -169,8 +169,11 @@ def fit(
     :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
     collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
     check_fittable(plan)
-    # what the jobs before let go is gone from the workers before this one keeps anything
+    # what the jobs before let go is gone from the workers before this one keeps anything;
+    # an earlier fit's partitions no transform took are let go now, not once this fit has
+    # kept its own beside them (one fit's per cluster)
     settle(client)
+    _release_held(client)
     bars = Progress(progress)
     retry = retry or RetryPolicy()
     specs = partitions_for(client, source, plan, rows_per_partition, retry, bars)
@@ -260,15 +263,19 @@ def _held_key(plan: LogicalPlan, schema: Schema, params: Any, source: Source) ->
     return _token((plan.to_dict(), schema.to_dict(), encode_floats(params), str(source)))
 
 
-def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> None:
-    """Remember where the fit's partitions are for its transform; an earlier fit's that
-    no transform took are let go (one fit's per cluster)."""
-    address = client.scheduler.address
-    earlier = _HELD.pop(address, None)
+def _release_held(client: Client) -> None:
+    """Let go of the partitions an earlier fit kept that no transform took (sent, not
+    waited for: its first pass's tasks keep nothing before they end)."""
+    earlier = _HELD.pop(client.scheduler.address, None)
     if earlier is not None:
         earlier[1].drop(client, earlier[2], partitions=True, wait=False)
+
+
+def _hold(client: Client, kept: Kept, specs: list[PartitionSpec], key: str) -> None:
+    """Remember where the fit's partitions are for its transform."""
+    _release_held(client)  # none: the fit let them go at its start
     if kept.partitions:
-        _HELD[address] = (key, kept, specs)
+        _HELD[client.scheduler.address] = (key, kept, specs)
 
 
 def _take_held(client: Client, key: str) -> Kept | None:
