@@ -50,3 +50,27 @@ def fold_squares(slots, y, of_row, means):  # type: ignore[no-untyped-def]
                 d = v - means[s, k]
                 out[s, k] += d * d
     return out
+
+
+@jit(cache=True, nogil=True)
+def slot_sums(slots, y, n_slots):  # type: ignore[no-untyped-def]
+    """Per slot: the target sum and the row count over every row (the full-data fit: the
+    sums of ``np.bincount``, in its row order, with no temporary as long as the rows)."""
+    sums = np.zeros(n_slots)
+    counts = np.zeros(n_slots)
+    for i in range(len(slots)):
+        s = slots[i]
+        sums[s] += y[i]
+        counts[s] += 1.0
+    return sums, counts
+
+
+@jit(cache=True, nogil=True)
+def slot_squares(slots, y, means):  # type: ignore[no-untyped-def]
+    """Per slot: the sum of squared deviations from the slot's mean, in row order."""
+    out = np.zeros(len(means))
+    for i in range(len(slots)):
+        s = slots[i]
+        d = y[i] - means[s]
+        out[s] += d * d
+    return out

@@ -297,11 +297,23 @@ def test_numba_pass_over_all_folds_equals_numpy_bit_for_bit(flights_sample, monk
     pipeline = fp.Pipeline(
         SCHEMA, [fp.cols(*INPUTS) >> fp.TargetEncode(smooth=smooth)], target="arr_delay"
     )
-    outputs = []
+    outputs, fitted = [], []
     for path in ("numpy", "numba"):
         monkeypatch.setenv("FASTPREP_KERNEL_PATH", path)
         outputs.append(pipeline.fit_transform(flights_sample).X)
+        fitted.append(pipeline.fit(flights_sample).transform(flights_sample).X)  # full-data
     np.testing.assert_array_equal(outputs[0], outputs[1])
+    np.testing.assert_array_equal(fitted[0], fitted[1])
+
+
+def test_mean_and_variance_are_numpys_bits(flights_sample) -> None:
+    from fastprep.backends.reference.target_encoding import mean_and_variance
+
+    y = flights_sample["arr_delay"].dropna().to_numpy(np.float64)
+    assert mean_and_variance(y) == (np.mean(y), np.var(y))
+    for k in range(5):
+        rows = np.arange(len(y)) % 5 != k
+        assert mean_and_variance(y, rows) == (np.mean(y[rows]), np.var(y[rows]))
 
 
 def test_a_binary_target_with_one_class_is_encoded_as_the_peer(flights_sample) -> None:

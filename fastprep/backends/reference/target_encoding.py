@@ -26,6 +26,7 @@ import numpy as np
 from fastprep.backends.reference.encoders import lookup
 from fastprep.data.columns import FitTarget, FoldedRows, TextColumn
 from fastprep.errors import FitError
+from fastprep.native.arena import ARENA
 from fastprep.plan.steps import CountEncode, TargetEncode
 
 # ---------------------------------------------------------------- slots
@@ -35,9 +36,11 @@ def slots_of(values: np.ndarray | TextColumn) -> tuple[np.ndarray, list[Any], bo
     """Per row its slot (``len(categories)`` = missing), the categories of the slots
     (strings or floats, in slot order) and whether they are numbers."""
     if isinstance(values, TextColumn):
-        codes = values.codes.astype(np.int64)
-        n = values.n_unique
-        return np.where(codes < 0, n, codes), list(values.uniques), False
+        # retained memory: 8 bytes a row, fresh pages at every fit otherwise (see ARENA)
+        slots = ARENA.empty(len(values.codes), np.int64)
+        np.copyto(slots, values.codes)
+        np.putmask(slots, slots < 0, values.n_unique)  # missing's slot
+        return slots, list(values.uniques), False
     nan = np.isnan(values)
     uniques, inverse = np.unique(values[~nan], return_inverse=True)
     slots = np.full(len(values), len(uniques), dtype=np.int64)
@@ -76,7 +79,8 @@ def _per_row(values: np.ndarray | TextColumn, params: dict[str, Any], key: str,
     """Each row's fitted value: its category's, the missing value's, else ``unseen``."""
     table = np.append(np.asarray(params[key], dtype=np.float64), unseen)
     index, missing = lookup(values, params)
-    out = table[index]  # index -1 reads ``unseen``
+    # index -1 reads ``unseen``; the column into retained memory (see ``slots_of``)
+    out = np.take(table, index, out=ARENA.empty(len(index), np.float64))
     missing_value = params["missing"]
     out[missing] = unseen if missing_value is None else missing_value
     return out
@@ -171,6 +175,37 @@ def slot_encodings(
     return shrunk(sums, counts, squares, mean, variance, smooth)
 
 
+def full_encodings(
+    slots: np.ndarray, y: np.ndarray, n_slots: int, smooth: float | str, mean: float,
+    variance: float,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """:func:`slot_encodings` of every row, and the rows per slot: on the helper path
+    the planner chooses (Numba's two passes add the same terms in the same order as
+    numpy's bincounts, without their temporaries as long as the rows)."""
+    if _fold_kernels_pay(len(slots), 1, n_slots, "slot_sums"):
+        from fastprep.backends.fold_kernels import slot_squares, slot_sums
+
+        sums, counts = slot_sums(slots, y, n_slots)
+        squares = lambda means: slot_squares(slots, y, means)  # noqa: E731
+        return shrunk(sums, counts, squares, mean, variance, smooth), counts
+    encodings = slot_encodings(slots, y, n_slots, smooth, mean, variance)
+    return encodings, np.bincount(slots, minlength=n_slots)
+
+
+def mean_and_variance(y: np.ndarray, rows: np.ndarray | None = None) -> tuple[float, float]:
+    """``np.mean`` and ``np.var`` of ``y`` (of its ``rows``, a mask): the same pairwise
+    sums over the same values, so the same bits, with the selected values and their
+    squared deviations written into one retained buffer, not two fresh arrays as long."""
+    n = len(y) if rows is None else int(np.count_nonzero(rows))
+    buffer = ARENA.empty(max(n, 1), np.float64)[:n]
+    part = np.compress(rows, y, out=buffer) if rows is not None else y
+    mean = np.add.reduce(part) / n if n else float("nan")
+    np.subtract(part, mean, out=buffer)
+    np.multiply(buffer, buffer, out=buffer)
+    variance = np.add.reduce(buffer) / n if n else float("nan")
+    return float(mean), float(variance)
+
+
 def fit_target_encoding(
     step: TargetEncode, values: np.ndarray | TextColumn, target: FitTarget | None, what: str
 ) -> dict[str, Any]:
@@ -180,9 +215,8 @@ def fit_target_encoding(
     assert target is not None
     slots, categories, numeric = _shared_slots(values, target)
     n_slots = len(categories) + 1
-    mean = float(np.mean(y))
-    encodings = slot_encodings(slots, y, n_slots, step.smooth, mean, float(np.var(y)))
-    counts = np.bincount(slots, minlength=n_slots)
+    mean, variance = mean_and_variance(y)
+    encodings, counts = full_encodings(slots, y, n_slots, step.smooth, mean, variance)
     kept, per_category = _sorted_state(categories, numeric, encodings, counts)
     return {
         "categories": kept,
@@ -205,8 +239,6 @@ class Folds:
 
     #: each row's test fold
     of_row: np.ndarray
-    #: per fold, the rows it trains on (every row not in it)
-    train: list[np.ndarray]
     #: per fold, the mean and population variance of its training rows' target
     means: np.ndarray
     variances: np.ndarray
@@ -219,10 +251,10 @@ def folds_for(step: TargetEncode, target: FitTarget, what: str) -> Folds:
     if found is None:
         y = encoded_target(target)
         of_row = fold_of_rows(target.values, step.cv, step.seed, target.binary, what)
-        train = [of_row != k for k in range(step.cv)]
-        means = np.array([np.mean(y[t]) for t in train])
-        variances = np.array([np.var(y[t]) for t in train])
-        found = target.shared[key] = Folds(of_row, train, means, variances)
+        # per fold, its training rows (every row not in it)
+        moments = [mean_and_variance(y, of_row != k) for k in range(step.cv)]
+        means, variances = (np.array(m) for m in zip(*moments))
+        found = target.shared[key] = Folds(of_row, means, variances)
     return found
 
 
@@ -236,7 +268,10 @@ def cross_fit(
     slots, categories, _ = _shared_slots(values, target, last_use=True)
     folds = folds_for(step, target, what)
     encodings = fold_encodings(step, slots, y, folds, len(categories) + 1)
-    return encodings[slots, folds.of_row]
+    # each row's (slot, fold) cell, gathered into retained memory (see ``slots_of``)
+    cells = np.multiply(slots, step.cv, out=ARENA.empty(len(slots), np.int64))
+    np.add(cells, folds.of_row, out=cells)
+    return np.take(encodings.ravel(), cells, out=ARENA.empty(len(slots), np.float64))
 
 
 def fold_encodings(
@@ -244,7 +279,7 @@ def fold_encodings(
 ) -> np.ndarray:
     """Per (slot, fold): the encoding learned on the fold's training rows (a slot absent
     from them gets the training rows' mean, as in the peer)."""
-    if _fold_kernels_pay(len(slots), step.cv, n_slots):
+    if _fold_kernels_pay(len(slots), step.cv, n_slots, "fold_sums"):
         from fastprep.backends.fold_kernels import fold_squares, fold_sums
 
         sums, counts = fold_sums(slots, y, folds.of_row, step.cv, n_slots)  # (slot, fold)
@@ -252,7 +287,8 @@ def fold_encodings(
         means, variances = folds.means[None, :], folds.variances[None, :]
         return shrunk(sums, counts, squares, means, variances, step.smooth)
     out = np.empty((n_slots, step.cv), dtype=np.float64)
-    for k, train in enumerate(folds.train):
+    for k in range(step.cv):
+        train = folds.of_row != k
         out[:, k] = slot_encodings(slots[train], y[train], n_slots, step.smooth,
                                    folds.means[k], folds.variances[k])  # fmt: skip
     return out
@@ -300,20 +336,23 @@ def encode_folded(folded: FoldedRows, values: np.ndarray | TextColumn, what: str
     return encodings[of_row, np.where(missing, encodings.shape[1] - 1, index)]
 
 
-def _fold_kernels_pay(n_rows: int, cv: int, n_slots: int) -> bool:
+def _fold_kernels_pay(n_rows: int, cv: int, n_slots: int, kernel: str) -> bool:
     """Numba's one pass over the rows for every fold (the same sums, in the same order) or
     numpy's pass per fold: the planner's choice of helper path, costed per row and fold
     (the work is ``cv`` passes' worth, which also decides whether it repays importing
     Numba); never for a table of (slot, fold) sums much larger than the rows (a column of
-    distinct ids)."""
-    from fastprep.backends.fold_kernels import fold_sums
+    distinct ids). ``kernel``: the :mod:`~fastprep.backends.fold_kernels` kernel the call
+    runs first (``cv=1``: the full-data fit's)."""
+    from fastprep.backends import fold_kernels
     from fastprep.native.kernel_files import numba_cached, numba_loaded
     from fastprep.planning.planner import kernel_path
 
     if cv * n_slots > 4 * n_rows + 4096:
         return False
-    loaded = numba_loaded(fold_sums)
-    cached = loaded or numba_cached(fold_sums)  # (a look at Numba's index on disk)
+    loaded = numba_loaded(getattr(fold_kernels, kernel))
+    cached = loaded or numba_cached(
+        getattr(fold_kernels, kernel)
+    )  # (a look at Numba's index on disk)
     return kernel_path("target", n_rows * cv, cached=cached, loaded=loaded) == "numba"
 
 
@@ -357,17 +396,24 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
     each class's fold labels shuffled by one ``RandomState(seed)``, class by class."""
     rng = np.random.RandomState(seed)
     classes, n_classes = _classes_by_appearance(y)
-    per_class = np.bincount(classes, minlength=n_classes)
+    per_class = np.array([np.count_nonzero(classes == k) for k in range(n_classes)])
     if np.all(cv > per_class):
         raise FitError(
             f"{what}: cv={cv} folds, but no class of the target has that many rows "
             f"(rows per class: {per_class.tolist()}); lower cv"
         )
-    ordered = np.repeat(np.arange(n_classes), per_class)  # = np.sort(classes)
-    allocation = np.asarray([np.bincount(ordered[i::cv], minlength=n_classes) for i in range(cv)])
-    folds = np.empty(len(y), dtype=np.int64)
-    for k in range(n_classes):
-        labels = np.arange(cv).repeat(allocation[:, k])
+    # scikit-learn counts each class in ``np.sort(classes)[i::cv]``; the sorted classes are
+    # runs (class k over positions [start, end)), so the counts are arithmetic on the runs'
+    # ends: positions j < x with j % cv == i number (x - i + cv - 1) // cv
+    ends = np.cumsum(per_class)
+    starts = ends - per_class
+    allocation = np.asarray(
+        [(ends - i + cv - 1) // cv - (starts - i + cv - 1) // cv for i in range(cv)]
+    )
+    folds = ARENA.empty(len(y), np.int64)  # (retained memory, as the slots')
+    for k in range(n_classes):  # every row is of a class: every fold written
+        # a byte a label: the shuffle's draws depend on the length alone, not the dtype
+        labels = np.arange(cv, dtype=np.min_scalar_type(cv - 1)).repeat(allocation[:, k])
         rng.shuffle(labels)
         folds[classes == k] = labels
     return folds
@@ -375,11 +421,11 @@ def stratified_folds(y: np.ndarray, cv: int, seed: int, what: str) -> np.ndarray
 
 def _classes_by_appearance(y: np.ndarray) -> tuple[np.ndarray, int]:
     """Each row's class numbered by first appearance (0 = the first row's), and how
-    many. A 0/1 target (binary) without a sort."""
+    many. A 0/1 target (binary) without a sort, its classes a byte a row."""
     if len(y) and np.all((y == 0) | (y == 1)):
         first_is_one = bool(y[0] == 1)
         ones = y == 1
-        classes = (ones != first_is_one).astype(np.int64)
+        classes = (ones != first_is_one).view(np.int8)
         return classes, 1 if (ones.all() or not ones.any()) else 2
     _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
     _, by_appearance = np.unique(first, return_inverse=True)
