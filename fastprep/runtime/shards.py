@@ -223,14 +223,17 @@ def write_manifest(
         "dtype": out_dtype,
     }
     token = fmt.new_token()
-    files = {"report": fmt.write_bytes(folder, f"report.{token}.json",
-                                       json.dumps(report.to_dict(), indent=1, default=str).encode())}  # fmt: skip
+    # the report's fsync runs while the fitted pipeline and the manifest are written
+    # and the manifest fsynced; the manifest replaces the old one only after both
+    data = json.dumps(report.to_dict(), indent=1, default=str).encode()
+    files: dict[str, Any] = {}
+    files["report"], syncing = fmt.write_bytes_soon(folder, f"report.{token}.json", data)
     if pipeline is not None:
         files["pipeline"] = fmt.write_file(folder, f"pipeline.{token}.fastprep", pipeline.save)
     partitions = [{k: v for k, v in e.items() if k != "report"} for e in ordered]
     doc = fmt.manifest_doc(partitions, names, out_dtype, codec, files,
                            fingerprint=fingerprint, source=source)  # fmt: skip
-    fmt.publish(folder, doc, writing)
+    fmt.publish(folder, doc, writing, syncing=[syncing])
     return Manifest(folder, partitions, names, report)
 
 
