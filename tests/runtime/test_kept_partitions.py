@@ -498,3 +498,44 @@ def test_a_failed_sync_names_its_own_partition_not_the_next(source, tmp_path, mo
     message = str(raised.value)
     assert specs[1].describe() in message and "Input/output error" in message
     assert specs[2].describe() not in message
+
+
+def _records_name_whole_files(folder: Path) -> list[int]:
+    indexes = []
+    for record in folder.glob("part-*.json"):
+        entry = json.loads(record.read_text())
+        for written in entry["arrays"].values():
+            assert (folder / written["file"]).stat().st_size == written["bytes"]
+        indexes.append(entry["index"])
+    return sorted(indexes)
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_an_interrupt_inside_a_shards_writing(source, tmp_path, monkeypatch, error):
+    """A task of several partitions interrupted inside a shard's own writing (an error or a
+    KeyboardInterrupt in ``write_shard``, not before it): the partitions recorded before
+    stay done, every record names files that are there with the bytes it says, and the
+    interrupted partition has no record."""
+    from fastprep.runtime import shards
+    from fastprep.runtime.partition_tasks import transform_partitions
+    from fastprep.storage import output_format
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    job = Job(pipeline.optimized, pipeline._fit_schema())
+    specs = plan_partitions(source, 5_000)[:3]
+    params, _ = _fit(job, specs[0], "k0")
+    real = output_format.FileWriter.array
+
+    def array(self, name, values):
+        if name.startswith(f"part-{specs[1].index:05d}.") and name.endswith(".row_ids"):
+            raise error
+        return real(self, name, values)
+
+    monkeypatch.setattr(output_format.FileWriter, "array", array)
+    with pytest.raises(BaseException) as raised:
+        transform_partitions(job, specs, params, "fp", str(tmp_path / "out"), "float32", None,
+                             ["k0", "k1", "k2"])  # fmt: skip
+    assert isinstance(raised.value, type(error)) or specs[1].describe() in str(raised.value)
+    folder = tmp_path / "out"
+    assert _records_name_whole_files(folder) == [specs[0].index]
+    assert sorted(shards.completed(folder, specs, "fp")) == [specs[0].index]
