@@ -78,3 +78,19 @@ def streaming_budget(pipeline: fp.Pipeline, source) -> int:
     memory = pre.options[0].peak_bytes
     assert streamed < memory
     return int((streamed + memory) / 2 / (1 - preflight.BUDGET_MARGIN))
+
+
+def text_key_parts(
+    rng: np.random.Generator, n: int
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[int]]:
+    """Two text keys' ``(codes, lut)`` parts over ``n`` rows and their sizes, as GroupStats'
+    kernels take them: codes from -1 (missing) to the key's uniques, and a lut mapping
+    each code to its level, one of them (code 1) unseen at fit (-1)."""
+    parts, sizes = [], []
+    for uniques in (4, 9):
+        codes = rng.integers(-1, uniques, n).astype(np.int32)
+        lut = np.append(rng.permutation(uniques), uniques).astype(np.int64)
+        lut[1] = -1  # unseen at fit
+        parts.append((codes, lut))
+        sizes.append(uniques + 1)
+    return parts, sizes

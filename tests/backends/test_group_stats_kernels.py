@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import text_key_parts
 
 from fastprep.backends import group_moments
 from fastprep.backends.numba import group_keys as numba_keys
@@ -257,14 +258,9 @@ def test_statistics_read_through_a_lut_equal_the_groups_spelled_out(stats, lanes
 def test_rows_written_through_text_keys_equal_the_combined_gather(lanes):
     """The gather combining text keys' codes as it writes each row (into a view of a wider
     block, as X's columns are) equals the gather of the combined codes."""
+    n = 40_001
     rng = np.random.default_rng(9)
-    n, parts, sizes = 40_001, [], []
-    for uniques in (4, 9):
-        codes = rng.integers(-1, uniques, n).astype(np.int32)
-        lut = np.append(rng.permutation(uniques), uniques).astype(np.int64)
-        lut[1] = -1  # unseen at fit
-        parts.append((codes, lut))
-        sizes.append(uniques + 1)
+    parts, sizes = text_key_parts(rng, n)
     per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 3)).astype(np.float32)
     want = np.zeros((n, 5), np.float32)
     numba_rows.put_rows(want[:, 1:4], per_code, numpy_gs.combine(parts, sizes))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import text_key_parts
 
 from fastprep.backends import group_moments
 from fastprep.backends.numba import group_keys as numba_keys
@@ -138,13 +139,7 @@ def test_streamed_gather_equals_the_plain_one(n, width, dtype, lanes, streamed):
 @pytest.mark.parametrize("n", [0, 9, 4099])
 def test_streamed_gather_through_text_keys_equals_the_combined_one(n, lanes, streamed):
     rng = np.random.default_rng(n)
-    parts, sizes = [], []
-    for uniques in (4, 9):
-        codes = rng.integers(-1, uniques, n).astype(np.int32)
-        lut = np.append(rng.permutation(uniques), uniques).astype(np.int64)
-        lut[1] = -1  # unseen at fit
-        parts.append((codes, lut))
-        sizes.append(uniques + 1)
+    parts, sizes = text_key_parts(rng, n)
     per_code = rng.normal(size=(sizes[0] * sizes[1] + 1, 6)).astype(np.float32)
     got = np.zeros((n, 6), np.float32)
     numba_rows.put_rows_texts(got, per_code, parts, sizes)
