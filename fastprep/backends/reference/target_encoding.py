@@ -349,10 +349,9 @@ def _fold_kernels_pay(n_rows: int, cv: int, n_slots: int, kernel: str) -> bool:
 
     if cv * n_slots > 4 * n_rows + 4096:
         return False
-    loaded = numba_loaded(getattr(fold_kernels, kernel))
-    cached = loaded or numba_cached(
-        getattr(fold_kernels, kernel)
-    )  # (a look at Numba's index on disk)
+    dispatcher = getattr(fold_kernels, kernel)
+    loaded = numba_loaded(dispatcher)
+    cached = loaded or numba_cached(dispatcher)  # (a look at Numba's index on disk)
     return kernel_path("target", n_rows * cv, cached=cached, loaded=loaded) == "numba"
 
 
