@@ -206,9 +206,11 @@ def fit_thread() -> None:
 
 
 def pool() -> ThreadPoolExecutor:
-    """The process's pool (made on first use)."""
+    """The process's pool (made on first use; made again when its size is no longer
+    :func:`pool_size`: ``FASTPREP_THREADS`` changed since, or ``workers`` was patched)."""
     global _POOL
     with _LOCK:
+        _resize_pool()
         if _POOL is None:
             _POOL = ThreadPoolExecutor(pool_size(), thread_name_prefix=_PREFIX)
         return _POOL

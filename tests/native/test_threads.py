@@ -95,3 +95,13 @@ def test_fastprep_threads_fixes_the_fan_out(monkeypatch: pytest.MonkeyPatch) -> 
             threads.workers()
     monkeypatch.setenv(threads.ENV, "")
     assert threads.workers() == threads.cores()
+
+
+def test_the_pool_follows_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool made while ``FASTPREP_THREADS`` (or a patched ``workers``) said 3 is not
+    the pool once it says otherwise: later calls get a pool of the size in force."""
+    monkeypatch.setenv(threads.ENV, "3")
+    assert threads.pool()._max_workers == 3
+    monkeypatch.delenv(threads.ENV)
+    assert threads.pool()._max_workers == threads.pool_size() == threads.workers()
+    assert threads.map_all(lambda i: i * 2, range(5)) == [0, 2, 4, 6, 8]
