@@ -13,7 +13,8 @@ Without ``--input``, ``run``, ``explain`` and ``validate`` use the pipeline file
 (``<state folder>/transform-<input>-<n>/``) and never into the folder holding the state:
 that is the training run's output.
 
-Errors fastprep raises on purpose, and bad arguments, print as one line
+Errors fastprep raises on purpose, bad arguments and the file system's refusals (an
+``--output`` that is a file, no space, no permission) print as one line
 ``fastprep: error: ...`` (exit code 2), never a traceback; ``--debug`` shows the traceback.
 A closed stdout (``fastprep explain ... | head``) ends the command quietly.
 """
@@ -81,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except FastprepError as exc:
+    except (FastprepError, OSError) as exc:
+        # OSError: the file system refused (no space, no permission, a folder it cannot
+        # hold): the user's environment, not a bug to show as a traceback
         if args.debug_main or getattr(args, "debug", False):
             raise
         print(f"fastprep: error: {exc}", file=sys.stderr)
@@ -150,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         raise PipelineDefinitionError(
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
+    check_output_folder(args.output)
     started, marks["loaded"] = time.perf_counter(), time.time()
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
@@ -244,6 +248,7 @@ def transform_folder(state: str, source: str, output: str | None) -> str:
                 "training run's and would be overwritten; choose another folder, or omit "
                 "--output for a new one beside the state"
             )
+        check_output_folder(output)
         return output
     stem = Path(source.rstrip("/\\")).name.split(".")[0] or "input"
     stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "input"
@@ -251,6 +256,16 @@ def transform_folder(state: str, source: str, output: str | None) -> str:
     while (home / f"transform-{stem}-{n}").exists():
         n += 1
     return str(home / f"transform-{stem}-{n}")
+
+
+def check_output_folder(folder: str) -> None:
+    """Refuse, before any data is read, an ``--output`` that cannot become a folder: an
+    existing file, or a path below one (the write would fail only after the whole run)."""
+    path = Path(folder)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "is a file" if existing == path else f"is below {existing}, a file"
+        raise PipelineDefinitionError(f"--output {folder} {where}, not a folder; choose a folder")
 
 
 def _check_quantization(fitted: FittedPipeline, state: str, out_dtype: str) -> None:

@@ -472,3 +472,35 @@ def test_transform_uint8_with_a_calibrated_state(capsys, monkeypatch, tmp_path):
     X = np.asarray(fp.open_output(tmp_path / "q").X)
     assert X.dtype == np.uint8
     np.testing.assert_array_equal(X, fitted.transform(SAMPLE, out_dtype="uint8").X)
+
+
+@pytest.mark.parametrize("command", ["run", "transform"])
+def test_output_that_cannot_be_a_folder_is_refused_before_any_work(
+    capsys, monkeypatch, tmp_path, command
+):
+    """An --output naming a file (or a path below one) is a bad argument: one line, exit 2,
+    no traceback, and nothing read or computed first."""
+    (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    if command == "run":
+        head = ["run", tmp_path / "dense.py", "--input", tmp_path / "nowhere.parquet"]
+    else:
+        head = ["transform", tmp_path / "nowhere.fastprep", "--input", SAMPLE]
+    (tmp_path / "afile").write_text("mine")
+    for output in (tmp_path / "afile", tmp_path / "afile" / "sub"):
+        code, _, err = run_main(capsys, monkeypatch, *head, "--output", output)
+        assert code == 2, err
+        assert err.startswith("fastprep: error: --output") and err.count("\n") == 1
+        assert "afile" in err and "nowhere" not in err  # refused before the input is read
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_the_system_refuses_is_a_one_line_error(capsys, monkeypatch, tmp_path):
+    """A file-system error while writing (no space, no permission, here a folder /proc
+    cannot hold) ends the command like any other error, not with a traceback."""
+    (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "dense.py",
+                            "--output", "/proc/fastprep-nope/out")  # fmt: skip
+    assert code == 2, err
+    assert err.startswith("fastprep: error: ") and "/proc/fastprep-nope" in err
+    assert err.count("\n") == 1
