@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from fastprep.emit.tensors import require_torch, to_tensor
+from fastprep.emit.tensors import require_torch, resolve_device, to_tensor
 from fastprep.runtime.batches import BatchStream
 
 if TYPE_CHECKING:
@@ -54,10 +54,11 @@ def _make_dataset_class() -> type:
             )  # fmt: skip
             self.epoch += 1
             dtype = stream.precision.out_dtype
+            device = resolve_device(self.device)  # a fallback warns once per pass
             for batch in stream:
-                X = to_tensor(batch[0], dtype, self.device)
+                X = to_tensor(batch[0], dtype, device)
                 rest = tuple(
-                    None if a is None else to_tensor(a, "float32", self.device) for a in batch[1:]
+                    None if a is None else to_tensor(a, "float32", device) for a in batch[1:]
                 )
                 yield (X, *rest)
             self.stats = stream.stats

@@ -61,6 +61,34 @@ def test_cuda_falls_back_to_cpu_with_a_warning(dense_pipeline, flights_sample):
     assert X.device.type == "cpu"
 
 
+@pytest.mark.parametrize("device", ["cuda:1", "mps", "xpu"])
+def test_any_gpu_the_machine_lacks_falls_back_once(dense_pipeline, flights_sample, device):
+    """Apple's and Intel's GPUs too (torch itself raised deep inside ``tensor.to``); one
+    warning per call, not one per tensor."""
+    kind = torch.device(device).type
+    if kind == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has the device")
+    if kind != "mps" and getattr(torch, kind).is_available():
+        pytest.skip("this machine has the device")
+    fitted = dense_pipeline.fit(flights_sample.head(200))
+    out = fitted.transform(flights_sample.head(200))
+    with pytest.warns(RuntimeWarning, match=f"device={device!r}.* not available") as caught:
+        X, y = out.to_torch(device=device)
+    assert len(caught) == 1
+    assert X.device.type == "cpu" and y.device.type == "cpu"
+    dataset = fitted.torch_dataset(flights_sample.head(200), batch_size=50, device=device)
+    with pytest.warns(RuntimeWarning, match="not available") as caught:
+        batches = list(dataset)
+    assert len(caught) == 1 and len(batches) == 4
+    assert all(X.device.type == "cpu" and y.device.type == "cpu" for X, y in batches)
+
+
+def test_a_device_torch_does_not_know_is_a_clear_error(dense_pipeline, flights_sample):
+    out = dense_pipeline.fit_transform(flights_sample.head(200))
+    with pytest.raises(ValueError, match="device='gpu' is not a torch device"):
+        out.to_torch(device="gpu")
+
+
 def test_without_torch_the_message_says_what_to_install(
     dense_pipeline, flights_sample, monkeypatch
 ):
