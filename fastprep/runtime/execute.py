@@ -34,7 +34,7 @@ from fastprep.emit import OutputSink, frames, make_layout
 from fastprep.emit.csr import CsrArrays, is_csr
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
-from fastprep.errors import PipelineDefinitionError, Reason
+from fastprep.errors import FitError, PipelineDefinitionError, Reason
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.planning import planner
@@ -42,7 +42,7 @@ from fastprep.runtime.fitted import Params
 from fastprep.runtime.report import Report
 from fastprep.storage.files import write_output
 from fastprep.validate import Quarantine, validate_frame
-from fastprep.validate.findings import make_finding
+from fastprep.validate.findings import make_finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
@@ -386,13 +386,31 @@ def fit_prepared(plan: LogicalPlan, prepared: Prepared, backend: str = "auto") -
     choices = _stage_choices(plan, prepared, backend)
     params: dict[int, Any] = {}
     log = reference.Repairs()
-    with prepared.report.stage("fit"):
+    with prepared.report.stage("fit"), _why_no_rows(prepared):
         for number, stage in enumerate(plan.execution_stages()):
             with stage_backends.timed(choices, number, "fit") as module:
                 params.update(module.fit_stage(plan, stage, prepared.table, log))
     _move_compile_time(prepared.report, "fit", log)
     _record_choices(prepared, choices)
     return [params[i] for i in range(len(plan.features))]
+
+
+@contextmanager
+def _why_no_rows(prepared: Prepared) -> Iterator[None]:
+    """A statistic that found no rows because validation set every row aside: the
+    :class:`FitError` says so and names the rules (the step alone would say "no values")."""
+    try:
+        yield
+    except FitError as exc:
+        report = prepared.report
+        if prepared.table.n_rows or not report.rows_in:
+            raise
+        found = [f for f in merge_findings(report.findings) if f.action == "quarantine"]
+        rules = "; ".join(f.message() for f in found) or "(no finding recorded)"
+        raise FitError(
+            f"{exc}: all {report.rows_in:,} rows of the input were quarantined, none is left "
+            f"to fit on: {rules}"
+        ) from exc
 
 
 def _move_compile_time(report: Report, stage: str, log: reference.Repairs) -> None:
