@@ -72,7 +72,12 @@ class Shard:
 
     @property
     def row_ids(self) -> np.ndarray:
-        return self._array("row_ids")
+        """Read-only, as ``Output.row_ids``: also when decompressed or stacked in memory."""
+        ids = self._array("row_ids")
+        if ids.flags.writeable:
+            ids = ids.view()
+            ids.flags.writeable = False
+        return ids
 
     @property
     def quarantine(self) -> Any:
