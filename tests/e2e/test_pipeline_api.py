@@ -237,6 +237,14 @@ def test_report_contents(flights_pipeline, flights_sample):
     assert str(report) == summary
 
 
+def test_summary_of_a_dense_output_claims_no_nnz(dense_pipeline, flights_sample):
+    """A dense X's non-zeros are not counted (a pass over the output for nothing): the
+    summary leaves the figure out rather than print "nnz 0" for a full matrix."""
+    out = dense_pipeline.fit_transform(flights_sample)
+    line = next(x for x in out.report.summary().splitlines() if x.startswith("X: "))
+    assert line == f"X: {out.X.shape[0]:,} × {out.X.shape[1]:,} dense float32"
+
+
 def test_output_save(flights_pipeline, flights_sample, tmp_path):
     out = flights_pipeline.fit_transform(flights_sample)
     written = out.save(tmp_path / "out")
