@@ -453,6 +453,8 @@ def load(
         schema = _with_stored_tables(schema_from_dict(doc["schema"]), doc, arrays)
         plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
         params = join_arrays(decode_floats(doc["params"]), arrays)
+    except PipelineDefinitionError as exc:  # e.g. an fp.Map's function, not passed
+        raise StateFormatError(f"{os.fspath(path)!r}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None
     if not isinstance(params, list) or len(params) != len(plan.features):
