@@ -69,6 +69,8 @@ from fastprep.runtime.report import Report
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 _PREFIX = "features"
+#: the ``out_dtype`` values whose array holds the features' values as numbers
+NUMERIC_OUT_DTYPES = ("float32", "float64", "float16")
 
 
 class FastprepTransformer(TransformerMixin, BaseEstimator):
@@ -81,7 +83,8 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
     backend : str, default="auto"
         As ``Pipeline.fit(backend=...)``: "auto", "pandas", "numba", ...
     out_dtype : str, default="float32"
-        As ``transform(out_dtype=...)``: "float32" or "float64" (others as fastprep).
+        As ``transform(out_dtype=...)``: "float32", "float64" or "float16" (bfloat16 bit
+        patterns and int8/uint8 codes are refused: the next step would read them as numbers).
     """
 
     def __init__(self, pipeline: Pipeline, *, backend: str = "auto", out_dtype: str = "float32"):
@@ -112,6 +115,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> FastprepTransformer:
         """Fit the pipeline's features on ``X`` (``y`` is accepted and not used)."""
+        self._check_out_dtype()
         frame = self._frame(X, reset=True)
         fitted = self._features_only().fit(frame, backend=self.backend)
         _raise_if_quarantined(fitted.fit_report, "fit")
@@ -120,6 +124,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
         """Fit on ``X`` and transform it, reading and validating it once."""
+        self._check_out_dtype()
         frame = self._frame(X, reset=True)
         fitted, out = self._features_only().fit_and_transform(
             frame, backend=self.backend, out_dtype=self.out_dtype
@@ -132,6 +137,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
         """One output row per row of ``X``; raises ``DataValidationError`` rather than
         dropping a row."""
         check_is_fitted(self, "fitted_")
+        self._check_out_dtype()
         frame = self._frame(X, reset=False)
         out = self.fitted_.transform(frame, backend=self.backend, out_dtype=self.out_dtype)
         _raise_if_quarantined(out.report, "transform")
@@ -159,6 +165,18 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
         return tags
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _check_out_dtype(self) -> None:
+        """Only dtypes whose values are the features' values: bfloat16 is stored as uint16
+        bit patterns and int8/uint8 as quantized codes, which an estimator downstream
+        would read as the numbers themselves."""
+        if self.out_dtype not in NUMERIC_OUT_DTYPES:
+            raise PipelineDefinitionError(
+                f"FastprepTransformer(out_dtype={self.out_dtype!r}): a scikit-learn "
+                f"transformer hands numbers to the next step; use one of "
+                f"{', '.join(NUMERIC_OUT_DTYPES)} (bfloat16 is stored as uint16 bit patterns, "
+                "int8/uint8 as quantized codes: use fastprep's own transform for those)"
+            )
 
     def _checked_pipeline(self) -> Pipeline:
         if not isinstance(self.pipeline, Pipeline):

@@ -123,6 +123,20 @@ def test_backend_and_out_dtype_are_passed_on(flights_xy):
     assert np.allclose(wide, auto, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "uint8", "int8"])
+def test_an_out_dtype_of_codes_is_refused(flights_xy, out_dtype):
+    """bfloat16 is stored as uint16 bit patterns and int8/uint8 as quantized codes: an
+    estimator after the transformer would read them as numbers. float16 is a number."""
+    X, _ = flights_xy
+    for call in ("fit", "fit_transform"):
+        with pytest.raises(fp.PipelineDefinitionError, match=f"out_dtype={out_dtype!r}.*float16"):
+            getattr(FastprepTransformer(NUMERIC, out_dtype=out_dtype), call)(X)
+    half = FastprepTransformer(NUMERIC, out_dtype="float16").fit_transform(X)
+    assert half.dtype == np.float16
+    expected = FastprepTransformer(NUMERIC).fit_transform(X).astype(np.float16)
+    assert np.array_equal(half, expected)
+
+
 def test_rows_whose_only_fault_is_the_target_are_kept(flights_sample):
     X = flights_sample.head(2000)  # arr_delay present, missing on some rows
     assert X["arr_delay"].isna().any()
