@@ -264,16 +264,35 @@ def as_stored(column: Column) -> Column:
 
 def _column_to_dict(column: Column) -> dict[str, Any]:
     if isinstance(column, TextColumn):
-        uniques = np.asarray([str(u) for u in column.uniques], dtype=np.str_)
-        return {"codes": column.codes.astype(np.int32), "uniques": uniques}
+        # the values as UTF-8 bytes and each one's end: a fixed-width unicode array would
+        # drop trailing NULs, so "a\x00" would come back as "a" (and match it)
+        encoded = [str(u).encode("utf-8", "surrogatepass") for u in column.uniques]
+        return {
+            "codes": column.codes.astype(np.int32),
+            "utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            "ends": np.cumsum([len(b) for b in encoded], dtype=np.int64),
+        }
     return {"numbers": np.asarray(column, dtype=np.float64)}
+
+
+def _uniques_from_dict(data: dict[str, Any]) -> np.ndarray:
+    if "utf8" not in data:  # a state saved before the values were kept as UTF-8
+        return np.asarray(data["uniques"]).astype(object)
+    raw = np.asarray(data["utf8"], dtype=np.uint8).tobytes()
+    ends = np.asarray(data["ends"], dtype=np.int64).reshape(-1)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    if len(ends) and (np.any(ends < starts) or ends[-1] != len(raw)):
+        raise ValueError("text value ends outside the stored bytes")
+    uniques = np.empty(len(ends), dtype=object)
+    uniques[:] = [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends)]
+    return uniques
 
 
 def _column_from_dict(data: dict[str, Any]) -> Column:
     if "numbers" in data:
         return np.asarray(data["numbers"], dtype=np.float64)
     codes = np.asarray(data["codes"], dtype=np.int32)
-    uniques = np.asarray(data["uniques"]).astype(object)
+    uniques = _uniques_from_dict(data)
     if len(codes) and (codes.max(initial=-1) >= len(uniques) or codes.min(initial=0) < -1):
         raise ValueError("text codes outside the stored values")
     return TextColumn(codes, uniques)

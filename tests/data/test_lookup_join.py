@@ -85,3 +85,16 @@ def test_digest_follows_the_content():
     assert again.digest() == side.digest()
     other = LookupTable("p", ("k",), (text(["a", "b"]),), {"n": np.array([1.0, 3.0])})
     assert other.digest() != side.digest()
+
+
+def test_round_trip_keeps_every_text_value_whole():
+    """Text keys and values that differ only by trailing NULs, and non-ASCII ones, are
+    still distinct after the fitted state's round trip (a saved "a\\x00" is not "a")."""
+    keys = ["a", "a\x00", "\x00", "", "😀", "ß", "a\x00\x00"]
+    side = LookupTable("p", ("k",), (text(keys),),
+                       {"s": text(["x\x00", "x", None, "y", "", "\x00", "z"])})  # fmt: skip
+    again = LookupTable.from_dict(side.to_dict())
+    probe = text(["a\x00", "a", "\x00", "", "a\x00\x00", "😀", "b"])
+    assert list(again.join([probe], ["s"])["s"].values()) == ["x", "x\x00", None, "y", "z", "",
+                                                              None]  # fmt: skip
+    assert again.digest() == side.digest()
