@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from fastprep.data.columns import Column, RowIds, TextColumn
+from fastprep.data.dict_column import DictColumn, EntryRows
+from fastprep.data.tag_column import TagColumn
 from fastprep.errors import DataValidationError, StateFormatError
 
 #: a combined key space up to this size (and a few times the side's rows) is joined
@@ -238,6 +240,8 @@ def _combined(codes: list[np.ndarray], indexes: list[_KeyIndex]) -> np.ndarray:
 
 
 def _gather(values: Column, rows: np.ndarray) -> Column:
+    if isinstance(values, EntryRows):  # tags, dicts: row -1 takes an empty row (missing)
+        return values.take(rows)
     if isinstance(values, TextColumn):
         codes = np.append(values.codes, np.int32(-1)).astype(np.int32, copy=False)
         uniques = values.arrow_uniques if values.arrow_uniques is not None else values.uniques
@@ -256,43 +260,92 @@ def _value(column: Column, row: int, timestamp: bool = False) -> Any:
 
 
 def as_stored(column: Column) -> Column:
-    """A validated column as a lookup table keeps it: numbers as float64, text as is."""
-    if isinstance(column, TextColumn):
+    """A validated column as a lookup table keeps it: numbers as float64; text, tags and
+    dicts as they are."""
+    if isinstance(column, (TextColumn, EntryRows)):
         return column
     return np.asarray(column, dtype=np.float64)
 
 
 def _column_to_dict(column: Column) -> dict[str, Any]:
+    if isinstance(column, TagColumn):
+        return {"tag_offsets": np.asarray(column.offsets, dtype=np.int64),
+                "codes": column.codes.astype(np.int32),
+                **_utf8(column.uniques.to_pylist())}  # fmt: skip
+    if isinstance(column, DictColumn):
+        return {"dict_offsets": np.asarray(column.offsets, dtype=np.int64),
+                "key_codes": column.key_codes.astype(np.int32),
+                **_utf8(column.key_uniques.to_pylist(), "key_"),
+                "value_codes": column.value_codes.astype(np.int32),
+                **_utf8(column.value_uniques.to_pylist(), "value_"),
+                "numbers": np.asarray(column.numbers, dtype=np.float64)}  # fmt: skip
     if isinstance(column, TextColumn):
-        # the values as UTF-8 bytes and each one's end: a fixed-width unicode array would
-        # drop trailing NULs, so "a\x00" would come back as "a" (and match it)
-        encoded = [str(u).encode("utf-8", "surrogatepass") for u in column.uniques]
-        return {
-            "codes": column.codes.astype(np.int32),
-            "utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
-            "ends": np.cumsum([len(b) for b in encoded], dtype=np.int64),
-        }
+        return {"codes": column.codes.astype(np.int32), **_utf8(column.uniques)}
     return {"numbers": np.asarray(column, dtype=np.float64)}
 
 
-def _uniques_from_dict(data: dict[str, Any]) -> np.ndarray:
-    if "utf8" not in data:  # a state saved before the values were kept as UTF-8
-        return np.asarray(data["uniques"]).astype(object)
-    raw = np.asarray(data["utf8"], dtype=np.uint8).tobytes()
-    ends = np.asarray(data["ends"], dtype=np.int64).reshape(-1)
+def _utf8(values: Any, prefix: str = "") -> dict[str, np.ndarray]:
+    """Text values as UTF-8 bytes and each one's end: a fixed-width unicode array would
+    drop trailing NULs, so "a\x00" would come back as "a" (and match it)."""
+    encoded = [str(v).encode("utf-8", "surrogatepass") for v in values]
+    return {
+        f"{prefix}utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        f"{prefix}ends": np.cumsum([len(b) for b in encoded], dtype=np.int64),
+    }
+
+
+def _texts(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The inverse of :func:`_utf8`."""
+    raw = np.asarray(data[f"{prefix}utf8"], dtype=np.uint8).tobytes()
+    ends = np.asarray(data[f"{prefix}ends"], dtype=np.int64).reshape(-1)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     if len(ends) and (np.any(ends < starts) or ends[-1] != len(raw)):
         raise ValueError("text value ends outside the stored bytes")
-    uniques = np.empty(len(ends), dtype=object)
-    uniques[:] = [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends)]
-    return uniques
+    return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends)]
+
+
+def _codes(data: dict[str, Any], name: str, n_values: int, low: int) -> np.ndarray:
+    """Stored codes into ``n_values`` values, ``low`` the least allowed (-1: missing)."""
+    codes = np.asarray(data[name], dtype=np.int32).reshape(-1)
+    if len(codes) and (codes.max(initial=low) >= n_values or codes.min(initial=0) < low):
+        raise ValueError("text codes outside the stored values")
+    return codes
+
+
+def _offsets(data: dict[str, Any], name: str, n_entries: int) -> np.ndarray:
+    offsets = np.asarray(data[name], dtype=np.int64).reshape(-1)
+    if (
+        not len(offsets)
+        or offsets[0] != 0
+        or offsets[-1] != n_entries
+        or np.any(np.diff(offsets) < 0)
+    ):
+        raise ValueError("entry offsets outside the stored entries")
+    return offsets
 
 
 def _column_from_dict(data: dict[str, Any]) -> Column:
+    if "tag_offsets" in data:
+        tags = _texts(data)
+        codes = _codes(data, "codes", len(tags), 0)
+        offsets = _offsets(data, "tag_offsets", len(codes))
+        return TagColumn(offsets, codes, pa.array(tags, type=pa.large_string()))
+    if "dict_offsets" in data:
+        keys, texts = _texts(data, "key_"), _texts(data, "value_")
+        key_codes = _codes(data, "key_codes", len(keys), 0)
+        value_codes = _codes(data, "value_codes", len(texts), -1)
+        numbers = np.asarray(data["numbers"], dtype=np.float64).reshape(-1)
+        if not len(key_codes) == len(value_codes) == len(numbers):
+            raise ValueError("dict entries of unequal length")
+        return DictColumn(_offsets(data, "dict_offsets", len(key_codes)), key_codes,
+                          pa.array(keys, type=pa.large_string()), value_codes,
+                          pa.array(texts, type=pa.large_string()), numbers)  # fmt: skip
     if "numbers" in data:
         return np.asarray(data["numbers"], dtype=np.float64)
-    codes = np.asarray(data["codes"], dtype=np.int32)
-    uniques = _uniques_from_dict(data)
-    if len(codes) and (codes.max(initial=-1) >= len(uniques) or codes.min(initial=0) < -1):
-        raise ValueError("text codes outside the stored values")
-    return TextColumn(codes, uniques)
+    if "utf8" in data:
+        texts = _texts(data)
+        uniques = np.empty(len(texts), dtype=object)
+        uniques[:] = texts
+    else:  # a state saved before the values were kept as UTF-8
+        uniques = np.asarray(data["uniques"]).astype(object)
+    return TextColumn(_codes(data, "codes", len(uniques), -1), uniques)

@@ -345,3 +345,34 @@ def test_a_declared_side_column_absent_from_the_file_names_the_lookup(flights):
         "planes": fp.Lookup(PLANES, key="tailnum", schema=schema)})  # fmt: skip
     with pytest.raises(fp.SchemaError, match=r"lookup 'planes'.*wings"):
         p.fit(flights)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_list_and_dict_columns_of_a_side_table(flights, backend, tmp_path):
+    """A side table's ``ListOf`` and ``DictOf`` columns join like its other columns: the
+    output equals the same features on the merged frame, also after save and load."""
+    planes = pd.read_parquet(PLANES, columns=["tailnum", "manufacturer", "engine", "seats"])
+    side = pd.DataFrame({"tailnum": planes["tailnum"]})
+    side["tags"] = [[m, e] if s < 200 else [m] for m, e, s in planes.iloc[:, 1:].to_numpy()]
+    side["attrs"] = [{"seats": float(s), "engine": e} for e, s in planes.iloc[:, 2:].to_numpy()]
+    side_schema = fp.Schema({"tailnum": fp.String(), "tags": fp.ListOf(), "attrs": fp.DictOf()})
+    with_lookup = fp.Pipeline(
+        SCHEMA,
+        [fp.cols("planes.tags") >> fp.OneHot(sparse=False), fp.cols("planes.attrs") >> fp.Hash(64)],
+        lookups={"planes": fp.Lookup(side, key="tailnum", schema=side_schema)},
+    )
+    merged = flights.merge(side, on="tailnum", how="left")
+    merged = merged.rename(columns={"tags": "planes.tags", "attrs": "planes.attrs"})
+    by_hand = fp.Pipeline(
+        fp.Schema(
+            {"planes.tags": fp.ListOf(nullable=True), "planes.attrs": fp.DictOf(nullable=True)}
+        ),
+        [fp.cols("planes.tags") >> fp.OneHot(sparse=False), fp.cols("planes.attrs") >> fp.Hash(64)],
+    )
+    fitted = with_lookup.fit(flights, backend=backend)
+    out = fitted.transform(flights, backend=backend)
+    expected = by_hand.fit(merged, backend=backend).transform(merged, backend=backend)
+    assert list(out.feature_names) == list(expected.feature_names)
+    assert_same_matrix(out.X, expected.X)
+    fitted.save(tmp_path / "fitted")
+    assert_same_matrix(fp.load(tmp_path / "fitted").transform(flights, backend=backend).X, out.X)
