@@ -249,6 +249,22 @@ def test_definition_errors() -> None:
         fp.CountEncode(normalize=1)
 
 
+@pytest.mark.parametrize(
+    "features",
+    [
+        lambda: [fp.col("carrier") >> fp.TargetEncode(), fp.col("carrier") >> fp.TargetEncode(smooth=1.0)],
+        lambda: [fp.cols("hour", "carrier") >> fp.CountEncode(),
+                 fp.col("carrier") >> fp.CountEncode(normalize=True)],
+    ],
+)  # fmt: skip
+def test_an_output_name_produced_twice_is_refused(features) -> None:
+    """Two encodings of one column would give two columns of one name (``carrier:target``)."""
+    with pytest.raises(
+        fp.PipelineDefinitionError, match=r"'carrier:(target|count)' is produced twice"
+    ):
+        fp.Pipeline(SCHEMA, features(), target="arr_delay")
+
+
 def test_fit_errors_name_the_step_and_column(flights_sample) -> None:
     tiny = flights_sample[flights_sample.arr_delay.notna()].iloc[:3]
     pipeline = fp.Pipeline(SCHEMA, [fp.col("carrier") >> fp.TargetEncode()], target=LATE)
