@@ -45,6 +45,14 @@ class _KeyIndex:
     grid: tuple[float, float, np.ndarray] | None = None
 
 
+#: a combined key code stays below this (an int64, see :func:`_combined`)
+_CODE_SPACE = 1 << 62
+
+#: the side's key indexes, combined codes, dense array of side rows (small code spaces)
+#: and the prefixes each key column's codes were renumbered by (see :func:`_combined`)
+_Built = tuple[list[_KeyIndex], np.ndarray, np.ndarray | None, list[np.ndarray | None]]
+
+
 @dataclass
 class LookupTable:
     """A validated side table: key columns and the used value columns, over its rows."""
@@ -53,9 +61,7 @@ class LookupTable:
     key: tuple[str, ...]
     key_values: tuple[Column, ...]
     values: dict[str, Column]
-    _index: tuple[list[_KeyIndex], np.ndarray, np.ndarray | None] | None = field(
-        default=None, repr=False
-    )
+    _index: _Built | None = field(default=None, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -64,9 +70,9 @@ class LookupTable:
     def rows_for(self, keys: list[Column]) -> np.ndarray:
         """The side row of each source row (int64, -1 = no match); ``keys`` are the source's
         key columns in key order, over all its rows."""
-        indexes, side_codes, dense = self._built()
+        indexes, side_codes, dense, renumbered = self._built()
         codes = _combined([_source_codes(k, ix) for k, ix in zip(keys, indexes, strict=True)],
-                          indexes)  # fmt: skip
+                          indexes, renumbered)[0]  # fmt: skip
         if dense is not None:
             return dense[codes]  # -1 (no match) reads the -1 appended at the end
         present = np.flatnonzero(side_codes >= 0)
@@ -87,7 +93,7 @@ class LookupTable:
     def check_unique(self, row_ids: RowIds, timestamps: tuple[bool, ...] = ()) -> None:
         """A duplicated key is an error naming the key values and the side rows
         (``timestamps``: which key columns to show as times, not seconds)."""
-        _, side_codes, _ = self._built()
+        side_codes = self._built()[1]
         present = side_codes >= 0
         unique, counts = np.unique(side_codes[present], return_counts=True)
         repeated = unique[counts > 1]
@@ -111,18 +117,19 @@ class LookupTable:
             + "\nkeep one row per key in the side table"
         )
 
-    def _built(self) -> tuple[list[_KeyIndex], np.ndarray, np.ndarray | None]:
+    def _built(self) -> _Built:
         if self._index is None:
             indexes = [_key_index(column) for column in self.key_values]
-            side = _combined([_own_codes(c, ix) for c, ix in zip(self.key_values, indexes, strict=True)],
-                             indexes)  # fmt: skip
-            space = int(np.prod([max(ix.size, 1) for ix in indexes], dtype=np.float64))
+            side, renumbered, space = _combined(
+                [_own_codes(c, ix) for c, ix in zip(self.key_values, indexes, strict=True)],
+                indexes,
+            )
             dense = None
             if space <= min(DENSE_CODES, 8 * len(side) + (1 << 16)):
                 dense = np.full(space + 1, -1, dtype=np.int64)  # the last slot: no match
                 present = np.flatnonzero(side >= 0)
                 dense[side[present]] = present
-            self._index = (indexes, side, dense)
+            self._index = (indexes, side, dense, renumbered)
         return self._index
 
     def digest(self) -> str:
@@ -226,17 +233,40 @@ def _search(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:
     return np.where(distinct[position] == values, position, -1).astype(np.int64)
 
 
-def _combined(codes: list[np.ndarray], indexes: list[_KeyIndex]) -> np.ndarray:
-    """One int64 code per row from the key columns' codes (mixed radix), -1 if any is -1."""
-    out = codes[0].copy()
+def _combined(
+    codes: list[np.ndarray], indexes: list[_KeyIndex],
+    renumbered: list[np.ndarray | None] | None = None,
+) -> tuple[np.ndarray, list[np.ndarray | None], int]:  # fmt: skip
+    """One int64 code per row from the key columns' codes (mixed radix), -1 if any is -1;
+    with the side's distinct prefixes each key column after the first was renumbered by,
+    and the size of the code space.
+
+    A code space past int64 (several key columns of many values each) would wrap and make
+    two keys one: before such a column the codes so far are renumbered by the side's
+    distinct ones (the side's own rows: ``renumbered`` None, found here; the source's: the
+    side's, where a prefix the side lacks matches no row)."""
+    found = [] if renumbered is None else renumbered
+    out = codes[0].astype(np.int64)  # a copy
     missing = out < 0
-    scale = 1
-    for column, previous in zip(codes[1:], indexes[:-1], strict=True):
-        scale *= max(previous.size, 1)
+    size = max(int(indexes[0].size), 1)  # Python ints: the product never wraps
+    for j, (column, index) in enumerate(zip(codes[1:], indexes[1:], strict=True)):
+        width = max(int(index.size), 1)
+        if renumbered is None:
+            found.append(np.unique(out[~missing]) if size * width > _CODE_SPACE else None)
+        distinct = found[j]
+        if distinct is not None:
+            position = np.searchsorted(distinct, out)
+            np.minimum(position, max(len(distinct) - 1, 0), out=position)
+            hit = ~missing & (distinct[position] == out) if len(distinct) else missing & False
+            missing |= ~hit
+            out = np.where(hit, position, 0)
+            size = max(len(distinct), 1)
         missing |= column < 0
-        out += column * scale
+        out *= width
+        out += column
+        size *= width
     out[missing] = -1
-    return out
+    return out, found, size
 
 
 def _gather(values: Column, rows: np.ndarray) -> Column:

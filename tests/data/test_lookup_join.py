@@ -98,3 +98,24 @@ def test_round_trip_keeps_every_text_value_whole():
     assert list(again.join([probe], ["s"])["s"].values()) == ["x", "x\x00", None, "y", "z", "",
                                                               None]  # fmt: skip
     assert again.digest() == side.digest()
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_a_key_space_beyond_int64_equals_pandas_merge(dense, monkeypatch):
+    """Four key columns of 60,000 distinct values each: 60,000**4 combinations overflow an
+    int64 code, which must not make two different keys one."""
+    if not dense:
+        monkeypatch.setattr(lookup_join, "DENSE_CODES", 1)
+    rng = np.random.default_rng(3)
+    n = 60_000
+    keys = [f"c{j}" for j in range(4)]
+    side = pd.DataFrame({k: rng.permutation(n) * 7.0 + j for j, k in enumerate(keys)})
+    left = side.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    left.loc[: n // 3, "c3"] = rng.permutation(left["c3"].to_numpy()[: n // 3 + 1])  # mostly absent
+    left.loc[rng.choice(n, 100, replace=False), "c1"] = np.nan
+    table = LookupTable("t", tuple(keys), tuple(column(side[k], False) for k in keys), {})
+    table.check_unique(np.arange(n))
+    rows = table.rows_for([column(left[k], False) for k in keys])
+    expected = peer(left, side, keys)
+    expected[left.isna().any(axis=1).to_numpy()] = -1
+    np.testing.assert_array_equal(rows, expected)
