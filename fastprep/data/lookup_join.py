@@ -90,9 +90,12 @@ class LookupTable:
         rows = self.rows_for(keys)
         return {name: _gather(self.values[name], rows) for name in columns}
 
-    def check_unique(self, row_ids: RowIds, timestamps: tuple[bool, ...] = ()) -> None:
+    def check_unique(
+        self, row_ids: RowIds, timestamps: tuple[bool, ...] = (), integers: tuple[bool, ...] = ()
+    ) -> None:
         """A duplicated key is an error naming the key values and the side rows
-        (``timestamps``: which key columns to show as times, not seconds)."""
+        (``timestamps``: which key columns to show as times, not seconds; ``integers``:
+        which as whole numbers, not floats)."""
         side_codes = self._built()[1]
         present = side_codes >= 0
         unique, counts = np.unique(side_codes[present], return_counts=True)
@@ -105,7 +108,7 @@ class LookupTable:
             rows = positions[side_codes[present] == code]
             shown = ", ".join(str(int(row_ids[int(r)])) for r in rows[:10])
             value = ", ".join(
-                f"{k}={_value(col, int(rows[0]), i < len(timestamps) and timestamps[i])!r}"
+                f"{k}={_value(col, int(rows[0]), _flag(timestamps, i), _flag(integers, i))!r}"
                 for i, (k, col) in enumerate(zip(self.key, self.key_values, strict=True))
             )
             lines.append(f"{value} at rows {shown}")
@@ -279,13 +282,19 @@ def _gather(values: Column, rows: np.ndarray) -> Column:
     return np.append(np.asarray(values, dtype=np.float64), np.nan)[rows]
 
 
-def _value(column: Column, row: int, timestamp: bool = False) -> Any:
+def _flag(flags: tuple[bool, ...], i: int) -> bool:
+    return i < len(flags) and flags[i]
+
+
+def _value(column: Column, row: int, timestamp: bool = False, integer: bool = False) -> Any:
     if isinstance(column, TextColumn):
         code = int(column.codes[row])
         return None if code < 0 else str(column.uniques[code])
     value = float(np.asarray(column)[row])
     if timestamp and np.isfinite(value):
         return str(np.datetime64(round(value * 1e6), "us"))
+    if integer and value.is_integer():
+        return int(value)
     return value
 
 

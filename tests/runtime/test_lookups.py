@@ -235,6 +235,23 @@ def test_a_duplicated_two_column_key(flights, tmp_path):
         pipeline(weather=tmp_path / "w.parquet").fit(flights)
 
 
+def test_a_duplicated_integer_key_is_named_as_written(flights):
+    """An ``Int`` key's repeated value reads as the integer in the table, not as seconds or
+    a float (``seats=55``, not ``seats=55.0``)."""
+    side = pd.read_parquet(PLANES, columns=["seats", "year"]).drop_duplicates("seats")
+    side = pd.concat([side, side.iloc[[0]]], ignore_index=True)
+    schema = fp.Schema({"seats": fp.Int(), "year": fp.Int(nullable=True)})
+    p = fp.Pipeline(
+        fp.Schema({"distance": fp.Float()}),
+        [fp.col("by_seats.year") >> fp.FillMissing(0)],
+        lookups={"by_seats": fp.Lookup(side, key={"distance": "seats"}, schema=schema)},
+    )
+    with pytest.raises(
+        fp.DataValidationError, match=rf"seats={side.seats[0]} at rows 0, {len(side) - 1}"
+    ):
+        p.fit(flights)
+
+
 def test_a_side_row_breaking_its_schema_is_an_error_not_a_dropped_row(flights, tmp_path):
     planes = pd.read_parquet(PLANES)
     planes.loc[[3, 9], "seats"] = -1
