@@ -119,3 +119,20 @@ def test_a_key_space_beyond_int64_equals_pandas_merge(dense, monkeypatch):
     expected = peer(left, side, keys)
     expected[left.isna().any(axis=1).to_numpy()] = -1
     np.testing.assert_array_equal(rows, expected)
+
+
+def test_a_state_saved_with_fixed_width_text_still_loads():
+    saved = {"name": "p", "key": ["k"],
+             "key_values": [{"codes": np.array([0, 1], np.int32), "uniques": np.array(["a", "b"])}],
+             "values": {"n": {"numbers": np.array([1.0, 2.0])}}}  # fmt: skip
+    table = LookupTable.from_dict(saved)
+    np.testing.assert_array_equal(
+        table.join([text(["b", "a", "c"])], ["n"])["n"], [2.0, 1.0, np.nan]
+    )
+
+
+def test_malformed_text_arrays_are_refused():
+    state = LookupTable("p", ("k",), (text(["a", "b"]),), {"s": text(["x", "y"])}).to_dict()
+    state["values"]["s"]["ends"] = np.array([1, 5])  # past the stored bytes
+    with pytest.raises(ValueError, match="malformed lookup table"):
+        LookupTable.from_dict(state)
