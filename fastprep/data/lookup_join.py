@@ -260,7 +260,9 @@ def _combined(
         if distinct is not None:
             position = np.searchsorted(distinct, out)
             np.minimum(position, max(len(distinct) - 1, 0), out=position)
-            hit = ~missing & (distinct[position] == out) if len(distinct) else missing & False
+            hit = (
+                ~missing & (distinct[position] == out) if len(distinct) else np.zeros_like(missing)
+            )
             missing |= ~hit
             out = np.where(hit, position, 0)
             size = max(len(distinct), 1)

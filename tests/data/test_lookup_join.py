@@ -29,14 +29,17 @@ def peer(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> pd.Series:
     return merged["_row"].fillna(-1).to_numpy(np.int64)
 
 
+@pytest.mark.parametrize("renumber", [False, True])
 @pytest.mark.parametrize("dense", [True, False])
 @pytest.mark.parametrize(
     "kinds",
     [("text",), ("grid",), ("float",), ("text", "grid"), ("grid", "float", "text")],
 )
-def test_rows_equal_pandas_merge(kinds, dense, monkeypatch):
+def test_rows_equal_pandas_merge(kinds, dense, renumber, monkeypatch):
     if not dense:
         monkeypatch.setattr(lookup_join, "DENSE_CODES", 1)
+    if renumber:  # every key column's prefix renumbered, as past an int64 code space
+        monkeypatch.setattr(lookup_join, "_CODE_SPACE", 1)
     rng = np.random.default_rng(7)
     n_side, n_rows = 400, 5_000
     pools = {
