@@ -46,7 +46,7 @@ class _KeyIndex:
 
 
 #: a combined key code stays below this (an int64, see :func:`_combined`)
-_CODE_SPACE = 1 << 62
+CODE_SPACE = 1 << 62
 
 #: the side's key indexes, combined codes, dense array of side rows (small code spaces)
 #: and the prefixes each key column's codes were renumbered by (see :func:`_combined`)
@@ -255,7 +255,7 @@ def _combined(
     for j, (column, index) in enumerate(zip(codes[1:], indexes[1:], strict=True)):
         width = max(int(index.size), 1)
         if renumbered is None:
-            found.append(np.unique(out[~missing]) if size * width > _CODE_SPACE else None)
+            found.append(np.unique(out[~missing]) if size * width > CODE_SPACE else None)
         distinct = found[j]
         if distinct is not None:
             position = np.searchsorted(distinct, out)

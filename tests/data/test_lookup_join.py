@@ -39,7 +39,7 @@ def test_rows_equal_pandas_merge(kinds, dense, renumber, monkeypatch):
     if not dense:
         monkeypatch.setattr(lookup_join, "DENSE_CODES", 1)
     if renumber:  # every key column's prefix renumbered, as past an int64 code space
-        monkeypatch.setattr(lookup_join, "_CODE_SPACE", 1)
+        monkeypatch.setattr(lookup_join, "CODE_SPACE", 1)
     rng = np.random.default_rng(7)
     n_side, n_rows = 400, 5_000
     pools = {
