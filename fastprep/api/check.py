@@ -106,7 +106,7 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
                 f"{where}: {numeric_steps[0].describe()} needs a numeric input, but "
                 f"{item.name!r} is {input_type.value}; encode it with fp.OneHot(), fp.Categorify() or fp.Hash()"
             )
-        _check_vocabulary_input(feature, item.name, input_type, where)
+        _check_vocabulary_input(feature, item, input_type, where)
         if feature.encoder is None and not input_type.is_numeric:
             raise PipelineDefinitionError(
                 f"{where}: {item.name!r} is {input_type.value} and cannot be emitted as a number; "
@@ -114,16 +114,19 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
             )
 
 
-def _check_vocabulary_input(feature: Feature, name: str, found: LType, where: str) -> None:
+def _check_vocabulary_input(feature: Feature, item: Input, found: LType, where: str) -> None:
     """Categorify (and target/count encoding) encode text, integers and booleans; a float
     column has no vocabulary."""
     from fastprep.plan.steps import SUFFIXED_ENCODERS, Categorify
 
     if isinstance(feature.encoder, (Categorify, *SUFFIXED_ENCODERS)) and found == LType.FLOAT:
+        # an expression's arithmetic gives floats: no schema declaration can make it whole
+        fix = ("declare it fp.Int() if its values are whole numbers" if isinstance(item.expr, Col)
+               else "wrap the expression in round(...) if its values are whole numbers")  # fmt: skip
         raise PipelineDefinitionError(
             f"{where}: {feature.encoder.describe()} needs a text, integer or boolean input, "
-            f"but {name!r} is float; declare it fp.Int() if its values are whole numbers, "
-            "or bin/scale it instead (fp.Hash() encodes any value)"
+            f"but {item.name!r} is float; {fix}, or bin/scale it instead (fp.Hash() encodes "
+            "any value)"
         )
 
 

@@ -237,6 +237,10 @@ def test_definition_errors() -> None:
         build(fp.col("dep_delay") >> fp.TargetEncode())
     with pytest.raises(fp.PipelineDefinitionError, match=r"'dep_delay' is float"):
         build(fp.col("dep_delay") >> fp.CountEncode())
+    # an expression's arithmetic is float: the fix is round(...), not a declaration
+    with pytest.raises(fp.PipelineDefinitionError, match=r"'h2' is float; wrap .* round"):
+        build(fp.expr("h2 = hour * 2") >> fp.CountEncode())
+    build(fp.expr("h2 = round(hour * 2)") >> fp.CountEncode())
     with pytest.raises(fp.PipelineDefinitionError, match="must be the last step"):
         build(fp.col("carrier") >> fp.TargetEncode() >> fp.Standardize())
     for bad, rule in [
