@@ -28,6 +28,7 @@ from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.columns import FitTarget, FoldedRows
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
+from fastprep.data.sources import source_columns
 from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, JobError, SourceError
@@ -143,11 +144,9 @@ def read_columns(job: Job) -> tuple[list[str], list[str]]:
 def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
     """The target's columns may be absent (new data to transform): read what exists;
     ``prepare`` then says the output has no y (and fit fails naming the column)."""
-    if spec.kind != "parquet" or spec.path is None:
+    if spec.kind not in ("parquet", "csv") or spec.path is None:
         return columns
-    import pyarrow.parquet as pq
-
-    names = set(pq.ParquetFile(spec.path).schema_arrow.names)
+    names = set(source_columns(spec.path) or columns)  # a Parquet footer, a CSV header
     return [c for c in columns if c in names] or columns
 
 
