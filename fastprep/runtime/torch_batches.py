@@ -29,7 +29,9 @@ def _make_dataset_class() -> type:
 
         Use with ``DataLoader(dataset, batch_size=None)`` (the batches are already made).
         Every pass over the dataset is the next epoch (reshuffled when ``shuffle=True``);
-        ``set_epoch(n)`` picks one. With ``num_workers=k`` each worker streams every k-th
+        ``set_epoch(n)`` picks one. Through worker processes each pass's order also
+        depends on the seed the DataLoader draws for it (from torch's generator:
+        reproducible under ``torch.manual_seed``). With ``num_workers=k`` each worker streams every k-th
         partition. ``stats`` is the last pass's :class:`~fastprep.runtime.batches.BatchStats`.
         A Polars source (and a filtered Dataset) is made an Arrow table of the columns
         the pipeline reads here, once: see :func:`_fork_safe`.
@@ -52,8 +54,13 @@ def _make_dataset_class() -> type:
         def __iter__(self) -> Iterator[tuple[Any, Any]]:
             info = torch.utils.data.get_worker_info()
             shard = None if info is None else (info.id, info.num_workers)
+            # a worker holds a copy of the dataset made when the DataLoader began this pass:
+            # the epoch it counts is lost with it (unless workers persist), so the seed the
+            # DataLoader drew for the pass (its workers' seeds less their ids: the same in
+            # all of them, new each pass) is mixed into the shuffle
+            pass_seed = None if info is None else info.seed - info.id
             stream = BatchStream(
-                self.fitted, self.source, epoch=self.epoch, shard=shard,
+                self.fitted, self.source, epoch=self.epoch, shard=shard, pass_seed=pass_seed,
                 alerts_seen=self.alerts_seen, **self.options,
             )  # fmt: skip
             self.epoch += 1

@@ -177,6 +177,27 @@ def test_dataset_with_spawned_workers(weather_fit):
     )
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+def test_each_pass_through_worker_processes_is_a_new_epoch(weather_fit, persistent):
+    """A worker is a copy of the dataset: the epoch it counted died with it, so every pass
+    of a DataLoader with workers repeated the first epoch's order. Each pass now has its
+    own order (reproducible under torch.manual_seed), every row once."""
+    weather, fitted, full = weather_fit
+    dataset = fitted.torch_dataset(weather, batch_size=500, rows_per_partition=2000,
+                                   shuffle=True, return_row_ids=True)  # fmt: skip
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2, timeout=30,
+                                         persistent_workers=persistent)  # fmt: skip
+
+    def orders() -> list[list[int]]:
+        torch.manual_seed(7)
+        return [torch.cat([b[2] for b in loader]).tolist() for _epoch in range(3)]
+
+    first = orders()
+    assert all(sorted(o) == full.row_ids.tolist() for o in first)
+    assert len({tuple(o) for o in first}) == 3
+    assert orders() == first or persistent  # persistent workers keep counting on
+
+
 def test_dataset_epochs_alert_once_a_new_dataset_again(flights_pipeline, flights_sample):
     fitted = flights_pipeline.fit(flights_sample)
     alerts: list = []
