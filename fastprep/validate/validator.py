@@ -55,6 +55,8 @@ from fastprep.validate.table_checks import duplicate_key_finding
 if TYPE_CHECKING:
     import pandas as pd
 
+#: each call's findings, at DEBUG: a run validates partition by partition, and its findings
+#: reach the ``fastprep.alerts`` logger once per rule with the run's total (and the report)
 log = logging.getLogger("fastprep.validate")
 
 
@@ -131,7 +133,7 @@ def validate_frame(
             elif action == "quarantine":
                 quarantine.add(ids[mask], f"{name}: {rule}")
             else:
-                log.warning(finding.message())
+                log.debug(finding.message())
         coerced[name] = values
         if phase == "fit":
             findings.extend(_fit_findings(name, fit_checks, ids, n_rows))
@@ -143,7 +145,7 @@ def validate_frame(
     if phase == "fit" and n_rows == 0:  # a statistic to fit will then be a FitError
         findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
                                 phase=phase))  # fmt: skip
-        log.warning("empty input: the source has no rows at fit time")
+        log.debug("empty input: the source has no rows at fit time")
     if to_raise:
         lines = "\n  ".join(f.message() for f in to_raise)
         raise DataValidationError(
@@ -388,7 +390,7 @@ def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) ->
     finding = make_finding(
         name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"
     )
-    log.warning(finding.message())
+    log.debug(finding.message())
     return [finding]
 
 

@@ -504,3 +504,29 @@ def test_a_folder_the_system_refuses_is_a_one_line_error(capsys, monkeypatch, tm
     assert code == 2, err
     assert err.startswith("fastprep: error: ") and "/proc/fastprep-nope" in err
     assert err.count("\n") == 1
+
+
+WARN_PIPELINE = """
+import fastprep as fp
+
+pipeline = fp.Pipeline(
+    schema=fp.Schema({
+        "distance": fp.Float(max=1000, on_invalid="warn"),
+        "origin": fp.Category(),
+    }),
+    features=[fp.col("distance") >> fp.Standardize(), fp.col("origin") >> fp.OneHot()],
+)
+"""
+
+
+def test_findings_are_printed_once_not_again_on_stderr(tmp_path):
+    """The run prints its report (every finding, totalled); a 'warn' finding is not printed
+    a second time on stderr by logging."""
+    (tmp_path / "warn.py").write_text(WARN_PIPELINE)
+    result = subprocess.run(
+        module_command("run", tmp_path / "warn.py", "--input", SAMPLE, "-o", tmp_path / "o"),
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert_ok(result)
+    assert result.stdout.count("broke rule 'above_max'") == 1
+    assert result.stderr == ""
