@@ -88,13 +88,14 @@ def count_passes(plan: LogicalPlan) -> int:
 
 def fit_levels(
     plan: LogicalPlan, source: Source, run_pass: RunPass, rows: int = 0,
-    cross_fit: CrossFit | None = None,
+    cross_fit: CrossFit | None = None, whole_source: list[Finding] | None = None,
 ) -> tuple[list[dict[str, Any]], Report]:  # fmt: skip
     """Fitted parameters equal to the single-machine fit's, and the fit's report.
     ``rows``: the source's rows when known up front (a step that gathers its values is
     refused before any pass when they could not fit). ``cross_fit``: the fit of a
     partitioned fit_transform, which also collects the fit rows' out-of-fold encodings
-    and each partition's fitted rows."""
+    and each partition's fitted rows. ``whole_source``: findings about the source as a
+    whole (its undeclared columns), first in the report, as in memory."""
     from fastprep.backends.reference import scalers
 
     learned: Learned = {
@@ -116,7 +117,7 @@ def fit_levels(
         results = run_pass(learned, targets, f"fit level {level}")
         retries += sum(r["retries"] for r in results)
         if report is None:
-            report = _fit_report(results, source)
+            report = _fit_report(results, source, whole_source or [])
         medians = _by_order(targets)
         _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
                learned, report, cross_fit)  # fmt: skip
@@ -156,7 +157,7 @@ def fit_levels(
     if report is None:
         validated = run_pass(learned, [], "validate")
         fitted_rows = [r["rows_fit"] for r in validated]
-        report = _fit_report(validated, source)
+        report = _fit_report(validated, source, whole_source or [])
     if cross_fit is not None:
         cross_fit.finish(fitted_rows)
     report.notes.extend(retry_notes(retries))
@@ -251,12 +252,14 @@ def _merge(
             )
 
 
-def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
+def _fit_report(
+    results: list[dict[str, Any]], source: Source, whole_source: list[Finding]
+) -> Report:
     report = Report(source=str(source), backend="distributed")
     report.rows_in = sum(r["rows_in"] for r in results)
     report.rows_out = sum(r["rows_fit"] for r in results)
     report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
-    report.findings = _source_findings(results)
+    report.findings = merge_findings([*whole_source, *_source_findings(results)])
     report.check_accounting()
     return report
 

@@ -28,6 +28,7 @@ from fastprep.backends.reference.tags import is_tags, tag_values
 from fastprep.data.columns import FitTarget, FoldedRows
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
+from fastprep.data.sources import source_columns
 from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
 from fastprep.errors import FastprepError, JobError, SourceError
@@ -143,11 +144,14 @@ def read_columns(job: Job) -> tuple[list[str], list[str]]:
 def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
     """The target's columns may be absent (new data to transform): read what exists;
     ``prepare`` then says the output has no y (and fit fails naming the column)."""
-    if spec.kind != "parquet" or spec.path is None:
+    if spec.kind not in ("parquet", "csv") or spec.path is None:
         return columns
-    import pyarrow.parquet as pq
+    if spec.kind == "csv":  # the header's names
+        names = set(source_columns(spec.path) or columns)
+    else:
+        import pyarrow.parquet as pq
 
-    names = set(pq.ParquetFile(spec.path).schema_arrow.names)
+        names = set(pq.ParquetFile(spec.path).schema_arrow.names)
     return [c for c in columns if c in names] or columns
 
 
@@ -446,9 +450,12 @@ def stat_kind(step: Step) -> str:
     return agg.partial_kind(step)
 
 
-def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:
-    """Rows of a partition whose size the source does not say up front (a CSV file)."""
-    frame, _ = read_with_retries(spec, [column], [], retry)
+def count_rows(spec: PartitionSpec, retry: RetryPolicy) -> int:
+    """Rows of a partition whose size the source does not say up front (a CSV file), read
+    from the file's own first column: a column the pipeline names may be a lookup's (joined
+    later) or the target's (absent from new data)."""
+    names = source_columns(spec.path) if spec.path is not None else None
+    frame, _ = read_with_retries(spec, list(names or ())[:1], [], retry)
     return len(frame)
 
 

@@ -202,15 +202,16 @@ def write_manifest(
     folder: Path, specs: list[PartitionSpec], entries: dict[int, dict[str, Any]],
     names: Sequence[str], notes: list[str], source: str, fingerprint: str, *,
     out_dtype: str = "float32", codec: str | None = None, pipeline: Any = None,
-    writing: fmt.Writing | None = None,
+    writing: fmt.Writing | None = None, whole_source: Sequence[Finding] = (),
 ) -> Manifest:  # fmt: skip
     """Check the row accounting over all partitions, then publish ``manifest.json`` (last;
-    ``writing``: the job's claim on the folder, see ``fmt.Writing``)."""
+    ``writing``: the job's claim on the folder, see ``fmt.Writing``; ``whole_source``: as
+    :func:`combine_reports`)."""
     missing = [s.describe() for s in specs if s.index not in entries]
     if missing:
         raise JobError(f"no shard for {len(missing)} partition(s): {missing[:3]}")
     ordered = [entries[s.index] for s in specs]
-    report = combine_reports([e["report"] for e in ordered], notes, source)
+    report = combine_reports([e["report"] for e in ordered], notes, source, whole_source)
     expected = sum(s.n_rows or 0 for s in specs)
     if report.rows_in != expected:
         raise JobError(f"shards hold {report.rows_in:,} input rows; the source has {expected:,}")
@@ -237,10 +238,16 @@ def write_manifest(
     return Manifest(folder, partitions, names, report)
 
 
-def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str) -> Report:
+def combine_reports(
+    reports: list[dict[str, Any]], notes: list[str], source: str,
+    whole_source: Sequence[Finding] = (),
+) -> Report:  # fmt: skip
     """One report over all partitions: counts summed; a rule broken in several partitions
-    is one finding with the summed count (``merge_findings``), repairs likewise."""
+    is one finding with the summed count (``merge_findings``), repairs likewise.
+    ``whole_source``: findings about the source as a whole (its undeclared columns, which
+    a partition reading only the plan's columns never sees), first, as in memory."""
     total = Report(source=source, backend="distributed")
+    total.findings.extend(whole_source)
     repairs: dict[tuple[str, str], int] = {}
     for part in reports:
         total.rows_in += part["rows_in"]

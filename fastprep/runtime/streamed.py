@@ -60,7 +60,6 @@ from fastprep.runtime.partition_tasks import (
 )
 from fastprep.runtime.report import Report
 from fastprep.validate import drift
-from fastprep.validate.findings import Finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
@@ -176,8 +175,7 @@ def fit_with_profile(
             profiles[:] = [r.pop("profile") for r in results] or [{}]
         return results
 
-    params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
-    _add_findings(report, unexpected)
+    params, report = fit_levels(plan, source, run_pass, rows, cross_fit, unexpected)
     report.backend = "streamed"
     held = ""
     if keep:
@@ -223,8 +221,8 @@ def transform(
     try:
         entries = [r["entry"] for r in parts.each(one)]
         retried = retry_notes(sum(int(e["retries"]) for e in entries))
-        report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source))
-        _add_findings(report, unexpected)
+        report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source),
+                                 unexpected)  # fmt: skip
         _add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
         report.backend = "streamed"
         rows = sum(int(e["shape"][0]) for e in entries)
@@ -240,13 +238,6 @@ def transform(
     opened = open_output(output_dir)
     opened.notes.extend(report.notes)
     return opened
-
-
-def _add_findings(report: Report, whole_source: list[Finding]) -> None:
-    """Findings about the source as a whole (its undeclared columns), first, as in memory:
-    a partition reads only the columns the plan uses, so it never sees them."""
-    if whole_source:
-        report.findings = merge_findings([*whole_source, *report.findings])
 
 
 def _add_drift(

@@ -28,7 +28,7 @@ from fastprep.data.partitions import (
     path_identity,
     plan_partitions,
 )
-from fastprep.data.sources import Source, is_path, resolve_files
+from fastprep.data.sources import Source, is_path, resolve_files, source_columns
 from fastprep.emit import make_layout
 from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
@@ -60,6 +60,8 @@ from fastprep.runtime.partition_tasks import (
 from fastprep.runtime.report import Report
 from fastprep.storage.output_format import Writing, check_codec
 from fastprep.storage.state import encode_floats
+from fastprep.validate.findings import Finding
+from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
     pass
@@ -101,9 +103,7 @@ def partitions_for(
     specs = plan_partitions(source, rows_per_partition, worker_threads(client))
     if not all(s.row_offset is not None and s.n_rows is not None for s in specs):
         futures = [
-            client.submit(
-                in_budget, count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}"
-            )
+            client.submit(in_budget, count_rows, s, retry, key=f"fastprep-count-{_token(s)}")
             for s in specs
         ]
         sizes = _results(client, futures, specs, "count rows", progress)
@@ -148,6 +148,14 @@ def is_dask_frame(source: Any) -> bool:
     return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
 
 
+def _undeclared(schema: Schema, source: Any, phase: str) -> list[Finding]:
+    """The source's columns the schema does not declare (``schema.unexpected`` decides:
+    reported, or a ``SchemaError`` before any task), told from its names on the client: a
+    task reads only the columns the plan uses, so it never sees them."""
+    names = [str(c) for c in source.columns] if is_dask_frame(source) else source_columns(source)
+    return unexpected_column_findings(schema, names, phase)
+
+
 def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]:
     """A dask DataFrame's partitions as futures computed from its graph (Dask recomputes
     them if a worker is lost); ``None`` per partition for a file source."""
@@ -169,6 +177,7 @@ def fit(
     :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
     collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
     check_fittable(plan)
+    undeclared = _undeclared(schema, source, "fit")
     # what the jobs before let go is gone from the workers before this one keeps anything;
     # an earlier fit's partitions no transform took are let go now, not once this fit has
     # kept its own beside them (one fit's per cluster)
@@ -188,7 +197,7 @@ def fit(
                          kept)  # fmt: skip
 
     try:
-        params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
+        params, report = fit_levels(plan, source, run_pass, rows, cross_fit, undeclared)
     except BaseException:
         kept.drop(client, specs, partitions=True)
         raise
@@ -405,6 +414,7 @@ def transform(
     folds and the out-of-fold encodings.
     """
     codec = check_codec(compress)
+    undeclared = _undeclared(schema, source, "transform")
     retry = retry or RetryPolicy()
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, retry,
@@ -483,8 +493,9 @@ def transform(
         if output_dir is not None:
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
-                                         pipeline=pipeline, writing=claim)  # fmt: skip
-        return _gather(results, names, notes, str(source))
+                                         pipeline=pipeline, writing=claim,
+                                         whole_source=undeclared)  # fmt: skip
+        return _gather(results, names, notes, str(source), undeclared)
     finally:
         # those no task took (a task run elsewhere, a skipped one, a failed job, a copy
         # left where a stolen task first kept it): none when every partition held was
@@ -549,7 +560,11 @@ _SCATTERED: dict[str, tuple[str, Future]] = {}
 
 
 def _gather(
-    results: list[dict[str, Any]], names: Any, notes: list[str], source: str
+    results: list[dict[str, Any]],
+    names: Any,
+    notes: list[str],
+    source: str,
+    whole_source: list[Finding],
 ) -> execute.Output:
     import pandas as pd
     import scipy.sparse as sp
@@ -562,7 +577,9 @@ def _gather(
     )
     ys = [o.y for o in outputs]
     y = None if any(v is None for v in ys) else np.concatenate(ys)
-    report = shards.combine_reports([o.report.to_dict() for o in outputs], notes, source)
+    report = shards.combine_reports(
+        [o.report.to_dict() for o in outputs], notes, source, whole_source
+    )
     quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
     row_ids = np.concatenate([o.row_ids for o in outputs])
     report.output = execute.describe_output(X)

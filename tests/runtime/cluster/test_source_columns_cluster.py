@@ -1,0 +1,112 @@
+"""What a cluster job knows of its source's columns, as one process knows it: the columns
+the schema does not declare are reported (or refused under ``unexpected="raise"``) though no
+task reads them, and CSV files are counted and read by their own header, whatever the
+pipeline's columns are (a lookup's joined column, a target absent from new data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from support import REPO, assert_same_matrix
+
+import fastprep as fp
+from fastprep.runtime.cluster import load_shards
+
+SAMPLES = REPO / "data_samples"
+ROWS = 3_000
+
+
+def _findings(report) -> list[tuple[str, str, int]]:
+    return sorted((f.column, f.rule, f.count) for f in report.findings)
+
+
+def _weather(tmp_path, unexpected: str = "ignore") -> tuple[fp.Pipeline, str]:
+    """Weather in two files (one without rows); the pipeline declares 4 of its 15 columns."""
+    table = pq.read_table(SAMPLES / "weather.parquet").slice(0, 6_000)
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=1_000)
+    pq.write_table(table.slice(0, 0), tmp_path / "b.parquet")
+    schema = fp.Schema(
+        {"origin": fp.Category(), "temp": fp.Float(nullable=True), "precip": fp.Float()},
+        unexpected=unexpected,
+    )
+    features = [fp.col("temp") >> fp.FillMissing("median") >> fp.Standardize()]
+    pipeline = fp.Pipeline(schema, features, target=fp.expr("rain = precip > 0"))
+    return pipeline, str(tmp_path / "*.parquet")
+
+
+def test_undeclared_columns_are_reported_as_in_one_process(client, tmp_path) -> None:
+    pipeline, source = _weather(tmp_path)
+    fitted = pipeline.fit(source)
+    expected = fitted.transform(source)
+    undeclared = [f for f in fitted.fit_report.findings if f.rule == "unexpected_column"]
+    assert len(undeclared) == 12  # the rule this test is about is there in one process
+
+    dist = pipeline.fit(source, client=client, rows_per_partition=ROWS)
+    assert _findings(dist.fit_report) == _findings(fitted.fit_report)
+    out = fitted.transform(source, client=client, rows_per_partition=ROWS)
+    assert _findings(out.report) == _findings(expected.report)
+    assert_same_matrix(out.X, expected.X)
+    folder = tmp_path / "shards"
+    manifest = fitted.transform(source, client=client, rows_per_partition=ROWS, output_dir=folder)
+    assert _findings(manifest.report) == _findings(expected.report)
+    assert _findings(load_shards(folder).report) == _findings(expected.report)
+
+
+def test_undeclared_columns_refused_before_any_task(client, tmp_path) -> None:
+    pipeline, source = _weather(tmp_path, unexpected="raise")
+    with pytest.raises(fp.SchemaError, match="does not declare"):
+        pipeline.fit(source)
+    with pytest.raises(fp.SchemaError, match="does not declare"):
+        pipeline.fit(source, client=client, rows_per_partition=ROWS)
+    narrow = tmp_path / "narrow.parquet"  # only the declared columns: fitted
+    pq.write_table(pq.read_table(tmp_path / "a.parquet", columns=["origin", "temp", "precip"]),
+                   narrow)  # fmt: skip
+    fitted = pipeline.fit(narrow, client=client, rows_per_partition=ROWS)
+    with pytest.raises(fp.SchemaError, match="does not declare"):
+        fitted.transform(source)
+    with pytest.raises(fp.SchemaError, match="does not declare"):
+        fitted.transform(source, client=client, rows_per_partition=ROWS)
+
+
+def _csv_files(folder, flights_sample, target: bool) -> str:
+    """The flights sample as 4 CSV files of uneven sizes (one of a single row)."""
+    folder.mkdir()
+    frame = flights_sample if target else flights_sample.drop(columns=["arr_delay"])
+    for k, (start, stop) in enumerate([(0, 5_000), (5_000, 5_001), (5_001, 13_000),
+                                       (13_000, 20_000)]):  # fmt: skip
+        frame.iloc[start:stop].to_csv(folder / f"f{k}.csv", index=False)
+    return str(folder / "f*.csv")
+
+
+def test_csv_files_with_a_lookup_and_without_the_target(client, tmp_path, flights_sample) -> None:
+    planes = fp.Schema({"tailnum": fp.String(), "year": fp.Int(nullable=True), "seats": fp.Int()})
+    schema = fp.Schema({"tailnum": fp.String(nullable=True), "arr_delay": fp.Float(),
+                        "dep_delay": fp.Float(nullable=True)})  # fmt: skip
+    lookup = fp.Lookup(SAMPLES / "planes.parquet", key={"tailnum": "tailnum"}, schema=planes)
+    pipeline = fp.Pipeline(
+        schema,
+        [
+            # the lookup's column comes first among the plan's columns
+            fp.expr("age = 2013 - planes.year") >> fp.FillMissing("median") >> fp.Standardize(),
+            fp.col("dep_delay") >> fp.FillMissing(0),
+        ],
+        target=fp.expr("late = arr_delay > 15"),
+        lookups={"planes": lookup},
+    )
+    source = _csv_files(tmp_path / "with", flights_sample, target=True)
+    fitted = pipeline.fit(source)
+    dist = pipeline.fit(source, client=client, rows_per_partition=ROWS)
+    assert dist.params == fitted.params
+    expected = fitted.transform(source)
+    out = dist.transform(source, client=client, rows_per_partition=ROWS)
+    assert_same_matrix(out.X, expected.X)
+    assert np.array_equal(out.y, expected.y) and np.array_equal(out.row_ids, expected.row_ids)
+
+    new = _csv_files(tmp_path / "without", flights_sample, target=False)
+    expected = fitted.transform(new)
+    out = fitted.transform(new, client=client, rows_per_partition=ROWS)
+    assert expected.y is None and out.y is None
+    assert_same_matrix(out.X, expected.X)
+    assert np.array_equal(out.row_ids, expected.row_ids)
+    assert "the source has no target column(s): transformed without y" in out.report.notes
