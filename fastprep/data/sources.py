@@ -160,13 +160,32 @@ def read_source(
     tables = [first] + [_read_file_and_names(path, columns, text)[0] for path in files[1:]]
     if len({tuple(t.schema.types) for t in tables}) > 1:  # e.g. Parquet and CSV files
         tables = [decoded(t) for t in tables]  # text as strings everywhere, then promoted
-    table = (
-        tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
-    )
+    table = tables[0] if len(tables) == 1 else _concat(tables)
     return table, SourceInfo(
         f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
         columns=tuple(names),
     )  # fmt: skip
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """The files' tables as one, their types promoted (int to float, string to large).
+    A column whose types do not promote (numbers in one file, text in another) is taken as
+    text in every file: validation then converts it to the declared type as it converts a
+    file of text alone, the rows each file gives alone, as a partitioned run reads them."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        pass
+    names = tables[0].column_names
+    clash = [n for n in names if len({t.schema.field(n).type for t in tables}) > 1]
+    as_text = []
+    for table in tables:
+        for name in clash:
+            i = table.schema.get_field_index(name)
+            if not pa.types.is_large_string(table.schema.field(i).type):
+                table = table.set_column(i, name, ac.cast(table.column(i), pa.large_string()))
+        as_text.append(table)
+    return pa.concat_tables(as_text, promote_options="permissive")
 
 
 _KIND_NAMES = {

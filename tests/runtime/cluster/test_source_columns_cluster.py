@@ -6,6 +6,7 @@ pipeline's columns are (a lookup's joined column, a target absent from new data)
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support import REPO, assert_same_matrix
@@ -110,3 +111,23 @@ def test_csv_files_with_a_lookup_and_without_the_target(client, tmp_path, flight
     assert_same_matrix(out.X, expected.X)
     assert np.array_equal(out.row_ids, expected.row_ids)
     assert "the source has no target column(s): transformed without y" in out.report.notes
+
+
+def test_files_whose_column_types_differ_as_in_one_process(client, tmp_path) -> None:
+    """Numbers in one file, their text in another: each partition validates its file's
+    text as one process validates the files' column read as text."""
+    weather = pq.read_table(SAMPLES / "weather.parquet").slice(0, 8_000)
+    rest = weather.slice(5_000)
+    i = rest.schema.get_field_index("temp")
+    rest = rest.set_column(i, "temp", rest.column(i).cast(pa.string()))
+    pq.write_table(weather.slice(0, 5_000), tmp_path / "a.parquet", row_group_size=1_000)
+    pq.write_table(rest, tmp_path / "b.parquet", row_group_size=1_000)
+    source = str(tmp_path / "*.parquet")
+    schema = fp.Schema({"temp": fp.Float(nullable=True), "origin": fp.Category()})
+    pipeline = fp.Pipeline(schema, [fp.col("temp") >> fp.FillMissing("median") >> fp.Standardize(),
+                                    fp.cols("origin") >> fp.OneHot()])  # fmt: skip
+    fitted = pipeline.fit(source)
+    dist = pipeline.fit(source, client=client, rows_per_partition=ROWS)
+    assert dist.params == fitted.params
+    out = dist.transform(source, client=client, rows_per_partition=ROWS)
+    assert_same_matrix(out.X, fitted.transform(source).X)
