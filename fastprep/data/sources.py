@@ -176,8 +176,9 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         pass
-    names = tables[0].column_names
-    clash = [n for n in names if len({t.schema.field(n).type for t in tables}) > 1]
+    clash = [
+        n for n in tables[0].column_names if not _promotes([t.schema.field(n) for t in tables])
+    ]
     as_text = []
     for table in tables:
         for name in clash:
@@ -186,6 +187,15 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
                 table = table.set_column(i, name, ac.cast(table.column(i), pa.large_string()))
         as_text.append(table)
     return pa.concat_tables(as_text, promote_options="permissive")
+
+
+def _promotes(fields: list[pa.Field]) -> bool:
+    """Whether the files' types of one column promote to one (int and float do)."""
+    try:
+        pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
 
 
 _KIND_NAMES = {

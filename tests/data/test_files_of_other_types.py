@@ -44,3 +44,14 @@ def test_a_column_numbers_in_one_file_text_in_another(tmp_path) -> None:
     out = fitted.transform(mixed)
     assert_same_matrix(out.X, fitted.transform(numbers).X)
     assert np.array_equal(out.row_ids, np.arange(8_000))
+
+
+def test_only_the_columns_that_do_not_promote_are_read_as_text(tmp_path) -> None:
+    """The broken sample (text in ``arr_delay``, a fraction in ``minute``) beside the clean
+    one (float and int): ``minute`` promotes to float, ``arr_delay`` is read as text."""
+    for name in ("flights_broken.csv", "flights.csv"):
+        (tmp_path / name).write_bytes((REPO / "data_samples" / name).read_bytes())
+    table, _ = read_source(str(tmp_path / "*.csv"), ["minute", "arr_delay", "dest"], ["dest"])
+    assert table.num_rows == 20_040
+    assert pa.types.is_floating(table.schema.field("minute").type)
+    assert pa.types.is_large_string(table.schema.field("arr_delay").type)

@@ -6,12 +6,14 @@ pipeline's columns are (a lookup's joined column, a target absent from new data)
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support import REPO, assert_same_matrix
 
 import fastprep as fp
+from fastprep.cli import load_pipeline_file
 from fastprep.runtime.cluster import load_shards
 
 SAMPLES = REPO / "data_samples"
@@ -131,3 +133,17 @@ def test_files_whose_column_types_differ_as_in_one_process(client, tmp_path) -> 
     assert dist.params == fitted.params
     out = dist.transform(source, client=client, rows_per_partition=ROWS)
     assert_same_matrix(out.X, fitted.transform(source).X)
+
+
+def test_broken_and_clean_csv_files_quarantine_as_in_one_process(client, tmp_path) -> None:
+    for name in ("flights_broken.csv", "flights.csv"):
+        (tmp_path / name).write_bytes((SAMPLES / name).read_bytes())
+    source = str(tmp_path / "*.csv")
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    fitted = pipeline.fit(source)
+    expected = fitted.transform(source)
+    out = fitted.transform(source, client=client, rows_per_partition=ROWS)
+    assert out.report.rows_quarantined == expected.report.rows_quarantined > 17
+    assert np.array_equal(out.row_ids, expected.row_ids)
+    pd.testing.assert_frame_equal(out.quarantine, expected.quarantine, check_dtype=False)
+    assert_same_matrix(out.X, expected.X)
