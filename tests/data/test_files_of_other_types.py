@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from support import REPO, assert_same_matrix
 
 import fastprep as fp
@@ -55,3 +56,15 @@ def test_only_the_columns_that_do_not_promote_are_read_as_text(tmp_path) -> None
     assert table.num_rows == 20_040
     assert pa.types.is_floating(table.schema.field("minute").type)
     assert pa.types.is_large_string(table.schema.field("arr_delay").type)
+
+
+def test_timestamps_with_and_without_a_zone_are_a_schema_error(tmp_path) -> None:
+    """Text would let a naive value through where its own file is refused: not combined."""
+    stamps = np.array(["2013-01-01T06:00", "2013-01-01T07:00"], dtype="datetime64[us]")
+    pq.write_table(pa.table({"t": pa.array(stamps, pa.timestamp("us", tz="UTC"))}),
+                   tmp_path / "a.parquet")  # fmt: skip
+    pq.write_table(pa.table({"t": pa.array(stamps)}), tmp_path / "b.parquet")
+    with pytest.raises(
+        fp.SchemaError, match=r"column 't' has types that do not combine.*b\.parquet"
+    ):
+        read_source(str(tmp_path / "*.parquet"), ["t"])
