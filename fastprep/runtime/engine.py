@@ -218,8 +218,14 @@ def _fit_transform_partitioned(
     (streamed here, or on the Dask cluster); the output comes back mapped."""
     from fastprep.storage.shards import open_output
 
-    if run.output_dir is None:  # the pre-flight refuses this before routing here
-        raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
+    if run.output_dir is None:  # over the budget, the pre-flight refuses this before here
+        raise PipelineDefinitionError(
+            "a fit_transform on a Dask cluster writes its output shard by shard: pass "
+            "output_dir= (or fit on the cluster, then transform without output_dir to "
+            "gather the output)"
+            if place.kind == "cluster"
+            else "an output over the memory budget needs output_dir="
+        )
     backend = run.backend or "auto"
     rows = place.rows(run)
     # out-of-fold encodings of the fit's rows: collected by the fit, read by the transform
