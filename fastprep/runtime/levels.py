@@ -271,14 +271,18 @@ WHOLE_SOURCE_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY
 def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
     """The partitions' findings totalled (one per rule), keeping a whole-column fit warning
     only where every partition with rows gave it: a column missing in one partition is not
-    all missing, and one empty partition does not make the input empty."""
+    all missing, and one empty partition does not make the input empty. A column whose
+    partitions say what their one value is gets the one-process verdict instead
+    (:func:`_constant_findings`)."""
     findings = [f for r in results for f in r["findings"] if f.rule not in WHOLE_SOURCE_RULES]
     with_rows = [r for r in results if r["rows_in"]] or results[:1]
+    told = {c for r in with_rows for c in r.get("constants", {})}
     keys = [
         {(f.column, f.rule) for f in r["findings"] if f.rule in WHOLE_SOURCE_RULES}
         for r in with_rows
     ]
     everywhere = set.intersection(*keys) if keys else set()
+    everywhere -= {(c, Reason.CONSTANT.value) for c in told}
     whole = [f for r in with_rows for f in r["findings"] if (f.column, f.rule) in everywhere]
     if len(with_rows) > 1:  # each partition's single value may differ from the others'
         whole = [
@@ -287,7 +291,34 @@ def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
             else f
             for f in whole
         ]
-    return merge_findings([*findings, *whole])
+    return merge_findings([*findings, *whole, *_constant_findings(with_rows, told)])
+
+
+def _constant_findings(results: list[dict[str, Any]], columns: set[str]) -> list[Finding]:
+    """``columns`` that hold one distinct value over the whole fit, as one process finds
+    them: every partition with rows found the column constant or all missing, and the
+    constant ones' values agree (text: the same value; numbers: within the rounding one
+    process allows over all the rows, ``validator.near_equal``). Counted over those
+    partitions' rows, first rows the smallest."""
+    from fastprep.validate.validator import near_equal
+
+    rows = sum(r["rows_in"] for r in results)
+    kinds = (Reason.CONSTANT.value, Reason.ALL_NULL.value)
+    out: list[Finding] = []
+    for column in sorted(columns):
+        parts = [[f for f in r["findings"] if f.column == column and f.rule in kinds]
+                 for r in results]  # fmt: skip
+        values = [r["constants"][column] for r in results if column in r.get("constants", {})]
+        if not all(parts) or len({v[0] for v in values}) != 1:
+            continue  # a partition where the column has values but no single one
+        if values[0][0] == "text":
+            same = len({v[1] for v in values}) == 1
+        else:
+            same = near_equal(min(v[1] for v in values), max(v[2] for v in values), rows)
+        if same:
+            detail = next(f.detail for p in parts for f in p if f.rule == Reason.CONSTANT.value)
+            out += [replace(f, rule=Reason.CONSTANT.value, detail=detail) for p in parts for f in p]
+    return out
 
 
 def count_order_targets(plan: LogicalPlan) -> int:

@@ -25,13 +25,13 @@ from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats
 from fastprep.backends.reference.tags import is_tags, tag_values
-from fastprep.data.columns import FitTarget, FoldedRows
+from fastprep.data.columns import FitTarget, FoldedRows, TextColumn
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
 from fastprep.data.sources import source_columns
 from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
-from fastprep.errors import FastprepError, JobError, SourceError
+from fastprep.errors import FastprepError, JobError, Reason, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
@@ -269,6 +269,7 @@ def fit_partials(
         "partials": partials,
         **counts,
         "findings": list(report.findings),
+        "constants": _constant_values(table, report.findings),
         "retries": retries,
     }
     if keep:
@@ -300,6 +301,26 @@ def fit_partials(
         out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
     if keep_as is not None or reuse is not None:  # where its kept values are, if any
         out["worker"] = worker_address()
+    return out
+
+
+def _constant_values(table: Any, findings: list[Any]) -> dict[str, tuple[Any, ...]]:
+    """Per column this partition finds constant, what the job needs to tell whether the
+    whole source's column is: its present values' range (``("number", lo, hi)``), or its
+    one value (``("text", value)``). Other kinds of column are left out."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for finding in findings:
+        if finding.rule != Reason.CONSTANT.value or finding.column not in table.columns:
+            continue
+        column = table.raw(finding.column)
+        if isinstance(column, TextColumn):
+            if column.n_unique == 1:
+                out[finding.column] = ("text", str(column.uniques[0]))
+        elif isinstance(column, np.ndarray) and column.dtype.kind in "biuf":
+            values = column.astype(np.float64, copy=False)
+            present = values[~np.isnan(values)]
+            if present.size:
+                out[finding.column] = ("number", float(present.min()), float(present.max()))
     return out
 
 

@@ -147,3 +147,24 @@ def test_broken_and_clean_csv_files_quarantine_as_in_one_process(client, tmp_pat
     assert np.array_equal(out.row_ids, expected.row_ids)
     pd.testing.assert_frame_equal(out.quarantine, expected.quarantine, check_dtype=False)
     assert_same_matrix(out.X, expected.X)
+
+
+def test_whole_column_fit_warnings_as_in_one_process(client, tmp_path) -> None:
+    """``month`` one value per file, a different one in each: not constant; ``level`` one
+    value where present and all missing in one file: constant."""
+    for k in range(3):
+        n = 700 + 300 * k
+        level = np.full(n, np.nan if k == 1 else 2.5)
+        table = pa.table({"month": np.full(n, k + 1), "level": level, "x": np.arange(n) * 0.5})
+        pq.write_table(table, tmp_path / f"part-{k}.parquet", row_group_size=250)
+    source = str(tmp_path / "*.parquet")
+    schema = fp.Schema({"month": fp.Int(), "level": fp.Float(nullable=True), "x": fp.Float()})
+    pipeline = fp.Pipeline(schema, [fp.cols("month") >> fp.OneHot(),
+                                    fp.col("level") >> fp.FillMissing("median"),
+                                    fp.col("x") >> fp.Standardize()])  # fmt: skip
+    expected = pipeline.fit(source).fit_report
+    dist = pipeline.fit(source, client=client, rows_per_partition=500).fit_report
+    assert [(f.column, f.rule) for f in expected.findings] == [("level", "constant")]
+    assert _findings(dist) == _findings(expected)
+    assert dist.findings[0].first_rows == expected.findings[0].first_rows
+    assert dist.findings[0].detail == expected.findings[0].detail
