@@ -59,6 +59,7 @@ from fastprep.runtime.partition_tasks import (
 )
 from fastprep.runtime.report import Report
 from fastprep.storage.output_format import Writing, check_codec
+from fastprep.storage.shards import concat_rejected
 from fastprep.storage.state import encode_floats
 from fastprep.validate.findings import Finding
 from fastprep.validate.table_checks import unexpected_column_findings
@@ -566,7 +567,6 @@ def _gather(
     source: str,
     whole_source: list[Finding],
 ) -> execute.Output:
-    import pandas as pd
     import scipy.sparse as sp
 
     outputs = [r["output"] for r in sorted(results, key=lambda r: r["entry"]["index"])]
@@ -580,7 +580,8 @@ def _gather(
     report = shards.combine_reports(
         [o.report.to_dict() for o in outputs], notes, source, whole_source
     )
-    quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
+    rejected = [o.quarantine_to_write() for o in outputs]  # as read: Arrow for files
+    quarantine = concat_rejected([r() if callable(r) else r for r in rejected])
     row_ids = np.concatenate([o.row_ids for o in outputs])
     report.output = execute.describe_output(X)
     return execute.Output(X, y, names, report, quarantine, row_ids)

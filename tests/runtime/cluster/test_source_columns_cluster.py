@@ -168,3 +168,30 @@ def test_whole_column_fit_warnings_as_in_one_process(client, tmp_path) -> None:
     assert _findings(dist) == _findings(expected)
     assert dist.findings[0].first_rows == expected.findings[0].first_rows
     assert dist.findings[0].detail == expected.findings[0].detail
+
+
+def test_quarantine_of_a_file_whose_column_is_all_missing(client, tmp_path, flights_sample) -> None:
+    """A CSV file whose ``time_hour`` and ``dep_delay`` are empty (no type of their own):
+    the quarantine's columns keep the types one read of the whole source gives them, in
+    the gathered output and in the shards."""
+    frame = flights_sample.iloc[:6_000]
+    frame.iloc[:2_000].to_csv(tmp_path / "a.csv", index=False)
+    empty = frame.iloc[2_000:3_500].assign(dep_delay=None, time_hour=None)
+    empty.to_csv(tmp_path / "b.csv", index=False)
+    frame.iloc[3_500:].to_csv(tmp_path / "c.csv", index=False)
+    source = str(tmp_path / "*.csv")
+    schema = fp.Schema({"dep_delay": fp.Float(nullable=True), "arr_delay": fp.Float(),
+                        "time_hour": fp.Datetime(tz="UTC", nullable=True)})  # fmt: skip
+    pipeline = fp.Pipeline(schema, [fp.col("dep_delay") >> fp.FillMissing(0),
+                                    fp.expr("h = hour(time_hour)") >> fp.FillMissing(-1)],
+                           target=fp.expr("late = arr_delay > 15"))  # fmt: skip
+    fitted = pipeline.fit(source)
+    expected = fitted.transform(source).quarantine
+    assert len(expected) > 10 and expected["time_hour"].isna().any()
+    out = fitted.transform(source, client=client, rows_per_partition=ROWS)
+    pd.testing.assert_frame_equal(out.quarantine, expected)
+    # written: as one process's output written and read back (Parquet keeps ms, not s)
+    fitted.transform(source, output_dir=tmp_path / "one")
+    fitted.transform(source, client=client, rows_per_partition=ROWS, output_dir=tmp_path / "o")
+    written = load_shards(tmp_path / "one").quarantine
+    pd.testing.assert_frame_equal(load_shards(tmp_path / "o").quarantine, written)
