@@ -131,6 +131,10 @@ def load_prepared(
     except FastprepError as exc:
         raise type(exc)(f"{spec.describe()}: {exc}") from None
     prepared.report.source = spec.describe()
+    # the rows are this task's own read, not a caller's table: a quarantine is taken from
+    # them now (its rows only), not deferred over the whole partition, which a gathered
+    # transform would otherwise send back to the client with its output
+    prepared.source_is_frame = False
     return prepared, retries
 
 
