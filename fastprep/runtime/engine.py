@@ -131,10 +131,11 @@ def _fit_at(
     if place.kind == "cluster":
         from fastprep.runtime import cluster
 
-        params, report = cluster.fit(place.client, plan, schema, place.source, backend=backend,
-                                     progress=run.progress, cross_fit=cross_fit,
-                                     **_partition_size(rows))  # fmt: skip
-        profile = None  # the cluster's tasks are not asked for their drift profiles yet
+        # the drift profile: the partitions' profiles, merged
+        params, report, profile = cluster.fit_with_profile(
+            place.client, plan, schema, place.source, backend=backend, progress=run.progress,
+            cross_fit=cross_fit, **_partition_size(rows),
+        )  # fmt: skip
     else:
         from fastprep.runtime import streamed
 
@@ -290,7 +291,9 @@ def _transform(
                 transform_only=True) as place:  # fmt: skip
         rows = place.rows(run)
         if place.kind == "cluster":
-            out = _cluster_transform(state, place, run, backend, rows, publish, cluster_options)
+            drifting = {"profile": state.profile, "drift_thresholds": drift_thresholds}
+            out = _cluster_transform(state, place, run, backend, rows, publish,
+                                     cluster_options | drifting)  # fmt: skip
             out.report.notes.extend(place.notes())
             return out
         if place.kind == "streamed" and run.output_dir is not None:

@@ -595,6 +595,7 @@ def transform_partition(
 def transform_partitions(
     job: Job, specs: list[PartitionSpec], params: execute.Params, fingerprint: str,
     output_dir: str, dtype_name: str, codec: str | None, keys: list[str],
+    profile: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """:func:`transform_partition` of several partitions this worker kept from the fit
     (``keys[i]``: ``specs[i]``'s), in one task, each shard written to ``output_dir`` as
@@ -611,7 +612,7 @@ def transform_partitions(
             try:
                 done.append(transform_partition(job, spec, params, fingerprint, output_dir,
                                                 dtype_name, codec=codec, reuse=key,
-                                                batch=batch))  # fmt: skip
+                                                batch=batch, profile=profile))  # fmt: skip
             except FastprepError:
                 raise  # names its partition itself
             except Exception as exc:

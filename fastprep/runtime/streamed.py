@@ -199,7 +199,7 @@ def transform(
     profile: each partition is measured against it and the merged measures are the report's
     ``drift``, as an in-memory transform's (``drift_thresholds`` as there). ``cross_fit``:
     the source is the fit's own (a fit_transform): its rows get out-of-fold encodings."""
-    from fastprep.runtime.shards import combine_reports
+    from fastprep.runtime.shards import add_drift, combine_reports
     from fastprep.storage.shards import ShardWriter, open_output
 
     Precision(out_dtype)  # an unknown type is refused before anything is read
@@ -223,7 +223,7 @@ def transform(
         retried = retry_notes(sum(int(e["retries"]) for e in entries))
         report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source),
                                  unexpected)  # fmt: skip
-        _add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
+        add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
         report.backend = "streamed"
         rows = sum(int(e["shape"][0]) for e in entries)
         layout = entries[0]["layout"] if entries else "dense"
@@ -238,22 +238,6 @@ def transform(
     opened = open_output(output_dir)
     opened.notes.extend(report.notes)
     return opened
-
-
-def _add_drift(
-    report: Report, profile: dict[str, Any] | None, measures: list[dict[str, Any] | None],
-    thresholds: dict[str, float] | None,
-) -> None:  # fmt: skip
-    """The partitions' drift measures merged and compared with the fit's profile (none
-    without one, as in memory); a profiled column no partition could measure is named."""
-    if profile is None:
-        return
-    merged = drift.merge_profiles([m for m in measures if m])
-    report.drift = drift.judge(profile, merged, thresholds)
-    unmeasured = [name for name in profile if name not in merged]
-    if unmeasured:
-        report.notes.append(f"drift not measured for {', '.join(map(repr, unmeasured))}: "
-                            "no partition held a measurable column of that name")  # fmt: skip
 
 
 def job_for(plan: LogicalPlan, schema: Schema, backend: str = "auto") -> Job:

@@ -61,6 +61,7 @@ from fastprep.runtime.report import Report
 from fastprep.storage.output_format import Writing, check_codec
 from fastprep.storage.shards import concat_rejected
 from fastprep.storage.state import encode_floats
+from fastprep.validate import drift
 from fastprep.validate.findings import Finding
 from fastprep.validate.table_checks import unexpected_column_findings
 
@@ -177,6 +178,21 @@ def fit(
     ``progress``: a bar per pass over completed partitions (see
     :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
     collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
+    params, report, _ = fit_with_profile(
+        client, plan, schema, source, backend=backend, rows_per_partition=rows_per_partition,
+        retry=retry, progress=progress, cross_fit=cross_fit,
+    )  # fmt: skip
+    return params, report
+
+
+def fit_with_profile(
+    client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
+    backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
+    retry: RetryPolicy | None = None, progress: ProgressArg = False,
+    cross_fit: CrossFit | None = None,
+) -> tuple[execute.Params, Report, dict[str, Any]]:  # fmt: skip
+    """:func:`fit`, and the source's drift profile: each partition's, profiled by the
+    first pass's tasks, merged (what a later transform's drift is measured against)."""
     check_fittable(plan)
     undeclared = _undeclared(schema, source, "fit")
     # what the jobs before let go is gone from the workers before this one keeps anything;
@@ -192,10 +208,15 @@ def fit(
     frames = _parts(client, source, specs)
     shared = _shared(client, job, keep=True)
     kept = Kept(secrets.token_hex(8), later_chains(plan), whole=_keeps_partitions())
+    profiles: list[dict[str, Any]] = []
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
-                         kept)  # fmt: skip
+        first = not profiles  # the first pass profiles each partition (validation's read)
+        results = _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
+                            kept, profile=first)  # fmt: skip
+        if first:
+            profiles[:] = [r.pop("profile", None) or {} for r in results] or [{}]
+        return results
 
     try:
         params, report = fit_levels(plan, source, run_pass, rows, cross_fit, undeclared)
@@ -209,7 +230,7 @@ def fit(
             f"passes after the first: {kept.reused} of {kept.passes} partition(s) computed from "
             "the values their worker kept from the first read (not read again)"
         )
-    return params, report
+    return params, report, drift.merge_profiles([p for p in profiles if p])
 
 
 @dataclass
@@ -308,7 +329,7 @@ def _fit_one(
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
-    shared: Any = None, kept: Kept | None = None,
+    shared: Any = None, kept: Kept | None = None, profile: bool = False,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """One pass. The first pass is a task per partition, and keeps the input values the
     later passes need on the worker that ran each task (``kept``). A later pass is one
@@ -331,9 +352,9 @@ def _fit_pass(
             by_worker.setdefault(holders[0], []).append(i)
             continue
         key = f"fastprep-fit-{token}-{_token(spec)}"
-        option: dict[str, Any] = {}
+        option: dict[str, Any] = {"profile": True} if profile else {}
         if keeps and part is None:  # a dask DataFrame's: not kept
-            option = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            option |= {"keep_as": kept.key(spec), "inputs": kept.inputs}
             if kept.whole:
                 option["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
@@ -403,6 +424,7 @@ def transform(
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
     partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
     compress: str | bool | None = None, pipeline: Any = None, cross_fit: CrossFit | None = None,
+    profile: dict[str, Any] | None = None, drift_thresholds: dict[str, float] | None = None,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
@@ -412,7 +434,9 @@ def transform(
     compresses its arrays; ``pipeline``, a fitted pipeline, is published with them).
     ``progress``: a bar over completed partitions (skipped ones count as done).
     ``cross_fit``: the source is the fit's own (a fit_transform): each task gets its rows'
-    folds and the out-of-fold encodings.
+    folds and the out-of-fold encodings. ``profile``: the fit's drift profile: each
+    partition is measured against it and the merged measures are the report's ``drift``,
+    as an in-memory transform's (``drift_thresholds`` as there).
     """
     codec = check_codec(compress)
     undeclared = _undeclared(schema, source, "transform")
@@ -462,6 +486,7 @@ def transform(
                 out_dtype,
                 frames[spec.index],
                 codec,
+                profile=profile,
                 folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
                 priority=largest_first(spec),
@@ -474,7 +499,7 @@ def transform(
             assert held is not None
             futures.append(client.submit(
                 in_budget, transform_partitions, shared, group, params, fingerprint, output_dir,
-                out_dtype, codec, [held.key(s) for s in group],
+                out_dtype, codec, [held.key(s) for s in group], profile=profile,
                 key=f"fastprep-transform-kept-{fingerprint}-{where}-{_token([_token(s) for s in group])}",
                 workers=[worker], allow_other_workers=True,
                 priority=sum(largest_first(s) for s in group),
@@ -495,8 +520,12 @@ def transform(
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
                                          pipeline=pipeline, writing=claim,
-                                         whole_source=undeclared)  # fmt: skip
-        return _gather(results, names, notes, str(source), undeclared)
+                                         whole_source=undeclared,
+                                         drift_against=(profile, drift_thresholds))  # fmt: skip
+        output = _gather(results, names, notes, str(source), undeclared)
+        shards.add_drift(output.report, profile, [r["entry"].get("drift") for r in results],
+                         drift_thresholds)  # fmt: skip
+        return output
     finally:
         # those no task took (a task run elsewhere, a skipped one, a failed job, a copy
         # left where a stolen task first kept it): none when every partition held was
