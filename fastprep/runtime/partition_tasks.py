@@ -131,10 +131,6 @@ def load_prepared(
     except FastprepError as exc:
         raise type(exc)(f"{spec.describe()}: {exc}") from None
     prepared.report.source = spec.describe()
-    # the rows are this task's own read, not a caller's table: a quarantine is taken from
-    # them now (its rows only), not deferred over the whole partition, which a gathered
-    # transform would otherwise send back to the client with its output
-    prepared.source_is_frame = False
     return prepared, retries
 
 
@@ -586,6 +582,8 @@ def transform_partition(
     if getattr(held, "spilled", False):
         reused["spilled"] = True  # read back from the worker's disk, not its memory
     if output_dir is None:
+        # sent back to the client: with its rejected rows, not the partition they are in
+        output.detach_quarantine()
         return {"entry": entry, "output": output, **reused}
     if batch is not None:
         return {"entry": batch.add(entry, output, spec.describe()), **reused}

@@ -195,3 +195,22 @@ def test_quarantine_of_a_file_whose_column_is_all_missing(client, tmp_path, flig
     fitted.transform(source, client=client, rows_per_partition=ROWS, output_dir=tmp_path / "o")
     written = load_shards(tmp_path / "one").quarantine
     pd.testing.assert_frame_equal(load_shards(tmp_path / "o").quarantine, written)
+
+
+def test_kept_partition_whose_transform_quarantines_more_rows(client, tmp_path) -> None:
+    """``where(b, 1, 0)`` is missing where ``b`` is: rows the transform quarantines that
+    the fit did not, so not kept as read: the partition is read again, the output gathered
+    with its rejected rows as one process gives them."""
+    b = [None if i % 17 == 0 else i % 3 == 0 for i in range(4_000)]
+    table = pa.table({"b": pa.array(b, pa.bool_()), "v": np.arange(4_000) * 0.25})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=700)
+    source = str(tmp_path / "a.parquet")
+    schema = fp.Schema({"b": fp.Bool(nullable=True), "v": fp.Float()})
+    pipeline = fp.Pipeline(schema, [fp.expr("b2 = where(b, 1, 0)") >> fp.MinMax(),
+                                    fp.col("v") >> fp.Standardize()])  # fmt: skip
+    expected = pipeline.fit(source).transform(source)
+    assert expected.report.rows_quarantined > 200
+    dist = pipeline.fit(source, client=client, rows_per_partition=1_400)
+    out = dist.transform(source, client=client, rows_per_partition=1_400)
+    assert_same_matrix(out.X, expected.X)
+    pd.testing.assert_frame_equal(out.quarantine, expected.quarantine)
