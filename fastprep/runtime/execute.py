@@ -356,6 +356,17 @@ def fit_target(plan: LogicalPlan, schema: Schema, table: Table) -> FitTarget:
     return FitTarget(np.asarray(values, dtype=np.float64), binary)
 
 
+def without_absent_target(plan: LogicalPlan, schema: Schema, source: Source) -> LogicalPlan:
+    """``plan`` without its target when ``source`` lacks a column only the target reads
+    (new rows to predict on), as a transform's read decides for one table; for a run that
+    reads the source partition by partition (batches, shards), decided once for all."""
+    target_only = [c for c in _target_only(plan) if c in schema.read_columns(plan.columns)]
+    present = source_columns(source) if target_only else None
+    if present is not None and any(c not in present for c in target_only):
+        return replace(plan, target=None)
+    return plan
+
+
 def _target_only(plan: LogicalPlan) -> list[str]:
     """The columns only the target reads (a source without one of them has no target)."""
     if plan.target is None:

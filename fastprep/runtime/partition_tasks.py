@@ -146,12 +146,7 @@ def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
     ``prepare`` then says the output has no y (and fit fails naming the column)."""
     if spec.kind not in ("parquet", "csv") or spec.path is None:
         return columns
-    if spec.kind == "csv":  # the header's names
-        names = set(source_columns(spec.path) or columns)
-    else:
-        import pyarrow.parquet as pq
-
-        names = set(pq.ParquetFile(spec.path).schema_arrow.names)
+    names = set(source_columns(spec.path) or columns)  # a Parquet footer, a CSV header
     return [c for c in columns if c in names] or columns
 
 
