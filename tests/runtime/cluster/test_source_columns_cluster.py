@@ -1,7 +1,9 @@
 """What a cluster job knows of its source's columns, as one process knows it: the columns
 the schema does not declare are reported (or refused under ``unexpected="raise"``) though no
-task reads them, and CSV files are counted and read by their own header, whatever the
-pipeline's columns are (a lookup's joined column, a target absent from new data)."""
+task reads them; CSV files are counted and read by their own header, whatever the
+pipeline's columns are (a lookup's joined column, a target absent from new data); files
+whose column types differ; whole-column fit warnings over all partitions; the quarantine's
+column types; a kept partition whose transform quarantines rows the fit did not."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def _findings(report) -> list[tuple[str, str, int]]:
 
 
 def _weather(tmp_path, unexpected: str = "ignore") -> tuple[fp.Pipeline, str]:
-    """Weather in two files (one without rows); the pipeline declares 4 of its 15 columns."""
+    """Weather in two files (one without rows); the pipeline declares 3 of its 15 columns."""
     table = pq.read_table(SAMPLES / "weather.parquet").slice(0, 6_000)
     pq.write_table(table, tmp_path / "a.parquet", row_group_size=1_000)
     pq.write_table(table.slice(0, 0), tmp_path / "b.parquet")
