@@ -113,6 +113,15 @@ class Output:
     def quarantine(self, frame: pd.DataFrame) -> None:
         self.quarantine_rows = frame
 
+    def detach_quarantine(self) -> None:
+        """Build a deferred quarantine now and let go of the source rows it was deferred
+        over: the output then holds only its rejected rows (what a Dask task's output,
+        pickled to the client, should carry; not the whole partition as read)."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _DeferredQuarantine):
+            built = rows.rows_to_write()
+            self.quarantine_rows = _ArrowQuarantine(built) if isinstance(built, pa.Table) else built
+
     def quarantine_reasons(self) -> pd.DataFrame:
         """``row_id`` and ``reason`` of the rejected rows, without gathering the rows."""
         if isinstance(self.quarantine_rows, (_DeferredQuarantine, _ArrowQuarantine)):
