@@ -557,10 +557,20 @@ def _require(columns: list[str], present: list[str], where: str) -> None:
 
 
 def _missing_message(missing: list[str], present: list[str], where: str) -> str:
-    return (
+    message = (
         f"{where} has no column(s) {missing} that the pipeline reads; "
         f"it has: {', '.join(map(str, present[:40]))}"
     )
+    # a Hive-partitioned folder (``origin=EWR/part-0.parquet``) keeps those columns in the
+    # folder names, which a file read does not see
+    folders = Path(where).parts[:-1]
+    hive = [c for c in missing if any(part.startswith(f"{c}=") for part in folders)]
+    if hive:
+        message += (
+            f"; {hive} appear only in the folder names (Hive partitioning): pass the folder "
+            "as pyarrow.dataset.dataset(folder, partitioning='hive')"
+        )
+    return message
 
 
 def describe_dtypes(frame: Raw) -> Mapping[str, Any]:
