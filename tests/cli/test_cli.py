@@ -307,6 +307,11 @@ def test_error_raised_by_the_users_pipeline_file(capsys, monkeypatch, tmp_path):
     code, _, err = run_main(capsys, monkeypatch, "run", pipeline_file)
     assert code == 2
     assert err.startswith("fastprep: error: ") and "boom" in err
+    assert "broken.py, line 2" in err  # where, in the user's own file
+    helper = tmp_path / "helper.py"  # raised in a function of the file: the line that raised
+    helper.write_text("import fastprep as fp\ndef make():\n    return 1 / 0\nmake()\n")
+    code, _, err = run_main(capsys, monkeypatch, "run", helper)
+    assert code == 2 and "helper.py, line 3" in err and "ZeroDivisionError" in err, err
 
 
 def test_error_in_the_pipeline_definition(capsys, monkeypatch, tmp_path):
