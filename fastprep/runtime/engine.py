@@ -34,6 +34,7 @@ from fastprep.runtime.cross_fit import needed as cross_fit_needed
 from fastprep.runtime.fitted import FittedState
 from fastprep.runtime.preflight import Preflight
 from fastprep.runtime.report import Report
+from fastprep.storage.output_format import check_folder
 from fastprep.validate import alerts as alerting
 from fastprep.validate import drift
 
@@ -92,6 +93,8 @@ def placed(
 ) -> Iterator[Place]:  # fmt: skip
     """The one place that decides where a run executes (a cluster the pre-flight started
     lives until the block ends)."""
+    if run.output_dir is not None:  # said before the run's work, not after it
+        check_folder(run.output_dir)
     if run.client is not None:
         yield Place("cluster", source, run.client)
         return
@@ -350,6 +353,7 @@ def write_shards(
     from fastprep.runtime.batches import BatchStream
     from fastprep.storage.shards import ShardWriter
 
+    check_folder(folder)
     stream = BatchStream(state, source, **options)
     writer: ShardWriter | None = None
     try:

@@ -353,37 +353,45 @@ class ShardWriter:
         *, compress: str | bool | None = None,
     ) -> None:  # fmt: skip
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.feature_names = feature_names
         self.out_dtype = out_dtype
         self.codec = fmt.check_codec(compress)
         self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
-        self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
-        self._writer = fmt.FileWriter(self.folder, self.codec)
         self._published = False
+        self._earlier = (self.folder / fmt.MANIFEST).is_file()
+        with self._errors():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
+        self._writer = fmt.FileWriter(self.folder, self.codec)
+
+    def _errors(self) -> Any:
+        """The operating system's errors while writing, as an OutputError naming the folder."""
+        return fmt.write_errors(self.folder, lambda: self._published, self._earlier)
 
     def add(
         self, X: Any, y: np.ndarray | None, row_ids: np.ndarray, quarantine: Any = None
     ) -> None:
-        self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token, X, y,
-                                            row_ids, quarantine))  # fmt: skip
+        with self._errors():
+            self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token,
+                                                X, y, row_ids, quarantine))  # fmt: skip
 
     def close(self, report: dict[str, Any] | None = None, pipeline: Any = None) -> Path:
         """Write the report (and ``pipeline``, anything with ``.save(path)``), wait until
         every file is on disk, then publish."""
         try:
-            data = json.dumps(report or {}, indent=1, default=str).encode()
-            self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
-            if pipeline is not None:
-                self.files["pipeline"] = self._writer.saved_file(
-                    f"pipeline.{self.token}.fastprep", pipeline.save
-                )
-            self._writer.finish()  # every file above is on disk before the manifest names it
-            doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
-                                   self.files)  # fmt: skip
-            return fmt.publish(self.folder, doc, self._writing, self._mark_published)
+            with self._errors():
+                data = json.dumps(report or {}, indent=1, default=str).encode()
+                self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
+                if pipeline is not None:
+                    self.files["pipeline"] = self._writer.saved_file(
+                        f"pipeline.{self.token}.fastprep", pipeline.save
+                    )
+                self._writer.finish()  # every file above is on disk before the manifest names it
+                doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
+                                       self.files)  # fmt: skip
+                return fmt.publish(self.folder, doc, self._writing, self._mark_published)
         finally:
             self._writer.close()
 
