@@ -160,13 +160,52 @@ def read_source(
     tables = [first] + [_read_file_and_names(path, columns, text)[0] for path in files[1:]]
     if len({tuple(t.schema.types) for t in tables}) > 1:  # e.g. Parquet and CSV files
         tables = [decoded(t) for t in tables]  # text as strings everywhere, then promoted
-    table = (
-        tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
-    )
+    table = tables[0] if len(tables) == 1 else _concat_files(tables, files)
     return table, SourceInfo(
         f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
         columns=tuple(names),
     )  # fmt: skip
+
+
+def _concat_files(tables: list[pa.Table], files: list[str]) -> pa.Table:
+    """The files' tables as one, each column promoted to a type all of them fit (an
+    int32 file beside an int64 one, text held as a dictionary by one file, e.g. a pandas
+    categorical, beside plain text); a column no one type holds is a SourceError naming
+    it, the first file and one whose type differs, with their types."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        pass
+    tables = [_held_text_decoded(t) for t in tables]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+        failed = exc
+    for name in tables[0].column_names:  # the column that fails, named with its files
+        types = [t.schema.field(name).type for t in tables]
+        try:
+            pa.concat_tables([t.select([name]) for t in tables], promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            other = next((i for i, t in enumerate(types) if t != types[0]), 0)
+            raise SourceError(
+                f"column {name!r} is {types[0]} in {files[0]} but {types[other]} in "
+                f"{files[other]}: the files of one source cannot be read as one column "
+                f"({exc}); write them with one schema"
+            ) from None
+    raise SourceError(f"{files[0]} ...: the files cannot be read as one table: {failed}")
+
+
+def _held_text_decoded(table: pa.Table) -> pa.Table:
+    """``table`` with the text dictionaries its file held (not only those this module read
+    as dictionaries) decoded to plain text, which promotes with any other text type."""
+    for i, field in enumerate(table.schema):
+        kind = field.type
+        if pa.types.is_dictionary(kind) and (
+            pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
+        ):
+            decoded_values = ac.cast(table.column(i), kind.value_type)
+            table = table.set_column(i, field.with_type(kind.value_type), decoded_values)
+    return table
 
 
 _KIND_NAMES = {
