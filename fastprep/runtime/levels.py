@@ -10,6 +10,7 @@ are merged here, in partition order, so every executor learns the same state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,10 @@ from fastprep.runtime import aggregates as agg
 from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.report import Report
 from fastprep.validate.findings import Finding, merge_findings
+
+#: the logger of validation's findings (a partition's whole-column warnings are logged here
+#: once merged)
+validation_log = logging.getLogger("fastprep.validate")
 
 if TYPE_CHECKING:  # the partition tasks (and the shard writers they import) load on use:
     # a run in memory only counts its passes here (the pre-flight)
@@ -284,6 +289,12 @@ def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
             else f
             for f in whole
         ]
+    whole = merge_findings(whole)
+    for finding in whole:  # (each partition's validation left them unlogged)
+        if finding.rule == Reason.EMPTY.value:
+            validation_log.warning("empty input: the source has no rows at fit time")
+        else:
+            validation_log.warning(finding.message())
     return merge_findings([*findings, *whole])
 
 

@@ -8,8 +8,10 @@ the frame are collected first, then one error lists them all.
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +58,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 log = logging.getLogger("fastprep.validate")
+#: True while one partition of a larger source is validated: its fit warnings about a whole
+#: column (all missing, one value, no rows) say nothing of the source, so they are not
+#: logged here; whoever merges the partitions' findings logs those that hold for all
+_PARTITION = contextvars.ContextVar("fastprep_partition_of_source", default=False)
+
+
+@contextmanager
+def partition_of_source() -> Iterator[None]:
+    """Validate one partition of a larger source (see :data:`_PARTITION`)."""
+    token = _PARTITION.set(True)
+    try:
+        yield
+    finally:
+        _PARTITION.reset(token)
 
 
 @dataclass
@@ -143,7 +159,8 @@ def validate_frame(
     if phase == "fit" and n_rows == 0:  # a statistic to fit will then be a FitError
         findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
                                 phase=phase))  # fmt: skip
-        log.warning("empty input: the source has no rows at fit time")
+        if not _PARTITION.get():
+            log.warning("empty input: the source has no rows at fit time")
     if to_raise:
         lines = "\n  ".join(f.message() for f in to_raise)
         raise DataValidationError(
@@ -388,7 +405,8 @@ def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) ->
     finding = make_finding(
         name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"
     )
-    log.warning(finding.message())
+    if not _PARTITION.get():
+        log.warning(finding.message())
     return [finding]
 
 
