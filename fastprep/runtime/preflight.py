@@ -87,15 +87,20 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 def parse_bytes(value: int | float | str) -> int:
     """``2_000_000_000``, ``"2GB"``, ``"512 MiB"`` → bytes."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value <= 0:
-            raise PipelineDefinitionError(f"memory_budget={value!r}: must be positive")
+        if not math.isfinite(value) or value < 1:
+            raise PipelineDefinitionError(
+                f"memory budget {value!r}: must be a finite number of bytes, at least 1"
+            )
         return int(value)
-    match = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(value))
+    match = re.fullmatch(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in _UNITS:
         raise PipelineDefinitionError(
             f"memory budget {value!r}: give bytes or a size such as '2GB' or '512MiB'"
         )
-    return parse_bytes(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    size = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if size < 1:
+        raise PipelineDefinitionError(f"memory budget {value!r}: must be at least 1 byte")
+    return int(size)
 
 
 def format_bytes(n: float) -> str:

@@ -82,6 +82,16 @@ def test_budget_sources_and_parsing(monkeypatch):
     assert 0 < budget <= preflight.available_memory() * 0.5 + 1 and "less 50%" in where
 
 
+@pytest.mark.parametrize("bad", ["1.2.3GB", ".", "..MB", float("nan"), float("inf"), 0.25, -5])
+def test_a_malformed_budget_is_refused_never_ignored(bad, flights_pipeline, flights_sample):
+    """A budget that is no number of bytes is the caller's error: the run never goes on
+    as if no budget had been given (nor fails inside a conversion)."""
+    with pytest.raises(PipelineDefinitionError, match="budget"):
+        preflight.parse_bytes(bad)
+    with pytest.raises(PipelineDefinitionError, match="budget"):
+        flights_pipeline.fit_transform(flights_sample, memory_budget=bad)
+
+
 def test_small_source_stays_in_memory(flights_pipeline, flights_sample):
     pre = preflight.run_preflight(flights_pipeline.optimized, flights_pipeline.schema,
                                   "data_samples/flights.parquet", budget="1GB")  # fmt: skip
