@@ -504,7 +504,7 @@ def _what_instead(root: Path) -> str:
         return ("an output written by an earlier fastprep (X.npz/X.npy + feature_names.json, "
                 "no manifest.json); write it again with this version (out.save or fastprep "
                 "run/transform)")  # fmt: skip
-    if any(p.name.startswith("part-") for p in root.iterdir()):
+    if any(p.name.startswith("part-") or p.name in fmt.LOCK_FILES for p in root.iterdir()):
         return ("no manifest.json: an output was being written here but never published "
                 "(the writer stopped); run it again (a cluster job resumes)")  # fmt: skip
     return "no manifest.json: not a fastprep output folder"
