@@ -284,7 +284,8 @@ def run_preflight(
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
     gathered = (0, 0) if transform_only else gathered_bytes(plan, n_rows, cross_fit=not fit_only)
-    _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
+    passes = DEFAULT_PASSES if passes is None else passes  # 0: a fitted pipeline's transform
+    _execution_decision(result, source, profile, distributable, passes,
                         whole_output, fit_only, cluster, 8.0 * order_statistics,
                         gathered)  # fmt: skip
     return result
@@ -855,6 +856,8 @@ def _options(
             light = passes - 1
         if fit_only:
             return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light)
+        if passes == 0:  # a fitted pipeline's transform: one pass reading its partitions
+            return dask_job_seconds(profile, n, parts, on, 1, start)
         # the transform takes the partitions the fit kept on the workers, in memory or
         # in their spill files (packed: the input's bytes a row are an upper bound)
         per_worker = max(-(-parts // on), 1)
@@ -947,8 +950,9 @@ def _execution_decision(
             "fp.open_output), or use fitted.write_shards / fitted.batches", refuse=True))  # fmt: skip
         return
     choice = (f"{best.name.replace('local Dask cluster', 'Dask partitions')} "
-              f"(~{best.partitions} of ≤{best.rows_per_partition:,} rows, {passes} fit "
-              f"pass(es) + transform, predicted peak ~{format_bytes(best.peak_bytes)}, "
+              f"(~{best.partitions} of ≤{best.rows_per_partition:,} rows, "
+              f"{f'{passes} fit pass(es) + transform' if passes else 'transform'}, "
+              f"predicted peak ~{format_bytes(best.peak_bytes)}, "
               f"~{best.seconds:.3g} s)")  # fmt: skip
     result.decisions.append(Decision("execution", choice, reason + "; never loaded whole"))
 

@@ -74,9 +74,11 @@ def check(
     from fastprep.runtime.levels import count_order_targets, count_passes  # (on use)
 
     cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"
+    # a fitted pipeline's transform: no fit pass, no median values kept between passes
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable,
-                   fit_only=fit_only, cluster=cluster, passes=count_passes(plan),
-                   order_statistics=count_order_targets(plan),
+                   fit_only=fit_only, cluster=cluster,
+                   passes=0 if transform_only else count_passes(plan),
+                   order_statistics=0 if transform_only else count_order_targets(plan),
                    transform_only=transform_only)  # fmt: skip
     try:
         result = run_preflight(plan, schema, source, sketch="needed", **options)

@@ -306,3 +306,28 @@ def test_a_collected_query_counts_as_resident_like_its_table(flights_pipeline) -
     assert [o.peak_bytes for o in lazy.options] == pytest.approx(
         [o.peak_bytes for o in direct.options], rel=0.05
     )
+
+
+def test_a_fitted_transform_is_planned_without_the_fits_passes(grouped_parquet):
+    """A fitted pipeline's transform reads each partition once: neither the fit's passes
+    (in the predicted time and the words of the choice) nor the values a streamed fit
+    keeps for its medians (in the predicted peak) are counted."""
+    pipeline = fp.Pipeline(
+        fp.Schema({"dep_delay": fp.Float(nullable=True), "air_time": fp.Float(nullable=True)}),
+        [fp.cols("dep_delay", "air_time") >> fp.FillMissing("median") >> fp.Standardize()],
+    )
+    plan, schema = pipeline.optimized, pipeline.schema
+    both = auto_cluster.check(plan, schema, grouped_parquet, budget="100GB", whole_output=False)
+    only = auto_cluster.check(plan, schema, grouped_parquet, budget="100GB", whole_output=False,
+                              transform_only=True)  # fmt: skip
+    assert both.passes >= 2 and only.passes == 0
+    streamed = [next(o for o in r.options if o.name.startswith("streamed")) for r in (both, only)]
+    assert streamed[0].kept_bytes > 0 and streamed[1].kept_bytes == 0
+    assert streamed[1].peak_bytes < streamed[0].peak_bytes
+    assert all(a.seconds > b.seconds for a, b in zip(both.options[1:], only.options[1:]))
+    # the choice over the budget says what runs
+    budget = streaming_budget(pipeline, grouped_parquet)
+    pre = auto_cluster.check(plan, schema, grouped_parquet, budget=budget, whole_output=False,
+                             transform_only=True)  # fmt: skip
+    assert pre.execution == "streamed"
+    assert "fit pass" not in pre.decisions[-1].choice and "transform" in pre.decisions[-1].choice
