@@ -407,6 +407,13 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
         files = [text]
     else:
         raise SourceError(f"source {text!r} does not exist")
+    if os.path.isdir(text) or any(ch in text for ch in "*?["):
+        found, files = files, _data_files(files)
+        if found and not files:
+            raise SourceError(
+                f"source {text!r} holds a fastprep output, no input data: open it with "
+                "fp.open_output"
+            )
     if not files:
         raise SourceError(f"source {text!r} matched no CSV or Parquet files")
     unknown = [f for f in files if format_of(f) is None]
@@ -415,6 +422,23 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
             f"cannot tell the format of {unknown[0]!r}: use a .csv(.gz) or .parquet file"
         )
     return files
+
+
+def _data_files(files: list[str]) -> list[str]:
+    """``files`` without those a fastprep output wrote into their folder (its quarantine is
+    Parquet): an output written into the input's folder, or one under it, is not read back
+    as input by the next run."""
+    from fastprep.storage.output_format import output_files
+
+    ours: dict[str, set[str]] = {}
+    kept = []
+    for path in files:
+        folder, name = os.path.split(path)
+        if folder not in ours:
+            ours[folder] = output_files(folder or ".")
+        if name not in ours[folder]:
+            kept.append(path)
+    return kept
 
 
 def format_of(path: str) -> str | None:

@@ -92,6 +92,23 @@ LEGACY_SHARD_FILES = ("X.npy", "X.data.npy", "X.indices.npy", "X.indptr.npy", "y
                       "row_ids.npy")  # fmt: skip
 
 
+def output_files(folder: str | os.PathLike[str]) -> set[str]:
+    """The names of the files in ``folder`` that a fastprep output wrote there (none unless
+    it holds an output's manifest, a writer's lock file or an earlier version's output): a
+    reader of a folder of data files skips them, an output's quarantine being Parquet."""
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return set()
+    if not names & {MANIFEST, *LOCK_FILES, "feature_names.json"}:
+        return set()
+    return {
+        n for n in names
+        if OURS.match(n) or LEGACY_PARTS.match(n) or n in LEGACY_FILES
+        or n in (MANIFEST, PIPELINE_ALIAS, *LOCK_FILES)
+    }  # fmt: skip
+
+
 def new_token() -> str:
     """A fresh name component: files of two writers (or two runs) never share a name."""
     return secrets.token_hex(6)
