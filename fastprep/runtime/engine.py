@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastprep.api.lookup import JoinedSchema
 from fastprep.api.schema import Schema
 from fastprep.data.sources import Source, collect_once
 from fastprep.emit.precision import Precision
@@ -114,12 +115,22 @@ def placed(
 # --- fit ------------------------------------------------------------------------------
 
 
+def with_side_tables(schema: Schema, plan: LogicalPlan) -> Schema:
+    """The schema a fit runs with: with lookups, bound to their side tables, read afresh
+    (the run is placed first: the pre-flight counts a side table before it is read)."""
+    if not isinstance(schema, JoinedSchema):
+        return schema  # no side tables: the lookup machinery is not even imported
+    from fastprep.runtime.lookups import schema_for_fit
+
+    return schema_for_fit(schema, plan.columns)
+
+
 def fit(
     plan: LogicalPlan, schema: Schema, source: Source, run: Run, *, name: str | None = None
 ) -> FittedState:
     """Learn every statistic from ``source``; alerts sent for the fit's findings."""
     with placed(plan, schema, source, run, whole_output=False, fit_only=True) as place:
-        state = _fit_at(place, plan, schema, run, name, place.rows(run))
+        state = _fit_at(place, plan, with_side_tables(schema, plan), run, name, place.rows(run))
     _send(state, run.on_alert, "fit", state.fit_report)
     return state
 
@@ -175,6 +186,7 @@ def fit_transform(
     ``run.output_dir`` shard by shard and returned mapped. ``save=False``: an output in
     memory is returned unsaved (the caller writes it)."""
     with placed(plan, schema, source, run, whole_output=run.output_dir is None) as place:
+        schema = with_side_tables(schema, plan)
         if place.kind != "memory":
             return _fit_transform_partitioned(place, plan, schema, run, name, wrap)
         backend = run.backend or "auto"

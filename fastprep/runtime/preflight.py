@@ -53,7 +53,7 @@ from fastprep.data.sources import (
     resolve_files,
     source_kind,
 )
-from fastprep.errors import MemoryBudgetError, PipelineDefinitionError, SourceError
+from fastprep.errors import FastprepError, MemoryBudgetError, PipelineDefinitionError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
@@ -284,10 +284,11 @@ def run_preflight(
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
     gathered = (0, 0) if transform_only else gathered_bytes(plan, n_rows, cross_fit=not fit_only)
+    side_tables = lookup_bytes(plan, schema, read=not transform_only)
     passes = DEFAULT_PASSES if passes is None else passes  # 0: a fitted pipeline's transform
     _execution_decision(result, source, profile, distributable, passes,
                         whole_output, fit_only, cluster, 8.0 * order_statistics,
-                        gathered)  # fmt: skip
+                        gathered, side_tables)  # fmt: skip
     return result
 
 
@@ -619,6 +620,10 @@ NUMBA_RESIDENT_BYTES = 190 * 10**6
 #: shard writer's buffer (the intercept of peak over partition rows: 246 MB less the base,
 #: streamed partitions of 50k..1M flights rows; 184 MB less the base in memory)
 RUN_FIXED_BYTES = 80 * 10**6
+#: a lookup's side table at fit: the process reading it peaks at this many times its used
+#: columns' bytes as stored (read, validated, the key's index built; measured with an int
+#: key and three float columns at 1M and 4M rows: 208 and 220 B a row over 32 B stored)
+LOOKUP_READ_COPIES = 7.0
 #: a streamed partition's peak per row, in multiples of its used columns' in-memory bytes
 #: plus its X bytes (read frame, validated table, step temporaries, X, its shard write;
 #: measured 492 B per flights row = 3.1 x (68 + 72) + the prefetched 68, least squares
@@ -699,6 +704,33 @@ TARGET_GATHER_ROW_BYTES = 36
 #: numpy's per-fold copies of one input's slots and target (16), plus a byte a row per
 #: fold for the folds' training masks — an estimate from the arrays, not a measurement
 CROSS_FIT_ROW_BYTES = 24
+
+
+def lookup_bytes(plan: LogicalPlan, schema: Schema, *, read: bool = True) -> tuple[int, int]:
+    """``(peak, held)``: the memory the lookups' side tables the plan uses take in the
+    process that reads them (:data:`LOOKUP_READ_COPIES` times their used columns, as
+    stored) and in each process that holds them to join. ``read=False``: a fitted
+    pipeline's transform, whose tables are in memory already (both are their size)."""
+    from fastprep.api.lookup import JoinedSchema
+
+    if not isinstance(schema, JoinedSchema):
+        return 0, 0
+    peak = held = 0
+    for name, columns in schema.used(plan.columns).items():
+        lookup = schema.lookups[name]
+        wanted = [*lookup.key_columns, *(c for c in columns if c not in lookup.key_columns)]
+        stored = (schema.tables or {}).get(name)
+        if stored is not None:  # 8 bytes a value: numbers as float64/int64, text as codes
+            size = stored.n_rows * 8 * len(wanted)
+        else:
+            try:
+                rows = source_size(lookup.source).n_rows
+                size = int(rows * sum(_source_bytes(wanted, lookup.schema, lookup.source).values()))
+            except (FastprepError, OSError, ValueError, KeyError, pa.ArrowException):
+                continue  # an unreadable table: its read at fit says why
+        peak += int(LOOKUP_READ_COPIES * size) if read else size
+        held += size
+    return peak, held
 
 
 def gathered_bytes(plan: LogicalPlan, n_rows: int, cross_fit: bool = False) -> tuple[int, int]:
@@ -790,11 +822,13 @@ def smallest_partition_rows(source: Source) -> int:
 def _options(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool, passes: int,
     fit_only: bool = False, cluster: str | None = None, kept_per_row: float = 0.0,
-    gathered: tuple[int, int] = (0, 0),
+    gathered: tuple[int, int] = (0, 0), side_tables: tuple[int, int] = (0, 0),
 ) -> list[Option]:  # fmt: skip
     """In memory, streamed in this process, on a local Dask cluster: each one's predicted
     peak summed over every process of the job, and time. ``gathered``: what a fit on all
-    values needs, partitioned and in memory (:func:`gathered_bytes`)."""
+    values needs, partitioned and in memory (:func:`gathered_bytes`); ``side_tables``:
+    the lookups' tables, read by this process and held by every worker
+    (:func:`lookup_bytes`)."""
     n = max(result.n_rows, 1)
     # a partitioned fit holds the gathered values in this process (a cluster's client)
     # until it fits on them: that memory is there beside every partition's
@@ -812,7 +846,9 @@ def _options(
     # imports it by its own rows (``streamed.numba_for_the_job``), and a worker's partition
     # goes to Numba once the planner has learned that its kernels repay it
     numba = imports_numba(n, profile)
-    base = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
+    process = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
+    read_tables, held_tables = side_tables
+    base = process + read_tables  # this process reads the side tables
     copies = profile.memory_working_copies - (NUMBA_WORKING_COPIES_SAVED if numba else 0.0)
     working = int(result.input_bytes * max(copies, 1.0))
     x_bytes = 0 if fit_only else result.output_bytes  # an in-memory run builds all of X
@@ -869,7 +905,7 @@ def _options(
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
                                lambda parts: dask_seconds(parts, 1, False), why))  # fmt: skip
         return out
-    dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
+    dask_fixed = base + (process + held_tables) * workers + DASK_SCHEDULER_BYTES + (
         DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
                            lambda parts: dask_seconds(parts, workers, True), why))  # fmt: skip
@@ -880,14 +916,14 @@ def _execution_decision(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool,
     passes: int = 2, whole_output: bool = False, fit_only: bool = False,
     cluster: str | None = None, kept_per_row: float = 0.0,
-    gathered: tuple[int, int] = (0, 0),
+    gathered: tuple[int, int] = (0, 0), side_tables: tuple[int, int] = (0, 0),
 ) -> None:  # fmt: skip
     """Memory first — every process of the job counted, against the budget — then
     predicted time: in memory, streamed partition by partition in this process, or Dask.
     ``cluster``: "local" or "external" when the caller named a scheduler: over the budget,
     the cluster is then preferred to streaming (if its peak fits)."""
     options = _options(result, source, profile, distributable, passes, fit_only, cluster,
-                       kept_per_row, gathered)  # fmt: skip
+                       kept_per_row, gathered, side_tables)  # fmt: skip
     result.options = options
     usable = result.budget * (1 - BUDGET_MARGIN)
     feasible = [o for o in options if o.impossible is None and o.peak_bytes <= usable]

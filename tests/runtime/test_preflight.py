@@ -331,3 +331,37 @@ def test_a_fitted_transform_is_planned_without_the_fits_passes(grouped_parquet):
                              transform_only=True)  # fmt: skip
     assert pre.execution == "streamed"
     assert "fit pass" not in pre.decisions[-1].choice and "transform" in pre.decisions[-1].choice
+
+
+def test_a_lookups_side_table_is_counted_in_the_budget(tmp_path):
+    """A side table is read, validated and indexed in the calling process (and held by
+    every process that joins it): its memory is the job's too. A 400,000-row table made a
+    streamed job predicted under its budget peak well above it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    n_side = 400_000
+    pq.write_table(pa.table({"k": np.arange(n_side), "a": rng.random(n_side),
+                             "b": rng.random(n_side)}), tmp_path / "side.parquet")  # fmt: skip
+    pq.write_table(pa.table({"k": rng.integers(0, n_side, 10_000), "x": rng.random(10_000)}),
+                   tmp_path / "src.parquet", row_group_size=2_000)  # fmt: skip
+    side = fp.Lookup(str(tmp_path / "side.parquet"), key={"k": "k"},
+                     schema=fp.Schema({"k": fp.Int(), "a": fp.Float(), "b": fp.Float()}))  # fmt: skip
+    source = fp.Schema({"k": fp.Int(), "x": fp.Float()})
+    joined = fp.Pipeline(source, [fp.cols("side.a", "side.b", "x") >> fp.Standardize()],
+                         lookups={"side": side})  # fmt: skip
+    alone = fp.Pipeline(source, [fp.cols("x") >> fp.Standardize()])
+    src = str(tmp_path / "src.parquet")
+    with_table, without = (
+        auto_cluster.check(p.optimized, p.schema, src, budget="100GB", whole_output=False)
+        for p in (joined, alone)
+    )
+    table_bytes = n_side * 3 * 8  # the key and the two value columns, as stored
+    for a, b in zip(with_table.options, without.options, strict=True):
+        assert a.peak_bytes - b.peak_bytes >= preflight.LOOKUP_READ_COPIES * table_bytes
+    # a fitted pipeline's transform holds the table it was fitted with (no read)
+    fitted = joined.fit(src)
+    again = auto_cluster.check(fitted.plan, fitted.schema, src, budget="100GB",
+                               whole_output=False, transform_only=True)  # fmt: skip
+    assert again.options[0].peak_bytes - without.options[0].peak_bytes >= table_bytes
