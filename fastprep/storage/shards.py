@@ -84,7 +84,10 @@ class Shard:
             else:
                 import pandas as pd
 
-                self._cache["quarantine"] = pd.read_parquet(self._root / info["file"])
+                path = self._root / info["file"]
+                if not path.exists():
+                    raise _gone(self._root, info["file"])
+                self._cache["quarantine"] = pd.read_parquet(path)
         return self._cache["quarantine"]
 
 
@@ -540,7 +543,10 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
     path = root / info["file"]
     if len(sizes) != -(-raw.size // step) or starts[-1] != info["bytes"]:
         raise StateFormatError(f"{path}: its chunk table does not match its size")
-    data = memoryview(path.read_bytes())
+    try:
+        data = memoryview(path.read_bytes())
+    except FileNotFoundError:
+        raise _gone(root, info["file"]) from None
 
     def one(i: int) -> None:
         begin = i * step
@@ -557,8 +563,18 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
     return out
 
 
+def _gone(root: Path, name: str) -> StateFormatError:
+    """A file the opened output names, read on first use, is no longer there."""
+    return StateFormatError(
+        f"{root}: {name} is gone: the output was replaced or removed after it was opened "
+        "(another run wrote this folder); open it again (fp.open_output) for what it holds now"
+    )
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise _gone(path.parent, path.name) from None
     except (OSError, ValueError) as exc:
         raise StateFormatError(f"{path}: unreadable ({exc}); write the output again") from None
