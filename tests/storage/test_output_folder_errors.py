@@ -106,3 +106,21 @@ def test_a_write_error_is_a_fastprep_error_in_python(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     out.save(tmp_path / "o")
     assert fp.open_output(tmp_path / "o").whole().X.shape == out.X.shape
+
+
+def test_a_fitted_state_that_cannot_be_written_keeps_the_earlier_file(tmp_path):
+    fitted = small_pipeline().fit(SAMPLE)
+    with pytest.raises(OutputError, match="no-such-folder"):
+        fitted.save(tmp_path / "no-such-folder" / "state.fastprep")
+    path = tmp_path / "state.fastprep"
+    fitted.save(path)
+    before = path.read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) // 2, hard))
+    try:
+        with pytest.raises(OutputError, match="could not be written"):
+            fitted.save(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.fastprep"]  # no temp left
