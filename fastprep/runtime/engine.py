@@ -77,10 +77,16 @@ class Place:
     pre: Preflight | None = None
 
     def rows(self, run: Run) -> int | None:
-        """Rows per partition: the caller's, else the pre-flight's."""
-        if run.rows_per_partition or self.pre is None:
+        """Rows per partition: the caller's, else the pre-flight's; never more than the
+        pre-flight's when it partitioned the run for the memory budget (a larger partition
+        would not fit it)."""
+        if self.pre is None:
             return run.rows_per_partition
-        return self.pre.rows_per_partition
+        if not run.rows_per_partition:
+            return self.pre.rows_per_partition
+        if self.kind == "memory":
+            return run.rows_per_partition
+        return min(run.rows_per_partition, self.pre.rows_per_partition)
 
     def notes(self) -> tuple[str, ...]:
         """The pre-flight's line for the report, when it decided."""

@@ -1,7 +1,10 @@
-"""A streamed fit warns about a whole column as an in-memory fit does: the weather sample is
-sorted by airport, so each of its partitions sees one ``origin`` — which is no reason to
-log "constant" (the merged report already says nothing of it); ``year`` is one value in
-every row, and is logged as in memory, not once per partition and pass."""
+"""Streamed runs of the weather sample (sorted by airport, 3,000-row row groups).
+
+A streamed fit warns about a whole column as an in-memory fit does: each partition sees
+one ``origin``, which is no reason to log "constant" (the merged report already says
+nothing of it); ``year`` is one value in every row, and is logged as in memory, not once
+per partition and pass. A caller's ``rows_per_partition`` larger than the partitions the
+budget allows does not break the budget: the partitions stay the pre-flight's."""
 
 from __future__ import annotations
 
@@ -74,3 +77,14 @@ def test_a_streamed_fit_logs_whole_column_warnings_once(grouped, tmp_path, caplo
     # the merged fit report says the same: only ``year`` is constant
     constant = [f.column for f in streamed.fit_report.findings if f.rule == "constant"]
     assert constant == ["year"]
+
+
+def test_a_callers_partition_size_stays_within_the_budget(grouped, tmp_path):
+    p = pipeline()
+    budget = streaming_budget(p, grouped)
+    planned = route.check(p.optimized, p.schema, grouped, budget=budget, whole_output=False)
+    assert planned.execution == "streamed" and planned.rows_per_partition < 26_115
+    _, opened = p.fit_and_transform(grouped, memory_budget=budget, output_dir=tmp_path / "o",
+                                    rows_per_partition=10**9)  # fmt: skip
+    expected = -(-26_115 // planned.rows_per_partition)
+    assert len(opened) >= expected > 1  # not one partition of every row
