@@ -27,7 +27,7 @@ from fastprep.api.lookup import JoinedSchema
 from fastprep.api.schema import Schema
 from fastprep.data.sources import Source, collect_once
 from fastprep.emit.precision import Precision
-from fastprep.errors import PipelineDefinitionError
+from fastprep.errors import MemoryBudgetError, PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, route
 from fastprep.runtime.cross_fit import CrossFit, check_collected
@@ -395,11 +395,23 @@ def write_shards(
 
 
 def validate_only(
-    plan: LogicalPlan, schema: Schema, source: Source, *, phase: str = "fit"
-) -> Report:
+    plan: LogicalPlan, schema: Schema, source: Source, *, phase: str = "fit",
+    memory_budget: int | str | None = None,
+) -> Report:  # fmt: skip
     """Read and validate ``source`` as a run at ``phase`` would, fitting nothing: the
     report counts the rows that would be used and quarantined, and the quarantine's
-    patterns. A failed ``raise`` rule raises :class:`~fastprep.errors.DataValidationError`."""
+    patterns. A failed ``raise`` rule raises :class:`~fastprep.errors.DataValidationError`.
+    The source is read whole: over ``memory_budget`` (default as a run's) that is a
+    :class:`~fastprep.errors.MemoryBudgetError` before anything is read."""
+    pre = route.check(plan, schema, source, budget=memory_budget, scheduler="off",
+                      whole_output=False, fit_only=True)  # fmt: skip
+    if pre is not None and pre.execution != "in-memory":
+        raise MemoryBudgetError(
+            f"validating {source} reads it whole, over the memory budget ({route.note(pre)}); "
+            "a streamed run validates it partition by partition, with the same counts and "
+            "findings in its report: fastprep run --memory-budget ... (or fit with "
+            "memory_budget=)"
+        )
     with execute.cyclic_gc_paused():
         prepared = execute.prepare(plan, schema, source, phase=phase, backend="pandas")
     report = prepared.report

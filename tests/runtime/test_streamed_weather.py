@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support import REPO
@@ -37,12 +38,13 @@ def pipeline() -> fp.Pipeline:
     ])  # fmt: skip
 
 
-def streaming_budget(p: fp.Pipeline, source: str) -> int:
+def streaming_budget(p: fp.Pipeline, source: str, fit_only: bool = False) -> int:
     """The largest budget (in MB steps) under which the pre-flight streams this small job
     (its in-memory and streamed peaks are a few MB apart: both mostly the interpreter)."""
     for mb in range(400, 100, -1):
         try:
-            pre = route.check(p.optimized, p.schema, source, budget=mb * 10**6, whole_output=False)
+            pre = route.check(p.optimized, p.schema, source, budget=mb * 10**6,
+                              whole_output=False, fit_only=fit_only)  # fmt: skip
         except MemoryBudgetError:
             break
         if pre is not None and pre.execution == "streamed":
@@ -88,3 +90,21 @@ def test_a_callers_partition_size_stays_within_the_budget(grouped, tmp_path):
                                     rows_per_partition=10**9)  # fmt: skip
     expected = -(-26_115 // planned.rows_per_partition)
     assert len(opened) >= expected > 1  # not one partition of every row
+
+
+def test_validation_over_the_budget_is_refused_before_reading(tmp_path):
+    """Validation alone reads the source whole: over the memory budget it is refused
+    (naming the streamed run that validates it partition by partition), never run. (The
+    sample four times over: a fit without X streams only once its input weighs.)"""
+    from fastprep.errors import MemoryBudgetError
+    from fastprep.runtime import engine
+
+    table = pq.read_table(REPO / "data_samples" / "weather.parquet")
+    path = str(tmp_path / "weather4.parquet")
+    pq.write_table(pa.concat_tables([table] * 4), path, row_group_size=3000)
+    p = pipeline()
+    budget = streaming_budget(p, path, fit_only=True)
+    with pytest.raises(MemoryBudgetError, match="memory-budget"):
+        engine.validate_only(p.optimized, p.schema, path, memory_budget=budget)
+    report = engine.validate_only(p.optimized, p.schema, path, memory_budget="100GB")
+    assert report.rows_in == 4 * 26_115
