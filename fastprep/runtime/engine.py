@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from fastprep.api.lookup import JoinedSchema
 from fastprep.api.schema import Schema
 from fastprep.data.sources import Source, collect_once
@@ -106,9 +108,12 @@ def placed(
         yield Place("cluster", source, run.client)
         return
     source = collect_once(source, schema.read_columns(plan.columns))  # read once, shared
+    # X is made in the output's computing type (float64 output: 8 bytes a value)
+    value_bytes = max(4, np.dtype(run.precision.compute_dtype).itemsize)
     with route.route(plan, schema, source, budget=run.memory_budget, scheduler=run.scheduler,
                      whole_output=whole_output, fit_only=fit_only,
-                     transform_only=transform_only) as (pre, client):  # fmt: skip
+                     transform_only=transform_only,
+                     value_bytes=value_bytes) as (pre, client):  # fmt: skip
         if client is not None:
             kind = "cluster"
         elif pre is not None and pre.execution == "streamed":

@@ -259,6 +259,7 @@ def run_preflight(
     passes: int | None = None,
     order_statistics: int = 0,
     transform_only: bool = False,
+    value_bytes: int = 4,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
@@ -266,7 +267,9 @@ def run_preflight(
     ``sketch="needed"``: sketch only the columns whose cardinality could break the budget
     (inputs of ``OneHot(sparse=False)``; every vocabulary when even one entry per row would
     not fit), so a routine run reads no column data. ``transform_only``: a fitted
-    pipeline's transform (no fit: nothing gathered for a fit on all values)."""
+    pipeline's transform (no fit: nothing gathered for a fit on all values).
+    ``value_bytes``: a value of X as it is made (4 for float32 and narrower output, whose
+    values are made as float32; 8 for float64)."""
     profile = profile or load_profile()
     limit, where = memory_budget(budget, profile)
     n_rows, exact, kind = _rows(source)
@@ -278,7 +281,8 @@ def run_preflight(
     if sketch == "needed":
         wanted = _needed(plan, wanted, n_rows, limit)
     cards = _cardinalities(wanted, schema, source) if sketch else {}
-    decisions, layout, out_bytes = _output_decisions(plan, n_rows, cards, limit, whole_output)
+    decisions, layout, out_bytes = _output_decisions(plan, n_rows, cards, limit, whole_output,
+                                                     value_bytes)  # fmt: skip
     decisions += _vocabulary_decisions(plan, schema, source, cards, limit)
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
@@ -521,9 +525,11 @@ def _sketch_parquet(path: str, column: str, sketch: HyperLogLog) -> None:
 
 
 def _output_decisions(
-    plan: LogicalPlan, n_rows: int, cards: dict[str, Cardinality], budget: int, whole: bool
-) -> tuple[list[Decision], str, int]:
-    """Per encoder: its width and layout; then the whole output's size against the budget."""
+    plan: LogicalPlan, n_rows: int, cards: dict[str, Cardinality], budget: int, whole: bool,
+    value_bytes: int = 4,
+) -> tuple[list[Decision], str, int]:  # fmt: skip
+    """Per encoder: its width and layout; then the whole output's size against the budget
+    (``value_bytes`` a value)."""
     decisions: list[Decision] = []
     dense_width, nnz_per_row, sparse, declared_dense = 0, 0, False, False
     for feature in plan.features:
@@ -534,7 +540,7 @@ def _output_decisions(
                       for i in feature.inputs]  # fmt: skip
             known = [w for w in widths if w is not None]
             width = sum(known)
-            dense = n_rows * width * 4
+            dense = n_rows * width * value_bytes
             nnz_per_row += len(feature.inputs)
             many = bool(known) and max(known) > SPARSE_ONEHOT_MIN_CATEGORIES
             if encoder.sparse is True or (encoder.sparse is None and many):
@@ -562,10 +568,10 @@ def _output_decisions(
         else:
             dense_width += len(feature.inputs)
             nnz_per_row += len(feature.inputs)
-    if sparse:  # every block goes into one CSR matrix: 4-byte value + 4-byte index per entry
-        out_bytes, layout = n_rows * (nnz_per_row * 8 + 8), "csr"
+    if sparse:  # every block goes into one CSR matrix: a value + a 4-byte index per entry
+        out_bytes, layout = n_rows * (nnz_per_row * (value_bytes + 4) + 8), "csr"
     else:
-        out_bytes, layout = n_rows * dense_width * 4, "dense"
+        out_bytes, layout = n_rows * dense_width * value_bytes, "dense"
     process = PROCESS_BASE_BYTES + RUN_FIXED_BYTES  # (when the process alone does not fit,
     # the execution decision says so, with the smallest budget that would)
     if whole and out_bytes + process > budget and process <= budget * (1 - BUDGET_MARGIN):
