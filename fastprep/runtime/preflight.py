@@ -281,8 +281,9 @@ def run_preflight(
     if sketch == "needed":
         wanted = _needed(plan, wanted, n_rows, limit)
     cards = _cardinalities(wanted, schema, source) if sketch else {}
+    tags = _tags_per_row(plan, schema, source)
     decisions, layout, out_bytes = _output_decisions(plan, n_rows, cards, limit, whole_output,
-                                                     value_bytes)  # fmt: skip
+                                                     value_bytes, tags)  # fmt: skip
     decisions += _vocabulary_decisions(plan, schema, source, cards, limit)
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
@@ -348,6 +349,50 @@ def _source_bytes(columns: list[str], schema: Schema, source: Source) -> dict[st
     n = max(head.num_rows, 1)  # Arrow's buffers as read: numbers at least float64
     return {c: head.column(c).nbytes / n + 4 if c in text else max(head.column(c).nbytes / n, 8.0)
             for c in columns}  # fmt: skip
+
+
+#: values read from the head of a multi-valued column for its mean tags a row
+TAG_SAMPLE_ROWS = 10_000
+
+
+def _tags_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str, float]:
+    """Each multi-valued input's (``fp.Tags`` text, a list column) mean tags a row, from the
+    head of the column (at least 1; 1 when it cannot be read: the run itself says why)."""
+    out: dict[str, float] = {}
+    for feature in plan.features:
+        for item in feature.inputs:
+            listed = item.name in schema and schema[item.name].ltype == LType.LIST
+            if feature.tags is None and not listed:
+                continue
+            try:
+                head = _column_head(source, item.name)
+            except (FastprepError, OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+                continue
+            counts = [_tag_count(v, feature.tags) for v in head if v is not None]
+            out[item.name] = max(1.0, sum(counts) / len(counts)) if counts else 1.0
+    return out
+
+
+def _tag_count(value: Any, sep: str | None) -> int:
+    """Tags in one value: pieces of text split on ``sep``, or a list's (array's) items."""
+    if isinstance(value, (str, bytes)):
+        return value.count(sep if isinstance(value, str) else sep.encode()) + 1 if sep else 1
+    return len(value) if hasattr(value, "__len__") else 1
+
+
+def _column_head(source: Source, column: str) -> list[Any]:
+    """About the first :data:`TAG_SAMPLE_ROWS` values of one column, as Python values."""
+    if is_pandas_frame(source):
+        return source[column].head(TAG_SAMPLE_ROWS).tolist()
+    if not is_path(source):
+        if source_kind(source) == "arrow":
+            return source.column(column).slice(0, TAG_SAMPLE_ROWS).to_pylist()
+        return []
+    first = resolve_files(source)[0]
+    if format_of(first) == "parquet":
+        batches = pq.ParquetFile(first).iter_batches(batch_size=TAG_SAMPLE_ROWS, columns=[column])
+        return next(batches, pa.record_batch([pa.array([])], names=[column])).column(0).to_pylist()
+    return _csv_head_text(first, column, TAG_SAMPLE_ROWS).to_pylist()
 
 
 def _csv_head(path: str, columns: list[str], text: set[str]) -> pa.Table:
@@ -526,10 +571,12 @@ def _sketch_parquet(path: str, column: str, sketch: HyperLogLog) -> None:
 
 def _output_decisions(
     plan: LogicalPlan, n_rows: int, cards: dict[str, Cardinality], budget: int, whole: bool,
-    value_bytes: int = 4,
+    value_bytes: int = 4, tags: dict[str, float] | None = None,
 ) -> tuple[list[Decision], str, int]:  # fmt: skip
     """Per encoder: its width and layout; then the whole output's size against the budget
-    (``value_bytes`` a value)."""
+    (``value_bytes`` a value; ``tags``: a multi-valued input's mean tags a row, one entry
+    of X each)."""
+    tags = tags or {}
     decisions: list[Decision] = []
     dense_width, nnz_per_row, sparse, declared_dense = 0, 0, False, False
     for feature in plan.features:
@@ -541,7 +588,7 @@ def _output_decisions(
             known = [w for w in widths if w is not None]
             width = sum(known)
             dense = n_rows * width * value_bytes
-            nnz_per_row += len(feature.inputs)
+            nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)
             many = bool(known) and max(known) > SPARSE_ONEHOT_MIN_CATEGORIES
             if encoder.sparse is True or (encoder.sparse is None and many):
                 sparse = True
@@ -558,7 +605,7 @@ def _output_decisions(
                 declared_dense = declared_dense or encoder.sparse is False
         elif isinstance(encoder, Hash):
             sparse = True
-            nnz_per_row += len(feature.inputs)
+            nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)
             seen = [f"~{cards[i.name].estimate:,}" for i in feature.inputs if i.name in cards]
             decisions.append(Decision(
                 f"hash({names})", "CSR",
@@ -569,7 +616,7 @@ def _output_decisions(
             dense_width += len(feature.inputs)
             nnz_per_row += len(feature.inputs)
     if sparse:  # every block goes into one CSR matrix: a value + a 4-byte index per entry
-        out_bytes, layout = n_rows * (nnz_per_row * (value_bytes + 4) + 8), "csr"
+        out_bytes, layout = int(n_rows * (nnz_per_row * (value_bytes + 4) + 8)), "csr"
     else:
         out_bytes, layout = n_rows * dense_width * value_bytes, "dense"
     process = PROCESS_BASE_BYTES + RUN_FIXED_BYTES  # (when the process alone does not fit,

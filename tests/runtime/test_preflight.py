@@ -384,3 +384,28 @@ def test_the_output_type_sizes_x():
     assert pipeline.fit_transform(path, memory_budget=budget).X.dtype == np.float32
     with pytest.raises(MemoryBudgetError):
         pipeline.fit_transform(path, memory_budget=budget, out_dtype="float64")
+
+
+@pytest.mark.parametrize("encoder", ["hash", "onehot"])
+def test_tags_are_counted_by_the_tags_a_row(tmp_path, encoder):
+    """A multi-valued column gives X an entry per tag, not one per row: the pre-flight
+    counts the tags a row from the head of the column (text split on its separator, or a
+    list column), so the predicted X is not a fraction of the real one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"t{i}" for i in range(300)])
+    rows = [rng.choice(vocab, 12, replace=False).tolist() for _ in range(20_000)]
+    pq.write_table(pa.table({"tags": ["|".join(r) for r in rows], "listed": rows}),
+                   tmp_path / "tags.parquet", row_group_size=5_000)  # fmt: skip
+    path = str(tmp_path / "tags.parquet")
+    encode = fp.Hash(n_features=2**12) if encoder == "hash" else fp.OneHot(sparse=True)
+    schema = fp.Schema({"tags": fp.String(), "listed": fp.ListOf()})
+    for feature in (fp.Tags("tags", sep="|") >> encode, fp.cols("listed") >> encode):
+        pipeline = fp.Pipeline(schema, [feature])
+        pre = auto_cluster.check(pipeline.optimized, pipeline.schema, path, budget="100GB",
+                                 whole_output=False)  # fmt: skip
+        X = pipeline.fit_transform(path).X
+        real = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        assert real * 0.9 <= pre.output_bytes <= real * 1.5
