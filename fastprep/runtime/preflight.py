@@ -57,7 +57,7 @@ from fastprep.errors import FastprepError, MemoryBudgetError, PipelineDefinition
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform
+from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform, Vectorize
 from fastprep.planning.planner import (
     NUMBA_JOB_ROW_SAVING,
     CostProfile,
@@ -356,12 +356,13 @@ TAG_SAMPLE_ROWS = 10_000
 
 
 def _tags_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str, float]:
-    """Each multi-valued input's (``fp.Tags`` text, a list column) mean tags a row, from the
-    head of the column (at least 1; 1 when it cannot be read: the run itself says why)."""
+    """Each multi-valued input's (``fp.Tags`` text, a list column, a dict column: its keys)
+    mean tags a row, from the head of the column (at least 1; 1 when it cannot be read:
+    the run itself says why)."""
     out: dict[str, float] = {}
     for feature in plan.features:
         for item in feature.inputs:
-            listed = item.name in schema and schema[item.name].ltype == LType.LIST
+            listed = item.name in schema and schema[item.name].ltype in (LType.LIST, LType.DICT)
             if feature.tags is None and not listed:
                 continue
             try:
@@ -374,7 +375,8 @@ def _tags_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str
 
 
 def _tag_count(value: Any, sep: str | None) -> int:
-    """Tags in one value: pieces of text split on ``sep``, or a list's (array's) items."""
+    """Tags in one value: pieces of text split on ``sep``, or a list's (array's) items, or
+    a dict's keys."""
     if isinstance(value, (str, bytes)):
         return value.count(sep if isinstance(value, str) else sep.encode()) + 1 if sep else 1
     return len(value) if hasattr(value, "__len__") else 1
@@ -603,6 +605,9 @@ def _output_decisions(
                 unknown = len(widths) - len(known)  # sparse=None: CSR above the threshold
                 dense_width += width + unknown * (SPARSE_ONEHOT_MIN_CATEGORIES + 1)
                 declared_dense = declared_dense or encoder.sparse is False
+        elif isinstance(encoder, Vectorize):  # CSR: an entry per key of a row's dict
+            sparse = True
+            nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)
         elif isinstance(encoder, Hash):
             sparse = True
             nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)

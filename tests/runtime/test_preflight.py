@@ -409,3 +409,18 @@ def test_tags_are_counted_by_the_tags_a_row(tmp_path, encoder):
         X = pipeline.fit_transform(path).X
         real = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
         assert real * 0.9 <= pre.output_bytes <= real * 1.5
+
+
+def test_dict_features_are_counted_by_their_keys(flights_sample):
+    """``fp.Dict`` into ``Hash`` or ``Vectorize`` gives an entry per key of a row's dict
+    (and ``Vectorize`` a CSR X): counted so, from the head of the column."""
+    rows = [{"carrier": c, "dest": d, "distance": float(x)} for c, d, x in
+            zip(flights_sample.carrier, flights_sample.dest, flights_sample.distance)]  # fmt: skip
+    frame = pd.DataFrame({"extras": rows})
+    for encode in (fp.Hash(2**18), fp.Vectorize()):
+        pipeline = fp.Pipeline(fp.Schema({"extras": fp.DictOf()}), [fp.Dict("extras") >> encode])
+        pre = auto_cluster.check(pipeline.optimized, pipeline.schema, frame, budget="100GB",
+                                 whole_output=False)  # fmt: skip
+        X = pipeline.fit_transform(frame).X
+        real = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        assert pre.output_layout == "csr" and real * 0.9 <= pre.output_bytes <= real * 1.5
