@@ -160,39 +160,76 @@ def read_source(
     tables = [first] + [_read_file_and_names(path, columns, text)[0] for path in files[1:]]
     if len({tuple(t.schema.types) for t in tables}) > 1:  # e.g. Parquet and CSV files
         tables = [decoded(t) for t in tables]  # text as strings everywhere, then promoted
-    table = tables[0] if len(tables) == 1 else _concat_files(tables, files)
+    table = tables[0] if len(tables) == 1 else _concat(tables, files)
     return table, SourceInfo(
         f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
         columns=tuple(names),
     )  # fmt: skip
 
 
-def _concat_files(tables: list[pa.Table], files: list[str]) -> pa.Table:
-    """The files' tables as one, each column promoted to a type all of them fit (an
-    int32 file beside an int64 one, text held as a dictionary by one file, e.g. a pandas
-    categorical, beside plain text); a column no one type holds is a SourceError naming
-    it, the first file and one whose type differs, with their types."""
+def _concat(tables: list[pa.Table], files: list[str]) -> pa.Table:
+    """The files' tables as one, their types promoted (int to float, string to large).
+    A column of numbers or bools in some files and text in others is taken as text in
+    every file: validation then converts it to the declared type as it converts a file of
+    text alone (the rows each file gives alone, as a partitioned run reads them). Other
+    types that do not combine (timestamps with and without a zone...) are a SchemaError. Text
+    one file holds as a dictionary (a pandas categorical) is decoded first: it combines
+    with plain text."""
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         pass
     tables = [_held_text_decoded(t) for t in tables]
-    try:
-        return pa.concat_tables(tables, promote_options="permissive")
-    except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
-        failed = exc
-    for name in tables[0].column_names:  # the column that fails, named with its files
+    clash = [
+        n for n in tables[0].column_names if not _promotes([t.schema.field(n) for t in tables])
+    ]
+    for name in clash:
         types = [t.schema.field(name).type for t in tables]
+        if not all(_as_text_exactly(t) for t in types):
+            kinds = "; ".join(f"{t} in {os.path.basename(f)}" for t, f in
+                              dict(zip(types, files)).items())  # fmt: skip
+            raise SchemaError(
+                f"column {name!r} has types that do not combine in the source's files "
+                f"({kinds}); write the files with one type for it"
+            )
+    as_text = []
+    for table in tables:
+        for name in clash:
+            i = table.schema.get_field_index(name)
+            if not pa.types.is_large_string(table.schema.field(i).type):
+                table = table.set_column(i, name, ac.cast(table.column(i), pa.large_string()))
+        as_text.append(table)
+    try:
+        return pa.concat_tables(as_text, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:  # types that combine, values not
+        failed = exc
+    for name in as_text[0].column_names:  # (an int beyond 2**53 beside floats)
         try:
-            pa.concat_tables([t.select([name]) for t in tables], promote_options="permissive")
+            pa.concat_tables([t.select([name]) for t in as_text], promote_options="permissive")
         except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
-            other = next((i for i, t in enumerate(types) if t != types[0]), 0)
-            raise SourceError(
-                f"column {name!r} is {types[0]} in {files[0]} but {types[other]} in "
-                f"{files[other]}: the files of one source cannot be read as one column "
-                f"({exc}); write them with one schema"
+            kinds = "; ".join(f"{t.schema.field(name).type} in {os.path.basename(f)}"
+                              for t, f in zip(as_text, files))  # fmt: skip
+            raise SchemaError(
+                f"column {name!r} cannot be read as one column from the source's files "
+                f"({kinds}: {exc}); write the files with one type for it"
             ) from None
-    raise SourceError(f"{files[0]} ...: the files cannot be read as one table: {failed}")
+    raise SchemaError(f"the source's files cannot be read as one table: {failed}")
+
+
+def _as_text_exactly(kind: pa.DataType) -> bool:
+    """Text, or a type whose text form validation reads back as the same value."""
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+            or pa.types.is_boolean(kind))  # fmt: skip
+
+
+def _promotes(fields: list[pa.Field]) -> bool:
+    """Whether the files' types of one column promote to one (int and float do)."""
+    try:
+        pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
 
 
 def _held_text_decoded(table: pa.Table) -> pa.Table:

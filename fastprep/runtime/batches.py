@@ -147,6 +147,7 @@ class BatchStream:
         the counts go to ``self.stats``."""
         fitted, stats = self.fitted, self.stats
         plan, schema = fitted.plan, fitted.schema
+        plan = execute.without_absent_target(plan, schema, self.source)  # rows to predict on
         columns = schema.read_columns(plan.columns)  # + key columns
         text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
         # a LazyFrame's query (a filtered Dataset's scan) runs once per pass, not per partition

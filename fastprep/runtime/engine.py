@@ -156,10 +156,11 @@ def _fit_at(
     if place.kind == "cluster":
         from fastprep.runtime import cluster
 
-        params, report = cluster.fit(place.client, plan, schema, place.source, backend=backend,
-                                     progress=run.progress, cross_fit=cross_fit,
-                                     **_partition_size(rows))  # fmt: skip
-        profile = None  # the cluster's tasks are not asked for their drift profiles yet
+        # the drift profile: the partitions' profiles, merged
+        params, report, profile = cluster.fit_with_profile(
+            place.client, plan, schema, place.source, backend=backend, progress=run.progress,
+            cross_fit=cross_fit, **_partition_size(rows),
+        )  # fmt: skip
     else:
         from fastprep.runtime import streamed
 
@@ -244,8 +245,14 @@ def _fit_transform_partitioned(
     (streamed here, or on the Dask cluster); the output comes back mapped."""
     from fastprep.storage.shards import open_output
 
-    if run.output_dir is None:  # the pre-flight refuses this before routing here
-        raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
+    if run.output_dir is None:  # over the budget, the pre-flight refuses this before here
+        raise PipelineDefinitionError(
+            "a fit_transform on a Dask cluster writes its output shard by shard: pass "
+            "output_dir= (or fit on the cluster, then transform without output_dir to "
+            "gather the output)"
+            if place.kind == "cluster"
+            else "an output over the memory budget needs output_dir="
+        )
     backend = run.backend or "auto"
     rows = place.rows(run)
     # out-of-fold encodings of the fit's rows: collected by the fit, read by the transform
@@ -310,7 +317,9 @@ def _transform(
                 transform_only=True) as place:  # fmt: skip
         rows = place.rows(run)
         if place.kind == "cluster":
-            out = _cluster_transform(state, place, run, backend, rows, publish, cluster_options)
+            drifting = {"profile": state.profile, "drift_thresholds": drift_thresholds}
+            out = _cluster_transform(state, place, run, backend, rows, publish,
+                                     cluster_options | drifting)  # fmt: skip
             out.report.notes.extend(place.notes())
             return out
         if place.kind == "streamed" and run.output_dir is not None:

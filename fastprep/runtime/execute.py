@@ -113,6 +113,15 @@ class Output:
     def quarantine(self, frame: pd.DataFrame) -> None:
         self.quarantine_rows = frame
 
+    def detach_quarantine(self) -> None:
+        """Build a deferred quarantine now and let go of the source rows it was deferred
+        over: the output then holds only its rejected rows (what a Dask task's output,
+        pickled to the client, should carry; not the whole partition as read)."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _DeferredQuarantine):
+            built = rows.rows_to_write()
+            self.quarantine_rows = _ArrowQuarantine(built) if isinstance(built, pa.Table) else built
+
     def quarantine_reasons(self) -> pd.DataFrame:
         """``row_id`` and ``reason`` of the rejected rows, without gathering the rows."""
         if isinstance(self.quarantine_rows, (_DeferredQuarantine, _ArrowQuarantine)):
@@ -345,6 +354,17 @@ def fit_target(plan: LogicalPlan, schema: Schema, table: Table) -> FitTarget:
     binary = infer_type(plan.target.expr, types, f"target {plan.target.name!r}") == LType.BOOL
     values = reference.input_values(plan.target, table, reference.Repairs())
     return FitTarget(np.asarray(values, dtype=np.float64), binary)
+
+
+def without_absent_target(plan: LogicalPlan, schema: Schema, source: Source) -> LogicalPlan:
+    """``plan`` without its target when ``source`` lacks a column only the target reads
+    (new rows to predict on), as a transform's read decides for one table; for a run that
+    reads the source partition by partition (batches, shards), decided once for all."""
+    target_only = [c for c in _target_only(plan) if c in schema.read_columns(plan.columns)]
+    present = source_columns(source) if target_only else None
+    if present is not None and any(c not in present for c in target_only):
+        return replace(plan, target=None)
+    return plan
 
 
 def _target_only(plan: LogicalPlan) -> list[str]:

@@ -78,17 +78,39 @@ class Shard:
     def quarantine(self) -> Any:
         """The shard's rejected rows (a pandas DataFrame), or None if none were written."""
         if "quarantine" not in self._cache:
-            info = self.entry.get("quarantine")
-            if info is None or self._root is None:
-                self._cache["quarantine"] = None
-            else:
-                import pandas as pd
-
-                path = self._root / info["file"]
-                if not path.exists():
-                    raise _gone(self._root, info["file"])
-                self._cache["quarantine"] = pd.read_parquet(path)
+            table = self.quarantine_table()
+            self._cache["quarantine"] = None if table is None else table.to_pandas()
         return self._cache["quarantine"]
+
+    def quarantine_table(self) -> Any:
+        """The shard's rejected rows as written (an Arrow table), or None."""
+        info = self.entry.get("quarantine")
+        if info is None or self._root is None:
+            return None
+        import pyarrow.parquet as pq
+
+        path = self._root / info["file"]
+        if not path.exists():
+            raise _gone(self._root, info["file"])
+        return pq.read_table(path)
+
+
+def concat_rejected(parts: Sequence[Any]) -> Any:
+    """Several parts' rejected rows (Arrow tables or pandas frames) as one pandas frame.
+    Arrow tables are joined first, their types promoted as one read of the whole source
+    promotes them: a part whose column is all missing has no type of its own, and its
+    rows' NaN beside another part's timestamps made an object column in pandas. Frames,
+    or tables that do not promote, are joined by pandas."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if parts and all(isinstance(p, pa.Table) for p in parts):
+        try:
+            return pa.concat_tables(parts, promote_options="permissive").to_pandas()
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            pass
+    frames = [p.to_pandas() if isinstance(p, pa.Table) else p for p in parts]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 class OpenedOutput:
@@ -140,11 +162,11 @@ class OpenedOutput:
         """Every shard's rejected rows as one pandas DataFrame (read on access)."""
         import pandas as pd
 
-        frames = [s.quarantine for s in self.shards if s.quarantine is not None]
-        if not frames:
+        tables = [t for t in (s.quarantine_table() for s in self.shards) if t is not None]
+        if not tables:
             return pd.DataFrame({"row_id": pd.Series([], dtype="int64"),
                                  "reason": pd.Series([], dtype="str")})  # fmt: skip
-        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return concat_rejected(tables)
 
     @property
     def pipeline_path(self) -> Path | None:

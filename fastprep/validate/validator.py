@@ -456,7 +456,7 @@ def _number_rules(
     if scans is not None:  # holding ``values`` keeps its id from being reused meanwhile
         scans[id(values)] = (values, scanned)
     counts, smallest, largest = scanned.counts.copy(), scanned.smallest, scanned.largest
-    fit_checks = (counts[nc.NULL] == len(values), _near_equal(smallest, largest, len(values)))
+    fit_checks = (counts[nc.NULL] == len(values), near_equal(smallest, largest, len(values)))
     if spec.nullable:
         counts[nc.NULL] = 0  # allowed: no mask needed
     if allow_inf:
@@ -497,7 +497,7 @@ def _scan_rules(spec: Float | Int) -> tuple[float, float, bool, bool]:
     return lo, hi, isinstance(spec, Int), isinstance(spec, Float) and spec.allow_inf
 
 
-def _near_equal(smallest: float, largest: float, n: int) -> bool:
+def near_equal(smallest: float, largest: float, n: int) -> bool:
     """All present values equal within rounding (Standardize's near-constant tolerance):
     a column whose values differ by ~1e-16 is constant, not a signal to scale up."""
     if not (np.isfinite(smallest) and np.isfinite(largest)):

@@ -1,8 +1,8 @@
 """A folder of Parquet files whose columns were written with different types (a chunk written
-by pandas as a categorical, an integer column that was float in another chunk) is read
-as one source: the same X as the rows in one file. Types that cannot be one column (text in
-one file, timestamps in another) are a SourceError naming the column, the files and their
-types, never Arrow's merge error."""
+by pandas as a categorical, narrower numbers in another chunk) is read as one source: the
+same X as the rows in one file. Types that cannot be one column (text in one file,
+timestamps in another; ints beyond 2**53 beside floats) are a SchemaError naming the
+column and the files' types, never Arrow's merge or cast error."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from support import REPO, assert_same_matrix
 
 import fastprep as fp
-from fastprep.errors import SourceError
+from fastprep.errors import SchemaError
 
 WEATHER = REPO / "data_samples" / "weather.parquet"
 
@@ -60,16 +60,21 @@ def test_files_of_compatible_types_read_as_one_source(tmp_path):
     assert got.feature_names == expected.feature_names
 
 
-def test_files_of_incompatible_types_name_the_column_and_files(tmp_path):
-    def timestamps(chunk: pa.Table) -> pa.Table:
+@pytest.mark.parametrize("change", ["timestamps", "huge ints"])
+def test_files_of_incompatible_types_name_the_column_and_files(tmp_path, change):
+    def second(chunk: pa.Table) -> pa.Table:
         frame = chunk.to_pandas()
-        frame["time_hour"] = pd.to_datetime(frame["time_hour"], utc=True)
+        if change == "timestamps":
+            frame["time_hour"] = pd.to_datetime(frame["time_hour"], utc=True)
+        else:  # numbers that float64 cannot hold exactly beside the other files' floats
+            frame["temp"] = 2**60 + frame.index
         return pa.Table.from_pandas(frame, preserve_index=False)
 
     folder = tmp_path / "parts"
-    write_chunks(folder, timestamps)
-    with pytest.raises(SourceError, match="'time_hour'") as caught:
+    write_chunks(folder, second)
+    column = "time_hour" if change == "timestamps" else "temp"
+    with pytest.raises(SchemaError, match=f"'{column}'") as caught:
         pipeline().fit_transform(str(folder))
     message = str(caught.value)
-    assert "part-0.parquet" in message and "part-1.parquet" in message
-    assert "timestamp" in message and "string" in message
+    assert "part-1.parquet" in message
+    assert ("timestamp" in message) if change == "timestamps" else ("int64" in message)

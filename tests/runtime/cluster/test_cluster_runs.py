@@ -179,3 +179,11 @@ def test_dask_dataframe_source(single, dist_fitted, flights_row_groups, client) 
     assert_same_matrix(out.X, fitted.transform(flights_row_groups).X)
     assert np.array_equal(out.row_ids, expected.row_ids)
     assert np.array_equal(out.y, expected.y)
+
+
+def test_fit_transform_on_a_cluster_without_output_dir_says_what_to_pass(
+    single, flights_row_groups, client
+) -> None:
+    pipeline = single[0]
+    with pytest.raises(fp.PipelineDefinitionError, match=r"on a Dask cluster .* pass output_dir="):
+        pipeline.fit_and_transform(flights_row_groups, client=client, rows_per_partition=ROWS)
