@@ -172,11 +172,14 @@ def _concat(tables: list[pa.Table], files: list[str]) -> pa.Table:
     A column of numbers or bools in some files and text in others is taken as text in
     every file: validation then converts it to the declared type as it converts a file of
     text alone (the rows each file gives alone, as a partitioned run reads them). Other
-    types that do not combine (timestamps with and without a zone...) are a SchemaError."""
+    types that do not combine (timestamps with and without a zone...) are a SchemaError. Text
+    one file holds as a dictionary (a pandas categorical) is decoded first: it combines
+    with plain text."""
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         pass
+    tables = [_held_text_decoded(t) for t in tables]
     clash = [
         n for n in tables[0].column_names if not _promotes([t.schema.field(n) for t in tables])
     ]
@@ -196,7 +199,21 @@ def _concat(tables: list[pa.Table], files: list[str]) -> pa.Table:
             if not pa.types.is_large_string(table.schema.field(i).type):
                 table = table.set_column(i, name, ac.cast(table.column(i), pa.large_string()))
         as_text.append(table)
-    return pa.concat_tables(as_text, promote_options="permissive")
+    try:
+        return pa.concat_tables(as_text, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:  # types that combine, values not
+        failed = exc
+    for name in as_text[0].column_names:  # (an int beyond 2**53 beside floats)
+        try:
+            pa.concat_tables([t.select([name]) for t in as_text], promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            kinds = "; ".join(f"{t.schema.field(name).type} in {os.path.basename(f)}"
+                              for t, f in zip(as_text, files))  # fmt: skip
+            raise SchemaError(
+                f"column {name!r} cannot be read as one column from the source's files "
+                f"({kinds}: {exc}); write the files with one type for it"
+            ) from None
+    raise SchemaError(f"the source's files cannot be read as one table: {failed}")
 
 
 def _as_text_exactly(kind: pa.DataType) -> bool:
@@ -213,6 +230,19 @@ def _promotes(fields: list[pa.Field]) -> bool:
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         return False
     return True
+
+
+def _held_text_decoded(table: pa.Table) -> pa.Table:
+    """``table`` with the text dictionaries its file held (not only those this module read
+    as dictionaries) decoded to plain text, which promotes with any other text type."""
+    for i, field in enumerate(table.schema):
+        kind = field.type
+        if pa.types.is_dictionary(kind) and (
+            pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
+        ):
+            decoded_values = ac.cast(table.column(i), kind.value_type)
+            table = table.set_column(i, field.with_type(kind.value_type), decoded_values)
+    return table
 
 
 _KIND_NAMES = {
@@ -414,6 +444,13 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
         files = [text]
     else:
         raise SourceError(f"source {text!r} does not exist")
+    if os.path.isdir(text) or any(ch in text for ch in "*?["):
+        found, files = files, _data_files(files)
+        if found and not files:
+            raise SourceError(
+                f"source {text!r} holds a fastprep output, no input data: open it with "
+                "fp.open_output"
+            )
     if not files:
         raise SourceError(f"source {text!r} matched no CSV or Parquet files")
     unknown = [f for f in files if format_of(f) is None]
@@ -422,6 +459,23 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
             f"cannot tell the format of {unknown[0]!r}: use a .csv(.gz) or .parquet file"
         )
     return files
+
+
+def _data_files(files: list[str]) -> list[str]:
+    """``files`` without those a fastprep output wrote into their folder (its quarantine is
+    Parquet): an output written into the input's folder, or one under it, is not read back
+    as input by the next run."""
+    from fastprep.storage.output_format import output_files
+
+    ours: dict[str, set[str]] = {}
+    kept = []
+    for path in files:
+        folder, name = os.path.split(path)
+        if folder not in ours:
+            ours[folder] = output_files(folder or ".")
+        if name not in ours[folder]:
+            kept.append(path)
+    return kept
 
 
 def format_of(path: str) -> str | None:

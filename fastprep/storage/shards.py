@@ -94,7 +94,10 @@ class Shard:
             return None
         import pyarrow.parquet as pq
 
-        return pq.read_table(self._root / info["file"])
+        path = self._root / info["file"]
+        if not path.exists():
+            raise _gone(self._root, info["file"])
+        return pq.read_table(path)
 
 
 def concat_rejected(parts: Sequence[Any]) -> Any:
@@ -380,37 +383,45 @@ class ShardWriter:
         *, compress: str | bool | None = None,
     ) -> None:  # fmt: skip
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.feature_names = feature_names
         self.out_dtype = out_dtype
         self.codec = fmt.check_codec(compress)
         self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
-        self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
-        self._writer = fmt.FileWriter(self.folder, self.codec)
         self._published = False
+        self._earlier = (self.folder / fmt.MANIFEST).is_file()
+        with self._errors():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
+        self._writer = fmt.FileWriter(self.folder, self.codec)
+
+    def _errors(self) -> Any:
+        """The operating system's errors while writing, as an OutputError naming the folder."""
+        return fmt.write_errors(self.folder, lambda: self._published, self._earlier)
 
     def add(
         self, X: Any, y: np.ndarray | None, row_ids: np.ndarray, quarantine: Any = None
     ) -> None:
-        self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token, X, y,
-                                            row_ids, quarantine))  # fmt: skip
+        with self._errors():
+            self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token,
+                                                X, y, row_ids, quarantine))  # fmt: skip
 
     def close(self, report: dict[str, Any] | None = None, pipeline: Any = None) -> Path:
         """Write the report (and ``pipeline``, anything with ``.save(path)``), wait until
         every file is on disk, then publish."""
         try:
-            data = json.dumps(report or {}, indent=1, default=str).encode()
-            self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
-            if pipeline is not None:
-                self.files["pipeline"] = self._writer.saved_file(
-                    f"pipeline.{self.token}.fastprep", pipeline.save
-                )
-            self._writer.finish()  # every file above is on disk before the manifest names it
-            doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
-                                   self.files)  # fmt: skip
-            return fmt.publish(self.folder, doc, self._writing, self._mark_published)
+            with self._errors():
+                data = json.dumps(report or {}, indent=1, default=str).encode()
+                self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
+                if pipeline is not None:
+                    self.files["pipeline"] = self._writer.saved_file(
+                        f"pipeline.{self.token}.fastprep", pipeline.save
+                    )
+                self._writer.finish()  # every file above is on disk before the manifest names it
+                doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
+                                       self.files)  # fmt: skip
+                return fmt.publish(self.folder, doc, self._writing, self._mark_published)
         finally:
             self._writer.close()
 
@@ -523,7 +534,7 @@ def _what_instead(root: Path) -> str:
         return ("an output written by an earlier fastprep (X.npz/X.npy + feature_names.json, "
                 "no manifest.json); write it again with this version (out.save or fastprep "
                 "run/transform)")  # fmt: skip
-    if any(p.name.startswith("part-") for p in root.iterdir()):
+    if any(p.name.startswith("part-") or p.name in fmt.LOCK_FILES for p in root.iterdir()):
         return ("no manifest.json: an output was being written here but never published "
                 "(the writer stopped); run it again (a cluster job resumes)")  # fmt: skip
     return "no manifest.json: not a fastprep output folder"
@@ -559,7 +570,10 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
     path = root / info["file"]
     if len(sizes) != -(-raw.size // step) or starts[-1] != info["bytes"]:
         raise StateFormatError(f"{path}: its chunk table does not match its size")
-    data = memoryview(path.read_bytes())
+    try:
+        data = memoryview(path.read_bytes())
+    except FileNotFoundError:
+        raise _gone(root, info["file"]) from None
 
     def one(i: int) -> None:
         begin = i * step
@@ -576,8 +590,18 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
     return out
 
 
+def _gone(root: Path, name: str) -> StateFormatError:
+    """A file the opened output names, read on first use, is no longer there."""
+    return StateFormatError(
+        f"{root}: {name} is gone: the output was replaced or removed after it was opened "
+        "(another run wrote this folder); open it again (fp.open_output) for what it holds now"
+    )
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise _gone(path.parent, path.name) from None
     except (OSError, ValueError) as exc:
         raise StateFormatError(f"{path}: unreadable ({exc}); write the output again") from None

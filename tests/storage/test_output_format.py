@@ -195,6 +195,8 @@ def test_unknown_layouts_are_state_format_errors(dense_pipeline, flights_sample,
         ),
         "empty": ({}, "not a fastprep output folder"),
         "never published": ({"part-00000.0123456789ab.X.npy": b""}, "never published"),
+        # a writer killed right after it claimed the folder, before its first file
+        "only claimed": ({".fastprep.writing": b"", ".fastprep.lock": b""}, "never published"),
     }
     for name, (files, message) in cases.items():
         folder = tmp_path / name.replace(" ", "_")
