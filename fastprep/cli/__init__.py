@@ -38,6 +38,7 @@ from fastprep.data.pandas_objects import arrow_without_pandas
 from fastprep.errors import FastprepError, PipelineDefinitionError
 from fastprep.pipeline import FittedPipeline, Pipeline, load, load_pipeline_file
 from fastprep.runtime.execute import Output
+from fastprep.storage.output_format import check_folder
 from fastprep.storage.shards import OpenedOutput
 
 STATE_FILE = "pipeline.fastprep"
@@ -153,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
         raise PipelineDefinitionError(
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
-    check_output_folder(args.output)
+    check_folder(args.output)  # before the pipeline's source is read (the run checks again)
     started, marks["loaded"] = time.perf_counter(), time.time()
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
@@ -248,7 +249,7 @@ def transform_folder(state: str, source: str, output: str | None) -> str:
                 "training run's and would be overwritten; choose another folder, or omit "
                 "--output for a new one beside the state"
             )
-        check_output_folder(output)
+        check_folder(output)  # before the state is loaded
         return output
     stem = Path(source.rstrip("/\\")).name.split(".")[0] or "input"
     stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "input"
@@ -256,16 +257,6 @@ def transform_folder(state: str, source: str, output: str | None) -> str:
     while (home / f"transform-{stem}-{n}").exists():
         n += 1
     return str(home / f"transform-{stem}-{n}")
-
-
-def check_output_folder(folder: str) -> None:
-    """Refuse, before any data is read, an ``--output`` that cannot become a folder: an
-    existing file, or a path below one (the write would fail only after the whole run)."""
-    path = Path(folder)
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        where = "is a file" if existing == path else f"is below {existing}, a file"
-        raise PipelineDefinitionError(f"--output {folder} {where}, not a folder; choose a folder")
 
 
 def _check_quantization(fitted: FittedPipeline, state: str, out_dtype: str) -> None:
