@@ -38,3 +38,18 @@ def test_bools_beside_text_read_as_one_file_alone(tmp_path) -> None:
 def test_floats_beside_text_read_as_one_file_alone(tmp_path) -> None:
     in_memory, partitioned = _fits(tmp_path, pa.array([1e20, float("nan"), 0.5]))
     assert in_memory == partitioned
+
+
+@pytest.mark.xfail(strict=True, reason="sources._as_text_exactly refuses the null type (a "
+                   "file whose column is all missing) beside numbers and text: SchemaError")  # fmt: skip
+def test_all_missing_file_beside_numbers_and_text(tmp_path) -> None:
+    pq.write_table(pa.table({"c": pa.array([1, 2, 3]), "x": [1.0, 2.0, 3.0]}),
+                   tmp_path / "a.parquet")  # fmt: skip
+    pq.write_table(pa.table({"c": pa.array([None] * 3, pa.null()), "x": [1.0, 2.0, 3.0]}),
+                   tmp_path / "b.parquet")  # fmt: skip
+    pq.write_table(pa.table({"c": ["z", "1", "q"], "x": [1.0, 2.0, 3.0]}), tmp_path / "c.parquet")
+    schema = fp.Schema({"c": fp.Category(nullable=True), "x": fp.Float()})
+    pipeline = fp.Pipeline(schema, [fp.col("c") >> fp.OneHot(), fp.col("x") >> fp.Standardize()])
+    source = str(tmp_path / "*.parquet")
+    partitioned, _ = streamed.fit(pipeline.optimized, schema, source, rows_per_partition=3)
+    assert pipeline.fit(source).params == partitioned
