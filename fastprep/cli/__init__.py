@@ -50,6 +50,8 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 QUANTIZED_DTYPES = ("int8", "uint8")
 #: shell convention for a command ended by SIGPIPE (128 + 13)
 EXIT_BROKEN_PIPE = 141
+#: shell convention for a command ended by SIGINT (128 + 2)
+EXIT_INTERRUPTED = 130
 
 
 class _UsageError(Exception):
@@ -83,6 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        # Ctrl-C: the user's own act, not an error to explain with a traceback. Nothing
+        # half-written is published (an output folder is replaced in one step), so the
+        # folder holds what it held before, or this run's whole output if it had finished
+        if args.debug_main or getattr(args, "debug", False):
+            raise
+        print("fastprep: interrupted (an output is published whole or not at all: the "
+              "folder keeps its earlier one unless this run had finished)", file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
     except (FastprepError, OSError) as exc:
         # OSError: the file system refused (no space, no permission, a folder it cannot
         # hold): the user's environment, not a bug to show as a traceback
@@ -181,31 +192,22 @@ def _run(args: argparse.Namespace) -> int:
 def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
                      started: float) -> int:  # fmt: skip
     """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
-    shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
+    shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder.
+
+    One ``fit_and_transform``, as the run in one process: the rows written are the fit's own
+    (out of fold for a target encoding), so the report has no drift of the source against
+    itself and a fit-only finding (a constant column) is sent once."""
     from fastprep.runtime.cluster.local import connect
-    from fastprep.runtime.cross_fit import needed
 
     # "local": the LocalCluster a run over its memory budget gets too (one place starts it)
     with connect(args.scheduler) as (client, _where):
         progress = "auto" if args.progress is None else args.progress
-        if needed(pipeline.optimized):  # the run's rows are the fit's own: out of fold
-            _, opened = pipeline.fit_and_transform(
-                source, backend=args.backend, out_dtype=args.out_dtype,
-                on_overflow=args.on_overflow, output_dir=args.output, compress=args.compress,
-                client=client, progress=progress,
-            )  # fmt: skip
-            _print_published(opened, source, time.perf_counter() - started)
-            return 0
-        fitted = pipeline.fit(source, backend=args.backend, client=client, progress=progress)
-        manifest = fitted.transform(
+        _, opened = pipeline.fit_and_transform(
             source, backend=args.backend, out_dtype=args.out_dtype,
-            on_overflow=args.on_overflow, client=client, output_dir=args.output,
-            progress=progress, compress=args.compress, pipeline=fitted,
+            on_overflow=args.on_overflow, output_dir=args.output, compress=args.compress,
+            client=client, progress=progress,
         )  # fmt: skip
-    print(f"fastprep: {source} on {args.scheduler}")
-    print(manifest.report.summary())
-    print(f"total {time.perf_counter() - started:.3f}s")
-    print(_wrote(args.output))
+    _print_published(opened, f"{source} on {args.scheduler}", time.perf_counter() - started)
     return 0
 
 

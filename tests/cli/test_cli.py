@@ -536,3 +536,28 @@ def test_findings_are_printed_once_not_again_on_stderr(tmp_path):
     assert_ok(result)
     assert result.stdout.count("broke rule 'above_max'") == 1
     assert result.stderr == ""
+
+
+INTERRUPTING = """
+import os, signal, threading
+# Ctrl-C as the run starts: the signal a terminal sends, in the middle of the command
+threading.Timer(0.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+"""
+
+
+def test_ctrl_c_exits_130_without_traceback_and_keeps_the_output(tmp_path):
+    (tmp_path / "pipeline.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    (tmp_path / "interrupted.py").write_text(textwrap.dedent(DENSE_PIPELINE) + INTERRUPTING)
+    run = [sys.executable, "-m", "fastprep", "run"]
+    first = subprocess.run([*run, "pipeline.py", "--output", "out"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert_ok(first)
+    before = load_folder(tmp_path / "out")
+    result = subprocess.run([*run, "interrupted.py", "--output", "out"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.startswith("fastprep: interrupted"), result.stderr
+    assert "Traceback" not in result.stderr
+    after = load_folder(tmp_path / "out")
+    assert_same_matrix(after[0], before[0])
+    assert [list(a) for a in after[1:3]] == [list(b) for b in before[1:3]]

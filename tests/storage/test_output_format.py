@@ -143,6 +143,8 @@ def test_cluster_run_with_local_scheduler(tmp_path, flights_pipeline, capsys):
     expected = fitted.transform(SAMPLE)
     assert_same_output(opened, expected)
     assert opened.manifest["fingerprint"] and opened.report["rows_in"] == 20_000
+    # the rows written are the fit's own, as in one process: no drift against themselves
+    assert not opened.report.get("drift")
     from fastprep.runtime import cluster as fd
 
     assert_same_matrix(fd.load_shards(tmp_path).X, expected.X)

@@ -162,6 +162,8 @@ def test_cli_run_with_scheduler(cluster, flights_row_groups, tmp_path, capsys) -
                  "--output", str(tmp_path), "--scheduler", cluster.address])  # fmt: skip
     assert code == 0
     assert "on tcp://127.0.0.1" in capsys.readouterr().out
+    # the rows written are the fit's own, as in one process: no drift against themselves
+    assert not fp.open_output(tmp_path).report.get("drift")
     loaded = fd.load_shards(tmp_path)
     fitted = fp.load(tmp_path / "pipeline.fastprep")
     assert_same_matrix(loaded.X, fitted.transform(flights_row_groups).X)

@@ -4,13 +4,11 @@ the fitted profile, merged into the report's ``drift`` (gathered and in the mani
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support import REPO
+from support import REPO, assert_same_drift
 
 from fastprep.cli import load_pipeline_file
 from fastprep.runtime.cluster import load_shards
@@ -33,17 +31,6 @@ def shifted(tmp_path_factory) -> str:
     return str(path)
 
 
-def _same(got: dict, want: dict) -> None:
-    assert got.keys() == want.keys()
-    for column, entry in want.items():
-        assert got[column].keys() == entry.keys(), column
-        for key, value in entry.items():
-            if isinstance(value, float) and not math.isnan(value):
-                assert got[column][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (column, key)
-            elif key != "unseen_examples":  # the first three seen: partition order
-                assert got[column][key] == value, (column, key)
-
-
 def test_cluster_fit_and_transform_measure_drift_as_one_process(
     flights_row_groups, shifted, client, tmp_path
 ) -> None:
@@ -53,17 +40,17 @@ def test_cluster_fit_and_transform_measure_drift_as_one_process(
     assert expected["dep_delay"]["alerts"] and expected["carrier"]["unseen_share"] > 0
 
     dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
-    _same(dist.transform(shifted).report.drift, expected)  # the cluster fit profile
+    assert_same_drift(dist.transform(shifted).report.drift, expected)  # the cluster fit profile
     out = fitted.transform(shifted, client=client, rows_per_partition=ROWS)
-    _same(out.report.drift, expected)
+    assert_same_drift(out.report.drift, expected)
     manifest = dist.transform(shifted, client=client, rows_per_partition=ROWS,
                               output_dir=tmp_path)  # fmt: skip
-    _same(manifest.report.drift, expected)
-    _same(load_shards(tmp_path).report.drift, expected)
+    assert_same_drift(manifest.report.drift, expected)
+    assert_same_drift(load_shards(tmp_path).report.drift, expected)
     # the fit's own partitions, kept on the workers for its transform: measured the same
     same = fitted.transform(flights_row_groups).report.drift
     dist = pipeline.fit(flights_row_groups, client=client, rows_per_partition=ROWS)
     kept = dist.transform(flights_row_groups, client=client, rows_per_partition=ROWS,
                           output_dir=tmp_path / "kept")  # fmt: skip
     assert any("kept from the fit" in note for note in kept.report.notes)
-    _same(kept.report.drift, same)
+    assert_same_drift(kept.report.drift, same)
