@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 import fastprep as fp
 from fastprep.runtime import streamed
@@ -25,23 +24,16 @@ def _fits(tmp_path, values: pa.Array) -> tuple[list, list]:
     return in_memory, partitioned
 
 
-@pytest.mark.xfail(strict=True, reason="sources._concat casts bools with Arrow: 'true', "
-                   "where validation of the file alone gives 'True'")  # fmt: skip
 def test_bools_beside_text_read_as_one_file_alone(tmp_path) -> None:
     in_memory, partitioned = _fits(tmp_path, pa.array([True, False, True]))
     assert in_memory == partitioned
 
 
-@pytest.mark.xfail(strict=True, reason="sources._concat casts floats with Arrow: '1e+20' "
-                   "and 'nan', where validation of the file alone gives the integer's digits "
-                   "and a missing value")  # fmt: skip
 def test_floats_beside_text_read_as_one_file_alone(tmp_path) -> None:
     in_memory, partitioned = _fits(tmp_path, pa.array([1e20, float("nan"), 0.5]))
     assert in_memory == partitioned
 
 
-@pytest.mark.xfail(strict=True, reason="sources._as_text_exactly refuses the null type (a "
-                   "file whose column is all missing) beside numbers and text: SchemaError")  # fmt: skip
 def test_all_missing_file_beside_numbers_and_text(tmp_path) -> None:
     pq.write_table(pa.table({"c": pa.array([1, 2, 3]), "x": [1.0, 2.0, 3.0]}),
                    tmp_path / "a.parquet")  # fmt: skip

@@ -12,8 +12,6 @@ from support import REPO
 from fastprep.data.sources import resolve_files
 
 
-@pytest.mark.xfail(strict=True, reason="resolve_files globs any path with * ? [ before "
-                   "looking for the file: 'matched no CSV or Parquet files'")  # fmt: skip
 @pytest.mark.parametrize("as_folder", [False, True])
 def test_existing_path_with_brackets_is_read(tmp_path, as_folder) -> None:
     folder = tmp_path / "runs[a]"
