@@ -7,9 +7,11 @@ reads one :class:`PartitionSpec` at a time (column-pruned, like :func:`fastprep.
   counts and offsets come from the footer, so every partition knows its row ids up front.
   For ``workers`` parallel workers (a Dask job) the groups are cut into a multiple of
   ``workers`` partitions of equal rows where the row groups allow (:func:`balanced_count`).
-- CSV: one partition per file (files of a glob in sorted order). The row count of a CSV file
-  is only known once read, so ``n_rows`` / ``row_offset`` are None until then;
-  :func:`iter_partitions` fills the offsets in as it streams.
+- CSV: one partition per file (files of a glob in sorted order); an uncompressed file of
+  more than ``rows_per_partition`` rows (estimated from its head) is cut into chunks of
+  whole lines of about that many rows (:mod:`fastprep.data.csv_chunks`). The row count of a
+  CSV file or chunk is only known once read, so ``n_rows`` / ``row_offset`` are None until
+  then; :func:`iter_partitions` fills the offsets in as it streams.
 - A table in memory (pandas or Polars DataFrame, Polars LazyFrame, pyarrow Table): slices
   of ``rows_per_partition`` rows (a LazyFrame slices and selects before it collects).
 - A ``pyarrow.dataset.Dataset``: its fragments in order; a Parquet fragment's row groups
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fastprep.data.csv_chunks import cut_csv
 from fastprep.data.sources import (
     Raw,
     Source,
@@ -45,6 +48,7 @@ from fastprep.data.sources import (
     _without_views,
     format_of,
     open_parquet,
+    read_csv_range,
     read_in_memory,
     resolve_files,
     source_kind,
@@ -73,8 +77,8 @@ _CSV_PROBE_BYTES = 1 << 16
 class PartitionSpec:
     """One piece of a source that can be read on its own (e.g. inside a Dask task).
 
-    ``kind`` is ``"parquet"`` (``row_groups`` of ``path``), ``"csv"`` (the whole file at
-    ``path``), ``"frame"`` (rows ``start:stop`` of a table in memory) or ``"dataset"``
+    ``kind`` is ``"parquet"`` (``row_groups`` of ``path``), ``"csv"`` (the file at
+    ``path``: whole, or the lines in its ``byte_range`` after its ``header_bytes``), ``"frame"`` (rows ``start:stop`` of a table in memory) or ``"dataset"``
     (``row_groups`` of fragment number ``fragment`` of a pyarrow Dataset; all of it when
     empty).
     """
@@ -94,6 +98,12 @@ class PartitionSpec:
     #: that fragment itself, kept from planning: listing every fragment again for each
     #: partition made a pass quadratic in the number of fragments
     fragment_object: Any = field(default=None, compare=False, repr=False)
+    #: a chunk of a CSV file: the bytes ``(start, stop)`` of its lines (empty: all of it)
+    byte_range: tuple[int, ...] = ()
+    #: a chunk's header: the file's first bytes, read in front of the chunk's
+    header_bytes: int = 0
+    #: a chunk's rows as estimated from the file's head (``n_rows`` is known once read)
+    rows_estimate: int | None = None
 
     def describe(self) -> str:
         if self.kind == "parquet":
@@ -104,6 +114,9 @@ class PartitionSpec:
                 else (f"row groups {groups[0]}-{groups[-1]}")
             )
             return f"partition {self.index} ({self.path}, {span})"
+        if self.kind == "csv" and self.byte_range:
+            start, stop = self.byte_range
+            return f"partition {self.index} ({self.path}, bytes {start:,}-{stop:,})"
         if self.kind == "csv":
             return f"partition {self.index} ({self.path})"
         if self.kind == "dataset":
@@ -160,9 +173,29 @@ def plan_partitions(
                                            n_rows=rows, row_offset=offset))  # fmt: skip
                 offset = None if offset is None else offset + rows
         else:
-            specs.append(PartitionSpec(len(specs), "csv", path, row_offset=offset))
-            offset = None  # unknown until this file has been read
+            for chunk in csv_partitions(path, rows_per_partition, workers):
+                specs.append(replace(chunk, index=len(specs), row_offset=offset))
+                offset = None  # unknown until this file (chunk) has been read
     return specs
+
+
+def csv_partitions(path: str, rows_per_partition: int, workers: int = 1) -> list[PartitionSpec]:
+    """A CSV file as one partition, or (uncompressed, more than ``rows_per_partition``
+    rows by its head's estimate) as chunks of about that many rows, as many as
+    :func:`balanced_count` gives for ``workers``, cut at line ends."""
+    whole = [PartitionSpec(0, "csv", path)]
+    rows = _estimate_csv_rows(path)
+    if rows <= rows_per_partition:
+        return whole
+    cut = cut_csv(path, balanced_count(rows, rows_per_partition, workers))
+    if cut is None:
+        return whole
+    size = os.path.getsize(path) - cut.header_bytes
+    return [
+        PartitionSpec(0, "csv", path, byte_range=(a, b), header_bytes=cut.header_bytes,
+                      rows_estimate=round(rows * (b - a) / max(size, 1)))
+        for a, b in cut.ranges
+    ]  # fmt: skip
 
 
 def _whole_rows(rows_per_partition: Any) -> int:
@@ -338,6 +371,10 @@ def read_partition(
     if spec.kind == "dataset":
         return _read_fragment(frame, spec, columns)
     assert spec.path is not None
+    if spec.kind == "csv" and spec.byte_range:
+        start, stop = spec.byte_range
+        return read_csv_range(spec.path, spec.header_bytes, start, stop, columns,
+                              set(text_columns))  # fmt: skip
     if spec.kind == "csv":
         return _read_file(spec.path, columns, set(text_columns))
     try:

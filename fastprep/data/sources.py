@@ -523,26 +523,76 @@ def _read_file_and_names(
                 columns = [c for c in columns if c in present or c not in optional]
                 _require(columns, present, path)
                 return text_dictionaries_only(handle.read(columns=columns), handle), present
-        import pyarrow.csv as pacsv  # on use: a Parquet job needs none of it
-
         header = _csv_header(path)
         columns = [c for c in columns if c in header or c not in optional]
         _require(columns, header, path)
-        convert = pacsv.ConvertOptions(
-            include_columns=columns,
-            column_types={c: pa.string() for c in columns if c in text_columns},
-            strings_can_be_null=True,
-        )
-        parse = pacsv.ParseOptions(delimiter="\t" if path.lower().endswith(".tsv") else ",")
-        try:
-            return pacsv.read_csv(path, parse_options=parse, convert_options=convert), header
-        except pa.ArrowInvalid as exc:
-            if "UTF8" not in str(exc) and "utf8" not in str(exc).lower():
-                raise
-            text = text_columns & set(columns)
-            return _read_csv_keeping_bad_text(path, parse, convert, text), header
+        return _read_csv(path, path, columns, text_columns), header
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r}: {exc}") from exc
+
+
+def read_csv_range(
+    path: str, header_bytes: int, start: int, stop: int, columns: list[str],
+    text_columns: set[str],
+) -> pa.Table:  # fmt: skip
+    """``columns`` of the lines in bytes ``start:stop`` of the CSV file ``path``, read as
+    the whole file is (:func:`_read_file_and_names`) with its header (its first
+    ``header_bytes`` bytes) in front: a chunk of a file too large to read at once."""
+    try:
+        header = _csv_header(path)
+        _require(columns, header, path)
+        data = bytearray(header_bytes + max(stop - start, 0))
+        view = memoryview(data)
+        with open(path, "rb") as handle:
+            got = handle.readinto(view[:header_bytes])
+            handle.seek(start)
+            got += handle.readinto(view[header_bytes:])
+        if got != len(data):
+            raise OSError(f"the file is shorter than planned ({got:,} of {len(data):,} bytes)")
+        return _read_csv(pa.py_buffer(data), path, columns, text_columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise SourceError(f"cannot read {path!r} (bytes {start:,}-{stop:,}): {exc}") from exc
+
+
+def _read_csv(
+    data: str | pa.Buffer, path: str, columns: list[str], text_columns: set[str]
+) -> pa.Table:
+    """``columns`` of CSV ``data`` (the file ``path``, or bytes of it with its header):
+    text columns as strings, ``.tsv`` tab-delimited."""
+    import pyarrow.csv as pacsv  # on use: a Parquet job needs none of it
+
+    convert = pacsv.ConvertOptions(
+        include_columns=columns,
+        column_types={c: pa.string() for c in columns if c in text_columns},
+        strings_can_be_null=True,
+    )
+    parse = pacsv.ParseOptions(delimiter=_delimiter(path))
+    bad_text = False
+    while True:
+        try:
+            if bad_text:
+                text = text_columns & set(columns)
+                return _read_csv_keeping_bad_text(data, parse, convert, text)
+            return pacsv.read_csv(_csv_input(data), parse_options=parse,
+                                  convert_options=convert)  # fmt: skip
+        except pa.ArrowInvalid as exc:
+            message = str(exc)
+            if "newlines_in_values" in message and not parse.newlines_in_values:
+                # a quoted value holds a line end: Arrow's fast block split (at any line
+                # end) lost its place; read again with the slower split that follows quotes
+                parse.newlines_in_values = True
+            elif "utf8" in message.lower() and not bad_text:
+                bad_text = True
+            else:
+                raise
+
+
+def _csv_input(data: str | pa.Buffer) -> Any:
+    return data if isinstance(data, str) else pa.BufferReader(data)
+
+
+def _delimiter(path: str) -> str:
+    return "\t" if path.lower().endswith(".tsv") else ","
 
 
 def open_parquet(path: str, text_columns: list[str]) -> pq.ParquetFile:
@@ -584,14 +634,17 @@ def text_dictionaries_only(table: pa.Table, handle: pq.ParquetFile) -> pa.Table:
 
 
 def _read_csv_keeping_bad_text(
-    path: str, parse: pacsv.ParseOptions, convert: pacsv.ConvertOptions, text_columns: set[str]
+    data: str | pa.Buffer,
+    parse: pacsv.ParseOptions,
+    convert: pacsv.ConvertOptions,
+    text_columns: set[str],
 ) -> pa.Table:
     """Text that is not valid UTF-8: read those columns as bytes, so validation can flag the
     rows (rule ``encoding``) and apply the column's policy instead of failing the file."""
     import pyarrow.csv as pacsv
 
     convert.column_types = {c: pa.binary() for c in text_columns}
-    table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+    table = pacsv.read_csv(_csv_input(data), parse_options=parse, convert_options=convert)
     for name in text_columns:
         index = table.schema.get_field_index(name)
         with contextlib.suppress(pa.ArrowInvalid):  # else keep the bytes: to_text flags them
@@ -602,7 +655,7 @@ def _read_csv_keeping_bad_text(
 def _csv_header(path: str) -> list[str]:
     import pyarrow.csv as pacsv
 
-    delimiter = "\t" if path.lower().endswith(".tsv") else ","
+    delimiter = _delimiter(path)
     # the file closed on every exit (the reader's close leaves it open)
     with (
         pa.input_stream(path) as stream,

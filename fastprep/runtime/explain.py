@@ -20,7 +20,12 @@ import numpy as np
 
 from fastprep.api.schema import Schema
 from fastprep.backends import stages as stage_backends
-from fastprep.data.partitions import ROWS_PER_PARTITION, plan_partitions, source_size
+from fastprep.data.partitions import (
+    ROWS_PER_PARTITION,
+    PartitionSpec,
+    plan_partitions,
+    source_size,
+)
 from fastprep.data.sources import Source, collect_once, is_path
 from fastprep.errors import PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
@@ -77,12 +82,31 @@ def explain_source(
                                   whole_output=False, passes=count_passes(plan),
                                   order_statistics=count_order_targets(plan))  # fmt: skip
     text = "\n".join(pre.lines())
+    if pre.execution == "streamed" or any(d.refuse for d in pre.decisions):
+        specs = plan_partitions(path, pre.rows_per_partition or ROWS_PER_PARTITION) if (
+            is_path(path) and pre.execution == "streamed") else []  # fmt: skip
+        chunks = csv_chunks_line(specs, path)
+        text += f"\n{chunks}" if chunks else ""
     if pre.execution == "dask" and is_path(path):  # the pre-flight starts a local cluster
         text += "\n" + explain_cluster(plan, path, pre.rows_per_partition or ROWS_PER_PARTITION,
                                        None, "local", schema=schema)  # fmt: skip
     if any(d.refuse for d in pre.decisions) or pre.execution != "in-memory":
         return text + "\n(backends per stage: not planned in memory; see the pre-flight)"
     return text + "\n" + _backends(plan, schema, source, analyze, backend)
+
+
+def csv_chunks_line(specs: list[PartitionSpec], source: Source) -> str:
+    """The CSV files cut into chunks (their count and estimated rows, as row groups are
+    shown) and those read whole, with why; empty for a source of no CSV file."""
+    cut = [s for s in specs if s.kind == "csv" and s.byte_range]
+    parts = []
+    if cut:
+        estimates = [s.rows_estimate or 0 for s in cut]
+        files = len({s.path for s in cut})
+        parts.append(f"{len(cut)} CSV chunk(s) of {files} file(s), cut at line ends, "
+                     f"~{min(estimates):,}-{max(estimates):,} rows each (estimated)")  # fmt: skip
+    parts += [f"read whole: {why}" for why in preflight.uncut_files(source)]
+    return "; ".join(parts)
 
 
 def explain_cluster(
@@ -169,6 +193,9 @@ def explain_cluster(
         elif workers > 1:
             size += (f"; {tasks} is no multiple of the {workers} worker threads: the row "
                      "groups are too coarse to cut evenly")  # fmt: skip
+    chunks = csv_chunks_line(specs, source)
+    if chunks:
+        size += f"; {chunks}"
     lines = [
         f"Dask job on {where}, {workers} worker thread(s): {tasks} partition(s) of {rows:,} "
         f"rows ({size}); {len(passes)} pass(es), one task per partition in each reading pass",

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from fastprep.api.schema import Category, Schema
 from fastprep.data import arrow_compute
+from fastprep.data.csv_chunks import why_not_cut
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import (
     ROWS_PER_PARTITION,
@@ -870,7 +871,9 @@ def _planned(source: Source, rows: int, workers: int = 1) -> tuple[int, int] | N
 
 def smallest_partition_rows(source: Source) -> int:
     """The fewest rows a partition of ``source`` can have: its largest Parquet row group,
-    a CSV file's (estimated) rows (one file is one partition), a DataFrame's minimum."""
+    a CSV file's (estimated) rows when it cannot be cut into chunks (compressed, or a quote
+    inside an unquoted value: :func:`fastprep.data.csv_chunks.why_not_cut`), a
+    DataFrame's minimum."""
     if not is_path(source):  # a table in memory is sliced; a Dataset's fragments vary
         kind = source_kind(source)
         return MIN_PARTITION_ROWS if kind == "dataset" else min(
@@ -882,8 +885,18 @@ def smallest_partition_rows(source: Source) -> int:
             groups = (meta.row_group(g).num_rows for g in range(meta.num_row_groups))
             largest = max(largest, *groups, 0)
         else:
-            largest = max(largest, source_size(path).n_rows)
+            rows = source_size(path).n_rows
+            # a CSV file cut at its line ends: chunks as small as partitions are asked
+            largest = max(largest, rows if why_not_cut(path) else min(rows, MIN_PARTITION_ROWS))
     return largest
+
+
+def uncut_files(source: Source) -> list[str]:
+    """Why each CSV file of ``source`` that cannot be cut into chunks is read whole."""
+    if not is_path(source):
+        return []
+    reasons = (why_not_cut(p) for p in resolve_files(source) if format_of(p) == "csv")
+    return [r for r in reasons if r]
 
 
 def _options(
@@ -1004,8 +1017,12 @@ def _execution_decision(
                 MIN_PARTITION_ROWS:  # fmt: skip
             hint = (
                 f"; a partition is at least {smallest_partition_rows(source):,} rows "
-                "(a Parquet row group, a CSV file): smaller row groups or files lower it"
+                "(a Parquet row group, a CSV file that cannot be cut): smaller row groups "
+                "or files lower it"
             )
+            uncut = uncut_files(source)
+            if uncut:
+                hint += f" ({uncut[0]}{f'; and {len(uncut) - 1} more' if len(uncut) > 1 else ''})"
         gathering = max((o.gathered_bytes for o in possible[1:]), default=0)
         if gathering > least / 2:
             hint += (
