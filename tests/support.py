@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -112,3 +113,20 @@ def assert_same_drift(got: dict, want: dict) -> None:
                 assert got[column][key] == value or (
                     isinstance(value, float) and math.isnan(got[column][key])
                 ), (column, key)  # fmt: skip
+
+
+def assert_same_output(opened, out) -> None:
+    """A streamed run's published output (``opened``) is the in-memory run's ``out``:
+    X, y, row ids, quarantine and the report's counts and findings."""
+    whole = opened.whole()
+    assert_same_matrix(whole.X, out.X)
+    assert np.array_equal(whole.y, out.y)
+    assert np.array_equal(whole.row_ids, out.row_ids)
+    q_stream = opened.quarantine.sort_values("row_id").reset_index(drop=True)
+    q_memory = out.quarantine.sort_values("row_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(q_stream, q_memory, check_dtype=False)
+    report = opened.report
+    for key in ("rows_in", "rows_out", "rows_quarantined"):
+        assert report[key] == getattr(out.report, key)
+    counts = sorted((f["rule"], f["column"], f["count"]) for f in report["findings"])
+    assert counts == sorted((f.rule, f.column, f.count) for f in out.report.findings)

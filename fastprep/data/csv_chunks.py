@@ -93,6 +93,9 @@ def cut_csv(path: str, parts: int) -> CsvCut | None:
 #: run, explain) asks for the same cuts several times
 _MEMO: dict[tuple, list[int] | None] = {}
 
+#: whether a file (by its identity) holds a quote: the last file asked about
+_QUOTED: dict[tuple, bool] = {}
+
 
 def _identity(path: str) -> tuple[int, int, str]:
     stat = os.stat(path)
@@ -110,7 +113,13 @@ def _scan(path: str, targets: list[int]) -> list[int] | None:
     with open(path, "rb") as handle:
         first = handle.read(len(_BOM))
         start_at = len(_BOM) if first == _BOM else 0  # a line starts after the mark
-        quoted = _has_quote(handle, first)
+        identity = _identity(path)
+        if identity not in _QUOTED:  # read once per file, whatever the parts asked
+            _QUOTED.clear()
+            _QUOTED[identity] = _has_quote(handle, first)
+        quoted = _QUOTED[identity]
+        if not quoted:  # every line end is one: look near each target only
+            return [_next_line_end(handle, t, size) for t in targets]
         handle.seek(0)
         odd = False  # an odd number of quotes before the block: inside a quoted value
         buffer = bytearray(BLOCK_BYTES + 2)
@@ -142,6 +151,17 @@ def _scan(path: str, targets: list[int]) -> list[int] | None:
             previous = int(core[-1]) if len(core) else previous
             block_start += len(core)
     return ends + [size] * len(pending)
+
+
+def _next_line_end(handle: BinaryIO, at: int, size: int) -> int:
+    """The position just after the first ``\\n`` at or after ``at`` (``size``: none)."""
+    handle.seek(at)
+    while block := handle.read(1 << 16):
+        found = block.find(b"\n")
+        if found >= 0:
+            return at + found + 1
+        at += len(block)
+    return size
 
 
 def _has_quote(handle: BinaryIO, first: bytes) -> bool:

@@ -104,9 +104,13 @@ def csv_chunks_line(specs: list[PartitionSpec], source: Source) -> str:
         estimates = [s.rows_estimate or 0 for s in cut]
         files = len({s.path for s in cut})
         parts.append(f"{len(cut)} CSV chunk(s) of {files} file(s), cut at line ends, "
-                     f"~{min(estimates):,}-{max(estimates):,} rows each (estimated)")  # fmt: skip
+                     f"~{_span(min(estimates), max(estimates))} rows each (estimated)")  # fmt: skip
     parts += [f"read whole: {why}" for why in preflight.uncut_files(source)]
     return "; ".join(parts)
+
+
+def _span(low: int, high: int) -> str:
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 def explain_cluster(

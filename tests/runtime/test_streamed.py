@@ -13,10 +13,9 @@ import subprocess
 import sys
 
 import numpy as np
-import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, assert_same_matrix, streaming_budget
+from support import REPO, assert_same_matrix, assert_same_output, streaming_budget
 
 import fastprep as fp
 from fastprep.errors import MemoryBudgetError
@@ -44,21 +43,6 @@ def reference(grouped):
 
     pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
     return pipeline, pipeline.fit_transform(grouped, memory_budget="100GB")
-
-
-def assert_same_output(opened, out) -> None:
-    whole = opened.whole()
-    assert_same_matrix(whole.X, out.X)
-    assert np.array_equal(whole.y, out.y)
-    assert np.array_equal(whole.row_ids, out.row_ids)
-    q_stream = opened.quarantine.sort_values("row_id").reset_index(drop=True)
-    q_memory = out.quarantine.sort_values("row_id").reset_index(drop=True)
-    pd.testing.assert_frame_equal(q_stream, q_memory, check_dtype=False)
-    report = opened.report
-    for key in ("rows_in", "rows_out", "rows_quarantined"):
-        assert report[key] == getattr(out.report, key)
-    counts = sorted((f["rule"], f["column"], f["count"]) for f in report["findings"])
-    assert counts == sorted((f.rule, f.column, f.count) for f in out.report.findings)
 
 
 def test_fit_transform_over_budget_streams_into_output_dir(grouped, reference, tmp_path):
