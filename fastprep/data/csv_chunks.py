@@ -52,13 +52,10 @@ def why_not_cut(path: str) -> str | None:
             "uncompressed CSV) to read it in parts"
         )
     try:
-        identity = _identity(path)
+        lines = _lines(path)
     except OSError:
         return None  # the read names the missing file
-    key = (identity, ())
-    if key not in _MEMO:
-        _MEMO[key] = _scan(path, [])
-    if _MEMO[key] is None:
+    if lines is None:
         return (
             f"{path!r} has a quote character inside an unquoted value: where its lines end "
             "cannot be told without reading it whole, so it is read as one partition; "
@@ -72,85 +69,105 @@ def cut_csv(path: str, parts: int) -> CsvCut | None:
     None when it cannot be cut (:func:`why_not_cut`) or is one chunk."""
     if parts < 2 or is_compressed(path):
         return None
-    identity = _identity(path)
-    size = identity[0]
-    targets = [0, *(size * k // parts for k in range(1, parts))]
-    key = (identity, tuple(targets))
-    if key not in _MEMO:
-        _MEMO[key] = _scan(path, targets)
-        if len(_MEMO) > 64:  # planning asks again for the same files, a few at a time
-            del _MEMO[next(iter(_MEMO))]
-    ends = _MEMO[key]
-    if not ends or ends[0] >= size:  # bad quotes, or no line after the header
+    lines = _lines(path)
+    if lines is None:
         return None
-    header, cuts = ends[0], sorted({max(e, ends[0]) for e in ends[1:] if e < size})
-    bounds = [header, *[c for c in cuts if c > header], size]
+    size = lines.size
+    ends = [lines.end_after(size * k // parts) for k in range(parts)]
+    header = ends[0]  # the first line end of the file closes its header
+    bounds = [header, *sorted({e for e in ends[1:] if header < e < size}), size]
     ranges = tuple((a, b) for a, b in zip(bounds, bounds[1:]) if b > a)
     return CsvCut(header, ranges) if len(ranges) > 1 else None
 
 
-#: scans by (size, modification time, path) and targets: planning (the pre-flight, the
-#: run, explain) asks for the same cuts several times
-_MEMO: dict[tuple, list[int] | None] = {}
-
-#: whether a file (by its identity) holds a quote: the last file asked about
-_QUOTED: dict[tuple, bool] = {}
+#: points per file at which the first line end after is kept (quoted files): a cut is at
+#: most ``size / GRID_POINTS`` bytes from where it was asked
+GRID_POINTS = 1 << 16
 
 
-def _identity(path: str) -> tuple[int, int, str]:
+@dataclass(frozen=True)
+class _Lines:
+    """Where the lines of a file end: near any position, by reading a few bytes there (no
+    quote in the file), or from a grid of positions kept from one scan (quotes)."""
+
+    path: str
+    size: int
+    #: quoted files: the grid's spacing, and the end after each of its points
+    step: int = 0
+    ends: np.ndarray | None = None
+
+    def end_after(self, at: int) -> int:
+        """The position just after the first line end at or after ``at`` (the size: none)."""
+        if self.ends is None:
+            with open(self.path, "rb") as handle:
+                return _next_line_end(handle, at, self.size)
+        point = -(-at // self.step)
+        return int(self.ends[point]) if point < len(self.ends) else self.size
+
+
+#: the files scanned, by (size, modification time, path): planning (the pre-flight's
+#: options, the run, explain) asks for cuts of the same file several times
+_MEMO: dict[tuple, _Lines | None] = {}
+
+
+def _lines(path: str) -> _Lines | None:
+    """Where ``path``'s lines end (one read of the file), None when its quotes do not say
+    it exactly."""
     stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns, os.path.abspath(path)
+    key = (stat.st_size, stat.st_mtime_ns, os.path.abspath(path))
+    if key not in _MEMO:
+        if len(_MEMO) >= 8:
+            del _MEMO[next(iter(_MEMO))]
+        _MEMO[key] = _scan(path, stat.st_size)
+    return _MEMO[key]
 
 
-def _scan(path: str, targets: list[int]) -> list[int] | None:
-    """For each of the ascending byte positions ``targets``, the position just after the
-    first line end at or after it (the file's size when there is none); None when a quote
-    of the file is neither an opening, a closing nor a doubled one."""
+def _scan(path: str, size: int) -> _Lines | None:
+    """The file's :class:`_Lines`: with no quote, nothing more to know; with quotes, the
+    grid of line ends outside quoted values, from one read of the file in blocks; None
+    when a quote is neither an opening, a closing nor a doubled one."""
     delimiter = 0x09 if path.lower().endswith(".tsv") else 0x2C
-    size = os.path.getsize(path)
-    ends: list[int] = []
-    pending = list(targets)
     with open(path, "rb") as handle:
         first = handle.read(len(_BOM))
         start_at = len(_BOM) if first == _BOM else 0  # a line starts after the mark
-        identity = _identity(path)
-        if identity not in _QUOTED:  # read once per file, whatever the parts asked
-            _QUOTED.clear()
-            _QUOTED[identity] = _has_quote(handle, first)
-        quoted = _QUOTED[identity]
-        if not quoted:  # every line end is one: look near each target only
-            return [_next_line_end(handle, t, size) for t in targets]
-        handle.seek(0)
+        if not _has_quote(handle, first):
+            return _Lines(path, size)
+        step = max(1, -(-size // GRID_POINTS))
+        points = np.arange(0, size, step, dtype=np.int64)
+        ends = np.full(len(points), size, dtype=np.int64)
+        done = 0  # the grid points before this one have their line end
         odd = False  # an odd number of quotes before the block: inside a quoted value
-        buffer = bytearray(BLOCK_BYTES + 2)
-        block_start = 0
-        previous = -1  # the byte before the block (-1: the start of the file)
-        while block_start < size and (pending or (quoted and not targets)):
-            handle.seek(block_start)
+        buffer = bytearray(BLOCK_BYTES + 1)
+        block_start, previous = 0, -1  # the byte before the block (-1: the file's start)
+        handle.seek(0)
+        while block_start < size:
             got = handle.readinto(memoryview(buffer)[: BLOCK_BYTES + 1])
+            if not got:
+                break
             data = np.frombuffer(buffer, np.uint8, got)
             core = data[: min(BLOCK_BYTES, got)]
-            following = int(data[len(core)]) if got > len(core) else -1  # -1: end of file
-            quotes = np.flatnonzero(core == _QUOTE) if quoted else np.empty(0, np.int64)
+            following = int(data[len(core)]) if got > len(core) else -1  # -1: the end
+            quotes = np.flatnonzero(core == _QUOTE)
             if len(quotes) and not _quotes_valid(core, quotes, odd, previous, following,
                                                  delimiter, block_start, start_at):  # fmt: skip
                 return None
-            if pending and pending[0] < block_start + len(core):
-                lines = np.flatnonzero(core == _LF)
-                if len(quotes):  # line ends after an even count of quotes in all
-                    before = np.searchsorted(quotes, lines)
-                    lines = lines[((before & 1) == 1) == odd]
+            lines = np.flatnonzero(core == _LF)
+            if len(quotes):  # line ends after an even count of quotes in all
+                before = np.searchsorted(quotes, lines)
+                lines = lines[((before & 1) == 1) == odd]
+            block_end = block_start + len(core)
+            if len(lines):
                 lines = lines + block_start
-                while pending and pending[0] < block_start + len(core):
-                    at = int(np.searchsorted(lines, pending[0]))
-                    if at == len(lines):
-                        break  # the next line end is in a later block
-                    ends.append(int(lines[at]) + 1)
-                    pending.pop(0)
+                upto = int(np.searchsorted(points, block_end))
+                at = np.searchsorted(lines, points[done:upto])
+                found = int(np.count_nonzero(at < len(lines)))  # a prefix: points ascend
+                ends[done : done + found] = lines[at[:found]] + 1
+                done += found
             odd ^= bool(len(quotes) & 1)
-            previous = int(core[-1]) if len(core) else previous
-            block_start += len(core)
-    return ends + [size] * len(pending)
+            previous = int(core[-1])
+            block_start = block_end
+            handle.seek(block_start)  # the byte read past the block is read again
+    return _Lines(path, size, step, ends)
 
 
 def _next_line_end(handle: BinaryIO, at: int, size: int) -> int:
@@ -183,9 +200,10 @@ def _quotes_valid(
     end, the end of the file or an opening quote): then the count of quotes says exactly
     which line ends are inside a quoted value."""
     opening = (np.arange(len(quotes)) & 1) == (1 if odd else 0)
-    padded = np.concatenate(([previous], core.astype(np.int16), [following]))
-    before = padded[quotes]  # padded[i] is the byte before core[i]
-    after = padded[quotes + 2]
+    last = len(core) - 1
+    before = np.where(quotes > 0, core[np.maximum(quotes - 1, 0)].astype(np.int16), previous)
+    after = np.where(quotes < last, core[np.minimum(quotes + 1, last)].astype(np.int16),
+                     following)  # fmt: skip
     line_start = (quotes + block_start) == start_at
     opens_ok = (
         (before == delimiter) | (before == _LF) | (before == _CR) | (before == _QUOTE)

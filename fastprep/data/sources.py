@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import glob as globlib
+import io
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -541,23 +542,58 @@ def read_csv_range(
     try:
         header = _csv_header(path)
         _require(columns, header, path)
-        data = bytearray(header_bytes + max(stop - start, 0))
-        view = memoryview(data)
-        with open(path, "rb") as handle:
-            got = handle.readinto(view[:header_bytes])
-            handle.seek(start)
-            got += handle.readinto(view[header_bytes:])
-        if got != len(data):
-            raise OSError(f"the file is shorter than planned ({got:,} of {len(data):,} bytes)")
-        return _read_csv(pa.py_buffer(data), path, columns, text_columns)
+        return _read_csv(_FileRanges(path, [(0, header_bytes), (start, stop)]), path, columns,
+                         text_columns)  # fmt: skip
     except (pa.ArrowInvalid, OSError) as exc:
         raise SourceError(f"cannot read {path!r} (bytes {start:,}-{stop:,}): {exc}") from exc
 
 
+class _FileRanges:
+    """Byte ranges of a file read one after the other, as one stream from the start each
+    time it is opened (:meth:`open`): Arrow reads it block by block, so a chunk's bytes are
+    never all in memory at once beside its table."""
+
+    def __init__(self, path: str, ranges: list[tuple[int, int]]) -> None:
+        self.path, self.ranges = path, ranges
+
+    def open(self) -> io.RawIOBase:
+        return _RangeStream(self.path, self.ranges)
+
+
+class _RangeStream(io.RawIOBase):
+    def __init__(self, path: str, ranges: list[tuple[int, int]]) -> None:
+        self.handle = open(path, "rb")  # noqa: SIM115 -- closed with the stream
+        self.ranges = [r for r in ranges if r[1] > r[0]]
+        self.at = self.ranges[0][0] if self.ranges else 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self.ranges:
+            stop = self.ranges[0][1]
+            if self.at >= stop:
+                self.ranges.pop(0)
+                self.at = self.ranges[0][0] if self.ranges else 0
+                continue
+            self.handle.seek(self.at)
+            view = memoryview(buffer)[: stop - self.at]
+            got = self.handle.readinto(view)
+            if not got:
+                raise OSError(f"{self.path!r} ends before byte {stop:,}: it changed since planned")
+            self.at += got
+            return got
+        return 0
+
+    def close(self) -> None:
+        self.handle.close()
+        super().close()
+
+
 def _read_csv(
-    data: str | pa.Buffer, path: str, columns: list[str], text_columns: set[str]
+    data: str | _FileRanges, path: str, columns: list[str], text_columns: set[str]
 ) -> pa.Table:
-    """``columns`` of CSV ``data`` (the file ``path``, or bytes of it with its header):
+    """``columns`` of CSV ``data`` (the file ``path``, or byte ranges of it, its header first):
     text columns as strings, ``.tsv`` tab-delimited."""
     import pyarrow.csv as pacsv  # on use: a Parquet job needs none of it
 
@@ -573,8 +609,8 @@ def _read_csv(
             if bad_text:
                 text = text_columns & set(columns)
                 return _read_csv_keeping_bad_text(data, parse, convert, text)
-            return pacsv.read_csv(_csv_input(data), parse_options=parse,
-                                  convert_options=convert)  # fmt: skip
+            with _csv_input(data) as opened:
+                return pacsv.read_csv(opened, parse_options=parse, convert_options=convert)
         except pa.ArrowInvalid as exc:
             message = str(exc)
             if "newlines_in_values" in message and not parse.newlines_in_values:
@@ -587,8 +623,10 @@ def _read_csv(
                 raise
 
 
-def _csv_input(data: str | pa.Buffer) -> Any:
-    return data if isinstance(data, str) else pa.BufferReader(data)
+def _csv_input(data: str | _FileRanges) -> Any:
+    """What Arrow reads: the file's path, or a fresh stream of its byte ranges (a retry
+    reads from the start), closed on leaving the ``with``."""
+    return contextlib.nullcontext(data) if isinstance(data, str) else data.open()
 
 
 def _delimiter(path: str) -> str:
@@ -634,7 +672,7 @@ def text_dictionaries_only(table: pa.Table, handle: pq.ParquetFile) -> pa.Table:
 
 
 def _read_csv_keeping_bad_text(
-    data: str | pa.Buffer,
+    data: str | _FileRanges,
     parse: pacsv.ParseOptions,
     convert: pacsv.ConvertOptions,
     text_columns: set[str],
@@ -644,7 +682,8 @@ def _read_csv_keeping_bad_text(
     import pyarrow.csv as pacsv
 
     convert.column_types = {c: pa.binary() for c in text_columns}
-    table = pacsv.read_csv(_csv_input(data), parse_options=parse, convert_options=convert)
+    with _csv_input(data) as opened:
+        table = pacsv.read_csv(opened, parse_options=parse, convert_options=convert)
     for name in text_columns:
         index = table.schema.get_field_index(name)
         with contextlib.suppress(pa.ArrowInvalid):  # else keep the bytes: to_text flags them
