@@ -130,3 +130,19 @@ def assert_same_output(opened, out) -> None:
         assert report[key] == getattr(out.report, key)
     counts = sorted((f["rule"], f["column"], f["count"]) for f in report["findings"])
     assert counts == sorted((f.rule, f.column, f.count) for f in out.report.findings)
+
+
+def assert_same_params(single, dist) -> None:
+    """Exact for counts, vocabularies, min/max and flags; 1e-9 relative for floats."""
+    assert len(single) == len(dist)
+    for a, b in zip(single, dist):
+        assert a.keys() == b.keys()
+        for name in a:
+            for sa, sb in zip(a[name], b[name], strict=True):
+                assert sa.keys() == sb.keys(), name
+                for key, va in sa.items():
+                    vb = sb[key]
+                    if key in ("data_min", "data_max") or not isinstance(va, float):
+                        assert va == vb, (name, key)
+                    else:
+                        assert math.isclose(va, vb, rel_tol=1e-9, abs_tol=1e-12), (name, key)

@@ -3,7 +3,6 @@ single-machine fit and output; shards plus quarantine hold exactly the input row
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support import assert_same_matrix
+from support import assert_same_matrix, assert_same_params
 
 import fastprep as fp
 from fastprep.cli import main
@@ -21,22 +20,6 @@ from fastprep.runtime import cluster as fd
 
 REPO = Path(__file__).resolve().parents[3]
 ROWS = 5_000  # 4 partitions of 2 row groups each
-
-
-def assert_same_params(single, dist) -> None:
-    """Exact for counts, vocabularies, min/max and flags; 1e-9 relative for floats."""
-    assert len(single) == len(dist)
-    for a, b in zip(single, dist):
-        assert a.keys() == b.keys()
-        for name in a:
-            for sa, sb in zip(a[name], b[name], strict=True):
-                assert sa.keys() == sb.keys(), name
-                for key, va in sa.items():
-                    vb = sb[key]
-                    if key in ("data_min", "data_max") or not isinstance(va, float):
-                        assert va == vb, (name, key)
-                    else:
-                        assert math.isclose(va, vb, rel_tol=1e-9, abs_tol=1e-12), (name, key)
 
 
 @pytest.fixture(scope="module")

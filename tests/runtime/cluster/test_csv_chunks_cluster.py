@@ -3,15 +3,13 @@ and each read by its own task: the fit and the output equal one process's."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from support import REPO  # noqa: E402
+from support import REPO, assert_same_params  # noqa: E402
 
 from fastprep.data.partitions import plan_partitions  # noqa: E402
 
@@ -28,16 +26,7 @@ def test_a_csv_file_cut_into_chunks_on_a_cluster_equals_one_process(client) -> N
     single = pipeline.fit(CSV)
     expected = single.transform(CSV)
     fitted = pipeline.fit(CSV, client=client, rows_per_partition=ROWS)
-    for a, b in zip(single.params, fitted.params, strict=True):
-        assert a.keys() == b.keys()
-        for name in a:
-            for sa, sb in zip(a[name], b[name], strict=True):
-                for key, va in sa.items():
-                    vb = sb[key]
-                    if isinstance(va, float) and key not in ("data_min", "data_max"):
-                        assert math.isclose(va, vb, rel_tol=1e-9, abs_tol=1e-12), (name, key)
-                    else:
-                        assert va == vb, (name, key)
+    assert_same_params(single.params, fitted.params)
     out = fitted.transform(CSV, client=client, rows_per_partition=ROWS)
     assert out.X.shape == expected.X.shape
     assert abs(out.X - expected.X).max() <= 1e-6
@@ -47,3 +36,12 @@ def test_a_csv_file_cut_into_chunks_on_a_cluster_equals_one_process(client) -> N
     assert (out.report.rows_in, out.report.rows_out, out.report.rows_quarantined) == (
         20_000, expected.report.rows_out, expected.report.rows_quarantined)  # fmt: skip
     assert fitted.fit_report.rows_in == 20_000
+
+
+def test_explain_on_a_cluster_shows_the_chunks(client) -> None:
+    from fastprep.cli import load_pipeline_file
+
+    pipeline = load_pipeline_file(REPO / "pipelines" / "flights.py")
+    text = pipeline.explain(CSV, client=client, rows_per_partition=ROWS)
+    assert "count rows" in text  # chunk sizes are known once read, as a CSV file's
+    assert "6 partition(s)" in text and "6 CSV chunk(s) of 1 file(s), cut at line ends, ~" in text
