@@ -612,13 +612,14 @@ def _read_csv(
             with _csv_input(data) as opened:
                 return pacsv.read_csv(opened, parse_options=parse, convert_options=convert)
         except pa.ArrowInvalid as exc:
-            message = str(exc)
-            if "newlines_in_values" in message and not parse.newlines_in_values:
-                # a quoted value holds a line end: Arrow's fast block split (at any line
-                # end) lost its place; read again with the slower split that follows quotes
-                parse.newlines_in_values = True
-            elif "utf8" in message.lower() and not bad_text:
+            if "utf8" in str(exc).lower() and not bad_text:
                 bad_text = True
+            elif not parse.newlines_in_values:
+                # a quoted value may hold a line end: Arrow's fast block split (at any line
+                # end) then cuts through it, and the parse fails in one of several ways
+                # (which one depends on its threads); read again with the slower split that
+                # follows quotes: a file that still fails is malformed, and says how
+                parse.newlines_in_values = True
             else:
                 raise
 

@@ -82,7 +82,7 @@ def test_a_byte_order_mark_blank_trailing_lines_and_no_final_line_end(tmp_path) 
     body = _weather_csv()
     for name, data in {
         "bom.csv": b"\xef\xbb\xbf" + body,
-        "blank.csv": body + b"\n\n\r\n\n",
+        "blank.csv": body + b"\n" * 30_000 + b"\r\n\n",  # chunks of blank lines only
         "open.csv": body.rstrip(b"\n"),
         "bom.tsv": b"\xef\xbb\xbf" + body.replace(b",", b"\t"),  # no tab in the notes
     }.items():
@@ -94,7 +94,9 @@ def test_a_byte_order_mark_blank_trailing_lines_and_no_final_line_end(tmp_path) 
         assert len(specs) > 5, name
         whole = read_source(str(path), names, names)[0]
         parts = [t for _, t in iter_partitions(str(path), names, names, 200)]
-        assert _rows(pa.concat_tables(parts)) == _rows(whole), name
+        assert _rows(pa.concat_tables(parts, promote_options="permissive")) == _rows(whole), name
+        if name == "blank.csv":
+            assert parts[-1].num_rows == 0  # read as a file of no rows
 
 
 def test_small_header_only_and_uncuttable_files_are_one_partition(tmp_path) -> None:
