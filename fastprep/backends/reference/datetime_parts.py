@@ -23,6 +23,8 @@ PANDAS_ATTRIBUTES = {
 #: the part numbers compiled kernels use (same order as ``fastprep.plan.expr.DATE_PARTS``)
 PART_CODES = {name: code for code, name in enumerate(PANDAS_ATTRIBUTES)}
 _DAY = 86_400
+#: 0001-01-01 00:00:00 and 9999-12-31 23:59:59 UTC in seconds since 1970
+_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
 def date_part(seconds: np.ndarray, part: str, tz: str | None) -> np.ndarray:
@@ -51,8 +53,9 @@ def zone_table(tz: str | None, seconds: np.ndarray) -> tuple[np.ndarray, np.ndar
     finite = finite[np.isfinite(finite)]
     if tz is None or not len(finite):
         return np.array([-np.inf]), np.zeros(1)
-    lo = int(np.floor(finite.min())) - 2 * _DAY
-    hi = int(np.floor(finite.max())) + 2 * _DAY
+    # the margin stays inside the years 1..9999 that time-zone libraries can convert
+    lo = max(int(np.floor(finite.min())) - 2 * _DAY, _FIRST_SECOND + _DAY)
+    hi = min(int(np.floor(finite.max())) + 2 * _DAY, _LAST_SECOND - _DAY)
     grid = np.arange(lo, hi + _DAY, _DAY, dtype=np.int64)
     offsets = _offsets(tz, grid)
     changes = np.flatnonzero(offsets[1:] != offsets[:-1])
