@@ -440,6 +440,38 @@ def test_an_expression_uses_an_earlier_output_by_name(flights, backend) -> None:
     np.testing.assert_array_equal(X[:, -1], to_lax.isin(["JFKLAX", "EWRLAX"]).to_numpy(float))
 
 
+def test_an_earlier_expr_that_renames_a_column_is_usable_by_name() -> None:
+    """``fp.expr("dist = distance")`` (a rename, as the README's ``dist_band = distance``)
+    is an expr output like any other: later expressions read it by name, text and time
+    aliases too, and a rename defined later is named as such."""
+    weather = _weather().head(500)
+    weather["origin"] = np.where(np.arange(len(weather)) % 3, "EWR", "JFK")
+    schema = fp.Schema({"time_hour": fp.Datetime(tz=ZONE), "wind_speed": fp.Float(nullable=True),
+                        "temp": fp.Float(nullable=True), "origin": fp.Category()})  # fmt: skip
+    features = [
+        fp.expr("wind = wind_speed") >> fp.FillMissing(0) >> fp.Standardize(),
+        fp.expr("gusty = wind * 2") >> fp.FillMissing(-1),
+        fp.expr("when = time_hour") >> fp.FillMissing(0),
+        fp.expr("local_hour = hour(when)"),
+        fp.expr("airport = origin") >> fp.OneHot(),
+        fp.expr("code = lower(airport) + '!'") >> fp.OneHot(),
+    ]
+    pipeline = fp.Pipeline(schema, features)
+    wind = weather["wind_speed"].to_numpy(dtype=float)
+    local = pd.to_datetime(weather["time_hour"], utc=True).dt.tz_convert(ZONE)
+    for backend in BACKENDS:
+        out = pipeline.fit_transform(weather, backend=backend)
+        names = list(out.feature_names)
+        X = dense(out.X)
+        want = np.where(np.isnan(wind), -1, wind * 2).astype(np.float32)
+        np.testing.assert_array_equal(X[:, names.index("gusty")], want, err_msg=backend)
+        hours = local.dt.hour.to_numpy(dtype=np.float32)
+        np.testing.assert_array_equal(X[:, names.index("local_hour")], hours, err_msg=backend)
+        assert names[-2:] == ["code=ewr!", "code=jfk!"], backend
+    with pytest.raises(fp.PipelineDefinitionError, match=r"later fp\.expr defines"):
+        fp.Pipeline(schema, [fp.expr("w2 = wind * 2"), fp.expr("wind = wind_speed")])
+
+
 def test_an_output_defined_later_is_named_in_the_error() -> None:
     with pytest.raises(fp.PipelineDefinitionError, match=r"later fp\.expr defines"):
         fp.Pipeline(SCHEMA, [fp.expr("fast = speed > 400"), fp.expr("speed = distance / 2")])
