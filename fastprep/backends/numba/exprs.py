@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastprep.backends.reference.datetime_parts import FIRST_SECOND, LAST_SECOND
 from fastprep.native.kernel_files import jit as njit  # made on first use
+from fastprep.plan.expr import FIRST_SECOND, LAST_SECOND
 
 _FIRST_SECOND, _LAST_SECOND = float(FIRST_SECOND), float(LAST_SECOND)
 _NJIT = {"cache": True, "error_model": "numpy", "fastmath": False}

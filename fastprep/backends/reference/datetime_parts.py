@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastprep.plan.expr import FIRST_SECOND, LAST_SECOND
+
 #: our names -> pandas ``DatetimeIndex`` attributes
 PANDAS_ATTRIBUTES = {
     "year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
@@ -26,8 +28,6 @@ PANDAS_ATTRIBUTES = {
 #: the part numbers compiled kernels use (same order as ``fastprep.plan.expr.DATE_PARTS``)
 PART_CODES = {name: code for code, name in enumerate(PANDAS_ATTRIBUTES)}
 _DAY = 86_400
-#: 0001-01-01 00:00:00 and 9999-12-31 23:59:59 UTC in seconds since 1970
-FIRST_SECOND, LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
 def date_part(seconds: np.ndarray, part: str, tz: str | None) -> np.ndarray:
