@@ -1,4 +1,5 @@
-"""The Numba backend: element-wise chains fused into one JIT kernel per stage.
+"""The Numba backend: element-wise chains fused into one JIT kernel per stage (a stage
+too large for one compile into several, see :data:`KERNEL_BRANCHES`).
 
 Fit runs one parallel pass per level of fitted steps (block statistics merged with Chan's
 update; medians by selection); transform runs one parallel pass that reads each input
