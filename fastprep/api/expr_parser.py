@@ -348,8 +348,10 @@ class _Converter:
         if name == "round" and len(args) == 2:
             digits = args[1]
             if not (isinstance(digits, Const) and isinstance(digits.value, float)
-                    and digits.value.is_integer() and abs(digits.value) <= 300):  # fmt: skip
+                    and digits.value.is_integer()):  # fmt: skip
                 raise self.reject(node, "round(x, n) with n not a whole-number literal")
+            if abs(digits.value) > 300:  # 10 ** n overflows: numpy's result is all NaN
+                raise self.reject(node, "round(x, n) with n beyond -300..300")
         if name in CALL_ARITY and (name != "round" or len(args) == 2):
             if name in ("startswith", "endswith", "contains") and not (
                 isinstance(args[1], Const) and isinstance(args[1].value, str)

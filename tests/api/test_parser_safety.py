@@ -200,6 +200,13 @@ def test_a_syntax_error_points_under_the_text_written():
     assert line[pointer.index("^")] == "*"
 
 
+def test_round_digits_beyond_300_are_named_as_such():
+    with pytest.raises(fp.ExprSyntaxError, match=r"n beyond -300\.\.300"):
+        fp.expr("v = round(x, 400)")
+    with pytest.raises(fp.ExprSyntaxError, match="whole-number literal"):
+        fp.expr("v = round(x, 1.5)")
+
+
 def test_over_long_expression_is_rejected():
     text = "x + " * (MAX_LENGTH // 4) + "x"
     assert len(text) > 2000
