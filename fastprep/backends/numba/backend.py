@@ -11,6 +11,7 @@ Kernels are generated from plan nodes, written to a cache folder and compiled wi
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -75,11 +76,8 @@ def kernel_parts(chains: list[Chain], table: Table) -> list[list[Chain]]:
     :data:`KERNEL_BRANCHES` (a chain above it alone runs alone)."""
     if len(chains) < 2:
         return [chains]
-    text, selected = _text_columns(table), table.selection is not None
-    weights = [
-        len(_BRANCH.findall(transform_program([c], text, selected, _tabled(table, [c])).source))
-        for c in chains
-    ]
+    text, selected = frozenset(_text_columns(table)), table.selection is not None
+    weights = [_branches(c, text, selected, _tabled(table, [c])) for c in chains]
     if sum(weights) <= KERNEL_BRANCHES:
         return [chains]
     parts: list[list[Chain]] = [[]]
@@ -91,6 +89,13 @@ def kernel_parts(chains: list[Chain], table: Table) -> list[list[Chain]]:
         parts[-1].append(chain)
         total += weight
     return parts
+
+
+@functools.lru_cache(maxsize=4096)
+def _branches(chain: Chain, text: frozenset[str], selected: bool, tabled: frozenset[str]) -> int:
+    """Branches of ``chain``'s own transform kernel (asked again for every batch and
+    partition of a run: generated once)."""
+    return len(_BRANCH.findall(transform_program([chain], set(text), selected, tabled).source))
 
 
 def _text_columns(table: Table) -> set[str]:
