@@ -78,6 +78,11 @@ class JobError(FastprepError, RuntimeError):
     """A distributed job could not finish (a partition killed its workers, shards missing)."""
 
 
+class OutputError(FastprepError, OSError):
+    """An output folder could not be written (a file in its place, no permission, the disk
+    full); the message names the folder and says whether its earlier output is kept."""
+
+
 class MemoryBudgetError(FastprepError, MemoryError):
     """The memory pre-flight predicts a run would not fit the memory budget (nothing was
     loaded); the message says what, by how much, and the options."""

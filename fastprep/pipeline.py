@@ -174,7 +174,7 @@ class Pipeline:
         run = engine.Run(backend=backend, on_alert=on_alert, client=client,
                          rows_per_partition=rows_per_partition, memory_budget=memory_budget,
                          scheduler=scheduler, progress=progress)  # fmt: skip
-        state = engine.fit(self.optimized, self._fit_schema(), source, run, name=self.name)
+        state = engine.fit(self.optimized, self.schema, source, run, name=self.name)
         return FittedPipeline._wrap(self, state)
 
     def fit_transform(
@@ -237,7 +237,7 @@ class Pipeline:
                          on_alert=on_alert, memory_budget=memory_budget, scheduler=scheduler,
                          output_dir=output_dir, compress=compress, client=client,
                          rows_per_partition=rows_per_partition, progress=progress)  # fmt: skip
-        return engine.fit_transform(self.optimized, self._fit_schema(), source, run,
+        return engine.fit_transform(self.optimized, self.schema, source, run,
                                     name=self.name,
                                     wrap=lambda state: FittedPipeline._wrap(self, state),
                                     save=save)  # fmt: skip
@@ -245,11 +245,7 @@ class Pipeline:
     def _fit_schema(self) -> Schema:
         """The schema a fit runs with: with lookups, bound to the side tables, read afresh
         by each fit (the fitted state keeps them)."""
-        if not isinstance(self.schema, JoinedSchema):
-            return self.schema  # no side tables: the lookup machinery is not even imported
-        from fastprep.runtime.lookups import schema_for_fit
-
-        return schema_for_fit(self.schema, self.optimized.columns)
+        return engine.with_side_tables(self.schema, self.optimized)
 
     def transform(self, source: Source, **_: Any) -> execute.Output:
         raise PipelineDefinitionError(
@@ -453,6 +449,8 @@ def load(
         schema = _with_stored_tables(schema_from_dict(doc["schema"]), doc, arrays)
         plan = resolve_plan(LogicalPlan.from_dict(doc["plan"], functions), dict(schema.items()))
         params = join_arrays(decode_floats(doc["params"]), arrays)
+    except PipelineDefinitionError as exc:  # e.g. an fp.Map's function, not passed
+        raise StateFormatError(f"{os.fspath(path)!r}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"{os.fspath(path)!r}: malformed fitted state: {exc}") from None
     if not isinstance(params, list) or len(params) != len(plan.features):

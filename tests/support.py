@@ -7,9 +7,11 @@ to that module name depends on collection order.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 import fastprep as fp
@@ -94,3 +96,19 @@ def text_key_parts(
         parts.append((codes, lut))
         sizes.append(uniques + 1)
     return parts, sizes
+
+
+def assert_same_drift(got: dict, want: dict) -> None:
+    """Two drift reports (or profiles) equal: floats within 1e-9 (partitions' measures are
+    merged in another order), missing where missing; ``unseen_examples`` (the first three
+    seen: partition order) not compared."""
+    assert got.keys() == want.keys()
+    for column, entry in want.items():
+        assert got[column].keys() == entry.keys(), column
+        for key, value in entry.items():
+            if isinstance(value, float) and not math.isnan(value):
+                assert got[column][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (column, key)
+            elif key != "unseen_examples":
+                assert got[column][key] == value or (
+                    isinstance(value, float) and math.isnan(got[column][key])
+                ), (column, key)  # fmt: skip

@@ -38,13 +38,13 @@ def check_plan(plan: LogicalPlan, types: Mapping[str, LType]) -> None:
     for index, feature in enumerate(plan.features):
         where = f"feature {index + 1} {feature.describe()}"
         _check_feature(feature, types, where)
-        for item in feature.inputs if _named_by_input(feature) else ():
-            if item.name in seen_outputs:
+        for name in _fixed_output_names(feature):
+            if name in seen_outputs:
                 raise PipelineDefinitionError(
-                    f"output {item.name!r} is produced twice ({seen_outputs[item.name]} and "
-                    f"{where}); give the expr a distinct name"
+                    f"output {name!r} is produced twice ({seen_outputs[name]} and "
+                    f"{where}); give the expr a distinct name, or encode the column once"
                 )
-            seen_outputs[item.name] = where
+            seen_outputs[name] = where
     _check_target_encoding(plan, types)
     if plan.target is not None:
         target_type = infer_type(plan.target.expr, types, f"target {plan.target.name!r}")
@@ -55,11 +55,17 @@ def check_plan(plan: LogicalPlan, types: Mapping[str, LType]) -> None:
             )
 
 
-def _named_by_input(feature: Feature) -> bool:
-    """Features whose output columns carry the input's own name (numbers, Categorify)."""
-    from fastprep.plan.steps import Categorify
+def _fixed_output_names(feature: Feature) -> list[str]:
+    """The output names known before a fit: the input's own (numbers, Categorify) or with
+    the encoder's suffix (``carrier:target``); others depend on the fitted categories."""
+    from fastprep.plan.steps import SUFFIXED_ENCODERS, Categorify
 
-    return feature.encoder is None or isinstance(feature.encoder, Categorify)
+    encoder = feature.encoder
+    if encoder is None or isinstance(encoder, Categorify):
+        return [item.name for item in feature.inputs]
+    if isinstance(encoder, SUFFIXED_ENCODERS):
+        return [item.name + encoder.output_suffix for item in feature.inputs]
+    return []
 
 
 def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> None:
@@ -100,7 +106,7 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
                 f"{where}: {numeric_steps[0].describe()} needs a numeric input, but "
                 f"{item.name!r} is {input_type.value}; encode it with fp.OneHot(), fp.Categorify() or fp.Hash()"
             )
-        _check_vocabulary_input(feature, item.name, input_type, where)
+        _check_vocabulary_input(feature, item, input_type, where)
         if feature.encoder is None and not input_type.is_numeric:
             raise PipelineDefinitionError(
                 f"{where}: {item.name!r} is {input_type.value} and cannot be emitted as a number; "
@@ -108,16 +114,19 @@ def _check_feature(feature: Feature, types: Mapping[str, LType], where: str) -> 
             )
 
 
-def _check_vocabulary_input(feature: Feature, name: str, found: LType, where: str) -> None:
+def _check_vocabulary_input(feature: Feature, item: Input, found: LType, where: str) -> None:
     """Categorify (and target/count encoding) encode text, integers and booleans; a float
     column has no vocabulary."""
     from fastprep.plan.steps import SUFFIXED_ENCODERS, Categorify
 
     if isinstance(feature.encoder, (Categorify, *SUFFIXED_ENCODERS)) and found == LType.FLOAT:
+        # an expression's arithmetic gives floats: no schema declaration can make it whole
+        fix = ("declare it fp.Int() if its values are whole numbers" if isinstance(item.expr, Col)
+               else "wrap the expression in round(...) if its values are whole numbers")  # fmt: skip
         raise PipelineDefinitionError(
             f"{where}: {feature.encoder.describe()} needs a text, integer or boolean input, "
-            f"but {name!r} is float; declare it fp.Int() if its values are whole numbers, "
-            "or bin/scale it instead (fp.Hash() encodes any value)"
+            f"but {item.name!r} is float; {fix}, or bin/scale it instead (fp.Hash() encodes "
+            "any value)"
         )
 
 

@@ -258,7 +258,7 @@ def _check_key_types(name: str, left: str, ours: ColumnType, right: str, theirs:
     """Keys match by value: text with text, numbers with numbers, and timestamps with
     timestamps of the same kind (both zone-aware: the same UTC instant; both naive)."""
     kinds = [_key_kind(spec) for spec in (ours, theirs)]
-    if kinds[0] != kinds[1] or "dict" in kinds:
+    if kinds[0] != kinds[1] or "dict" in kinds or "list" in kinds:
         raise PipelineDefinitionError(
             f"lookup {name!r}: key {left!r} ({kinds[0]}) cannot match {right!r} ({kinds[1]}); "
             "declare both as text, both as numbers, or both fp.Datetime with or both "
@@ -271,6 +271,8 @@ def _key_kind(spec: ColumnType) -> str:
         return "naive timestamp" if spec.tz is None else "zoned timestamp"
     if spec.ltype == LType.DICT:
         return "dict"
+    if spec.ltype == LType.LIST:
+        return "list"
     return "text" if spec.ltype.is_text else "number"
 
 

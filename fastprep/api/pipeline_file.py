@@ -30,7 +30,8 @@ def load_pipeline_file(path: str | os.PathLike[str], kind: type[P]) -> P:
         raise
     except Exception as exc:  # the user's own file failed: say where, without our internals
         raise PipelineDefinitionError(
-            f"{file}: running the pipeline file failed: {type(exc).__name__}: {exc}"
+            f"{file}: running the pipeline file failed{_where(exc, file)}: "
+            f"{type(exc).__name__}: {exc}"
         ) from exc
     pipeline = namespace.get("pipeline")
     if not isinstance(pipeline, kind):
@@ -49,3 +50,14 @@ def load_pipeline_file(path: str | os.PathLike[str], kind: type[P]) -> P:
     if isinstance(schema, JoinedSchema):  # lookup tables' relative paths: the same rule
         pipeline.schema = schema.resolved(file.parent)  # type: ignore[attr-defined]
     return pipeline
+
+
+def _where(exc: BaseException, file: Path) -> str:
+    """`` (name.py, line N)``: the last line of ``file`` the traceback passes through (a syntax
+    error names its own line in its message)."""
+    import traceback
+
+    own = os.path.abspath(file)
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__)
+             if os.path.abspath(f.filename) == own]  # fmt: skip
+    return f" ({file.name}, line {lines[-1]})" if lines else ""

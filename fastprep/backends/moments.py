@@ -363,9 +363,9 @@ def from_lanes(
 
 def require_values(count: int, total: int, what: str) -> None:
     """A statistic of no values is a :class:`FitError` naming the step and the column
-    (``total``: the rows there were; -1 when unknown)."""
+    (``total``: the rows left after validation; -1 when unknown)."""
     if count == 0:
-        counted = {0: " (the input has no rows)", -1: ""}.get(total, f" (all {total:,} missing)")
+        counted = {0: " (no rows)", -1: ""}.get(total, f" (all {total:,} missing)")
         raise FitError(f"{what}: no non-missing values at fit time{counted}")
 
 

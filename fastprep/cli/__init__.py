@@ -13,7 +13,8 @@ Without ``--input``, ``run``, ``explain`` and ``validate`` use the pipeline file
 (``<state folder>/transform-<input>-<n>/``) and never into the folder holding the state:
 that is the training run's output.
 
-Errors fastprep raises on purpose, and bad arguments, print as one line
+Errors fastprep raises on purpose, bad arguments and the file system's refusals (an
+``--output`` that is a file, no space, no permission) print as one line
 ``fastprep: error: ...`` (exit code 2), never a traceback; ``--debug`` shows the traceback.
 A closed stdout (``fastprep explain ... | head``) ends the command quietly.
 """
@@ -37,6 +38,7 @@ from fastprep.data.pandas_objects import arrow_without_pandas
 from fastprep.errors import FastprepError, PipelineDefinitionError
 from fastprep.pipeline import FittedPipeline, Pipeline, load, load_pipeline_file
 from fastprep.runtime.execute import Output
+from fastprep.storage.output_format import check_folder
 from fastprep.storage.shards import OpenedOutput
 
 STATE_FILE = "pipeline.fastprep"
@@ -48,6 +50,8 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 QUANTIZED_DTYPES = ("int8", "uint8")
 #: shell convention for a command ended by SIGPIPE (128 + 13)
 EXIT_BROKEN_PIPE = 141
+#: shell convention for a command ended by SIGINT (128 + 2)
+EXIT_INTERRUPTED = 130
 
 
 class _UsageError(Exception):
@@ -81,7 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except FastprepError as exc:
+    except KeyboardInterrupt:
+        # Ctrl-C: the user's own act, not an error to explain with a traceback. Nothing
+        # half-written is published (an output folder is replaced in one step), so the
+        # folder holds what it held before, or this run's whole output if it had finished
+        if args.debug_main or getattr(args, "debug", False):
+            raise
+        print("fastprep: interrupted (an output is published whole or not at all: the "
+              "folder keeps its earlier one unless this run had finished)", file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
+    except (FastprepError, OSError) as exc:
+        # OSError: the file system refused (no space, no permission, a folder it cannot
+        # hold): the user's environment, not a bug to show as a traceback
         if args.debug_main or getattr(args, "debug", False):
             raise
         print(f"fastprep: error: {exc}", file=sys.stderr)
@@ -150,6 +165,7 @@ def _run(args: argparse.Namespace) -> int:
         raise PipelineDefinitionError(
             f"{args.pipeline} names no sample: pass --input PATH or set sample= in fp.Pipeline"
         )
+    check_folder(args.output)  # before the pipeline's source is read (the run checks again)
     started, marks["loaded"] = time.perf_counter(), time.time()
     if args.scheduler:
         return _run_distributed(args, pipeline, source, started)
@@ -176,31 +192,22 @@ def _run(args: argparse.Namespace) -> int:
 def _run_distributed(args: argparse.Namespace, pipeline: Pipeline, source: str,
                      started: float) -> int:  # fmt: skip
     """``--scheduler tcp://host:8786``: fit and transform on that Dask cluster, writing
-    shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder."""
+    shards (``part-NNNNN.*``) and ``manifest.json`` to the output folder.
+
+    One ``fit_and_transform``, as the run in one process: the rows written are the fit's own
+    (out of fold for a target encoding), so the report has no drift of the source against
+    itself and a fit-only finding (a constant column) is sent once."""
     from fastprep.runtime.cluster.local import connect
-    from fastprep.runtime.cross_fit import needed
 
     # "local": the LocalCluster a run over its memory budget gets too (one place starts it)
     with connect(args.scheduler) as (client, _where):
         progress = "auto" if args.progress is None else args.progress
-        if needed(pipeline.optimized):  # the run's rows are the fit's own: out of fold
-            _, opened = pipeline.fit_and_transform(
-                source, backend=args.backend, out_dtype=args.out_dtype,
-                on_overflow=args.on_overflow, output_dir=args.output, compress=args.compress,
-                client=client, progress=progress,
-            )  # fmt: skip
-            _print_published(opened, source, time.perf_counter() - started)
-            return 0
-        fitted = pipeline.fit(source, backend=args.backend, client=client, progress=progress)
-        manifest = fitted.transform(
+        _, opened = pipeline.fit_and_transform(
             source, backend=args.backend, out_dtype=args.out_dtype,
-            on_overflow=args.on_overflow, client=client, output_dir=args.output,
-            progress=progress, compress=args.compress, pipeline=fitted,
+            on_overflow=args.on_overflow, output_dir=args.output, compress=args.compress,
+            client=client, progress=progress,
         )  # fmt: skip
-    print(f"fastprep: {source} on {args.scheduler}")
-    print(manifest.report.summary())
-    print(f"total {time.perf_counter() - started:.3f}s")
-    print(_wrote(args.output))
+    _print_published(opened, f"{source} on {args.scheduler}", time.perf_counter() - started)
     return 0
 
 
@@ -244,6 +251,7 @@ def transform_folder(state: str, source: str, output: str | None) -> str:
                 "training run's and would be overwritten; choose another folder, or omit "
                 "--output for a new one beside the state"
             )
+        check_folder(output)  # before the state is loaded
         return output
     stem = Path(source.rstrip("/\\")).name.split(".")[0] or "input"
     stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "input"

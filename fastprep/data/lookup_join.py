@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from fastprep.data.columns import Column, RowIds, TextColumn
+from fastprep.data.dict_column import DictColumn, EntryRows
+from fastprep.data.tag_column import TagColumn
 from fastprep.errors import DataValidationError, StateFormatError
 
 #: a combined key space up to this size (and a few times the side's rows) is joined
@@ -43,6 +45,14 @@ class _KeyIndex:
     grid: tuple[float, float, np.ndarray] | None = None
 
 
+#: a combined key code stays below this (an int64, see :func:`_combined`)
+CODE_SPACE = 1 << 62
+
+#: the side's key indexes, combined codes, dense array of side rows (small code spaces)
+#: and the prefixes each key column's codes were renumbered by (see :func:`_combined`)
+_Built = tuple[list[_KeyIndex], np.ndarray, np.ndarray | None, list[np.ndarray | None]]
+
+
 @dataclass
 class LookupTable:
     """A validated side table: key columns and the used value columns, over its rows."""
@@ -51,9 +61,7 @@ class LookupTable:
     key: tuple[str, ...]
     key_values: tuple[Column, ...]
     values: dict[str, Column]
-    _index: tuple[list[_KeyIndex], np.ndarray, np.ndarray | None] | None = field(
-        default=None, repr=False
-    )
+    _index: _Built | None = field(default=None, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -62,9 +70,9 @@ class LookupTable:
     def rows_for(self, keys: list[Column]) -> np.ndarray:
         """The side row of each source row (int64, -1 = no match); ``keys`` are the source's
         key columns in key order, over all its rows."""
-        indexes, side_codes, dense = self._built()
+        indexes, side_codes, dense, renumbered = self._built()
         codes = _combined([_source_codes(k, ix) for k, ix in zip(keys, indexes, strict=True)],
-                          indexes)  # fmt: skip
+                          indexes, renumbered)[0]  # fmt: skip
         if dense is not None:
             return dense[codes]  # -1 (no match) reads the -1 appended at the end
         present = np.flatnonzero(side_codes >= 0)
@@ -82,10 +90,13 @@ class LookupTable:
         rows = self.rows_for(keys)
         return {name: _gather(self.values[name], rows) for name in columns}
 
-    def check_unique(self, row_ids: RowIds, timestamps: tuple[bool, ...] = ()) -> None:
+    def check_unique(
+        self, row_ids: RowIds, timestamps: tuple[bool, ...] = (), integers: tuple[bool, ...] = ()
+    ) -> None:
         """A duplicated key is an error naming the key values and the side rows
-        (``timestamps``: which key columns to show as times, not seconds)."""
-        _, side_codes, _ = self._built()
+        (``timestamps``: which key columns to show as times, not seconds; ``integers``:
+        which as whole numbers, not floats)."""
+        side_codes = self._built()[1]
         present = side_codes >= 0
         unique, counts = np.unique(side_codes[present], return_counts=True)
         repeated = unique[counts > 1]
@@ -97,7 +108,7 @@ class LookupTable:
             rows = positions[side_codes[present] == code]
             shown = ", ".join(str(int(row_ids[int(r)])) for r in rows[:10])
             value = ", ".join(
-                f"{k}={_value(col, int(rows[0]), i < len(timestamps) and timestamps[i])!r}"
+                f"{k}={_value(col, int(rows[0]), _flag(timestamps, i), _flag(integers, i))!r}"
                 for i, (k, col) in enumerate(zip(self.key, self.key_values, strict=True))
             )
             lines.append(f"{value} at rows {shown}")
@@ -109,18 +120,19 @@ class LookupTable:
             + "\nkeep one row per key in the side table"
         )
 
-    def _built(self) -> tuple[list[_KeyIndex], np.ndarray, np.ndarray | None]:
+    def _built(self) -> _Built:
         if self._index is None:
             indexes = [_key_index(column) for column in self.key_values]
-            side = _combined([_own_codes(c, ix) for c, ix in zip(self.key_values, indexes, strict=True)],
-                             indexes)  # fmt: skip
-            space = int(np.prod([max(ix.size, 1) for ix in indexes], dtype=np.float64))
+            side, renumbered, space = _combined(
+                [_own_codes(c, ix) for c, ix in zip(self.key_values, indexes, strict=True)],
+                indexes,
+            )
             dense = None
             if space <= min(DENSE_CODES, 8 * len(side) + (1 << 16)):
                 dense = np.full(space + 1, -1, dtype=np.int64)  # the last slot: no match
                 present = np.flatnonzero(side >= 0)
                 dense[side[present]] = present
-            self._index = (indexes, side, dense)
+            self._index = (indexes, side, dense, renumbered)
         return self._index
 
     def digest(self) -> str:
@@ -224,20 +236,47 @@ def _search(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:
     return np.where(distinct[position] == values, position, -1).astype(np.int64)
 
 
-def _combined(codes: list[np.ndarray], indexes: list[_KeyIndex]) -> np.ndarray:
-    """One int64 code per row from the key columns' codes (mixed radix), -1 if any is -1."""
-    out = codes[0].copy()
+def _combined(
+    codes: list[np.ndarray], indexes: list[_KeyIndex],
+    renumbered: list[np.ndarray | None] | None = None,
+) -> tuple[np.ndarray, list[np.ndarray | None], int]:  # fmt: skip
+    """One int64 code per row from the key columns' codes (mixed radix), -1 if any is -1;
+    with the side's distinct prefixes each key column after the first was renumbered by,
+    and the size of the code space.
+
+    A code space past int64 (several key columns of many values each) would wrap and make
+    two keys one: before such a column the codes so far are renumbered by the side's
+    distinct ones (the side's own rows: ``renumbered`` None, found here; the source's: the
+    side's, where a prefix the side lacks matches no row)."""
+    found = [] if renumbered is None else renumbered
+    out = codes[0].astype(np.int64)  # a copy
     missing = out < 0
-    scale = 1
-    for column, previous in zip(codes[1:], indexes[:-1], strict=True):
-        scale *= max(previous.size, 1)
+    size = max(int(indexes[0].size), 1)  # Python ints: the product never wraps
+    for j, (column, index) in enumerate(zip(codes[1:], indexes[1:], strict=True)):
+        width = max(int(index.size), 1)
+        if renumbered is None:
+            found.append(np.unique(out[~missing]) if size * width > CODE_SPACE else None)
+        distinct = found[j]
+        if distinct is not None:
+            position = np.searchsorted(distinct, out)
+            np.minimum(position, max(len(distinct) - 1, 0), out=position)
+            hit = (
+                ~missing & (distinct[position] == out) if len(distinct) else np.zeros_like(missing)
+            )
+            missing |= ~hit
+            out = np.where(hit, position, 0)
+            size = max(len(distinct), 1)
         missing |= column < 0
-        out += column * scale
+        out *= width
+        out += column
+        size *= width
     out[missing] = -1
-    return out
+    return out, found, size
 
 
 def _gather(values: Column, rows: np.ndarray) -> Column:
+    if isinstance(values, EntryRows):  # tags, dicts: row -1 takes an empty row (missing)
+        return values.take(rows)
     if isinstance(values, TextColumn):
         codes = np.append(values.codes, np.int32(-1)).astype(np.int32, copy=False)
         uniques = values.arrow_uniques if values.arrow_uniques is not None else values.uniques
@@ -245,35 +284,109 @@ def _gather(values: Column, rows: np.ndarray) -> Column:
     return np.append(np.asarray(values, dtype=np.float64), np.nan)[rows]
 
 
-def _value(column: Column, row: int, timestamp: bool = False) -> Any:
+def _flag(flags: tuple[bool, ...], i: int) -> bool:
+    return i < len(flags) and flags[i]
+
+
+def _value(column: Column, row: int, timestamp: bool = False, integer: bool = False) -> Any:
     if isinstance(column, TextColumn):
         code = int(column.codes[row])
         return None if code < 0 else str(column.uniques[code])
     value = float(np.asarray(column)[row])
     if timestamp and np.isfinite(value):
         return str(np.datetime64(round(value * 1e6), "us"))
+    if integer and value.is_integer():
+        return int(value)
     return value
 
 
 def as_stored(column: Column) -> Column:
-    """A validated column as a lookup table keeps it: numbers as float64, text as is."""
-    if isinstance(column, TextColumn):
+    """A validated column as a lookup table keeps it: numbers as float64; text, tags and
+    dicts as they are."""
+    if isinstance(column, (TextColumn, EntryRows)):
         return column
     return np.asarray(column, dtype=np.float64)
 
 
 def _column_to_dict(column: Column) -> dict[str, Any]:
+    if isinstance(column, TagColumn):
+        return {"tag_offsets": np.asarray(column.offsets, dtype=np.int64),
+                "codes": column.codes.astype(np.int32),
+                **_utf8(column.uniques.to_pylist())}  # fmt: skip
+    if isinstance(column, DictColumn):
+        return {"dict_offsets": np.asarray(column.offsets, dtype=np.int64),
+                "key_codes": column.key_codes.astype(np.int32),
+                **_utf8(column.key_uniques.to_pylist(), "key_"),
+                "value_codes": column.value_codes.astype(np.int32),
+                **_utf8(column.value_uniques.to_pylist(), "value_"),
+                "numbers": np.asarray(column.numbers, dtype=np.float64)}  # fmt: skip
     if isinstance(column, TextColumn):
-        uniques = np.asarray([str(u) for u in column.uniques], dtype=np.str_)
-        return {"codes": column.codes.astype(np.int32), "uniques": uniques}
+        return {"codes": column.codes.astype(np.int32), **_utf8(column.uniques)}
     return {"numbers": np.asarray(column, dtype=np.float64)}
 
 
+def _utf8(values: Any, prefix: str = "") -> dict[str, np.ndarray]:
+    """Text values as UTF-8 bytes and each one's end: a fixed-width unicode array would
+    drop trailing NULs, so "a\x00" would come back as "a" (and match it)."""
+    encoded = [str(v).encode("utf-8", "surrogatepass") for v in values]
+    return {
+        f"{prefix}utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        f"{prefix}ends": np.cumsum([len(b) for b in encoded], dtype=np.int64),
+    }
+
+
+def _texts(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The inverse of :func:`_utf8`."""
+    raw = np.asarray(data[f"{prefix}utf8"], dtype=np.uint8).tobytes()
+    ends = np.asarray(data[f"{prefix}ends"], dtype=np.int64).reshape(-1)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    if len(ends) and (np.any(ends < starts) or ends[-1] != len(raw)):
+        raise ValueError("text value ends outside the stored bytes")
+    return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends)]
+
+
+def _codes(data: dict[str, Any], name: str, n_values: int, low: int) -> np.ndarray:
+    """Stored codes into ``n_values`` values, ``low`` the least allowed (-1: missing)."""
+    codes = np.asarray(data[name], dtype=np.int32).reshape(-1)
+    if len(codes) and (codes.max(initial=low) >= n_values or codes.min(initial=0) < low):
+        raise ValueError("text codes outside the stored values")
+    return codes
+
+
+def _offsets(data: dict[str, Any], name: str, n_entries: int) -> np.ndarray:
+    offsets = np.asarray(data[name], dtype=np.int64).reshape(-1)
+    if (
+        not len(offsets)
+        or offsets[0] != 0
+        or offsets[-1] != n_entries
+        or np.any(np.diff(offsets) < 0)
+    ):
+        raise ValueError("entry offsets outside the stored entries")
+    return offsets
+
+
 def _column_from_dict(data: dict[str, Any]) -> Column:
+    if "tag_offsets" in data:
+        tags = _texts(data)
+        codes = _codes(data, "codes", len(tags), 0)
+        offsets = _offsets(data, "tag_offsets", len(codes))
+        return TagColumn(offsets, codes, pa.array(tags, type=pa.large_string()))
+    if "dict_offsets" in data:
+        keys, texts = _texts(data, "key_"), _texts(data, "value_")
+        key_codes = _codes(data, "key_codes", len(keys), 0)
+        value_codes = _codes(data, "value_codes", len(texts), -1)
+        numbers = np.asarray(data["numbers"], dtype=np.float64).reshape(-1)
+        if not len(key_codes) == len(value_codes) == len(numbers):
+            raise ValueError("dict entries of unequal length")
+        return DictColumn(_offsets(data, "dict_offsets", len(key_codes)), key_codes,
+                          pa.array(keys, type=pa.large_string()), value_codes,
+                          pa.array(texts, type=pa.large_string()), numbers)  # fmt: skip
     if "numbers" in data:
         return np.asarray(data["numbers"], dtype=np.float64)
-    codes = np.asarray(data["codes"], dtype=np.int32)
-    uniques = np.asarray(data["uniques"]).astype(object)
-    if len(codes) and (codes.max(initial=-1) >= len(uniques) or codes.min(initial=0) < -1):
-        raise ValueError("text codes outside the stored values")
-    return TextColumn(codes, uniques)
+    if "utf8" in data:
+        texts = _texts(data)
+        uniques = np.empty(len(texts), dtype=object)
+        uniques[:] = texts
+    else:  # a state saved before the values were kept as UTF-8
+        uniques = np.asarray(data["uniques"]).astype(object)
+    return TextColumn(_codes(data, "codes", len(uniques), -1), uniques)

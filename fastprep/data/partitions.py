@@ -27,6 +27,7 @@ import bisect
 import heapq
 import itertools
 import math
+import numbers
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -130,8 +131,7 @@ def plan_partitions(
     module doc). ``workers``: the parallel workers that will run them (a Dask cluster's
     threads): their count is made a multiple of it, of equal rows where the row groups
     allow, so no worker idles through a pass's last round while another finishes it."""
-    if rows_per_partition < 1:
-        raise SourceError(f"rows_per_partition={rows_per_partition}: must be at least 1")
+    rows_per_partition = _whole_rows(rows_per_partition)
     workers = max(1, int(workers))
     kind = source_kind(source)
     if kind == "dataset":
@@ -163,6 +163,19 @@ def plan_partitions(
             specs.append(PartitionSpec(len(specs), "csv", path, row_offset=offset))
             offset = None  # unknown until this file has been read
     return specs
+
+
+def _whole_rows(rows_per_partition: Any) -> int:
+    """``rows_per_partition`` as an int (``1e6`` is one), or a ``SourceError`` naming it."""
+    value = rows_per_partition
+    whole = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()
+    )
+    if isinstance(value, bool) or not whole:
+        raise SourceError(f"rows_per_partition={value!r}: must be a whole number of rows")
+    if value < 1:
+        raise SourceError(f"rows_per_partition={value}: must be at least 1")
+    return int(value)
 
 
 def balanced_count(rows: int, rows_per_partition: int, workers: int) -> int:

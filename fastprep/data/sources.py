@@ -160,13 +160,89 @@ def read_source(
     tables = [first] + [_read_file_and_names(path, columns, text)[0] for path in files[1:]]
     if len({tuple(t.schema.types) for t in tables}) > 1:  # e.g. Parquet and CSV files
         tables = [decoded(t) for t in tables]  # text as strings everywhere, then promoted
-    table = (
-        tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
-    )
+    table = tables[0] if len(tables) == 1 else _concat(tables, files)
     return table, SourceInfo(
         f"{source} ({len(files)} file(s), {table.num_rows:,} rows)", tuple(files),
         columns=tuple(names),
     )  # fmt: skip
+
+
+def _concat(tables: list[pa.Table], files: list[str]) -> pa.Table:
+    """The files' tables as one, their types promoted (int to float, string to large).
+    A column of numbers or bools in some files and text in others is taken as text in
+    every file: validation then converts it to the declared type as it converts a file of
+    text alone (the rows each file gives alone, as a partitioned run reads them). Other
+    types that do not combine (timestamps with and without a zone...) are a SchemaError. Text
+    one file holds as a dictionary (a pandas categorical) is decoded first: it combines
+    with plain text."""
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        pass
+    tables = [_held_text_decoded(t) for t in tables]
+    clash = [
+        n for n in tables[0].column_names if not _promotes([t.schema.field(n) for t in tables])
+    ]
+    for name in clash:
+        types = [t.schema.field(name).type for t in tables]
+        if not all(_as_text_exactly(t) for t in types):
+            kinds = "; ".join(f"{t} in {os.path.basename(f)}" for t, f in
+                              dict(zip(types, files)).items())  # fmt: skip
+            raise SchemaError(
+                f"column {name!r} has types that do not combine in the source's files "
+                f"({kinds}); write the files with one type for it"
+            )
+    as_text = []
+    for table in tables:
+        for name in clash:
+            i = table.schema.get_field_index(name)
+            if not pa.types.is_large_string(table.schema.field(i).type):
+                table = table.set_column(i, name, ac.cast(table.column(i), pa.large_string()))
+        as_text.append(table)
+    try:
+        return pa.concat_tables(as_text, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:  # types that combine, values not
+        failed = exc
+    for name in as_text[0].column_names:  # (an int beyond 2**53 beside floats)
+        try:
+            pa.concat_tables([t.select([name]) for t in as_text], promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            kinds = "; ".join(f"{t.schema.field(name).type} in {os.path.basename(f)}"
+                              for t, f in zip(as_text, files))  # fmt: skip
+            raise SchemaError(
+                f"column {name!r} cannot be read as one column from the source's files "
+                f"({kinds}: {exc}); write the files with one type for it"
+            ) from None
+    raise SchemaError(f"the source's files cannot be read as one table: {failed}")
+
+
+def _as_text_exactly(kind: pa.DataType) -> bool:
+    """Text, or a type whose text form validation reads back as the same value."""
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+            or pa.types.is_boolean(kind))  # fmt: skip
+
+
+def _promotes(fields: list[pa.Field]) -> bool:
+    """Whether the files' types of one column promote to one (int and float do)."""
+    try:
+        pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
+
+
+def _held_text_decoded(table: pa.Table) -> pa.Table:
+    """``table`` with the text dictionaries its file held (not only those this module read
+    as dictionaries) decoded to plain text, which promotes with any other text type."""
+    for i, field in enumerate(table.schema):
+        kind = field.type
+        if pa.types.is_dictionary(kind) and (
+            pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
+        ):
+            decoded_values = ac.cast(table.column(i), kind.value_type)
+            table = table.set_column(i, field.with_type(kind.value_type), decoded_values)
+    return table
 
 
 _KIND_NAMES = {
@@ -368,6 +444,13 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
         files = [text]
     else:
         raise SourceError(f"source {text!r} does not exist")
+    if os.path.isdir(text) or any(ch in text for ch in "*?["):
+        found, files = files, _data_files(files)
+        if found and not files:
+            raise SourceError(
+                f"source {text!r} holds a fastprep output, no input data: open it with "
+                "fp.open_output"
+            )
     if not files:
         raise SourceError(f"source {text!r} matched no CSV or Parquet files")
     unknown = [f for f in files if format_of(f) is None]
@@ -376,6 +459,23 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
             f"cannot tell the format of {unknown[0]!r}: use a .csv(.gz) or .parquet file"
         )
     return files
+
+
+def _data_files(files: list[str]) -> list[str]:
+    """``files`` without those a fastprep output wrote into their folder (its quarantine is
+    Parquet): an output written into the input's folder, or one under it, is not read back
+    as input by the next run."""
+    from fastprep.storage.output_format import output_files
+
+    ours: dict[str, set[str]] = {}
+    kept = []
+    for path in files:
+        folder, name = os.path.split(path)
+        if folder not in ours:
+            ours[folder] = output_files(folder or ".")
+        if name not in ours[folder]:
+            kept.append(path)
+    return kept
 
 
 def format_of(path: str) -> str | None:
@@ -511,10 +611,20 @@ def _require(columns: list[str], present: list[str], where: str) -> None:
 
 
 def _missing_message(missing: list[str], present: list[str], where: str) -> str:
-    return (
+    message = (
         f"{where} has no column(s) {missing} that the pipeline reads; "
         f"it has: {', '.join(map(str, present[:40]))}"
     )
+    # a Hive-partitioned folder (``origin=EWR/part-0.parquet``) keeps those columns in the
+    # folder names, which a file read does not see
+    folders = Path(where).parts[:-1]
+    hive = [c for c in missing if any(part.startswith(f"{c}=") for part in folders)]
+    if hive:
+        message += (
+            f"; {hive} appear only in the folder names (Hive partitioning): pass the folder "
+            "as pyarrow.dataset.dataset(folder, partitioning='hive')"
+        )
+    return message
 
 
 def describe_dtypes(frame: Raw) -> Mapping[str, Any]:

@@ -9,8 +9,9 @@ imported only when a conversion runs, with a message saying what to install when
   ``torch.bfloat16`` without a copy.
 - CSR X becomes ``torch.sparse_csr_tensor(indptr, indices, data)`` over the same three
   arrays (zero-copy on the CPU).
-- ``device="cuda"`` moves the tensors when CUDA is available and otherwise warns and stays on
-  the CPU, so one training script runs on both kinds of machine.
+- ``device="cuda"`` (or ``"mps"``, ``"xpu"``) moves the tensors when that GPU is available
+  and otherwise warns and stays on the CPU, so one training script runs on both kinds of
+  machine.
 """
 
 from __future__ import annotations
@@ -38,17 +39,32 @@ def require_torch() -> Any:
 
 
 def resolve_device(device: Any = "cpu") -> Any:
-    """``torch.device(device)``; CUDA without a GPU falls back to the CPU with a warning."""
+    """``torch.device(device)``; a GPU the machine lacks (CUDA, Apple's ``mps``, Intel's
+    ``xpu``, ...) falls back to the CPU with a warning; a name torch does not know is a
+    ``ValueError``."""
     torch = require_torch()
-    resolved = torch.device(device)
-    if resolved.type == "cuda" and not torch.cuda.is_available():
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a torch device: {exc}") from exc
+    if not _available(torch, resolved.type):
+        name = "CUDA" if resolved.type == "cuda" else repr(resolved.type)
         warnings.warn(
-            f"device={device!r}: CUDA is not available on this machine; using the CPU",
+            f"device={device!r}: {name} is not available on this machine; using the CPU",
             RuntimeWarning,
             stacklevel=3,
         )
         return torch.device("cpu")
     return resolved
+
+
+def _available(torch: Any, kind: str) -> bool:
+    """Whether this torch build and machine have devices of ``kind`` (a kind without an
+    ``is_available`` check is left to torch)."""
+    if kind == "mps":  # its check lives in torch.backends on every torch >= 2.1
+        return bool(torch.backends.mps.is_available())
+    check = getattr(getattr(torch, kind, None), "is_available", None)
+    return True if kind == "cpu" or not callable(check) else bool(check())
 
 
 def to_tensor(X: Any, out_dtype: str = "float32", device: Any = "cpu") -> Any:
@@ -77,6 +93,7 @@ def to_tensors(
     X: Any, y: np.ndarray | None, out_dtype: str, device: Any = "cpu"
 ) -> tuple[Any, Any]:
     """``(X, y)`` as tensors (``y``, float32, may be None)."""
+    device = resolve_device(device)  # once: a fallback warns once, not per tensor
     return to_tensor(X, out_dtype, device), None if y is None else to_tensor(y, "float32", device)
 
 

@@ -16,8 +16,9 @@ What it does, in scikit-learn's terms:
   naming the column, the rule and the first rows; ``on_invalid="repair"`` / ``"warn"``
   keep their meaning. The same holds for ``fit``: statistics are never learned from a
   silently reduced set of rows.
-- ``X`` is a pandas DataFrame (columns matched by name, as declared in the schema; a
-  Polars DataFrame or pyarrow Table is converted through ``to_pandas()``), or a
+- ``X`` is a pandas DataFrame (columns matched by name, as declared in the schema), a
+  Polars DataFrame or pyarrow Table (read as they are, not through pandas), a Polars
+  LazyFrame or pyarrow Dataset (computed once per call, every column), or a
   2-D array whose columns are named like scikit-learn names unnamed columns: ``x0, x1, ...``
   (or the DataFrame's column names seen at ``fit``). As every scikit-learn estimator,
   ``transform`` wants the columns ``fit`` saw (``n_features_in_``, ``feature_names_in_``).
@@ -44,7 +45,7 @@ tested on real data instead. Details: ``docs/sklearn.md``.
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -52,19 +53,24 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from fastprep.api.builders import FeatureBuilder
+from fastprep.data.sources import read_in_memory, source_columns, source_kind
 from fastprep.emit import make_layout
-from fastprep.errors import DataValidationError, PipelineDefinitionError, SparseOutputError
+from fastprep.errors import (
+    DataValidationError,
+    PipelineDefinitionError,
+    SourceError,
+    SparseOutputError,
+)
 from fastprep.pipeline import FittedPipeline, Pipeline
 from fastprep.runtime.report import Report
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 #: checks of ``sklearn.utils.estimator_checks`` this transformer does not pass, and why
 #: (for ``parametrize_with_checks(..., expected_failed_checks=...)``)
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 _PREFIX = "features"
+#: the ``out_dtype`` values whose array holds the features' values as numbers
+NUMERIC_OUT_DTYPES = ("float32", "float64", "float16")
 
 
 class FastprepTransformer(TransformerMixin, BaseEstimator):
@@ -77,7 +83,8 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
     backend : str, default="auto"
         As ``Pipeline.fit(backend=...)``: "auto", "pandas", "numba", ...
     out_dtype : str, default="float32"
-        As ``transform(out_dtype=...)``: "float32" or "float64" (others as fastprep).
+        As ``transform(out_dtype=...)``: "float32", "float64" or "float16" (bfloat16 bit
+        patterns and int8/uint8 codes are refused: the next step would read them as numbers).
     """
 
     def __init__(self, pipeline: Pipeline, *, backend: str = "auto", out_dtype: str = "float32"):
@@ -108,6 +115,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> FastprepTransformer:
         """Fit the pipeline's features on ``X`` (``y`` is accepted and not used)."""
+        self._check_out_dtype()
         frame = self._frame(X, reset=True)
         fitted = self._features_only().fit(frame, backend=self.backend)
         _raise_if_quarantined(fitted.fit_report, "fit")
@@ -116,6 +124,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
         """Fit on ``X`` and transform it, reading and validating it once."""
+        self._check_out_dtype()
         frame = self._frame(X, reset=True)
         fitted, out = self._features_only().fit_and_transform(
             frame, backend=self.backend, out_dtype=self.out_dtype
@@ -128,6 +137,7 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
         """One output row per row of ``X``; raises ``DataValidationError`` rather than
         dropping a row."""
         check_is_fitted(self, "fitted_")
+        self._check_out_dtype()
         frame = self._frame(X, reset=False)
         out = self.fitted_.transform(frame, backend=self.backend, out_dtype=self.out_dtype)
         _raise_if_quarantined(out.report, "transform")
@@ -156,6 +166,18 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
 
     # -- helpers ----------------------------------------------------------------------
 
+    def _check_out_dtype(self) -> None:
+        """Only dtypes whose values are the features' values: bfloat16 is stored as uint16
+        bit patterns and int8/uint8 as quantized codes, which an estimator downstream
+        would read as the numbers themselves."""
+        if self.out_dtype not in NUMERIC_OUT_DTYPES:
+            raise PipelineDefinitionError(
+                f"FastprepTransformer(out_dtype={self.out_dtype!r}): a scikit-learn "
+                f"transformer hands numbers to the next step; use one of "
+                f"{', '.join(NUMERIC_OUT_DTYPES)} (bfloat16 is stored as uint16 bit patterns, "
+                "int8/uint8 as quantized codes: use fastprep's own transform for those)"
+            )
+
     def _checked_pipeline(self) -> Pipeline:
         if not isinstance(self.pipeline, Pipeline):
             raise PipelineDefinitionError(
@@ -176,17 +198,19 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
                     )
         return rebuild(pipeline, target=None)
 
-    def _frame(self, X: Any, *, reset: bool) -> pd.DataFrame:
-        """``X`` as a DataFrame with named columns (arrays: ``x0, x1, ...`` or the names
-        seen at fit), after scikit-learn's own checks of shape and feature names."""
+    def _frame(self, X: Any, *, reset: bool) -> Any:
+        """``X`` as a table with named columns — the caller's pandas or Polars DataFrame or
+        pyarrow Table as it is (fastprep reads each), a LazyFrame or Dataset computed
+        once; an array as a pandas DataFrame whose columns are named ``x0, x1, ...`` or
+        as seen at fit — after scikit-learn's own checks of shape and feature names."""
         import pandas as pd
 
+        X = _computed(X)
         if _named_frame(X):
             validate_data(self, X, reset=reset, skip_check_array=True)
-            frame = X if isinstance(X, pd.DataFrame) else X.to_pandas()
-            if len(frame) == 0:
-                raise ValueError(f"Found array with 0 sample(s) (shape={frame.shape})")
-            return frame
+            if len(X) == 0:
+                raise ValueError(f"Found array with 0 sample(s) (shape={X.shape})")
+            return X
         array = check_array(X, dtype=None, ensure_all_finite=False, input_name="X")
         validate_data(self, array, reset=reset, skip_check_array=True)
         names = self._input_names(array.shape[1])
@@ -234,9 +258,21 @@ class FastprepTransformer(TransformerMixin, BaseEstimator):
         return X
 
 
+def _computed(X: Any) -> Any:
+    """A Polars LazyFrame collected, a pyarrow Dataset read (every column: scikit-learn
+    checks the names and number of ``X``'s columns); any other ``X`` as it is. The query
+    runs once, as it does for a fastprep run."""
+    try:
+        kind = source_kind(X)
+    except SourceError:  # an array, a list: scikit-learn's check_array judges it
+        return X
+    if kind not in ("polars_lazy", "dataset"):
+        return X
+    return read_in_memory(X, kind, source_columns(X) or [])
+
+
 def _named_frame(X: Any) -> bool:
-    """A pandas DataFrame, or a Polars DataFrame / pyarrow Table (converted through
-    pandas, the source type fastprep reads), whose column names are all strings."""
+    """A pandas or Polars DataFrame or a pyarrow Table whose column names are all strings."""
     import pandas as pd
 
     if isinstance(X, pd.DataFrame):

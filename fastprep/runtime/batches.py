@@ -108,6 +108,7 @@ class BatchStream:
         pool_size: int = POOL_SIZE,
         return_row_ids: bool = False,
         shard: tuple[int, int] | None = None,
+        pass_seed: int | None = None,
         on_alert: AlertCallback | None = None,
         alerts_seen: set[tuple[str, str, str]] | None = None,
     ) -> None:
@@ -124,6 +125,9 @@ class BatchStream:
         self.pool_size, self.return_row_ids = pool_size, return_row_ids
         #: ``(k, n)``: stream only every n-th partition from the k-th (a DataLoader worker)
         self.shard = shard
+        #: mixed into the shuffle when given: a seed the caller draws once per pass and
+        #: shares among the streams that split it (a DataLoader's workers)
+        self.pass_seed = pass_seed
         self.on_alert = on_alert
         #: alert keys already sent by this stream's passes (or the epochs sharing the set):
         #: each pass re-reads the same source, so it alerts on what is new only
@@ -132,7 +136,8 @@ class BatchStream:
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         self.stats = stats = BatchStats()
-        rng = np.random.default_rng([self.seed, self.epoch]) if self.shuffle else None
+        key = [self.seed, self.epoch] + ([] if self.pass_seed is None else [self.pass_seed])
+        rng = np.random.default_rng(key) if self.shuffle else None
         assembler = _Assembler(self.batch_size, self.pool_size, stats, self.return_row_ids)
         for output in self.partition_outputs(rng):
             order = np.arange(len(output.row_ids))
@@ -147,6 +152,7 @@ class BatchStream:
         the counts go to ``self.stats``."""
         fitted, stats = self.fitted, self.stats
         plan, schema = fitted.plan, fitted.schema
+        plan = execute.without_absent_target(plan, schema, self.source)  # rows to predict on
         columns = schema.read_columns(plan.columns)  # + key columns
         text = [c for c in columns if schema[c].ltype in (LType.CATEGORY, LType.STRING)]
         # a LazyFrame's query (a filtered Dataset's scan) runs once per pass, not per partition

@@ -23,10 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from fastprep.api.lookup import JoinedSchema
 from fastprep.api.schema import Schema
 from fastprep.data.sources import Source, collect_once
 from fastprep.emit.precision import Precision
-from fastprep.errors import PipelineDefinitionError
+from fastprep.errors import MemoryBudgetError, PipelineDefinitionError
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.runtime import execute, route
 from fastprep.runtime.cross_fit import CrossFit, check_collected
@@ -34,6 +37,7 @@ from fastprep.runtime.cross_fit import needed as cross_fit_needed
 from fastprep.runtime.fitted import FittedState
 from fastprep.runtime.preflight import Preflight
 from fastprep.runtime.report import Report
+from fastprep.storage.output_format import check_folder
 from fastprep.validate import alerts as alerting
 from fastprep.validate import drift
 
@@ -75,10 +79,16 @@ class Place:
     pre: Preflight | None = None
 
     def rows(self, run: Run) -> int | None:
-        """Rows per partition: the caller's, else the pre-flight's."""
-        if run.rows_per_partition or self.pre is None:
+        """Rows per partition: the caller's, else the pre-flight's; never more than the
+        pre-flight's when it partitioned the run for the memory budget (a larger partition
+        would not fit it)."""
+        if self.pre is None:
             return run.rows_per_partition
-        return self.pre.rows_per_partition
+        if not run.rows_per_partition:
+            return self.pre.rows_per_partition
+        if self.kind == "memory":
+            return run.rows_per_partition
+        return min(run.rows_per_partition, self.pre.rows_per_partition)
 
     def notes(self) -> tuple[str, ...]:
         """The pre-flight's line for the report, when it decided."""
@@ -92,13 +102,18 @@ def placed(
 ) -> Iterator[Place]:  # fmt: skip
     """The one place that decides where a run executes (a cluster the pre-flight started
     lives until the block ends)."""
+    if run.output_dir is not None:  # said before the run's work, not after it
+        check_folder(run.output_dir)
     if run.client is not None:
         yield Place("cluster", source, run.client)
         return
     source = collect_once(source, schema.read_columns(plan.columns))  # read once, shared
+    # X is made in the output's computing type (float64 output: 8 bytes a value)
+    value_bytes = max(4, np.dtype(run.precision.compute_dtype).itemsize)
     with route.route(plan, schema, source, budget=run.memory_budget, scheduler=run.scheduler,
                      whole_output=whole_output, fit_only=fit_only,
-                     transform_only=transform_only) as (pre, client):  # fmt: skip
+                     transform_only=transform_only,
+                     value_bytes=value_bytes) as (pre, client):  # fmt: skip
         if client is not None:
             kind = "cluster"
         elif pre is not None and pre.execution == "streamed":
@@ -111,12 +126,22 @@ def placed(
 # --- fit ------------------------------------------------------------------------------
 
 
+def with_side_tables(schema: Schema, plan: LogicalPlan) -> Schema:
+    """The schema a fit runs with: with lookups, bound to their side tables, read afresh
+    (the run is placed first: the pre-flight counts a side table before it is read)."""
+    if not isinstance(schema, JoinedSchema):
+        return schema  # no side tables: the lookup machinery is not even imported
+    from fastprep.runtime.lookups import schema_for_fit
+
+    return schema_for_fit(schema, plan.columns)
+
+
 def fit(
     plan: LogicalPlan, schema: Schema, source: Source, run: Run, *, name: str | None = None
 ) -> FittedState:
     """Learn every statistic from ``source``; alerts sent for the fit's findings."""
     with placed(plan, schema, source, run, whole_output=False, fit_only=True) as place:
-        state = _fit_at(place, plan, schema, run, name, place.rows(run))
+        state = _fit_at(place, plan, with_side_tables(schema, plan), run, name, place.rows(run))
     _send(state, run.on_alert, "fit", state.fit_report)
     return state
 
@@ -131,10 +156,11 @@ def _fit_at(
     if place.kind == "cluster":
         from fastprep.runtime import cluster
 
-        params, report = cluster.fit(place.client, plan, schema, place.source, backend=backend,
-                                     progress=run.progress, cross_fit=cross_fit,
-                                     **_partition_size(rows))  # fmt: skip
-        profile = None  # the cluster's tasks are not asked for their drift profiles yet
+        # the drift profile: the partitions' profiles, merged
+        params, report, profile = cluster.fit_with_profile(
+            place.client, plan, schema, place.source, backend=backend, progress=run.progress,
+            cross_fit=cross_fit, **_partition_size(rows),
+        )  # fmt: skip
     else:
         from fastprep.runtime import streamed
 
@@ -172,6 +198,7 @@ def fit_transform(
     ``run.output_dir`` shard by shard and returned mapped. ``save=False``: an output in
     memory is returned unsaved (the caller writes it)."""
     with placed(plan, schema, source, run, whole_output=run.output_dir is None) as place:
+        schema = with_side_tables(schema, plan)
         if place.kind != "memory":
             return _fit_transform_partitioned(place, plan, schema, run, name, wrap)
         backend = run.backend or "auto"
@@ -218,8 +245,14 @@ def _fit_transform_partitioned(
     (streamed here, or on the Dask cluster); the output comes back mapped."""
     from fastprep.storage.shards import open_output
 
-    if run.output_dir is None:  # the pre-flight refuses this before routing here
-        raise PipelineDefinitionError("an output over the memory budget needs output_dir=")
+    if run.output_dir is None:  # over the budget, the pre-flight refuses this before here
+        raise PipelineDefinitionError(
+            "a fit_transform on a Dask cluster writes its output shard by shard: pass "
+            "output_dir= (or fit on the cluster, then transform without output_dir to "
+            "gather the output)"
+            if place.kind == "cluster"
+            else "an output over the memory budget needs output_dir="
+        )
     backend = run.backend or "auto"
     rows = place.rows(run)
     # out-of-fold encodings of the fit's rows: collected by the fit, read by the transform
@@ -284,7 +317,9 @@ def _transform(
                 transform_only=True) as place:  # fmt: skip
         rows = place.rows(run)
         if place.kind == "cluster":
-            out = _cluster_transform(state, place, run, backend, rows, publish, cluster_options)
+            drifting = {"profile": state.profile, "drift_thresholds": drift_thresholds}
+            out = _cluster_transform(state, place, run, backend, rows, publish,
+                                     cluster_options | drifting)  # fmt: skip
             out.report.notes.extend(place.notes())
             return out
         if place.kind == "streamed" and run.output_dir is not None:
@@ -350,6 +385,7 @@ def write_shards(
     from fastprep.runtime.batches import BatchStream
     from fastprep.storage.shards import ShardWriter
 
+    check_folder(folder)
     stream = BatchStream(state, source, **options)
     writer: ShardWriter | None = None
     try:
@@ -373,11 +409,23 @@ def write_shards(
 
 
 def validate_only(
-    plan: LogicalPlan, schema: Schema, source: Source, *, phase: str = "fit"
-) -> Report:
+    plan: LogicalPlan, schema: Schema, source: Source, *, phase: str = "fit",
+    memory_budget: int | str | None = None,
+) -> Report:  # fmt: skip
     """Read and validate ``source`` as a run at ``phase`` would, fitting nothing: the
     report counts the rows that would be used and quarantined, and the quarantine's
-    patterns. A failed ``raise`` rule raises :class:`~fastprep.errors.DataValidationError`."""
+    patterns. A failed ``raise`` rule raises :class:`~fastprep.errors.DataValidationError`.
+    The source is read whole: over ``memory_budget`` (default as a run's) that is a
+    :class:`~fastprep.errors.MemoryBudgetError` before anything is read."""
+    pre = route.check(plan, schema, source, budget=memory_budget, scheduler="off",
+                      whole_output=False, fit_only=True)  # fmt: skip
+    if pre is not None and pre.execution != "in-memory":
+        raise MemoryBudgetError(
+            f"validating {source} reads it whole, over the memory budget ({route.note(pre)}); "
+            "a streamed run validates it partition by partition, with the same counts and "
+            "findings in its report: fastprep run --memory-budget ... (or fit with "
+            "memory_budget=)"
+        )
     with execute.cyclic_gc_paused():
         prepared = execute.prepare(plan, schema, source, phase=phase, backend="pandas")
     report = prepared.report

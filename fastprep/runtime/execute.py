@@ -34,7 +34,7 @@ from fastprep.emit import OutputSink, frames, make_layout
 from fastprep.emit.csr import CsrArrays, is_csr
 from fastprep.emit.precision import Precision, cast_dense, cast_sparse_data
 from fastprep.emit.quantize import Quantization, quantize
-from fastprep.errors import PipelineDefinitionError, Reason
+from fastprep.errors import FitError, PipelineDefinitionError, Reason
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.planning import planner
@@ -42,7 +42,7 @@ from fastprep.runtime.fitted import Params
 from fastprep.runtime.report import Report
 from fastprep.storage.files import write_output
 from fastprep.validate import Quarantine, validate_frame
-from fastprep.validate.findings import make_finding
+from fastprep.validate.findings import make_finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
@@ -112,6 +112,15 @@ class Output:
     @quarantine.setter
     def quarantine(self, frame: pd.DataFrame) -> None:
         self.quarantine_rows = frame
+
+    def detach_quarantine(self) -> None:
+        """Build a deferred quarantine now and let go of the source rows it was deferred
+        over: the output then holds only its rejected rows (what a Dask task's output,
+        pickled to the client, should carry; not the whole partition as read)."""
+        rows = self.quarantine_rows
+        if isinstance(rows, _DeferredQuarantine):
+            built = rows.rows_to_write()
+            self.quarantine_rows = _ArrowQuarantine(built) if isinstance(built, pa.Table) else built
 
     def quarantine_reasons(self) -> pd.DataFrame:
         """``row_id`` and ``reason`` of the rejected rows, without gathering the rows."""
@@ -347,6 +356,17 @@ def fit_target(plan: LogicalPlan, schema: Schema, table: Table) -> FitTarget:
     return FitTarget(np.asarray(values, dtype=np.float64), binary)
 
 
+def without_absent_target(plan: LogicalPlan, schema: Schema, source: Source) -> LogicalPlan:
+    """``plan`` without its target when ``source`` lacks a column only the target reads
+    (new rows to predict on), as a transform's read decides for one table; for a run that
+    reads the source partition by partition (batches, shards), decided once for all."""
+    target_only = [c for c in _target_only(plan) if c in schema.read_columns(plan.columns)]
+    present = source_columns(source) if target_only else None
+    if present is not None and any(c not in present for c in target_only):
+        return replace(plan, target=None)
+    return plan
+
+
 def _target_only(plan: LogicalPlan) -> list[str]:
     """The columns only the target reads (a source without one of them has no target)."""
     if plan.target is None:
@@ -386,13 +406,31 @@ def fit_prepared(plan: LogicalPlan, prepared: Prepared, backend: str = "auto") -
     choices = _stage_choices(plan, prepared, backend)
     params: dict[int, Any] = {}
     log = reference.Repairs()
-    with prepared.report.stage("fit"):
+    with prepared.report.stage("fit"), _why_no_rows(prepared):
         for number, stage in enumerate(plan.execution_stages()):
             with stage_backends.timed(choices, number, "fit") as module:
                 params.update(module.fit_stage(plan, stage, prepared.table, log))
     _move_compile_time(prepared.report, "fit", log)
     _record_choices(prepared, choices)
     return [params[i] for i in range(len(plan.features))]
+
+
+@contextmanager
+def _why_no_rows(prepared: Prepared) -> Iterator[None]:
+    """A statistic that found no rows because validation set every row aside: the
+    :class:`FitError` says so and names the rules (the step alone would say "no values")."""
+    try:
+        yield
+    except FitError as exc:
+        report = prepared.report
+        if prepared.table.n_rows or not report.rows_in:
+            raise
+        found = [f for f in merge_findings(report.findings) if f.action == "quarantine"]
+        rules = "; ".join(f.message() for f in found) or "(no finding recorded)"
+        raise FitError(
+            f"{exc}: all {report.rows_in:,} rows of the input were quarantined, none is left "
+            f"to fit on: {rules}"
+        ) from exc
 
 
 def _move_compile_time(report: Report, stage: str, log: reference.Repairs) -> None:

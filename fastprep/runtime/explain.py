@@ -159,7 +159,11 @@ def explain_cluster(
     if known:
         size = f"{min(known):,}-{largest:,} rows each" if min(known) != largest else (
             f"{largest:,} rows each")  # fmt: skip
-        size += f"; rows_per_partition={rows_per_partition:,} the upper bound"
+        if largest <= rows_per_partition:
+            size += f"; rows_per_partition={rows_per_partition:,} the upper bound"
+        else:  # a row group is never split
+            size += (f"; rows_per_partition={rows_per_partition:,}, below the {largest:,} rows "
+                     "of a row group: a partition is at least one whole row group")  # fmt: skip
         if workers > 1 and tasks % workers == 0:
             size += f"; {tasks // workers} per worker thread, balanced"
         elif workers > 1:

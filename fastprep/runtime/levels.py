@@ -10,6 +10,7 @@ are merged here, in partition order, so every executor learns the same state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,10 @@ from fastprep.runtime import aggregates as agg
 from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.report import Report
 from fastprep.validate.findings import Finding, merge_findings
+
+#: the logger of validation's findings (a partition's whole-column warnings are logged here
+#: once merged)
+validation_log = logging.getLogger("fastprep.validate")
 
 if TYPE_CHECKING:  # the partition tasks (and the shard writers they import) load on use:
     # a run in memory only counts its passes here (the pre-flight)
@@ -88,13 +93,14 @@ def count_passes(plan: LogicalPlan) -> int:
 
 def fit_levels(
     plan: LogicalPlan, source: Source, run_pass: RunPass, rows: int = 0,
-    cross_fit: CrossFit | None = None,
+    cross_fit: CrossFit | None = None, whole_source: list[Finding] | None = None,
 ) -> tuple[list[dict[str, Any]], Report]:  # fmt: skip
     """Fitted parameters equal to the single-machine fit's, and the fit's report.
     ``rows``: the source's rows when known up front (a step that gathers its values is
     refused before any pass when they could not fit). ``cross_fit``: the fit of a
     partitioned fit_transform, which also collects the fit rows' out-of-fold encodings
-    and each partition's fitted rows."""
+    and each partition's fitted rows. ``whole_source``: findings about the source as a
+    whole (its undeclared columns), first in the report, as in memory."""
     from fastprep.backends.reference import scalers
 
     learned: Learned = {
@@ -116,7 +122,7 @@ def fit_levels(
         results = run_pass(learned, targets, f"fit level {level}")
         retries += sum(r["retries"] for r in results)
         if report is None:
-            report = _fit_report(results, source)
+            report = _fit_report(results, source, whole_source or [])
         medians = _by_order(targets)
         _merge(plan, results, [t for t in targets if t[3] not in ("summary", "order", "unfilled")],
                learned, report, cross_fit)  # fmt: skip
@@ -156,7 +162,7 @@ def fit_levels(
     if report is None:
         validated = run_pass(learned, [], "validate")
         fitted_rows = [r["rows_fit"] for r in validated]
-        report = _fit_report(validated, source)
+        report = _fit_report(validated, source, whole_source or [])
     if cross_fit is not None:
         cross_fit.finish(fitted_rows)
     report.notes.extend(retry_notes(retries))
@@ -251,12 +257,14 @@ def _merge(
             )
 
 
-def _fit_report(results: list[dict[str, Any]], source: Source) -> Report:
+def _fit_report(
+    results: list[dict[str, Any]], source: Source, whole_source: list[Finding]
+) -> Report:
     report = Report(source=str(source), backend="distributed")
     report.rows_in = sum(r["rows_in"] for r in results)
     report.rows_out = sum(r["rows_fit"] for r in results)
     report.rows_quarantined = sum(r["rows_quarantined"] for r in results)
-    report.findings = _source_findings(results)
+    report.findings = merge_findings([*whole_source, *_source_findings(results)])
     report.check_accounting()
     return report
 
@@ -268,14 +276,18 @@ WHOLE_SOURCE_RULES = (Reason.ALL_NULL.value, Reason.CONSTANT.value, Reason.EMPTY
 def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
     """The partitions' findings totalled (one per rule), keeping a whole-column fit warning
     only where every partition with rows gave it: a column missing in one partition is not
-    all missing, and one empty partition does not make the input empty."""
+    all missing, and one empty partition does not make the input empty. A column whose
+    partitions say what their one value is gets the one-process verdict instead
+    (:func:`_constant_findings`)."""
     findings = [f for r in results for f in r["findings"] if f.rule not in WHOLE_SOURCE_RULES]
     with_rows = [r for r in results if r["rows_in"]] or results[:1]
+    told = {c for r in with_rows for c in r.get("constants", {})}
     keys = [
         {(f.column, f.rule) for f in r["findings"] if f.rule in WHOLE_SOURCE_RULES}
         for r in with_rows
     ]
     everywhere = set.intersection(*keys) if keys else set()
+    everywhere -= {(c, Reason.CONSTANT.value) for c in told}
     whole = [f for r in with_rows for f in r["findings"] if (f.column, f.rule) in everywhere]
     if len(with_rows) > 1:  # each partition's single value may differ from the others'
         whole = [
@@ -284,7 +296,41 @@ def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
             else f
             for f in whole
         ]
+    whole = merge_findings([*whole, *_constant_findings(with_rows, told)])
+    for finding in whole:  # (each partition's validation left them unlogged; DEBUG as
+        # validation's own: the fit's alert logs each finding once)
+        if finding.rule == Reason.EMPTY.value:
+            validation_log.debug("empty input: the source has no rows at fit time")
+        else:
+            validation_log.debug(finding.message())
     return merge_findings([*findings, *whole])
+
+
+def _constant_findings(results: list[dict[str, Any]], columns: set[str]) -> list[Finding]:
+    """``columns`` that hold one distinct value over the whole fit, as one process finds
+    them: every partition with rows found the column constant or all missing, and the
+    constant ones' values agree (text: the same value; numbers: within the rounding one
+    process allows over all the rows, ``validator.near_equal``). Counted over those
+    partitions' rows, first rows the smallest."""
+    from fastprep.validate.validator import near_equal
+
+    rows = sum(r["rows_in"] for r in results)
+    kinds = (Reason.CONSTANT.value, Reason.ALL_NULL.value)
+    out: list[Finding] = []
+    for column in sorted(columns):
+        parts = [[f for f in r["findings"] if f.column == column and f.rule in kinds]
+                 for r in results]  # fmt: skip
+        values = [r["constants"][column] for r in results if column in r.get("constants", {})]
+        if not all(parts) or len({v[0] for v in values}) != 1:
+            continue  # a partition where the column has values but no single one
+        if values[0][0] == "text":
+            same = len({v[1] for v in values}) == 1
+        else:
+            same = near_equal(min(v[1] for v in values), max(v[2] for v in values), rows)
+        if same:
+            detail = next(f.detail for p in parts for f in p if f.rule == Reason.CONSTANT.value)
+            out += [replace(f, rule=Reason.CONSTANT.value, detail=detail) for p in parts for f in p]
+    return out
 
 
 def count_order_targets(plan: LogicalPlan) -> int:

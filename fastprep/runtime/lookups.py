@@ -62,7 +62,8 @@ def read_lookup(name: str, lookup: Lookup, columns: list[str]) -> LookupTable:
         name, tuple(keys), tuple(as_stored(table[k]) for k in keys),
         {c: as_stored(table[c]) for c in columns},
     )  # fmt: skip
-    stored.check_unique(table.row_ids, tuple(isinstance(spec[k], Datetime) for k in keys))
+    stored.check_unique(table.row_ids, tuple(isinstance(spec[k], Datetime) for k in keys),
+                        tuple(spec[k].ltype == LType.INT for k in keys))  # fmt: skip
     return stored
 
 

@@ -25,12 +25,13 @@ from fastprep.api.schema import Schema
 from fastprep.backends.reference import backend as reference
 from fastprep.backends.reference import group_stats
 from fastprep.backends.reference.tags import is_tags, tag_values
-from fastprep.data.columns import FitTarget, FoldedRows
+from fastprep.data.columns import FitTarget, FoldedRows, TextColumn
 from fastprep.data.pandas_objects import is_pandas_frame
 from fastprep.data.partitions import PartitionSpec, file_identity, read_partition
+from fastprep.data.sources import source_columns
 from fastprep.emit.csr import is_csr
 from fastprep.emit.precision import Precision
-from fastprep.errors import FastprepError, JobError, SourceError
+from fastprep.errors import FastprepError, JobError, Reason, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.nodes import LogicalPlan
 from fastprep.plan.steps import Step
@@ -38,6 +39,7 @@ from fastprep.planning import planner
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, kept_rows, kept_values, memory, shards
 from fastprep.validate import drift
+from fastprep.validate.validator import partition_of_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -125,8 +127,9 @@ def load_prepared(
     columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
-        prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
-                                   row_offset=spec.row_offset or 0)  # fmt: skip
+        with partition_of_source():  # whole-column warnings: logged once merged
+            prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
+                                       row_offset=spec.row_offset or 0)  # fmt: skip
     except FastprepError as exc:
         raise type(exc)(f"{spec.describe()}: {exc}") from None
     prepared.report.source = spec.describe()
@@ -143,11 +146,9 @@ def read_columns(job: Job) -> tuple[list[str], list[str]]:
 def _present_columns(spec: PartitionSpec, columns: list[str]) -> list[str]:
     """The target's columns may be absent (new data to transform): read what exists;
     ``prepare`` then says the output has no y (and fit fails naming the column)."""
-    if spec.kind != "parquet" or spec.path is None:
+    if spec.kind not in ("parquet", "csv") or spec.path is None:
         return columns
-    import pyarrow.parquet as pq
-
-    names = set(pq.ParquetFile(spec.path).schema_arrow.names)
+    names = set(source_columns(spec.path) or columns)  # a Parquet footer, a CSV header
     return [c for c in columns if c in names] or columns
 
 
@@ -265,6 +266,7 @@ def fit_partials(
         "partials": partials,
         **counts,
         "findings": list(report.findings),
+        "constants": _constant_values(table, report.findings),
         "retries": retries,
     }
     if keep:
@@ -296,6 +298,26 @@ def fit_partials(
         out["whole"] = kept_values.keep_partition(keep_as, entry, size, whole)
     if keep_as is not None or reuse is not None:  # where its kept values are, if any
         out["worker"] = worker_address()
+    return out
+
+
+def _constant_values(table: Any, findings: list[Any]) -> dict[str, tuple[Any, ...]]:
+    """Per column this partition finds constant, what the job needs to tell whether the
+    whole source's column is: its present values' range (``("number", lo, hi)``), or its
+    one value (``("text", value)``). Other kinds of column are left out."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for finding in findings:
+        if finding.rule != Reason.CONSTANT.value or finding.column not in table.columns:
+            continue
+        column = table.raw(finding.column)
+        if isinstance(column, TextColumn):
+            if column.n_unique == 1:
+                out[finding.column] = ("text", str(column.uniques[0]))
+        elif isinstance(column, np.ndarray) and column.dtype.kind in "biuf":
+            values = column.astype(np.float64, copy=False)
+            present = values[~np.isnan(values)]
+            if present.size:
+                out[finding.column] = ("number", float(present.min()), float(present.max()))
     return out
 
 
@@ -446,9 +468,12 @@ def stat_kind(step: Step) -> str:
     return agg.partial_kind(step)
 
 
-def count_rows(spec: PartitionSpec, column: str, retry: RetryPolicy) -> int:
-    """Rows of a partition whose size the source does not say up front (a CSV file)."""
-    frame, _ = read_with_retries(spec, [column], [], retry)
+def count_rows(spec: PartitionSpec, retry: RetryPolicy) -> int:
+    """Rows of a partition whose size the source does not say up front (a CSV file), read
+    from the file's own first column: a column the pipeline names may be a lookup's (joined
+    later) or the target's (absent from new data)."""
+    names = source_columns(spec.path) if spec.path is not None else None
+    frame, _ = read_with_retries(spec, list(names or ())[:1], [], retry)
     return len(frame)
 
 
@@ -554,6 +579,8 @@ def transform_partition(
     if getattr(held, "spilled", False):
         reused["spilled"] = True  # read back from the worker's disk, not its memory
     if output_dir is None:
+        # sent back to the client: with its rejected rows, not the partition they are in
+        output.detach_quarantine()
         return {"entry": entry, "output": output, **reused}
     if batch is not None:
         return {"entry": batch.add(entry, output, spec.describe()), **reused}
@@ -563,6 +590,7 @@ def transform_partition(
 def transform_partitions(
     job: Job, specs: list[PartitionSpec], params: execute.Params, fingerprint: str,
     output_dir: str, dtype_name: str, codec: str | None, keys: list[str],
+    profile: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """:func:`transform_partition` of several partitions this worker kept from the fit
     (``keys[i]``: ``specs[i]``'s), in one task, each shard written to ``output_dir`` as
@@ -579,7 +607,7 @@ def transform_partitions(
             try:
                 done.append(transform_partition(job, spec, params, fingerprint, output_dir,
                                                 dtype_name, codec=codec, reuse=key,
-                                                batch=batch))  # fmt: skip
+                                                batch=batch, profile=profile))  # fmt: skip
             except FastprepError:
                 raise  # names its partition itself
             except Exception as exc:

@@ -53,11 +53,11 @@ from fastprep.data.sources import (
     resolve_files,
     source_kind,
 )
-from fastprep.errors import MemoryBudgetError, PipelineDefinitionError, SourceError
+from fastprep.errors import FastprepError, MemoryBudgetError, PipelineDefinitionError, SourceError
 from fastprep.plan.dtypes import LType
 from fastprep.plan.expr import Col
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform
+from fastprep.plan.steps import Categorify, Hash, OneHot, PowerTransform, Vectorize
 from fastprep.planning.planner import (
     NUMBA_JOB_ROW_SAVING,
     CostProfile,
@@ -87,15 +87,20 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 def parse_bytes(value: int | float | str) -> int:
     """``2_000_000_000``, ``"2GB"``, ``"512 MiB"`` → bytes."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value <= 0:
-            raise PipelineDefinitionError(f"memory_budget={value!r}: must be positive")
+        if not math.isfinite(value) or value < 1:
+            raise PipelineDefinitionError(
+                f"memory budget {value!r}: must be a finite number of bytes, at least 1"
+            )
         return int(value)
-    match = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(value))
+    match = re.fullmatch(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in _UNITS:
         raise PipelineDefinitionError(
             f"memory budget {value!r}: give bytes or a size such as '2GB' or '512MiB'"
         )
-    return parse_bytes(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    size = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    if size < 1:
+        raise PipelineDefinitionError(f"memory budget {value!r}: must be at least 1 byte")
+    return int(size)
 
 
 def format_bytes(n: float) -> str:
@@ -254,6 +259,7 @@ def run_preflight(
     passes: int | None = None,
     order_statistics: int = 0,
     transform_only: bool = False,
+    value_bytes: int = 4,
 ) -> Preflight:
     """Facts and decisions for running ``plan`` on ``source`` (reads no data rows except
     for the sketches and a CSV head). ``whole_output``: the caller wants X in memory;
@@ -261,7 +267,9 @@ def run_preflight(
     ``sketch="needed"``: sketch only the columns whose cardinality could break the budget
     (inputs of ``OneHot(sparse=False)``; every vocabulary when even one entry per row would
     not fit), so a routine run reads no column data. ``transform_only``: a fitted
-    pipeline's transform (no fit: nothing gathered for a fit on all values)."""
+    pipeline's transform (no fit: nothing gathered for a fit on all values).
+    ``value_bytes``: a value of X as it is made (4 for float32 and narrower output, whose
+    values are made as float32; 8 for float64)."""
     profile = profile or load_profile()
     limit, where = memory_budget(budget, profile)
     n_rows, exact, kind = _rows(source)
@@ -273,15 +281,19 @@ def run_preflight(
     if sketch == "needed":
         wanted = _needed(plan, wanted, n_rows, limit)
     cards = _cardinalities(wanted, schema, source) if sketch else {}
-    decisions, layout, out_bytes = _output_decisions(plan, n_rows, cards, limit, whole_output)
+    tags = _tags_per_row(plan, schema, source)
+    decisions, layout, out_bytes = _output_decisions(plan, n_rows, cards, limit, whole_output,
+                                                     value_bytes, tags)  # fmt: skip
     decisions += _vocabulary_decisions(plan, schema, source, cards, limit)
     peak = int(input_bytes * profile.memory_working_copies + (out_bytes if whole_output else 0))
     result = Preflight(n_rows, exact, kind, input_bytes, peak, out_bytes, layout, limit, where,
                        cardinalities=cards, decisions=decisions)  # fmt: skip
     gathered = (0, 0) if transform_only else gathered_bytes(plan, n_rows, cross_fit=not fit_only)
-    _execution_decision(result, source, profile, distributable, passes or DEFAULT_PASSES,
+    side_tables = lookup_bytes(plan, schema, read=not transform_only)
+    passes = DEFAULT_PASSES if passes is None else passes  # 0: a fitted pipeline's transform
+    _execution_decision(result, source, profile, distributable, passes,
                         whole_output, fit_only, cluster, 8.0 * order_statistics,
-                        gathered)  # fmt: skip
+                        gathered, side_tables)  # fmt: skip
     return result
 
 
@@ -337,6 +349,52 @@ def _source_bytes(columns: list[str], schema: Schema, source: Source) -> dict[st
     n = max(head.num_rows, 1)  # Arrow's buffers as read: numbers at least float64
     return {c: head.column(c).nbytes / n + 4 if c in text else max(head.column(c).nbytes / n, 8.0)
             for c in columns}  # fmt: skip
+
+
+#: values read from the head of a multi-valued column for its mean tags a row
+TAG_SAMPLE_ROWS = 10_000
+
+
+def _tags_per_row(plan: LogicalPlan, schema: Schema, source: Source) -> dict[str, float]:
+    """Each multi-valued input's (``fp.Tags`` text, a list column, a dict column: its keys)
+    mean tags a row, from the head of the column (at least 1; 1 when it cannot be read:
+    the run itself says why)."""
+    out: dict[str, float] = {}
+    for feature in plan.features:
+        for item in feature.inputs:
+            listed = item.name in schema and schema[item.name].ltype in (LType.LIST, LType.DICT)
+            if feature.tags is None and not listed:
+                continue
+            try:
+                head = _column_head(source, item.name)
+            except (FastprepError, OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+                continue
+            counts = [_tag_count(v, feature.tags) for v in head if v is not None]
+            out[item.name] = max(1.0, sum(counts) / len(counts)) if counts else 1.0
+    return out
+
+
+def _tag_count(value: Any, sep: str | None) -> int:
+    """Tags in one value: pieces of text split on ``sep``, or a list's (array's) items, or
+    a dict's keys."""
+    if isinstance(value, (str, bytes)):
+        return value.count(sep if isinstance(value, str) else sep.encode()) + 1 if sep else 1
+    return len(value) if hasattr(value, "__len__") else 1
+
+
+def _column_head(source: Source, column: str) -> list[Any]:
+    """About the first :data:`TAG_SAMPLE_ROWS` values of one column, as Python values."""
+    if is_pandas_frame(source):
+        return source[column].head(TAG_SAMPLE_ROWS).tolist()
+    if not is_path(source):
+        if source_kind(source) == "arrow":
+            return source.column(column).slice(0, TAG_SAMPLE_ROWS).to_pylist()
+        return []
+    first = resolve_files(source)[0]
+    if format_of(first) == "parquet":
+        batches = pq.ParquetFile(first).iter_batches(batch_size=TAG_SAMPLE_ROWS, columns=[column])
+        return next(batches, pa.record_batch([pa.array([])], names=[column])).column(0).to_pylist()
+    return _csv_head_text(first, column, TAG_SAMPLE_ROWS).to_pylist()
 
 
 def _csv_head(path: str, columns: list[str], text: set[str]) -> pa.Table:
@@ -514,9 +572,13 @@ def _sketch_parquet(path: str, column: str, sketch: HyperLogLog) -> None:
 
 
 def _output_decisions(
-    plan: LogicalPlan, n_rows: int, cards: dict[str, Cardinality], budget: int, whole: bool
-) -> tuple[list[Decision], str, int]:
-    """Per encoder: its width and layout; then the whole output's size against the budget."""
+    plan: LogicalPlan, n_rows: int, cards: dict[str, Cardinality], budget: int, whole: bool,
+    value_bytes: int = 4, tags: dict[str, float] | None = None,
+) -> tuple[list[Decision], str, int]:  # fmt: skip
+    """Per encoder: its width and layout; then the whole output's size against the budget
+    (``value_bytes`` a value; ``tags``: a multi-valued input's mean tags a row, one entry
+    of X each)."""
+    tags = tags or {}
     decisions: list[Decision] = []
     dense_width, nnz_per_row, sparse, declared_dense = 0, 0, False, False
     for feature in plan.features:
@@ -527,8 +589,8 @@ def _output_decisions(
                       for i in feature.inputs]  # fmt: skip
             known = [w for w in widths if w is not None]
             width = sum(known)
-            dense = n_rows * width * 4
-            nnz_per_row += len(feature.inputs)
+            dense = n_rows * width * value_bytes
+            nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)
             many = bool(known) and max(known) > SPARSE_ONEHOT_MIN_CATEGORIES
             if encoder.sparse is True or (encoder.sparse is None and many):
                 sparse = True
@@ -543,9 +605,12 @@ def _output_decisions(
                 unknown = len(widths) - len(known)  # sparse=None: CSR above the threshold
                 dense_width += width + unknown * (SPARSE_ONEHOT_MIN_CATEGORIES + 1)
                 declared_dense = declared_dense or encoder.sparse is False
+        elif isinstance(encoder, Vectorize):  # CSR: an entry per key of a row's dict
+            sparse = True
+            nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)
         elif isinstance(encoder, Hash):
             sparse = True
-            nnz_per_row += len(feature.inputs)
+            nnz_per_row += sum(tags.get(i.name, 1.0) for i in feature.inputs)
             seen = [f"~{cards[i.name].estimate:,}" for i in feature.inputs if i.name in cards]
             decisions.append(Decision(
                 f"hash({names})", "CSR",
@@ -555,10 +620,10 @@ def _output_decisions(
         else:
             dense_width += len(feature.inputs)
             nnz_per_row += len(feature.inputs)
-    if sparse:  # every block goes into one CSR matrix: 4-byte value + 4-byte index per entry
-        out_bytes, layout = n_rows * (nnz_per_row * 8 + 8), "csr"
+    if sparse:  # every block goes into one CSR matrix: a value + a 4-byte index per entry
+        out_bytes, layout = int(n_rows * (nnz_per_row * (value_bytes + 4) + 8)), "csr"
     else:
-        out_bytes, layout = n_rows * dense_width * 4, "dense"
+        out_bytes, layout = n_rows * dense_width * value_bytes, "dense"
     process = PROCESS_BASE_BYTES + RUN_FIXED_BYTES  # (when the process alone does not fit,
     # the execution decision says so, with the smallest budget that would)
     if whole and out_bytes + process > budget and process <= budget * (1 - BUDGET_MARGIN):
@@ -613,6 +678,10 @@ NUMBA_RESIDENT_BYTES = 190 * 10**6
 #: shard writer's buffer (the intercept of peak over partition rows: 246 MB less the base,
 #: streamed partitions of 50k..1M flights rows; 184 MB less the base in memory)
 RUN_FIXED_BYTES = 80 * 10**6
+#: a lookup's side table at fit: the process reading it peaks at this many times its used
+#: columns' bytes as stored (read, validated, the key's index built; measured with an int
+#: key and three float columns at 1M and 4M rows: 208 and 220 B a row over 32 B stored)
+LOOKUP_READ_COPIES = 7.0
 #: a streamed partition's peak per row, in multiples of its used columns' in-memory bytes
 #: plus its X bytes (read frame, validated table, step temporaries, X, its shard write;
 #: measured 492 B per flights row = 3.1 x (68 + 72) + the prefetched 68, least squares
@@ -693,6 +762,33 @@ TARGET_GATHER_ROW_BYTES = 36
 #: numpy's per-fold copies of one input's slots and target (16), plus a byte a row per
 #: fold for the folds' training masks — an estimate from the arrays, not a measurement
 CROSS_FIT_ROW_BYTES = 24
+
+
+def lookup_bytes(plan: LogicalPlan, schema: Schema, *, read: bool = True) -> tuple[int, int]:
+    """``(peak, held)``: the memory the lookups' side tables the plan uses take in the
+    process that reads them (:data:`LOOKUP_READ_COPIES` times their used columns, as
+    stored) and in each process that holds them to join. ``read=False``: a fitted
+    pipeline's transform, whose tables are in memory already (both are their size)."""
+    from fastprep.api.lookup import JoinedSchema
+
+    if not isinstance(schema, JoinedSchema):
+        return 0, 0
+    peak = held = 0
+    for name, columns in schema.used(plan.columns).items():
+        lookup = schema.lookups[name]
+        wanted = [*lookup.key_columns, *(c for c in columns if c not in lookup.key_columns)]
+        stored = (schema.tables or {}).get(name)
+        if stored is not None:  # 8 bytes a value: numbers as float64/int64, text as codes
+            size = stored.n_rows * 8 * len(wanted)
+        else:
+            try:
+                rows = source_size(lookup.source).n_rows
+                size = int(rows * sum(_source_bytes(wanted, lookup.schema, lookup.source).values()))
+            except (FastprepError, OSError, ValueError, KeyError, pa.ArrowException):
+                continue  # an unreadable table: its read at fit says why
+        peak += int(LOOKUP_READ_COPIES * size) if read else size
+        held += size
+    return peak, held
 
 
 def gathered_bytes(plan: LogicalPlan, n_rows: int, cross_fit: bool = False) -> tuple[int, int]:
@@ -784,11 +880,13 @@ def smallest_partition_rows(source: Source) -> int:
 def _options(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool, passes: int,
     fit_only: bool = False, cluster: str | None = None, kept_per_row: float = 0.0,
-    gathered: tuple[int, int] = (0, 0),
+    gathered: tuple[int, int] = (0, 0), side_tables: tuple[int, int] = (0, 0),
 ) -> list[Option]:  # fmt: skip
     """In memory, streamed in this process, on a local Dask cluster: each one's predicted
     peak summed over every process of the job, and time. ``gathered``: what a fit on all
-    values needs, partitioned and in memory (:func:`gathered_bytes`)."""
+    values needs, partitioned and in memory (:func:`gathered_bytes`); ``side_tables``:
+    the lookups' tables, read by this process and held by every worker
+    (:func:`lookup_bytes`)."""
     n = max(result.n_rows, 1)
     # a partitioned fit holds the gathered values in this process (a cluster's client)
     # until it fits on them: that memory is there beside every partition's
@@ -806,7 +904,9 @@ def _options(
     # imports it by its own rows (``streamed.numba_for_the_job``), and a worker's partition
     # goes to Numba once the planner has learned that its kernels repay it
     numba = imports_numba(n, profile)
-    base = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
+    process = PROCESS_BASE_BYTES + (NUMBA_RESIDENT_BYTES if numba else 0)
+    read_tables, held_tables = side_tables
+    base = process + read_tables  # this process reads the side tables
     copies = profile.memory_working_copies - (NUMBA_WORKING_COPIES_SAVED if numba else 0.0)
     working = int(result.input_bytes * max(copies, 1.0))
     x_bytes = 0 if fit_only else result.output_bytes  # an in-memory run builds all of X
@@ -850,6 +950,8 @@ def _options(
             light = passes - 1
         if fit_only:
             return dask_job_seconds(profile, n, parts, on, passes - light, start, light=light)
+        if passes == 0:  # a fitted pipeline's transform: one pass reading its partitions
+            return dask_job_seconds(profile, n, parts, on, 1, start)
         # the transform takes the partitions the fit kept on the workers, in memory or
         # in their spill files (packed: the input's bytes a row are an upper bound)
         per_worker = max(-(-parts // on), 1)
@@ -861,7 +963,7 @@ def _options(
         out.append(partitioned("Dask partitions on the scheduler named", base + gather, 1,
                                lambda parts: dask_seconds(parts, 1, False), why))  # fmt: skip
         return out
-    dask_fixed = base * (1 + workers) + DASK_SCHEDULER_BYTES + (
+    dask_fixed = base + (process + held_tables) * workers + DASK_SCHEDULER_BYTES + (
         DASK_NANNY_BYTES * workers) + gather  # fmt: skip
     out.append(partitioned(f"local Dask cluster of {workers} worker(s)", dask_fixed, workers,
                            lambda parts: dask_seconds(parts, workers, True), why))  # fmt: skip
@@ -872,14 +974,14 @@ def _execution_decision(
     result: Preflight, source: Source, profile: CostProfile, distributable: bool,
     passes: int = 2, whole_output: bool = False, fit_only: bool = False,
     cluster: str | None = None, kept_per_row: float = 0.0,
-    gathered: tuple[int, int] = (0, 0),
+    gathered: tuple[int, int] = (0, 0), side_tables: tuple[int, int] = (0, 0),
 ) -> None:  # fmt: skip
     """Memory first — every process of the job counted, against the budget — then
     predicted time: in memory, streamed partition by partition in this process, or Dask.
     ``cluster``: "local" or "external" when the caller named a scheduler: over the budget,
     the cluster is then preferred to streaming (if its peak fits)."""
     options = _options(result, source, profile, distributable, passes, fit_only, cluster,
-                       kept_per_row, gathered)  # fmt: skip
+                       kept_per_row, gathered, side_tables)  # fmt: skip
     result.options = options
     usable = result.budget * (1 - BUDGET_MARGIN)
     feasible = [o for o in options if o.impossible is None and o.peak_bytes <= usable]
@@ -942,8 +1044,9 @@ def _execution_decision(
             "fp.open_output), or use fitted.write_shards / fitted.batches", refuse=True))  # fmt: skip
         return
     choice = (f"{best.name.replace('local Dask cluster', 'Dask partitions')} "
-              f"(~{best.partitions} of ≤{best.rows_per_partition:,} rows, {passes} fit "
-              f"pass(es) + transform, predicted peak ~{format_bytes(best.peak_bytes)}, "
+              f"(~{best.partitions} of ≤{best.rows_per_partition:,} rows, "
+              f"{f'{passes} fit pass(es) + transform' if passes else 'transform'}, "
+              f"predicted peak ~{format_bytes(best.peak_bytes)}, "
               f"~{best.seconds:.3g} s)")  # fmt: skip
     result.decisions.append(Decision("execution", choice, reason + "; never loaded whole"))
 

@@ -91,9 +91,9 @@ class Report:
         ]
         if out:
             shape = " × ".join(f"{n:,}" for n in out.get("shape", ()))
-            lines.append(
-                f"X: {shape} {out.get('layout', '')} {out.get('dtype', '')}, nnz {out.get('nnz', 0):,}"
-            )
+            # a dense X's non-zeros are not counted in memory: no figure rather than "nnz 0"
+            nnz = f", nnz {out['nnz']:,}" if "nnz" in out else ""
+            lines.append(f"X: {shape} {out.get('layout', '')} {out.get('dtype', '')}{nnz}")
         if self.text_encoding:
             before = sum(v["bytes_before"] for v in self.text_encoding.values())
             after = sum(v["bytes_after"] for v in self.text_encoding.values())

@@ -65,19 +65,23 @@ def check(
     whole_output: bool = True,
     fit_only: bool = False,
     transform_only: bool = False,
+    value_bytes: int = 4,
 ) -> Preflight | None:
     """The pre-flight for this run (refusals raised); sketches only when memory is tight.
     None when the source's facts cannot be read (the run itself then says why).
-    ``transform_only``: a fitted pipeline's transform (no fit's memory is counted)."""
+    ``transform_only``: a fitted pipeline's transform (no fit's memory is counted);
+    ``value_bytes``: a value of X as it is made (8 for float64 output)."""
     setting = scheduler_setting(scheduler)
     distributable = setting != "off" and _dask_findable()
     from fastprep.runtime.levels import count_order_targets, count_passes  # (on use)
 
     cluster = None if setting in (None, "off") else "local" if setting == "local" else "external"
+    # a fitted pipeline's transform: no fit pass, no median values kept between passes
     options = dict(budget=budget, whole_output=whole_output, distributable=distributable,
-                   fit_only=fit_only, cluster=cluster, passes=count_passes(plan),
-                   order_statistics=count_order_targets(plan),
-                   transform_only=transform_only)  # fmt: skip
+                   fit_only=fit_only, cluster=cluster,
+                   passes=0 if transform_only else count_passes(plan),
+                   order_statistics=0 if transform_only else count_order_targets(plan),
+                   transform_only=transform_only, value_bytes=value_bytes)  # fmt: skip
     try:
         result = run_preflight(plan, schema, source, sketch="needed", **options)
         if result.peak_bytes > SKETCH_FRACTION * result.budget:
@@ -104,12 +108,13 @@ def route(
     whole_output: bool = True,
     fit_only: bool = False,
     transform_only: bool = False,
+    value_bytes: int = 4,
 ) -> Iterator[tuple[Preflight | None, Any]]:
     """``(preflight, client)``: ``client`` is None for a run in this process (in memory, or
     streamed partition by partition: ``preflight.execution`` says which)."""
     result = check(plan, schema, source, budget=budget, scheduler=scheduler,
                    whole_output=whole_output, fit_only=fit_only,
-                   transform_only=transform_only)  # fmt: skip
+                   transform_only=transform_only, value_bytes=value_bytes)  # fmt: skip
     if result is None or result.execution != "dask":
         yield result, None
         return

@@ -34,6 +34,7 @@ from fastprep.runtime import execute
 from fastprep.runtime.report import Report
 from fastprep.storage import output_format as fmt
 from fastprep.storage.shards import check_files, mapped_csr, open_output
+from fastprep.validate import drift
 from fastprep.validate.findings import Finding, merge_findings
 
 
@@ -202,15 +203,20 @@ def write_manifest(
     folder: Path, specs: list[PartitionSpec], entries: dict[int, dict[str, Any]],
     names: Sequence[str], notes: list[str], source: str, fingerprint: str, *,
     out_dtype: str = "float32", codec: str | None = None, pipeline: Any = None,
-    writing: fmt.Writing | None = None,
+    writing: fmt.Writing | None = None, whole_source: Sequence[Finding] = (),
+    drift_against: tuple[dict[str, Any] | None, dict[str, float] | None] = (None, None),
 ) -> Manifest:  # fmt: skip
     """Check the row accounting over all partitions, then publish ``manifest.json`` (last;
-    ``writing``: the job's claim on the folder, see ``fmt.Writing``)."""
+    ``writing``: the job's claim on the folder, see ``fmt.Writing``; ``whole_source``: as
+    :func:`combine_reports`; ``drift_against``: the fit's profile and the thresholds the entries'
+    measures are judged by, :func:`add_drift`)."""
     missing = [s.describe() for s in specs if s.index not in entries]
     if missing:
         raise JobError(f"no shard for {len(missing)} partition(s): {missing[:3]}")
     ordered = [entries[s.index] for s in specs]
-    report = combine_reports([e["report"] for e in ordered], notes, source)
+    report = combine_reports([e["report"] for e in ordered], notes, source, whole_source)
+    profile, thresholds = drift_against
+    add_drift(report, profile, [e.get("drift") for e in ordered], thresholds)
     expected = sum(s.n_rows or 0 for s in specs)
     if report.rows_in != expected:
         raise JobError(f"shards hold {report.rows_in:,} input rows; the source has {expected:,}")
@@ -237,10 +243,33 @@ def write_manifest(
     return Manifest(folder, partitions, names, report)
 
 
-def combine_reports(reports: list[dict[str, Any]], notes: list[str], source: str) -> Report:
+def add_drift(
+    report: Report, profile: dict[str, Any] | None, measures: list[dict[str, Any] | None],
+    thresholds: dict[str, float] | None,
+) -> None:  # fmt: skip
+    """The partitions' drift measures merged and compared with the fit's profile (none
+    without one, as in memory) into ``report.drift``; a profiled column no partition
+    could measure is named in the notes."""
+    if profile is None:
+        return
+    merged = drift.merge_profiles([m for m in measures if m])
+    report.drift = drift.judge(profile, merged, thresholds)
+    unmeasured = [name for name in profile if name not in merged]
+    if unmeasured:
+        report.notes.append(f"drift not measured for {', '.join(map(repr, unmeasured))}: "
+                            "no partition held a measurable column of that name")  # fmt: skip
+
+
+def combine_reports(
+    reports: list[dict[str, Any]], notes: list[str], source: str,
+    whole_source: Sequence[Finding] = (),
+) -> Report:  # fmt: skip
     """One report over all partitions: counts summed; a rule broken in several partitions
-    is one finding with the summed count (``merge_findings``), repairs likewise."""
+    is one finding with the summed count (``merge_findings``), repairs likewise.
+    ``whole_source``: findings about the source as a whole (its undeclared columns, which
+    a partition reading only the plan's columns never sees), first, as in memory."""
     total = Report(source=source, backend="distributed")
+    total.findings.extend(whole_source)
     repairs: dict[tuple[str, str], int] = {}
     for part in reports:
         total.rows_in += part["rows_in"]
@@ -286,6 +315,7 @@ def load_shards(folder: str | Path) -> execute.Output:
         rows_in=saved.get("rows_in", 0), rows_out=saved.get("rows_out", 0),
         rows_quarantined=saved.get("rows_quarantined", 0), notes=list(saved.get("notes", [])),
         findings=[_finding(f) for f in saved.get("findings", ())],
+        repairs=list(saved.get("repairs", ())), drift=dict(saved.get("drift", {})),
     )  # fmt: skip
     # in memory and writable, as a load always gave (one shard's arrays are otherwise mapped)
     # (several shards were concatenated into new arrays by whole(): used as they are)

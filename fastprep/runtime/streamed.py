@@ -60,7 +60,6 @@ from fastprep.runtime.partition_tasks import (
 )
 from fastprep.runtime.report import Report
 from fastprep.validate import drift
-from fastprep.validate.findings import Finding, merge_findings
 from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
@@ -176,8 +175,7 @@ def fit_with_profile(
             profiles[:] = [r.pop("profile") for r in results] or [{}]
         return results
 
-    params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
-    _add_findings(report, unexpected)
+    params, report = fit_levels(plan, source, run_pass, rows, cross_fit, unexpected)
     report.backend = "streamed"
     held = ""
     if keep:
@@ -201,7 +199,7 @@ def transform(
     profile: each partition is measured against it and the merged measures are the report's
     ``drift``, as an in-memory transform's (``drift_thresholds`` as there). ``cross_fit``:
     the source is the fit's own (a fit_transform): its rows get out-of-fold encodings."""
-    from fastprep.runtime.shards import combine_reports
+    from fastprep.runtime.shards import add_drift, combine_reports
     from fastprep.storage.shards import ShardWriter, open_output
 
     Precision(out_dtype)  # an unknown type is refused before anything is read
@@ -223,9 +221,9 @@ def transform(
     try:
         entries = [r["entry"] for r in parts.each(one)]
         retried = retry_notes(sum(int(e["retries"]) for e in entries))
-        report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source))
-        _add_findings(report, unexpected)
-        _add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
+        report = combine_reports([e["report"] for e in entries], [*notes, *retried], str(source),
+                                 unexpected)  # fmt: skip
+        add_drift(report, profile, [e.get("drift") for e in entries], drift_thresholds)
         report.backend = "streamed"
         rows = sum(int(e["shape"][0]) for e in entries)
         layout = entries[0]["layout"] if entries else "dense"
@@ -240,29 +238,6 @@ def transform(
     opened = open_output(output_dir)
     opened.notes.extend(report.notes)
     return opened
-
-
-def _add_findings(report: Report, whole_source: list[Finding]) -> None:
-    """Findings about the source as a whole (its undeclared columns), first, as in memory:
-    a partition reads only the columns the plan uses, so it never sees them."""
-    if whole_source:
-        report.findings = merge_findings([*whole_source, *report.findings])
-
-
-def _add_drift(
-    report: Report, profile: dict[str, Any] | None, measures: list[dict[str, Any] | None],
-    thresholds: dict[str, float] | None,
-) -> None:  # fmt: skip
-    """The partitions' drift measures merged and compared with the fit's profile (none
-    without one, as in memory); a profiled column no partition could measure is named."""
-    if profile is None:
-        return
-    merged = drift.merge_profiles([m for m in measures if m])
-    report.drift = drift.judge(profile, merged, thresholds)
-    unmeasured = [name for name in profile if name not in merged]
-    if unmeasured:
-        report.notes.append(f"drift not measured for {', '.join(map(repr, unmeasured))}: "
-                            "no partition held a measurable column of that name")  # fmt: skip
 
 
 def job_for(plan: LogicalPlan, schema: Schema, backend: str = "auto") -> Job:

@@ -30,6 +30,7 @@ blocks are ranges (``{"prefix": "hash:tailnum,dest", "n": 262144}``), not 262,14
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -45,7 +46,7 @@ import numpy as np
 
 from fastprep.emit.csr_stream import PendingCsr
 from fastprep.emit.names import FeatureNames, HashedNames
-from fastprep.errors import PipelineDefinitionError, StateFormatError
+from fastprep.errors import FastprepError, OutputError, PipelineDefinitionError, StateFormatError
 from fastprep.native import threads
 from fastprep.storage.direct_io import NpyStream, write_npy
 
@@ -91,6 +92,23 @@ LEGACY_SHARD_FILES = ("X.npy", "X.data.npy", "X.indices.npy", "X.indptr.npy", "y
                       "row_ids.npy")  # fmt: skip
 
 
+def output_files(folder: str | os.PathLike[str]) -> set[str]:
+    """The names of the files in ``folder`` that a fastprep output wrote there (none unless
+    it holds an output's manifest, a writer's lock file or an earlier version's output): a
+    reader of a folder of data files skips them, an output's quarantine being Parquet."""
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return set()
+    if not names & {MANIFEST, *LOCK_FILES, "feature_names.json"}:
+        return set()
+    return {
+        n for n in names
+        if OURS.match(n) or LEGACY_PARTS.match(n) or n in LEGACY_FILES
+        or n in (MANIFEST, PIPELINE_ALIAS, *LOCK_FILES)
+    }  # fmt: skip
+
+
 def new_token() -> str:
     """A fresh name component: files of two writers (or two runs) never share a name."""
     return secrets.token_hex(6)
@@ -109,6 +127,59 @@ def check_codec(compress: str | bool | None) -> str | None:
 
 
 # ------------------------------------------------------------------------ writing
+
+
+def check_folder(folder: str | os.PathLike[str]) -> None:
+    """Refuse, before a run starts, an output path that cannot become a folder this process
+    writes: it is a file, it lies under a file, or its nearest existing folder is not
+    writable. Nothing is created (a run refused later leaves no empty folder behind)."""
+    path = Path(folder)
+    existing = path
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    what = "it" if existing == path else str(existing)
+    if existing.exists() and not existing.is_dir():
+        raise OutputError(f"{path}: cannot write the output there: {what} is a file, not a "
+                          "folder; choose another output folder")  # fmt: skip
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: cannot write the output there: {what} is not writable "
+                          "for this user; choose another output folder")  # fmt: skip
+
+
+_WRITE_CAUSES = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "a file exceeded the file size limit",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOTDIR: "a file is where a folder should be",
+    errno.EEXIST: "a file is where a folder should be",
+}
+
+
+@contextlib.contextmanager
+def write_errors(folder: Path, published: Callable[[], bool], earlier: bool) -> Iterator[None]:
+    """An operating system's error while an output is written, as an :class:`OutputError`
+    naming the folder, the cause and what the folder now holds (``published()``: the new
+    output was already published; ``earlier``: the folder held an output before)."""
+    try:
+        yield
+    except FastprepError:
+        raise
+    except OSError as exc:
+        cause = _WRITE_CAUSES.get(exc.errno or -1) or exc.strerror or str(exc)
+        if exc.errno is None:  # a short write (numpy names only the byte counts)
+            cause = f"a write was cut short ({exc}): is the disk full?"
+        if exc.filename is not None:
+            cause = f"{cause}: {exc.filename}"
+        if published():
+            kept = "the new output was published; removing the earlier one's files failed"
+        elif earlier:
+            kept = "nothing was published: the folder keeps its earlier output"
+        else:
+            kept = "nothing was published"
+        raise OutputError(f"{folder}: the output could not be written ({cause}); {kept}") from exc
 
 
 class FileWriter:

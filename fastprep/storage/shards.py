@@ -72,20 +72,50 @@ class Shard:
 
     @property
     def row_ids(self) -> np.ndarray:
-        return self._array("row_ids")
+        """Read-only, as ``Output.row_ids``: also when decompressed or stacked in memory."""
+        ids = self._array("row_ids")
+        if ids.flags.writeable:
+            ids = ids.view()
+            ids.flags.writeable = False
+        return ids
 
     @property
     def quarantine(self) -> Any:
         """The shard's rejected rows (a pandas DataFrame), or None if none were written."""
         if "quarantine" not in self._cache:
-            info = self.entry.get("quarantine")
-            if info is None or self._root is None:
-                self._cache["quarantine"] = None
-            else:
-                import pandas as pd
-
-                self._cache["quarantine"] = pd.read_parquet(self._root / info["file"])
+            table = self.quarantine_table()
+            self._cache["quarantine"] = None if table is None else table.to_pandas()
         return self._cache["quarantine"]
+
+    def quarantine_table(self) -> Any:
+        """The shard's rejected rows as written (an Arrow table), or None."""
+        info = self.entry.get("quarantine")
+        if info is None or self._root is None:
+            return None
+        import pyarrow.parquet as pq
+
+        path = self._root / info["file"]
+        if not path.exists():
+            raise _gone(self._root, info["file"])
+        return pq.read_table(path)
+
+
+def concat_rejected(parts: Sequence[Any]) -> Any:
+    """Several parts' rejected rows (Arrow tables or pandas frames) as one pandas frame.
+    Arrow tables are joined first, their types promoted as one read of the whole source
+    promotes them: a part whose column is all missing has no type of its own, and its
+    rows' NaN beside another part's timestamps made an object column in pandas. Frames,
+    or tables that do not promote, are joined by pandas."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if parts and all(isinstance(p, pa.Table) for p in parts):
+        try:
+            return pa.concat_tables(parts, promote_options="permissive").to_pandas()
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            pass
+    frames = [p.to_pandas() if isinstance(p, pa.Table) else p for p in parts]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 class OpenedOutput:
@@ -137,11 +167,11 @@ class OpenedOutput:
         """Every shard's rejected rows as one pandas DataFrame (read on access)."""
         import pandas as pd
 
-        frames = [s.quarantine for s in self.shards if s.quarantine is not None]
-        if not frames:
+        tables = [t for t in (s.quarantine_table() for s in self.shards) if t is not None]
+        if not tables:
             return pd.DataFrame({"row_id": pd.Series([], dtype="int64"),
                                  "reason": pd.Series([], dtype="str")})  # fmt: skip
-        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return concat_rejected(tables)
 
     @property
     def pipeline_path(self) -> Path | None:
@@ -353,37 +383,45 @@ class ShardWriter:
         *, compress: str | bool | None = None,
     ) -> None:  # fmt: skip
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.feature_names = feature_names
         self.out_dtype = out_dtype
         self.codec = fmt.check_codec(compress)
         self.token = fmt.new_token()
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, dict[str, Any]] = {}
-        self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
-        self._writer = fmt.FileWriter(self.folder, self.codec)
         self._published = False
+        self._earlier = (self.folder / fmt.MANIFEST).is_file()
+        with self._errors():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._writing = fmt.Writing(self.folder)  # before its first file: see fmt.Writing
+        self._writer = fmt.FileWriter(self.folder, self.codec)
+
+    def _errors(self) -> Any:
+        """The operating system's errors while writing, as an OutputError naming the folder."""
+        return fmt.write_errors(self.folder, lambda: self._published, self._earlier)
 
     def add(
         self, X: Any, y: np.ndarray | None, row_ids: np.ndarray, quarantine: Any = None
     ) -> None:
-        self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token, X, y,
-                                            row_ids, quarantine))  # fmt: skip
+        with self._errors():
+            self.entries.append(fmt.write_shard(self._writer, len(self.entries), self.token,
+                                                X, y, row_ids, quarantine))  # fmt: skip
 
     def close(self, report: dict[str, Any] | None = None, pipeline: Any = None) -> Path:
         """Write the report (and ``pipeline``, anything with ``.save(path)``), wait until
         every file is on disk, then publish."""
         try:
-            data = json.dumps(report or {}, indent=1, default=str).encode()
-            self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
-            if pipeline is not None:
-                self.files["pipeline"] = self._writer.saved_file(
-                    f"pipeline.{self.token}.fastprep", pipeline.save
-                )
-            self._writer.finish()  # every file above is on disk before the manifest names it
-            doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
-                                   self.files)  # fmt: skip
-            return fmt.publish(self.folder, doc, self._writing, self._mark_published)
+            with self._errors():
+                data = json.dumps(report or {}, indent=1, default=str).encode()
+                self.files["report"] = self._writer.small_file(f"report.{self.token}.json", data)
+                if pipeline is not None:
+                    self.files["pipeline"] = self._writer.saved_file(
+                        f"pipeline.{self.token}.fastprep", pipeline.save
+                    )
+                self._writer.finish()  # every file above is on disk before the manifest names it
+                doc = fmt.manifest_doc(self.entries, self.feature_names, self.out_dtype, self.codec,
+                                       self.files)  # fmt: skip
+                return fmt.publish(self.folder, doc, self._writing, self._mark_published)
         finally:
             self._writer.close()
 
@@ -496,7 +534,7 @@ def _what_instead(root: Path) -> str:
         return ("an output written by an earlier fastprep (X.npz/X.npy + feature_names.json, "
                 "no manifest.json); write it again with this version (out.save or fastprep "
                 "run/transform)")  # fmt: skip
-    if any(p.name.startswith("part-") for p in root.iterdir()):
+    if any(p.name.startswith("part-") or p.name in fmt.LOCK_FILES for p in root.iterdir()):
         return ("no manifest.json: an output was being written here but never published "
                 "(the writer stopped); run it again (a cluster job resumes)")  # fmt: skip
     return "no manifest.json: not a fastprep output folder"
@@ -532,7 +570,10 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
     path = root / info["file"]
     if len(sizes) != -(-raw.size // step) or starts[-1] != info["bytes"]:
         raise StateFormatError(f"{path}: its chunk table does not match its size")
-    data = memoryview(path.read_bytes())
+    try:
+        data = memoryview(path.read_bytes())
+    except FileNotFoundError:
+        raise _gone(root, info["file"]) from None
 
     def one(i: int) -> None:
         begin = i * step
@@ -549,8 +590,18 @@ def _decompress(root: Path, info: dict[str, Any]) -> np.ndarray:
     return out
 
 
+def _gone(root: Path, name: str) -> StateFormatError:
+    """A file the opened output names, read on first use, is no longer there."""
+    return StateFormatError(
+        f"{root}: {name} is gone: the output was replaced or removed after it was opened "
+        "(another run wrote this folder); open it again (fp.open_output) for what it holds now"
+    )
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise _gone(path.parent, path.name) from None
     except (OSError, ValueError) as exc:
         raise StateFormatError(f"{path}: unreadable ({exc}); write the output again") from None

@@ -7,6 +7,7 @@ tampered, truncated or future-format file is a clear :class:`StateFormatError`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from fastprep.errors import StateFormatError
+from fastprep.errors import OutputError, StateFormatError
 
 FORMAT = "fastprep-state"
 VERSION = 1
@@ -103,10 +104,20 @@ def write_state(
     }
     target = os.fspath(path)
     temporary = f"{target}.tmp-{os.getpid()}"
-    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(_DOC, json.dumps(envelope, sort_keys=True, indent=1, allow_nan=False))
-        archive.writestr(_ARRAYS, array_bytes)
-    os.replace(temporary, target)
+    try:
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(_DOC, json.dumps(envelope, sort_keys=True, indent=1,
+                                              allow_nan=False))  # fmt: skip
+            archive.writestr(_ARRAYS, array_bytes)
+        os.replace(temporary, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):
+            cause = exc.strerror or str(exc)
+            raise OutputError(f"{target}: the fitted state could not be written ({cause}); "
+                              "a file there before is kept as it was") from exc  # fmt: skip
+        raise
 
 
 def read_state(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -254,9 +254,12 @@ def _positions(ids: np.ndarray, first_row_id: int, source_ids: np.ndarray | None
 
 
 def _kept_as_is(kind: pa.DataType) -> bool:
-    """Types pandas holds in a column of their own (not as Python objects)."""
+    """Types pandas holds in a column of their own (not as Python objects), and a column
+    with no value at all (an empty CSV column): its rows joined with another part's keep
+    that part's type."""
     return (
-        pa.types.is_integer(kind)
+        pa.types.is_null(kind)
+        or pa.types.is_integer(kind)
         or pa.types.is_floating(kind)
         or pa.types.is_string(kind)
         or pa.types.is_large_string(kind)

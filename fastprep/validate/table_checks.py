@@ -21,6 +21,7 @@ from fastprep.validate.findings import Finding, make_finding
 if TYPE_CHECKING:
     pass
 
+#: at DEBUG: the run's alert logs each finding once (see ``fastprep.validate.validator``)
 log = logging.getLogger("fastprep.validate")
 
 UNEXPECTED_DETAIL = "(not declared in the schema: not read)"
@@ -50,7 +51,7 @@ def unexpected_column_findings(
         for name in extra
     ]  # fmt: skip
     if schema.unexpected == "warn":
-        log.warning(
+        log.debug(
             "source has %d column(s) the schema does not declare (not read): %s",
             len(extra), ", ".join(extra[:20]),
         )  # fmt: skip
@@ -113,5 +114,5 @@ def duplicate_key_finding(
             "fp.Schema(..., on_duplicate='quarantine') to set the repeats aside"
         )
     if schema.on_duplicate == "warn":
-        log.warning(finding.message())
+        log.debug(finding.message())
     return finding, mask

@@ -8,8 +8,10 @@ the frame are collected first, then one error lists them all.
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +57,23 @@ from fastprep.validate.table_checks import duplicate_key_finding
 if TYPE_CHECKING:
     import pandas as pd
 
+#: each call's findings, at DEBUG: a run validates partition by partition, and its findings
+#: reach the ``fastprep.alerts`` logger once per rule with the run's total (and the report)
 log = logging.getLogger("fastprep.validate")
+#: True while one partition of a larger source is validated: its fit warnings about a whole
+#: column (all missing, one value, no rows) say nothing of the source, so they are not
+#: logged here; whoever merges the partitions' findings logs those that hold for all
+_PARTITION = contextvars.ContextVar("fastprep_partition_of_source", default=False)
+
+
+@contextmanager
+def partition_of_source() -> Iterator[None]:
+    """Validate one partition of a larger source (see :data:`_PARTITION`)."""
+    token = _PARTITION.set(True)
+    try:
+        yield
+    finally:
+        _PARTITION.reset(token)
 
 
 @dataclass
@@ -131,7 +149,7 @@ def validate_frame(
             elif action == "quarantine":
                 quarantine.add(ids[mask], f"{name}: {rule}")
             else:
-                log.warning(finding.message())
+                log.debug(finding.message())
         coerced[name] = values
         if phase == "fit":
             findings.extend(_fit_findings(name, fit_checks, ids, n_rows))
@@ -143,7 +161,8 @@ def validate_frame(
     if phase == "fit" and n_rows == 0:  # a statistic to fit will then be a FitError
         findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
                                 phase=phase))  # fmt: skip
-        log.warning("empty input: the source has no rows at fit time")
+        if not _PARTITION.get():
+            log.debug("empty input: the source has no rows at fit time")
     if to_raise:
         lines = "\n  ".join(f.message() for f in to_raise)
         raise DataValidationError(
@@ -388,7 +407,8 @@ def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) ->
     finding = make_finding(
         name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"
     )
-    log.warning(finding.message())
+    if not _PARTITION.get():
+        log.debug(finding.message())
     return [finding]
 
 
@@ -438,7 +458,7 @@ def _number_rules(
     if scans is not None:  # holding ``values`` keeps its id from being reused meanwhile
         scans[id(values)] = (values, scanned)
     counts, smallest, largest = scanned.counts.copy(), scanned.smallest, scanned.largest
-    fit_checks = (counts[nc.NULL] == len(values), _near_equal(smallest, largest, len(values)))
+    fit_checks = (counts[nc.NULL] == len(values), near_equal(smallest, largest, len(values)))
     if spec.nullable:
         counts[nc.NULL] = 0  # allowed: no mask needed
     if allow_inf:
@@ -479,7 +499,7 @@ def _scan_rules(spec: Float | Int) -> tuple[float, float, bool, bool]:
     return lo, hi, isinstance(spec, Int), isinstance(spec, Float) and spec.allow_inf
 
 
-def _near_equal(smallest: float, largest: float, n: int) -> bool:
+def near_equal(smallest: float, largest: float, n: int) -> bool:
     """All present values equal within rounding (Standardize's near-constant tolerance):
     a column whose values differ by ~1e-16 is constant, not a signal to scale up."""
     if not (np.isfinite(smallest) and np.isfinite(largest)):

@@ -99,6 +99,23 @@ def test_a_group_without_present_values_has_count_zero_and_missing_stats() -> No
     close(out.X, np.nan_to_num(expected, nan=FILL))
 
 
+@pytest.mark.parametrize("backend", [*BACKENDS, "numexpr"])
+def test_a_median_of_values_near_the_float_limit_is_a_value_of_the_group(backend) -> None:
+    """An odd group's median is its middle value, not that value averaged with itself
+    (which overflows to inf above half the largest float)."""
+    big = np.finfo(np.float64).max * 0.9
+    frame = pd.DataFrame({"k": ["a", "a", "a", "b", "c", "c"],
+                          "v": [big, big, -big, -big, 1.0, 3.0]})  # fmt: skip
+    pipeline = fp.Pipeline(
+        schema_of(frame), [fp.cols("k") >> fp.GroupStats("v", stats=("median",))]
+    )
+    out = pipeline.fit(frame, backend=backend).transform(
+        frame, backend=backend, out_dtype="float64"
+    )
+    assert out.row_ids.tolist() == list(range(6))
+    np.testing.assert_array_equal(out.X[:, 0], peer(frame, frame, ["k"], "v", ("median",))[:, 0])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_steps_after_apply_to_each_output(flights, backend) -> None:
     from sklearn.preprocessing import StandardScaler

@@ -237,6 +237,10 @@ def test_definition_errors() -> None:
         build(fp.col("dep_delay") >> fp.TargetEncode())
     with pytest.raises(fp.PipelineDefinitionError, match=r"'dep_delay' is float"):
         build(fp.col("dep_delay") >> fp.CountEncode())
+    # an expression's arithmetic is float: the fix is round(...), not a declaration
+    with pytest.raises(fp.PipelineDefinitionError, match=r"'h2' is float; wrap .* round"):
+        build(fp.expr("h2 = hour * 2") >> fp.CountEncode())
+    build(fp.expr("h2 = round(hour * 2)") >> fp.CountEncode())
     with pytest.raises(fp.PipelineDefinitionError, match="must be the last step"):
         build(fp.col("carrier") >> fp.TargetEncode() >> fp.Standardize())
     for bad, rule in [
@@ -247,6 +251,22 @@ def test_definition_errors() -> None:
             fp.TargetEncode(**bad)
     with pytest.raises(fp.PipelineDefinitionError, match=r"normalize=1\): must be True or False"):
         fp.CountEncode(normalize=1)
+
+
+@pytest.mark.parametrize(
+    "features",
+    [
+        lambda: [fp.col("carrier") >> fp.TargetEncode(), fp.col("carrier") >> fp.TargetEncode(smooth=1.0)],
+        lambda: [fp.cols("hour", "carrier") >> fp.CountEncode(),
+                 fp.col("carrier") >> fp.CountEncode(normalize=True)],
+    ],
+)  # fmt: skip
+def test_an_output_name_produced_twice_is_refused(features) -> None:
+    """Two encodings of one column would give two columns of one name (``carrier:target``)."""
+    with pytest.raises(
+        fp.PipelineDefinitionError, match=r"'carrier:(target|count)' is produced twice"
+    ):
+        fp.Pipeline(SCHEMA, features(), target="arr_delay")
 
 
 def test_fit_errors_name_the_step_and_column(flights_sample) -> None:

@@ -307,6 +307,11 @@ def test_error_raised_by_the_users_pipeline_file(capsys, monkeypatch, tmp_path):
     code, _, err = run_main(capsys, monkeypatch, "run", pipeline_file)
     assert code == 2
     assert err.startswith("fastprep: error: ") and "boom" in err
+    assert "broken.py, line 2" in err  # where, in the user's own file
+    helper = tmp_path / "helper.py"  # raised in a function of the file: the line that raised
+    helper.write_text("import fastprep as fp\ndef make():\n    return 1 / 0\nmake()\n")
+    code, _, err = run_main(capsys, monkeypatch, "run", helper)
+    assert code == 2 and "helper.py, line 3" in err and "ZeroDivisionError" in err, err
 
 
 def test_error_in_the_pipeline_definition(capsys, monkeypatch, tmp_path):
@@ -472,3 +477,87 @@ def test_transform_uint8_with_a_calibrated_state(capsys, monkeypatch, tmp_path):
     X = np.asarray(fp.open_output(tmp_path / "q").X)
     assert X.dtype == np.uint8
     np.testing.assert_array_equal(X, fitted.transform(SAMPLE, out_dtype="uint8").X)
+
+
+@pytest.mark.parametrize("command", ["run", "transform"])
+def test_output_that_cannot_be_a_folder_is_refused_before_any_work(
+    capsys, monkeypatch, tmp_path, command
+):
+    """An --output naming a file (or a path below one) is a bad argument: one line, exit 2,
+    no traceback, and nothing read or computed first."""
+    (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    if command == "run":
+        head = ["run", tmp_path / "dense.py", "--input", tmp_path / "nowhere.parquet"]
+    else:
+        head = ["transform", tmp_path / "nowhere.fastprep", "--input", SAMPLE]
+    (tmp_path / "afile").write_text("mine")
+    for output in (tmp_path / "afile", tmp_path / "afile" / "sub"):
+        code, _, err = run_main(capsys, monkeypatch, *head, "--output", output)
+        assert code == 2, err
+        assert err.startswith("fastprep: error: ") and err.count("\n") == 1
+        assert "not a folder" in err and "afile" in err
+        assert "nowhere" not in err  # refused before the input (or the state) is read
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_the_system_refuses_is_a_one_line_error(capsys, monkeypatch, tmp_path):
+    """A file-system error while writing (no space, no permission, here a folder /proc
+    cannot hold) ends the command like any other error, not with a traceback."""
+    (tmp_path / "dense.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    code, _, err = run_main(capsys, monkeypatch, "run", tmp_path / "dense.py",
+                            "--output", "/proc/fastprep-nope/out")  # fmt: skip
+    assert code == 2, err
+    assert err.startswith("fastprep: error: ") and "/proc/fastprep-nope" in err
+    assert err.count("\n") == 1
+
+
+WARN_PIPELINE = """
+import fastprep as fp
+
+pipeline = fp.Pipeline(
+    schema=fp.Schema({
+        "distance": fp.Float(max=1000, on_invalid="warn"),
+        "origin": fp.Category(),
+    }),
+    features=[fp.col("distance") >> fp.Standardize(), fp.col("origin") >> fp.OneHot()],
+)
+"""
+
+
+def test_findings_are_printed_once_not_again_on_stderr(tmp_path):
+    """The run prints its report (every finding, totalled); a 'warn' finding is not printed
+    a second time on stderr by logging."""
+    (tmp_path / "warn.py").write_text(WARN_PIPELINE)
+    result = subprocess.run(
+        module_command("run", tmp_path / "warn.py", "--input", SAMPLE, "-o", tmp_path / "o"),
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert_ok(result)
+    assert result.stdout.count("broke rule 'above_max'") == 1
+    assert result.stderr == ""
+
+
+INTERRUPTING = """
+import os, signal, threading
+# Ctrl-C as the run starts: the signal a terminal sends, in the middle of the command
+threading.Timer(0.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+"""
+
+
+def test_ctrl_c_exits_130_without_traceback_and_keeps_the_output(tmp_path):
+    (tmp_path / "pipeline.py").write_text(textwrap.dedent(DENSE_PIPELINE))
+    (tmp_path / "interrupted.py").write_text(textwrap.dedent(DENSE_PIPELINE) + INTERRUPTING)
+    run = [sys.executable, "-m", "fastprep", "run"]
+    first = subprocess.run([*run, "pipeline.py", "--output", "out"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert_ok(first)
+    before = load_folder(tmp_path / "out")
+    result = subprocess.run([*run, "interrupted.py", "--output", "out"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.startswith("fastprep: interrupted"), result.stderr
+    assert "Traceback" not in result.stderr
+    after = load_folder(tmp_path / "out")
+    assert_same_matrix(after[0], before[0])
+    assert [list(a) for a in after[1:3]] == [list(b) for b in before[1:3]]

@@ -29,14 +29,17 @@ def peer(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> pd.Series:
     return merged["_row"].fillna(-1).to_numpy(np.int64)
 
 
+@pytest.mark.parametrize("renumber", [False, True])
 @pytest.mark.parametrize("dense", [True, False])
 @pytest.mark.parametrize(
     "kinds",
     [("text",), ("grid",), ("float",), ("text", "grid"), ("grid", "float", "text")],
 )
-def test_rows_equal_pandas_merge(kinds, dense, monkeypatch):
+def test_rows_equal_pandas_merge(kinds, dense, renumber, monkeypatch):
     if not dense:
         monkeypatch.setattr(lookup_join, "DENSE_CODES", 1)
+    if renumber:  # every key column's prefix renumbered, as past an int64 code space
+        monkeypatch.setattr(lookup_join, "CODE_SPACE", 1)
     rng = np.random.default_rng(7)
     n_side, n_rows = 400, 5_000
     pools = {
@@ -85,3 +88,54 @@ def test_digest_follows_the_content():
     assert again.digest() == side.digest()
     other = LookupTable("p", ("k",), (text(["a", "b"]),), {"n": np.array([1.0, 3.0])})
     assert other.digest() != side.digest()
+
+
+def test_round_trip_keeps_every_text_value_whole():
+    """Text keys and values that differ only by trailing NULs, and non-ASCII ones, are
+    still distinct after the fitted state's round trip (a saved "a\\x00" is not "a")."""
+    keys = ["a", "a\x00", "\x00", "", "😀", "ß", "a\x00\x00"]
+    side = LookupTable("p", ("k",), (text(keys),),
+                       {"s": text(["x\x00", "x", None, "y", "", "\x00", "z"])})  # fmt: skip
+    again = LookupTable.from_dict(side.to_dict())
+    probe = text(["a\x00", "a", "\x00", "", "a\x00\x00", "😀", "b"])
+    assert list(again.join([probe], ["s"])["s"].values()) == ["x", "x\x00", None, "y", "z", "",
+                                                              None]  # fmt: skip
+    assert again.digest() == side.digest()
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_a_key_space_beyond_int64_equals_pandas_merge(dense, monkeypatch):
+    """Four key columns of 60,000 distinct values each: 60,000**4 combinations overflow an
+    int64 code, which must not make two different keys one."""
+    if not dense:
+        monkeypatch.setattr(lookup_join, "DENSE_CODES", 1)
+    rng = np.random.default_rng(3)
+    n = 60_000
+    keys = [f"c{j}" for j in range(4)]
+    side = pd.DataFrame({k: rng.permutation(n) * 7.0 + j for j, k in enumerate(keys)})
+    left = side.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    left.loc[: n // 3, "c3"] = rng.permutation(left["c3"].to_numpy()[: n // 3 + 1])  # mostly absent
+    left.loc[rng.choice(n, 100, replace=False), "c1"] = np.nan
+    table = LookupTable("t", tuple(keys), tuple(column(side[k], False) for k in keys), {})
+    table.check_unique(np.arange(n))
+    rows = table.rows_for([column(left[k], False) for k in keys])
+    expected = peer(left, side, keys)
+    expected[left.isna().any(axis=1).to_numpy()] = -1
+    np.testing.assert_array_equal(rows, expected)
+
+
+def test_a_state_saved_with_fixed_width_text_still_loads():
+    saved = {"name": "p", "key": ["k"],
+             "key_values": [{"codes": np.array([0, 1], np.int32), "uniques": np.array(["a", "b"])}],
+             "values": {"n": {"numbers": np.array([1.0, 2.0])}}}  # fmt: skip
+    table = LookupTable.from_dict(saved)
+    np.testing.assert_array_equal(
+        table.join([text(["b", "a", "c"])], ["n"])["n"], [2.0, 1.0, np.nan]
+    )
+
+
+def test_malformed_text_arrays_are_refused():
+    state = LookupTable("p", ("k",), (text(["a", "b"]),), {"s": text(["x", "y"])}).to_dict()
+    state["values"]["s"]["ends"] = np.array([1, 5])  # past the stored bytes
+    with pytest.raises(ValueError, match="malformed lookup table"):
+        LookupTable.from_dict(state)

@@ -78,6 +78,15 @@ def test_a_missing_column_in_a_partition_is_a_schema_error(row_grouped):
         plan_partitions(row_grouped, rows_per_partition=0)
 
 
+@pytest.mark.parametrize("rows", [1.5, "2500", True, float("nan"), float("inf"), None])
+def test_rows_per_partition_must_be_a_whole_number(row_grouped, rows):
+    with pytest.raises(SourceError, match=r"rows_per_partition=.*a whole number"):
+        plan_partitions(row_grouped, rows_per_partition=rows)
+    expected = plan_partitions(row_grouped, rows_per_partition=2_500)
+    for whole in (np.int64(2_500), 2.5e3):  # 1e6 is a natural spelling
+        assert plan_partitions(row_grouped, rows_per_partition=whole) == expected
+
+
 def test_transforming_partitions_gives_the_whole_sources_rows(flights_pipeline, broken_path):
     """Row ids, X rows and quarantine reasons of partitions equal the one-piece run."""
     fitted = flights_pipeline.fit(flights_pipeline.sample)

@@ -71,6 +71,23 @@ def test_row_ids_are_read_only(flights_pipeline, flights_sample, broken_path, ba
     assert not out.row_ids.flags.writeable and writable.flags.writeable
 
 
+@pytest.mark.parametrize("compress", [None, "zstd"])
+def test_row_ids_of_a_saved_output_are_read_only(flights_sample, broken_path, tmp_path, compress):
+    """The same for an output read back (``fp.open_output``), compressed or plain, one
+    shard or several (``whole()`` stacks them)."""
+    fitted = order_pipeline().fit(flights_sample)
+    fitted.transform(broken_path).save(tmp_path / "one", compress=compress)
+    fitted.write_shards(flights_sample, tmp_path / "many", rows_per_partition=5000,
+                        compress=compress)  # fmt: skip
+    one, many = fp.open_output(tmp_path / "one"), fp.open_output(tmp_path / "many")
+    assert len(many) > 1
+    for ids in (one.row_ids, one.whole().row_ids, many.shards[1].row_ids, many.whole().row_ids):
+        assert not ids.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            ids[0] = 99
+    assert (many.whole().row_ids == np.concatenate([s.row_ids for s in many])).all()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_input_order_kept(broken_frame, flights_sample, backend):
     """README: ``out.row_ids`` is the source position of each row of X (input order kept);

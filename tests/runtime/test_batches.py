@@ -145,3 +145,30 @@ def test_bad_batch_size_is_a_definition_error(dense_pipeline, flights_sample):
     fitted = dense_pipeline.fit(flights_sample)
     with pytest.raises(fp.PipelineDefinitionError, match="batch_size"):
         fitted.batches(flights_sample, batch_size=0)
+
+
+@pytest.mark.parametrize("kind", ["frame", "parquet", "csv"])
+def test_a_source_without_the_target_streams_without_y(flights_sample, tmp_path, kind):
+    """New rows to predict on have no target column: batches, shards (and the torch dataset
+    over them) transform them as ``transform`` does, with ``y`` None (a target encoding
+    uses its fitted values), instead of failing on the absent column."""
+    pipeline = fp.Pipeline(
+        fp.Schema({"carrier": fp.Category(), "arr_delay": fp.Float(nullable=True),
+                   "dep_delay": fp.Float(nullable=True)}),
+        [fp.cols("carrier") >> fp.TargetEncode(), fp.col("dep_delay") >> fp.FillMissing(0)],
+        target=fp.expr("late = arr_delay > 15"),
+    )  # fmt: skip
+    fitted = pipeline.fit(flights_sample)
+    new = flights_sample.drop(columns=["arr_delay"])
+    source = {"frame": new, "parquet": tmp_path / "new.parquet", "csv": tmp_path / "new.csv"}[kind]
+    new.to_parquet(tmp_path / "new.parquet", row_group_size=4000)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    full = fitted.transform(new)
+    assert full.y is None
+    batches = list(fitted.batches(source, batch_size=5000, rows_per_partition=4000))
+    assert all(y is None for _, y in batches)
+    np.testing.assert_array_equal(np.concatenate([X for X, _ in batches]), full.X)
+    fitted.write_shards(source, tmp_path / "shards", rows_per_partition=4000)
+    shards = fp.open_output(tmp_path / "shards").whole()
+    np.testing.assert_array_equal(np.asarray(shards.X), full.X)
+    assert shards.y is None

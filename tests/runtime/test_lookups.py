@@ -235,6 +235,23 @@ def test_a_duplicated_two_column_key(flights, tmp_path):
         pipeline(weather=tmp_path / "w.parquet").fit(flights)
 
 
+def test_a_duplicated_integer_key_is_named_as_written(flights):
+    """An ``Int`` key's repeated value reads as the integer in the table, not as seconds or
+    a float (``seats=55``, not ``seats=55.0``)."""
+    side = pd.read_parquet(PLANES, columns=["seats", "year"]).drop_duplicates("seats")
+    side = pd.concat([side, side.iloc[[0]]], ignore_index=True)
+    schema = fp.Schema({"seats": fp.Int(), "year": fp.Int(nullable=True)})
+    p = fp.Pipeline(
+        fp.Schema({"distance": fp.Float()}),
+        [fp.col("by_seats.year") >> fp.FillMissing(0)],
+        lookups={"by_seats": fp.Lookup(side, key={"distance": "seats"}, schema=schema)},
+    )
+    with pytest.raises(
+        fp.DataValidationError, match=rf"seats={side.seats[0]} at rows 0, {len(side) - 1}"
+    ):
+        p.fit(flights)
+
+
 def test_a_side_row_breaking_its_schema_is_an_error_not_a_dropped_row(flights, tmp_path):
     planes = pd.read_parquet(PLANES)
     planes.loc[[3, 9], "seats"] = -1
@@ -345,3 +362,34 @@ def test_a_declared_side_column_absent_from_the_file_names_the_lookup(flights):
         "planes": fp.Lookup(PLANES, key="tailnum", schema=schema)})  # fmt: skip
     with pytest.raises(fp.SchemaError, match=r"lookup 'planes'.*wings"):
         p.fit(flights)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+def test_list_and_dict_columns_of_a_side_table(flights, backend, tmp_path):
+    """A side table's ``ListOf`` and ``DictOf`` columns join like its other columns: the
+    output equals the same features on the merged frame, also after save and load."""
+    planes = pd.read_parquet(PLANES, columns=["tailnum", "manufacturer", "engine", "seats"])
+    side = pd.DataFrame({"tailnum": planes["tailnum"]})
+    side["tags"] = [[m, e] if s < 200 else [m] for m, e, s in planes.iloc[:, 1:].to_numpy()]
+    side["attrs"] = [{"seats": float(s), "engine": e} for e, s in planes.iloc[:, 2:].to_numpy()]
+    side_schema = fp.Schema({"tailnum": fp.String(), "tags": fp.ListOf(), "attrs": fp.DictOf()})
+    with_lookup = fp.Pipeline(
+        SCHEMA,
+        [fp.cols("planes.tags") >> fp.OneHot(sparse=False), fp.cols("planes.attrs") >> fp.Hash(64)],
+        lookups={"planes": fp.Lookup(side, key="tailnum", schema=side_schema)},
+    )
+    merged = flights.merge(side, on="tailnum", how="left")
+    merged = merged.rename(columns={"tags": "planes.tags", "attrs": "planes.attrs"})
+    by_hand = fp.Pipeline(
+        fp.Schema(
+            {"planes.tags": fp.ListOf(nullable=True), "planes.attrs": fp.DictOf(nullable=True)}
+        ),
+        [fp.cols("planes.tags") >> fp.OneHot(sparse=False), fp.cols("planes.attrs") >> fp.Hash(64)],
+    )
+    fitted = with_lookup.fit(flights, backend=backend)
+    out = fitted.transform(flights, backend=backend)
+    expected = by_hand.fit(merged, backend=backend).transform(merged, backend=backend)
+    assert list(out.feature_names) == list(expected.feature_names)
+    assert_same_matrix(out.X, expected.X)
+    fitted.save(tmp_path / "fitted")
+    assert_same_matrix(fp.load(tmp_path / "fitted").transform(flights, backend=backend).X, out.X)

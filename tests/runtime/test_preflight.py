@@ -82,6 +82,16 @@ def test_budget_sources_and_parsing(monkeypatch):
     assert 0 < budget <= preflight.available_memory() * 0.5 + 1 and "less 50%" in where
 
 
+@pytest.mark.parametrize("bad", ["1.2.3GB", ".", "..MB", float("nan"), float("inf"), 0.25, -5])
+def test_a_malformed_budget_is_refused_never_ignored(bad, flights_pipeline, flights_sample):
+    """A budget that is no number of bytes is the caller's error: the run never goes on
+    as if no budget had been given (nor fails inside a conversion)."""
+    with pytest.raises(PipelineDefinitionError, match="budget"):
+        preflight.parse_bytes(bad)
+    with pytest.raises(PipelineDefinitionError, match="budget"):
+        flights_pipeline.fit_transform(flights_sample, memory_budget=bad)
+
+
 def test_small_source_stays_in_memory(flights_pipeline, flights_sample):
     pre = preflight.run_preflight(flights_pipeline.optimized, flights_pipeline.schema,
                                   "data_samples/flights.parquet", budget="1GB")  # fmt: skip
@@ -296,3 +306,121 @@ def test_a_collected_query_counts_as_resident_like_its_table(flights_pipeline) -
     assert [o.peak_bytes for o in lazy.options] == pytest.approx(
         [o.peak_bytes for o in direct.options], rel=0.05
     )
+
+
+def test_a_fitted_transform_is_planned_without_the_fits_passes(grouped_parquet):
+    """A fitted pipeline's transform reads each partition once: neither the fit's passes
+    (in the predicted time and the words of the choice) nor the values a streamed fit
+    keeps for its medians (in the predicted peak) are counted."""
+    pipeline = fp.Pipeline(
+        fp.Schema({"dep_delay": fp.Float(nullable=True), "air_time": fp.Float(nullable=True)}),
+        [fp.cols("dep_delay", "air_time") >> fp.FillMissing("median") >> fp.Standardize()],
+    )
+    plan, schema = pipeline.optimized, pipeline.schema
+    both = auto_cluster.check(plan, schema, grouped_parquet, budget="100GB", whole_output=False)
+    only = auto_cluster.check(plan, schema, grouped_parquet, budget="100GB", whole_output=False,
+                              transform_only=True)  # fmt: skip
+    assert both.passes >= 2 and only.passes == 0
+    streamed = [next(o for o in r.options if o.name.startswith("streamed")) for r in (both, only)]
+    assert streamed[0].kept_bytes > 0 and streamed[1].kept_bytes == 0
+    assert streamed[1].peak_bytes < streamed[0].peak_bytes
+    assert all(a.seconds > b.seconds for a, b in zip(both.options[1:], only.options[1:]))
+    # the choice over the budget says what runs
+    budget = streaming_budget(pipeline, grouped_parquet)
+    pre = auto_cluster.check(plan, schema, grouped_parquet, budget=budget, whole_output=False,
+                             transform_only=True)  # fmt: skip
+    assert pre.execution == "streamed"
+    assert "fit pass" not in pre.decisions[-1].choice and "transform" in pre.decisions[-1].choice
+
+
+def test_a_lookups_side_table_is_counted_in_the_budget(tmp_path):
+    """A side table is read, validated and indexed in the calling process (and held by
+    every process that joins it): its memory is the job's too. A 400,000-row table made a
+    streamed job predicted under its budget peak well above it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    n_side = 400_000
+    pq.write_table(pa.table({"k": np.arange(n_side), "a": rng.random(n_side),
+                             "b": rng.random(n_side)}), tmp_path / "side.parquet")  # fmt: skip
+    pq.write_table(pa.table({"k": rng.integers(0, n_side, 10_000), "x": rng.random(10_000)}),
+                   tmp_path / "src.parquet", row_group_size=2_000)  # fmt: skip
+    side = fp.Lookup(str(tmp_path / "side.parquet"), key={"k": "k"},
+                     schema=fp.Schema({"k": fp.Int(), "a": fp.Float(), "b": fp.Float()}))  # fmt: skip
+    source = fp.Schema({"k": fp.Int(), "x": fp.Float()})
+    joined = fp.Pipeline(source, [fp.cols("side.a", "side.b", "x") >> fp.Standardize()],
+                         lookups={"side": side})  # fmt: skip
+    alone = fp.Pipeline(source, [fp.cols("x") >> fp.Standardize()])
+    src = str(tmp_path / "src.parquet")
+    with_table, without = (
+        auto_cluster.check(p.optimized, p.schema, src, budget="100GB", whole_output=False)
+        for p in (joined, alone)
+    )
+    table_bytes = n_side * 3 * 8  # the key and the two value columns, as stored
+    for a, b in zip(with_table.options, without.options, strict=True):
+        assert a.peak_bytes - b.peak_bytes >= preflight.LOOKUP_READ_COPIES * table_bytes
+    # a fitted pipeline's transform holds the table it was fitted with (no read)
+    fitted = joined.fit(src)
+    again = auto_cluster.check(fitted.plan, fitted.schema, src, budget="100GB",
+                               whole_output=False, transform_only=True)  # fmt: skip
+    assert again.options[0].peak_bytes - without.options[0].peak_bytes >= table_bytes
+
+
+def test_the_output_type_sizes_x():
+    """X is made in the output's computing type: float64 output is twice float32's (a
+    3.4M-row job predicted at 1.84 GB peaked at 2.3 GB with float64 under a 2.2 GB budget
+    it was said to fit)."""
+    from support import dense_flights_pipeline
+
+    pipeline = dense_flights_pipeline()
+    plan, schema, path = pipeline.optimized, pipeline.schema, "data_samples/flights.parquet"
+    narrow, wide = (
+        auto_cluster.check(plan, schema, path, budget="100GB", value_bytes=size) for size in (4, 8)
+    )
+    assert wide.output_bytes == 2 * narrow.output_bytes
+    assert wide.options[0].peak_bytes - narrow.options[0].peak_bytes == narrow.output_bytes
+    budget = int((narrow.options[0].peak_bytes + wide.options[0].peak_bytes) / 2 / 0.9)
+    assert pipeline.fit_transform(path, memory_budget=budget).X.dtype == np.float32
+    with pytest.raises(MemoryBudgetError):
+        pipeline.fit_transform(path, memory_budget=budget, out_dtype="float64")
+
+
+@pytest.mark.parametrize("encoder", ["hash", "onehot"])
+def test_tags_are_counted_by_the_tags_a_row(tmp_path, encoder):
+    """A multi-valued column gives X an entry per tag, not one per row: the pre-flight
+    counts the tags a row from the head of the column (text split on its separator, or a
+    list column), so the predicted X is not a fraction of the real one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"t{i}" for i in range(300)])
+    rows = [rng.choice(vocab, 12, replace=False).tolist() for _ in range(20_000)]
+    pq.write_table(pa.table({"tags": ["|".join(r) for r in rows], "listed": rows}),
+                   tmp_path / "tags.parquet", row_group_size=5_000)  # fmt: skip
+    path = str(tmp_path / "tags.parquet")
+    encode = fp.Hash(n_features=2**12) if encoder == "hash" else fp.OneHot(sparse=True)
+    schema = fp.Schema({"tags": fp.String(), "listed": fp.ListOf()})
+    for feature in (fp.Tags("tags", sep="|") >> encode, fp.cols("listed") >> encode):
+        pipeline = fp.Pipeline(schema, [feature])
+        pre = auto_cluster.check(pipeline.optimized, pipeline.schema, path, budget="100GB",
+                                 whole_output=False)  # fmt: skip
+        X = pipeline.fit_transform(path).X
+        real = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        assert real * 0.9 <= pre.output_bytes <= real * 1.5
+
+
+def test_dict_features_are_counted_by_their_keys(flights_sample):
+    """``fp.Dict`` into ``Hash`` or ``Vectorize`` gives an entry per key of a row's dict
+    (and ``Vectorize`` a CSR X): counted so, from the head of the column."""
+    rows = [{"carrier": c, "dest": d, "distance": float(x)} for c, d, x in
+            zip(flights_sample.carrier, flights_sample.dest, flights_sample.distance)]  # fmt: skip
+    frame = pd.DataFrame({"extras": rows})
+    for encode in (fp.Hash(2**18), fp.Vectorize()):
+        pipeline = fp.Pipeline(fp.Schema({"extras": fp.DictOf()}), [fp.Dict("extras") >> encode])
+        pre = auto_cluster.check(pipeline.optimized, pipeline.schema, frame, budget="100GB",
+                                 whole_output=False)  # fmt: skip
+        X = pipeline.fit_transform(frame).X
+        real = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        assert pre.output_layout == "csr" and real * 0.9 <= pre.output_bytes <= real * 1.5

@@ -143,6 +143,8 @@ def test_cluster_run_with_local_scheduler(tmp_path, flights_pipeline, capsys):
     expected = fitted.transform(SAMPLE)
     assert_same_output(opened, expected)
     assert opened.manifest["fingerprint"] and opened.report["rows_in"] == 20_000
+    # the rows written are the fit's own, as in one process: no drift against themselves
+    assert not opened.report.get("drift")
     from fastprep.runtime import cluster as fd
 
     assert_same_matrix(fd.load_shards(tmp_path).X, expected.X)
@@ -195,6 +197,8 @@ def test_unknown_layouts_are_state_format_errors(dense_pipeline, flights_sample,
         ),
         "empty": ({}, "not a fastprep output folder"),
         "never published": ({"part-00000.0123456789ab.X.npy": b""}, "never published"),
+        # a writer killed right after it claimed the folder, before its first file
+        "only claimed": ({".fastprep.writing": b"", ".fastprep.lock": b""}, "never published"),
     }
     for name, (files, message) in cases.items():
         folder = tmp_path / name.replace(" ", "_")

@@ -6,6 +6,7 @@ aligned buffer), on tmpfs the buffered fallback writes the same bytes."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +37,8 @@ def _folder(kind: str, tmp_path: Path) -> Path:
         shm = Path("/dev/shm")
         if not shm.is_dir():
             pytest.skip("no /dev/shm")
-        folder = shm / f"fastprep-review-{tmp_path.name}"
-        folder.mkdir()
-        return folder
+        # a folder of its own: two suites running at once share /dev/shm and test names
+        return Path(tempfile.mkdtemp(prefix="fastprep-review-", dir=shm))
     return tmp_path
 
 

@@ -241,7 +241,12 @@ def sorted_statistics(g: np.ndarray, x: np.ndarray, n_groups: int) -> dict[str, 
     first, n = start[filled], count[filled]
     out["min"][filled] = ordered[first]
     out["max"][filled] = ordered[first + n - 1]
-    out["median"][filled] = (ordered[first + (n - 1) // 2] + ordered[first + n // 2]) / 2
+    # an odd group's median is its middle value itself: averaging it with itself would
+    # overflow to inf above half the largest float (pandas and the Numba twin do not)
+    median = ordered[first + n // 2]
+    even = n % 2 == 0
+    median[even] = (ordered[(first + n // 2 - 1)[even]] + median[even]) / 2
+    out["median"][filled] = median
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 _NAMES = {
     "fit": "fastprep.runtime.cluster.job",
+    "fit_with_profile": "fastprep.runtime.cluster.job",
     "partitions_for": "fastprep.runtime.cluster.job",
     "transform": "fastprep.runtime.cluster.job",
     "Manifest": "fastprep.runtime.shards",
@@ -26,6 +27,7 @@ __all__ = [
     "Manifest",
     "RetryPolicy",
     "fit",
+    "fit_with_profile",
     "load_shards",
     "partitions_for",
     "start_local",

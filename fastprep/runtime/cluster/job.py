@@ -28,7 +28,7 @@ from fastprep.data.partitions import (
     path_identity,
     plan_partitions,
 )
-from fastprep.data.sources import Source, is_path, resolve_files
+from fastprep.data.sources import Source, is_path, resolve_files, source_columns
 from fastprep.emit import make_layout
 from fastprep.errors import FastprepError, JobError, SourceError
 from fastprep.plan.nodes import LogicalPlan
@@ -59,7 +59,11 @@ from fastprep.runtime.partition_tasks import (
 )
 from fastprep.runtime.report import Report
 from fastprep.storage.output_format import Writing, check_codec
+from fastprep.storage.shards import concat_rejected
 from fastprep.storage.state import encode_floats
+from fastprep.validate import drift
+from fastprep.validate.findings import Finding
+from fastprep.validate.table_checks import unexpected_column_findings
 
 if TYPE_CHECKING:
     pass
@@ -101,9 +105,7 @@ def partitions_for(
     specs = plan_partitions(source, rows_per_partition, worker_threads(client))
     if not all(s.row_offset is not None and s.n_rows is not None for s in specs):
         futures = [
-            client.submit(
-                in_budget, count_rows, s, plan.columns[0], retry, key=f"fastprep-count-{_token(s)}"
-            )
+            client.submit(in_budget, count_rows, s, retry, key=f"fastprep-count-{_token(s)}")
             for s in specs
         ]
         sizes = _results(client, futures, specs, "count rows", progress)
@@ -148,6 +150,14 @@ def is_dask_frame(source: Any) -> bool:
     return hasattr(source, "to_delayed") and hasattr(source, "npartitions")
 
 
+def _undeclared(schema: Schema, source: Any, phase: str) -> list[Finding]:
+    """The source's columns the schema does not declare (``schema.unexpected`` decides:
+    reported, or a ``SchemaError`` before any task), told from its names on the client: a
+    task reads only the columns the plan uses, so it never sees them."""
+    names = [str(c) for c in source.columns] if is_dask_frame(source) else source_columns(source)
+    return unexpected_column_findings(schema, names, phase)
+
+
 def _parts(client: Client, source: Any, specs: list[PartitionSpec]) -> list[Any]:
     """A dask DataFrame's partitions as futures computed from its graph (Dask recomputes
     them if a worker is lost); ``None`` per partition for a file source."""
@@ -168,7 +178,23 @@ def fit(
     ``progress``: a bar per pass over completed partitions (see
     :mod:`fastprep.runtime.cluster.progress`). ``cross_fit``: a fit_transform's fit, which
     collects the fit rows' out-of-fold encodings (:mod:`fastprep.runtime.cross_fit`)."""
+    params, report, _ = fit_with_profile(
+        client, plan, schema, source, backend=backend, rows_per_partition=rows_per_partition,
+        retry=retry, progress=progress, cross_fit=cross_fit,
+    )  # fmt: skip
+    return params, report
+
+
+def fit_with_profile(
+    client: Client, plan: LogicalPlan, schema: Schema, source: Source, *,
+    backend: str = "auto", rows_per_partition: int = ROWS_PER_PARTITION,
+    retry: RetryPolicy | None = None, progress: ProgressArg = False,
+    cross_fit: CrossFit | None = None,
+) -> tuple[execute.Params, Report, dict[str, Any]]:  # fmt: skip
+    """:func:`fit`, and the source's drift profile: each partition's, profiled by the
+    first pass's tasks, merged (what a later transform's drift is measured against)."""
     check_fittable(plan)
+    undeclared = _undeclared(schema, source, "fit")
     # what the jobs before let go is gone from the workers before this one keeps anything;
     # an earlier fit's partitions no transform took are let go now, not once this fit has
     # kept its own beside them (one fit's per cluster)
@@ -182,13 +208,18 @@ def fit(
     frames = _parts(client, source, specs)
     shared = _shared(client, job, keep=True)
     kept = Kept(secrets.token_hex(8), later_chains(plan), whole=_keeps_partitions())
+    profiles: list[dict[str, Any]] = []
 
     def run_pass(learned: Learned, targets: list[Target], stage: str) -> list[dict[str, Any]]:
-        return _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
-                         kept)  # fmt: skip
+        first = not profiles  # the first pass profiles each partition (validation's read)
+        results = _fit_pass(client, job, specs, learned, targets, stage, frames, bars, shared,
+                            kept, profile=first)  # fmt: skip
+        if first:
+            profiles[:] = [r.pop("profile", None) or {} for r in results] or [{}]
+        return results
 
     try:
-        params, report = fit_levels(plan, source, run_pass, rows, cross_fit)
+        params, report = fit_levels(plan, source, run_pass, rows, cross_fit, undeclared)
     except BaseException:
         kept.drop(client, specs, partitions=True)
         raise
@@ -199,7 +230,7 @@ def fit(
             f"passes after the first: {kept.reused} of {kept.passes} partition(s) computed from "
             "the values their worker kept from the first read (not read again)"
         )
-    return params, report
+    return params, report, drift.merge_profiles([p for p in profiles if p])
 
 
 @dataclass
@@ -298,7 +329,7 @@ def _fit_one(
 def _fit_pass(
     client: Client, job: Job, specs: list[PartitionSpec], learned: Learned,
     targets: list[Target], stage: str, frames: list[Any], progress: Progress | None = None,
-    shared: Any = None, kept: Kept | None = None,
+    shared: Any = None, kept: Kept | None = None, profile: bool = False,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """One pass. The first pass is a task per partition, and keeps the input values the
     later passes need on the worker that ran each task (``kept``). A later pass is one
@@ -321,9 +352,9 @@ def _fit_pass(
             by_worker.setdefault(holders[0], []).append(i)
             continue
         key = f"fastprep-fit-{token}-{_token(spec)}"
-        option: dict[str, Any] = {}
+        option: dict[str, Any] = {"profile": True} if profile else {}
         if keeps and part is None:  # a dask DataFrame's: not kept
-            option = {"keep_as": kept.key(spec), "inputs": kept.inputs}
+            option |= {"keep_as": kept.key(spec), "inputs": kept.inputs}
             if kept.whole:
                 option["whole"] = kept.token
             # the fit's token in the key: an identical earlier fit's result, still in the
@@ -393,6 +424,7 @@ def transform(
     rows_per_partition: int = ROWS_PER_PARTITION, retry: RetryPolicy | None = None,
     partitions: list[PartitionSpec] | None = None, progress: ProgressArg = False,
     compress: str | bool | None = None, pipeline: Any = None, cross_fit: CrossFit | None = None,
+    profile: dict[str, Any] | None = None, drift_thresholds: dict[str, float] | None = None,
 ) -> execute.Output | shards.Manifest:  # fmt: skip
     """Transform every partition; gather one :class:`Output`, or write shards to ``output_dir``.
 
@@ -402,9 +434,12 @@ def transform(
     compresses its arrays; ``pipeline``, a fitted pipeline, is published with them).
     ``progress``: a bar over completed partitions (skipped ones count as done).
     ``cross_fit``: the source is the fit's own (a fit_transform): each task gets its rows'
-    folds and the out-of-fold encodings.
+    folds and the out-of-fold encodings. ``profile``: the fit's drift profile: each
+    partition is measured against it and the merged measures are the report's ``drift``,
+    as an in-memory transform's (``drift_thresholds`` as there).
     """
     codec = check_codec(compress)
+    undeclared = _undeclared(schema, source, "transform")
     retry = retry or RetryPolicy()
     bars = Progress(progress)
     specs = partitions or partitions_for(client, source, plan, rows_per_partition, retry,
@@ -451,6 +486,7 @@ def transform(
                 out_dtype,
                 frames[spec.index],
                 codec,
+                profile=profile,
                 folded=None if cross_fit is None else (cross_fit.folds_of(spec.index), tables),
                 key=f"fastprep-transform-{fingerprint}-{where}-{_token(spec)}",
                 priority=largest_first(spec),
@@ -463,7 +499,7 @@ def transform(
             assert held is not None
             futures.append(client.submit(
                 in_budget, transform_partitions, shared, group, params, fingerprint, output_dir,
-                out_dtype, codec, [held.key(s) for s in group],
+                out_dtype, codec, [held.key(s) for s in group], profile=profile,
                 key=f"fastprep-transform-kept-{fingerprint}-{where}-{_token([_token(s) for s in group])}",
                 workers=[worker], allow_other_workers=True,
                 priority=sum(largest_first(s) for s in group),
@@ -483,8 +519,13 @@ def transform(
         if output_dir is not None:
             return shards.write_manifest(Path(output_dir), specs, entries, names, notes, str(source),
                                          fingerprint, out_dtype=out_dtype, codec=codec,
-                                         pipeline=pipeline, writing=claim)  # fmt: skip
-        return _gather(results, names, notes, str(source))
+                                         pipeline=pipeline, writing=claim,
+                                         whole_source=undeclared,
+                                         drift_against=(profile, drift_thresholds))  # fmt: skip
+        output = _gather(results, names, notes, str(source), undeclared)
+        shards.add_drift(output.report, profile, [r["entry"].get("drift") for r in results],
+                         drift_thresholds)  # fmt: skip
+        return output
     finally:
         # those no task took (a task run elsewhere, a skipped one, a failed job, a copy
         # left where a stolen task first kept it): none when every partition held was
@@ -549,9 +590,12 @@ _SCATTERED: dict[str, tuple[str, Future]] = {}
 
 
 def _gather(
-    results: list[dict[str, Any]], names: Any, notes: list[str], source: str
+    results: list[dict[str, Any]],
+    names: Any,
+    notes: list[str],
+    source: str,
+    whole_source: list[Finding],
 ) -> execute.Output:
-    import pandas as pd
     import scipy.sparse as sp
 
     outputs = [r["output"] for r in sorted(results, key=lambda r: r["entry"]["index"])]
@@ -562,8 +606,11 @@ def _gather(
     )
     ys = [o.y for o in outputs]
     y = None if any(v is None for v in ys) else np.concatenate(ys)
-    report = shards.combine_reports([o.report.to_dict() for o in outputs], notes, source)
-    quarantine = pd.concat([o.quarantine for o in outputs], ignore_index=True)
+    report = shards.combine_reports(
+        [o.report.to_dict() for o in outputs], notes, source, whole_source
+    )
+    rejected = [o.quarantine_to_write() for o in outputs]  # as read: Arrow for files
+    quarantine = concat_rejected([r() if callable(r) else r for r in rejected])
     row_ids = np.concatenate([o.row_ids for o in outputs])
     report.output = execute.describe_output(X)
     return execute.Output(X, y, names, report, quarantine, row_ids)

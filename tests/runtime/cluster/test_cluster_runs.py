@@ -162,6 +162,8 @@ def test_cli_run_with_scheduler(cluster, flights_row_groups, tmp_path, capsys) -
                  "--output", str(tmp_path), "--scheduler", cluster.address])  # fmt: skip
     assert code == 0
     assert "on tcp://127.0.0.1" in capsys.readouterr().out
+    # the rows written are the fit's own, as in one process: no drift against themselves
+    assert not fp.open_output(tmp_path).report.get("drift")
     loaded = fd.load_shards(tmp_path)
     fitted = fp.load(tmp_path / "pipeline.fastprep")
     assert_same_matrix(loaded.X, fitted.transform(flights_row_groups).X)
@@ -179,3 +181,11 @@ def test_dask_dataframe_source(single, dist_fitted, flights_row_groups, client) 
     assert_same_matrix(out.X, fitted.transform(flights_row_groups).X)
     assert np.array_equal(out.row_ids, expected.row_ids)
     assert np.array_equal(out.y, expected.y)
+
+
+def test_fit_transform_on_a_cluster_without_output_dir_says_what_to_pass(
+    single, flights_row_groups, client
+) -> None:
+    pipeline = single[0]
+    with pytest.raises(fp.PipelineDefinitionError, match=r"on a Dask cluster .* pass output_dir="):
+        pipeline.fit_and_transform(flights_row_groups, client=client, rows_per_partition=ROWS)

@@ -102,6 +102,10 @@ def test_rows_per_partition_and_analyze(pipeline, parts, flights_row_groups, cli
     # many partitions (8 row groups): the first two, then the last
     job = _job(pipeline.explain(flights_row_groups, client=client, rows_per_partition=1))
     assert "8 partition(s)" in job[0]
+    # partitions of a row group larger than the bound: the bound is not said to hold
+    assert "the upper bound" not in job[0]
+    assert ("rows_per_partition=1, below the 2,500 rows of a row group: a partition is at "
+            "least one whole row group") in job[0]  # fmt: skip
     assert job[3] == "│  …" and job[4].startswith("│  partition 7 (")
     with pytest.raises(PipelineDefinitionError, match="analyze"):
         pipeline.explain(str(parts), client=client, analyze=True)

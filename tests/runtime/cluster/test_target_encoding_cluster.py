@@ -165,3 +165,17 @@ def test_a_target_gather_above_the_cap_is_refused(flights_row_groups, client, mo
     monkeypatch.setattr(agg, "MAX_GATHERED_VALUES", 1_000)
     with pytest.raises(fp.FitError, match=r"TargetEncode\(\) on 'carrier'.*without client="):
         _pipeline().fit(flights_row_groups, client=client, rows_per_partition=5_000)
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_cluster_transform_of_rows_without_the_target(flights_row_groups, client, tmp_path, kind):
+    """New rows to predict on (no ``arr_delay``), as CSV or Parquet: the tasks transform
+    them with the fitted encodings and no y, as one process does."""
+    fitted = _pipeline().fit(flights_row_groups)
+    new = pd.read_parquet(flights_row_groups).drop(columns=["arr_delay"])
+    path = tmp_path / f"new.{kind}"
+    new.to_csv(path, index=False) if kind == "csv" else new.to_parquet(path)
+    out = fitted.transform(str(path), client=client, rows_per_partition=5_000)
+    single = fitted.transform(new)
+    assert out.y is None and single.y is None
+    np.testing.assert_array_equal(out.X, single.X)
