@@ -187,8 +187,17 @@ def _syntax_message(source: _Source, exc: SyntaxError) -> str:
 
 
 def _check_name(name: str, text: str) -> None:
-    if name.startswith("__") or name in _FUNCTIONS or name in _NAMED_CONSTANTS:
-        raise ExprSyntaxError(f"{name!r} cannot be used as an output name in {text!r}")
+    why = (
+        "a dunder name" if name.startswith("__")
+        else "the function of that name" if name in _FUNCTIONS
+        else "the constant of that name" if name in _NAMED_CONSTANTS
+        else None
+    )  # fmt: skip
+    if why is not None:  # a later expression could not read it: the name means `why` there
+        raise ExprSyntaxError(
+            f"{name!r} cannot be used as an output name in {text!r} (it is {why} in "
+            "expressions); choose another name"
+        )
 
 
 class _Converter:

@@ -207,6 +207,13 @@ def test_round_digits_beyond_300_are_named_as_such():
         fp.expr("v = round(x, 1.5)")
 
 
+def test_a_reserved_output_name_says_why():
+    with pytest.raises(fp.ExprSyntaxError, match=r"'e' cannot.*the constant of that name"):
+        fp.expr("e = x in (1, 3)")
+    with pytest.raises(fp.ExprSyntaxError, match=r"'log' cannot.*the function of that name"):
+        fp.expr("log = x")
+
+
 def test_over_long_expression_is_rejected():
     text = "x + " * (MAX_LENGTH // 4) + "x"
     assert len(text) > 2000
