@@ -83,6 +83,14 @@ class OutputError(FastprepError, OSError):
     full); the message names the folder and says whether its earlier output is kept."""
 
 
+class FindingWarning(UserWarning):
+    """A validation rule whose action is ``warn`` was broken in a run (a constant column,
+    an undeclared column, values beyond a bound set to warn): issued once per rule per run
+    with the run's total, as scikit-learn warns of its data. The report lists every finding;
+    ``warnings.filterwarnings("ignore", category=fp.FindingWarning)`` silences them (the CLI
+    does, since it prints the report)."""
+
+
 class MemoryBudgetError(FastprepError, MemoryError):
     """The memory pre-flight predicts a run would not fit the memory budget (nothing was
     loaded); the message says what, by how much, and the options."""

@@ -29,13 +29,14 @@ import re
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from fastprep.backends.registry import available as available_backends
 from fastprep.data.pandas_objects import arrow_without_pandas
-from fastprep.errors import FastprepError, PipelineDefinitionError
+from fastprep.errors import FastprepError, FindingWarning, PipelineDefinitionError
 from fastprep.pipeline import FittedPipeline, Pipeline, load, load_pipeline_file
 from fastprep.runtime.execute import Output
 from fastprep.storage.output_format import check_folder
@@ -74,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    # the report printed below lists every finding: not a second time as a warning
+    warnings.filterwarnings("ignore", category=FindingWarning)
     try:
         code = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit

@@ -197,7 +197,7 @@ def _concat(tables: list[pa.Table], files: list[str]) -> pa.Table:
         for name in clash:
             i = table.schema.get_field_index(name)
             if not pa.types.is_large_string(table.schema.field(i).type):
-                table = table.set_column(i, name, ac.cast(table.column(i), pa.large_string()))
+                table = table.set_column(i, name, _validation_text(table.column(i)))
         as_text.append(table)
     try:
         return pa.concat_tables(as_text, promote_options="permissive")
@@ -216,9 +216,24 @@ def _concat(tables: list[pa.Table], files: list[str]) -> pa.Table:
     raise SchemaError(f"the source's files cannot be read as one table: {failed}")
 
 
+def _validation_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` as the text validation gives its values when it reads the file alone
+    (``True``, ``7`` for 7.0, the digits of 1e20, NaN missing), not Arrow's cast (``true``,
+    ``1e+20``, ``nan``): the whole source then reads as its files one by one."""
+    kind = column.type
+    if not (pa.types.is_boolean(kind) or pa.types.is_floating(kind)):
+        return ac.cast(column, pa.large_string())  # integers: Arrow's digits are Python's
+    # Python's text of each value, as validation's (a rare path: files that disagree)
+    text = [None if v is None or v != v else str(v) if isinstance(v, bool)
+            else str(int(v)) if v.is_integer() else str(v)
+            for v in column.to_pylist()]  # fmt: skip
+    return pa.chunked_array([pa.array(text, pa.large_string())])
+
+
 def _as_text_exactly(kind: pa.DataType) -> bool:
-    """Text, or a type whose text form validation reads back as the same value."""
-    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    """Text, or a type whose text form validation reads back as the same value (a file
+    whose column is all missing has the null type: missing as text too)."""
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
             or pa.types.is_integer(kind) or pa.types.is_floating(kind)
             or pa.types.is_boolean(kind))  # fmt: skip
 
@@ -434,7 +449,9 @@ def source_columns(source: Source) -> list[str] | None:
 def resolve_files(source: str | os.PathLike[str]) -> list[str]:
     """Expand a file, a directory (its CSV/Parquet files) or a glob into sorted paths."""
     text = os.fspath(source)
-    if any(ch in text for ch in "*?["):
+    # an existing path is that path, whatever its name holds ("flights[2013].parquet")
+    pattern = not os.path.exists(text) and any(ch in text for ch in "*?[")
+    if pattern:
         files = sorted(p for p in globlib.glob(text, recursive=True) if os.path.isfile(p))
     elif os.path.isdir(text):
         files = sorted(
@@ -444,7 +461,7 @@ def resolve_files(source: str | os.PathLike[str]) -> list[str]:
         files = [text]
     else:
         raise SourceError(f"source {text!r} does not exist")
-    if os.path.isdir(text) or any(ch in text for ch in "*?["):
+    if pattern or os.path.isdir(text):
         found, files = files, _data_files(files)
         if found and not files:
             raise SourceError(

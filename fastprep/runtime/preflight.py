@@ -80,8 +80,14 @@ FRAME_CHUNK_ROWS = 1_000_000
 VOCABULARY_ENTRY_BYTES = 96
 #: as in :mod:`fastprep.emit.layout`: above this many categories ``OneHot()`` emits CSR
 SPARSE_ONEHOT_MIN_CATEGORIES = 64
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+# as dask.utils.parse_bytes reads them (memory_limit="2G", Kubernetes' "8Gi"): a letter
+# alone is decimal, with "i" binary, "B" optional
+_UNITS = {"": 1, "b": 1} | {
+    unit: base**power
+    for power, letter in enumerate("kmgt", start=1)
+    for unit, base in ((letter, 1000), (f"{letter}b", 1000), (f"{letter}i", 1024),
+                       (f"{letter}ib", 1024))
+}  # fmt: skip
 
 
 def parse_bytes(value: int | float | str) -> int:
@@ -92,12 +98,15 @@ def parse_bytes(value: int | float | str) -> int:
                 f"memory budget {value!r}: must be a finite number of bytes, at least 1"
             )
         return int(value)
-    match = re.fullmatch(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+    number = r"(?:[0-9]+(?:_[0-9]+)*\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    match = re.fullmatch(rf"\s*({number})\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in _UNITS:
         raise PipelineDefinitionError(
-            f"memory budget {value!r}: give bytes or a size such as '2GB' or '512MiB'"
+            f"memory budget {value!r}: give bytes or a size such as '2GB', '2G', '512MiB' or '8Gi'"
         )
-    size = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    size = float(match.group(1).replace("_", "")) * _UNITS[match.group(2).lower()]
+    if not math.isfinite(size):
+        raise PipelineDefinitionError(f"memory budget {value!r}: must be a finite size")
     if size < 1:
         raise PipelineDefinitionError(f"memory budget {value!r}: must be at least 1 byte")
     return int(size)

@@ -133,6 +133,8 @@ def check_folder(folder: str | os.PathLike[str]) -> None:
     """Refuse, before a run starts, an output path that cannot become a folder this process
     writes: it is a file, it lies under a file, or its nearest existing folder is not
     writable. Nothing is created (a run refused later leaves no empty folder behind)."""
+    if not os.fspath(folder).strip():  # Path("") is ".": an unset variable, not a choice
+        raise OutputError("the output folder is an empty path; name the folder to write")
     path = Path(folder)
     existing = path
     while not existing.exists() and existing.parent != existing:

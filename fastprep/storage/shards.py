@@ -382,6 +382,7 @@ class ShardWriter:
         self, folder: str | os.PathLike[str], feature_names: Sequence[str], out_dtype: str,
         *, compress: str | bool | None = None,
     ) -> None:  # fmt: skip
+        fmt.check_folder(folder)  # every way to write an output comes here: out.save("") too
         self.folder = Path(folder)
         self.feature_names = feature_names
         self.out_dtype = out_dtype

@@ -11,18 +11,25 @@ epochs) re-read the same source by construction, so that stream sends a key once
 
 The ``fastprep.alerts`` logger has a ``NullHandler``: the report already lists every
 finding (the CLI prints it), so alerts are not printed a second time on stderr unless the
-application configures logging (``logging.basicConfig()`` shows them as warnings).
+application configures logging (``logging.basicConfig()`` shows them as warnings). A rule
+whose action is ``warn`` is also a Python warning (:class:`~fastprep.errors.FindingWarning`),
+once per run with its total: what a user asked to be warned of shows in a notebook or a
+script without any logging set up, as scikit-learn's data warnings do.
 Also here: the anomaly pattern, which columns fail together in quarantined rows.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fastprep.errors import FindingWarning
 from fastprep.validate.findings import Finding, merge_findings
 
 log = logging.getLogger("fastprep.alerts")
@@ -102,10 +109,27 @@ def send(
     job = f"{getattr(owner, 'name', None) or 'pipeline'}:{phase}"
     # totalled here once more: an in-memory run's report may name a rule twice (two
     # features over one column); a streamed or cluster run's is already totalled, unchanged
-    found = alerts_from(job, report.source, merge_findings(report.findings), report.drift)
+    merged = merge_findings(report.findings)
+    found = alerts_from(job, report.source, merged, report.drift)
     sent = dispatch(found, set() if seen is None else seen, on_alert)
+    warned = {f"{f.column}:{f.rule}" for f in merged if f.action == "warn"}
+    for alert in sent:
+        if alert.rule in warned:
+            warnings.warn(f"[{alert.job}] {alert.message}", FindingWarning,
+                          stacklevel=_caller_level())  # fmt: skip
     report.alerts = [a.to_dict() for a in sent]
     return sent
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside fastprep: a warning points at the
+    user's ``fit``/``transform`` line (what Python shows, and what its once-per-location
+    filter keys on), not at the engine's."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1  # _getframe(1): the function calling warn
+    while frame is not None and frame.f_code.co_filename.startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def anomaly_patterns(reasons: Iterable[str], limit: int = 20) -> list[dict[str, Any]]:

@@ -82,7 +82,19 @@ def test_budget_sources_and_parsing(monkeypatch):
     assert 0 < budget <= preflight.available_memory() * 0.5 + 1 and "less 50%" in where
 
 
-@pytest.mark.parametrize("bad", ["1.2.3GB", ".", "..MB", float("nan"), float("inf"), 0.25, -5])
+@pytest.mark.parametrize("size", ["2G", "512M", "8Gi", "1e9", "1.5GB", "2 GiB", "100",
+                                  "512MiB", "3kb", "1Ti"])  # fmt: skip
+def test_budget_sizes_read_as_dask_reads_them(size):
+    """A memory size written for Dask (``memory_limit="2G"``) or Kubernetes (``8Gi``)
+    means the same bytes here."""
+    from dask.utils import parse_bytes
+
+    assert preflight.parse_bytes(size) == parse_bytes(size)
+
+
+@pytest.mark.parametrize(
+    "bad", ["1.2.3GB", "1e400", "2 parsecs", ".", "..MB", float("nan"), float("inf"), 0.25, -5]
+)
 def test_a_malformed_budget_is_refused_never_ignored(bad, flights_pipeline, flights_sample):
     """A budget that is no number of bytes is the caller's error: the run never goes on
     as if no budget had been given (nor fails inside a conversion)."""
