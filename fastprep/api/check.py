@@ -197,8 +197,8 @@ def infer_type(node: Expr, types: Mapping[str, LType], where: str) -> LType:
                 "quoted string, e.g. origin == 'JFK'"
             )
         return LType.BOOL
-    _require_numeric(node.left, BINARY_OPS[node.op][0], types, where)
-    _require_numeric(node.right, BINARY_OPS[node.op][0], types, where)
+    for operand, found in ((node.left, left), (node.right, right)):
+        _refuse_non_numeric(operand, found, BINARY_OPS[node.op][0], where)
     if node.op == "floordiv":
         return LType.INT
     return LType.BOOL if node.op in COMPARISONS or node.op in LOGICAL else LType.FLOAT
@@ -249,13 +249,19 @@ def _require_text(operand: Expr, op: str, types: Mapping[str, LType], where: str
 
 def _require_numeric(operand: Expr, op: str, types: Mapping[str, LType], where: str) -> LType:
     found = infer_type(operand, types, where)
+    _refuse_non_numeric(operand, found, op, where)
+    return found
+
+
+def _refuse_non_numeric(operand: Expr, found: LType, op: str, where: str) -> None:
+    """``operand`` (of type ``found``, inferred once: typing it again at every level of a
+    long sum took time exponential in its length) must be a number."""
     if not found.is_numeric:
         raise PipelineDefinitionError(
             f"{where}: {op!r} needs numbers, but {to_source(operand)!r} is {found.value}; "
             "a text column can only be compared with a quoted string (origin == 'JFK') "
             "or encoded with fp.OneHot()/fp.Hash()"
         )
-    return found
 
 
 def input_types(inputs: tuple[Input, ...], types: Mapping[str, LType]) -> dict[str, LType]:

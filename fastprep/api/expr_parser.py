@@ -96,11 +96,12 @@ def parse_expr(text: str) -> tuple[str, Expr]:
         raise ExprSyntaxError(f"fp.expr needs a string, got {type(text).__name__}")
     if len(text) > MAX_LENGTH:
         raise ExprSyntaxError(f"expression is {len(text)} characters; the limit is {MAX_LENGTH}")
-    source, quoted = _replace_backticks(text)
+    source = _Source(text)
+    quoted = source.quoted
     try:
-        module = ast.parse(source.strip(), mode="exec")
+        module = ast.parse(source.parsed, mode="exec")
     except SyntaxError as exc:
-        raise ExprSyntaxError(_syntax_message(text, exc)) from None
+        raise ExprSyntaxError(_syntax_message(source, exc)) from None
     except RecursionError:
         raise ExprSyntaxError(f"expression nests too deeply: {text[:80]!r}") from None
     if len(module.body) != 1:
@@ -119,44 +120,97 @@ def parse_expr(text: str) -> tuple[str, Expr]:
         body = statement.value
     else:
         raise ExprSyntaxError(f"not an expression: {text!r}")
-    tree = _Converter(text, quoted).convert(body, depth=0)
+    tree = _Converter(source).convert(body, depth=0)
     return (name or to_source(tree)), tree
 
 
-def _replace_backticks(text: str) -> tuple[str, dict[str, str]]:
-    quoted: dict[str, str] = {}
+class _Source:
+    """The text Python parses (each backticked name replaced by an identifier, the blanks
+    around it dropped) and the way back from its positions to the user's text, so an error
+    names the column and the part the user wrote."""
 
-    def substitute(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return match.group(1)
-        key = f"_fpq{len(quoted)}_"
-        quoted[key] = match.group(2)
-        return key
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.quoted: dict[str, str] = {}
+        #: (start, end) of each identifier in the replaced text, (start, end) in ``text``
+        self.spans: list[tuple[int, int, int, int]] = []
+        pieces: list[str] = []
+        at = length = 0
+        for match in _BACKTICK.finditer(text):
+            if match.group(2) is None:  # a quoted string literal: left alone
+                continue
+            key = f"_fpq{len(self.quoted)}_"
+            self.quoted[key] = match.group(2)
+            pieces.append(text[at : match.start()])
+            length += match.start() - at
+            self.spans.append((length, length + len(key), match.start(), match.end()))
+            pieces.append(key)
+            length += len(key)
+            at = match.end()
+        replaced = "".join(pieces) + text[at:]
+        self.lead = len(replaced) - len(replaced.lstrip())
+        self.parsed = replaced.strip()
+        self._lines = self.parsed.splitlines(keepends=True)
 
-    return _BACKTICK.sub(substitute, text), quoted
+    def offset(self, lineno: int, column: int, in_bytes: bool) -> int:
+        """The offset in ``text`` of (``lineno``, ``column``) of the parsed text (a column
+        in UTF-8 bytes as ``ast`` counts, or in characters as ``SyntaxError`` does)."""
+        lines = self._lines[: max(lineno - 1, 0)]
+        line = self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else ""
+        if in_bytes:
+            column = len(line.encode()[:column].decode(errors="ignore"))
+        at = self.lead + sum(len(part) for part in lines) + column
+        shift = 0
+        for start, end, old_start, old_end in self.spans:
+            if at >= end:
+                shift += (old_end - old_start) - (end - start)
+            elif at >= start:  # inside a replaced name: its backticked original
+                return old_start
+        return at + shift
+
+    def locate(self, node: ast.AST) -> tuple[int, str] | None:
+        """(1-based column in its line, the text) of ``node`` as the user wrote it."""
+        if not hasattr(node, "lineno") or getattr(node, "end_lineno", None) is None:
+            return None
+        start = self.offset(node.lineno, node.col_offset, in_bytes=True)
+        end = self.offset(node.end_lineno, node.end_col_offset, in_bytes=True)  # type: ignore[attr-defined, arg-type]
+        return start - self.text.rfind("\n", 0, start), self.text[start:end]
 
 
-def _syntax_message(text: str, exc: SyntaxError) -> str:
-    column = (exc.offset or 1) - 1
-    pointer = " " * max(column, 0) + "^"
-    return f"cannot parse expression ({exc.msg}):\n    {text.strip()}\n    {pointer}"
+def _syntax_message(source: _Source, exc: SyntaxError) -> str:
+    at = source.offset(exc.lineno or 1, (exc.offset or 1) - 1, in_bytes=False)
+    line_start = source.text.rfind("\n", 0, at) + 1
+    line_end = source.text.find("\n", at)
+    line = source.text[line_start : None if line_end < 0 else line_end]
+    pointer = " " * (at - line_start) + "^"
+    return f"cannot parse expression ({exc.msg}):\n    {line}\n    {pointer}"
 
 
 def _check_name(name: str, text: str) -> None:
-    if name.startswith("__") or name in _FUNCTIONS or name in _NAMED_CONSTANTS:
-        raise ExprSyntaxError(f"{name!r} cannot be used as an output name in {text!r}")
+    why = (
+        "a dunder name" if name.startswith("__")
+        else "the function of that name" if name in _FUNCTIONS
+        else "the constant of that name" if name in _NAMED_CONSTANTS
+        else None
+    )  # fmt: skip
+    if why is not None:  # a later expression could not read it: the name means `why` there
+        raise ExprSyntaxError(
+            f"{name!r} cannot be used as an output name in {text!r} (it is {why} in "
+            "expressions); choose another name"
+        )
 
 
 class _Converter:
     """Walk a Python AST, building plan nodes and rejecting everything not whitelisted."""
 
-    def __init__(self, text: str, quoted: dict[str, str]) -> None:
-        self.text = text
-        self.quoted = quoted
+    def __init__(self, source: _Source) -> None:
+        self.source = source
+        self.text = source.text
+        self.quoted = source.quoted
 
     def reject(self, node: ast.AST, what: str) -> ExprSyntaxError:
-        snippet = ast.get_source_segment(self.text, node) if hasattr(node, "lineno") else None
-        where = f" (at column {node.col_offset + 1}: {snippet!r})" if snippet else ""
+        found = self.source.locate(node)
+        where = f" (at column {found[0]}: {found[1]!r})" if found and found[1] else ""
         return ExprSyntaxError(f"{what} is not allowed in fp.expr{where}: {self.text!r}")
 
     def convert(self, node: ast.AST, depth: int) -> Expr:
@@ -303,8 +357,10 @@ class _Converter:
         if name == "round" and len(args) == 2:
             digits = args[1]
             if not (isinstance(digits, Const) and isinstance(digits.value, float)
-                    and digits.value.is_integer() and abs(digits.value) <= 300):  # fmt: skip
+                    and digits.value.is_integer()):  # fmt: skip
                 raise self.reject(node, "round(x, n) with n not a whole-number literal")
+            if abs(digits.value) > 300:  # 10 ** n overflows: numpy's result is all NaN
+                raise self.reject(node, "round(x, n) with n beyond -300..300")
         if name in CALL_ARITY and (name != "round" or len(args) == 2):
             if name in ("startswith", "endswith", "contains") and not (
                 isinstance(args[1], Const) and isinstance(args[1].value, str)

@@ -26,7 +26,8 @@ from fastprep.plan.nodes import Feature, Input, LogicalPlan
 def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
     """``plan`` with earlier expr outputs inlined and date parts zoned (idempotent)."""
     defined: dict[str, Expr] = {}
-    later = {i.name for f in plan.features for i in f.inputs if not isinstance(i.expr, Col)}
+    # a rename (``dist = distance``) is an expr output too: only plain columns are not
+    later = {i.name for f in plan.features for i in f.inputs if not i.is_plain_column}
     features = []
     for feature in plan.features:
         for item in feature.inputs:
@@ -34,7 +35,7 @@ def resolve_plan(plan: LogicalPlan, schema: Mapping[str, Any]) -> LogicalPlan:
         inputs = tuple(_resolve_input(item, defined, schema) for item in feature.inputs)
         features.append(replace(feature, inputs=inputs, tags=_tags(feature, schema)))
         for item in inputs:  # later features may use these outputs (not the same feature)
-            if not isinstance(item.expr, Col) and item.name not in schema:
+            if not item.is_plain_column and item.name not in schema:
                 defined.setdefault(item.name, item.expr)
     target = plan.target
     if target is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -132,6 +133,42 @@ class Datetime(ColumnType):
 
     ltype: ClassVar[LType] = LType.FLOAT
     tz: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "tz", _zone_name(self.tz))
+
+
+def _zone_name(tz: Any) -> str | None:
+    """The zone's name, checked where it is declared (an unknown one would fail deep in
+    pandas at the first run); a zone object (``ZoneInfo``, pytz, ``datetime.timezone``)
+    becomes its name, the form a saved pipeline keeps."""
+    import datetime as dt
+
+    if tz is None:
+        return None
+    if isinstance(tz, dt.timezone):
+        offset = tz.utcoffset(None)
+        if not offset:
+            return "UTC"
+        minutes = int(offset.total_seconds()) // 60
+        sign = "+" if minutes >= 0 else "-"
+        return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    name = tz if isinstance(tz, str) else getattr(tz, "key", None) or getattr(tz, "zone", None)
+    if isinstance(name, str) and (name == "utc" or re.fullmatch(r"[+-]\d\d:?\d\d", name)):
+        return name  # what pandas reads besides the IANA names
+    if isinstance(name, str) and name:
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(name)
+            return name
+        except Exception:  # unknown, empty or path-like names fail in several ways
+            pass
+    raise PipelineDefinitionError(
+        f"Datetime(tz={tz!r}): not a time zone fastprep knows; use an IANA zone name such as "
+        "'America/New_York' or 'UTC' (or tz=None for naive timestamps)"
+    )
 
 
 @dataclass(frozen=True)

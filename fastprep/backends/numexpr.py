@@ -100,6 +100,17 @@ class _Translator:
             self.names[self._ids[key]] = value
         return self._ids[key]
 
+    def once(self, text: str) -> str:
+        """``text`` as an operand written several times (``where(a != a, nan, ...)``): a
+        long one is evaluated first and read by name, so nested comparisons, ``min``s and
+        ``where``s do not grow the string threefold per level (numexpr took minutes to
+        compile 12 ``&``-joined comparisons). The same values: numexpr keeps its
+        temporaries in float64 either way."""
+        if len(text) <= _INLINE_OPERAND:
+            return text
+        value = np.asarray(numexpr.evaluate(text, local_dict=self.names), dtype=np.float64)
+        return self.bind(("operand", text), value)
+
     def translate(self, node: Expr) -> str:
         if isinstance(node, Col):
             column = self.table[node.name]
@@ -118,23 +129,24 @@ class _Translator:
         if isinstance(node, Unary):
             return self._unary(node)
         if isinstance(node, Where):
-            c = self.translate(node.cond)
+            c = self.once(self.translate(node.cond))
             a, b = self.translate(node.then), self.translate(node.otherwise)
             return f"where({c} != {c}, nan, where({c} != 0, {a}, {b}))"
         if isinstance(node, Call):
             return self._call(node)
         if isinstance(node, IsIn):
-            a = self.translate(node.arg)
+            a = self.once(self.translate(node.arg))
             test = " | ".join(f"({a} == {self.translate(Const(v))})" for v in node.values)
             yes, no = ("0.0", "1.0") if node.negate else ("1.0", "0.0")
             return f"where({a} != {a}, nan, where({test}, {yes}, {no}))"
         assert isinstance(node, Binary)
         a, b = self.translate(node.left), self.translate(node.right)
+        if node.op in _ARITH and node.op != "pow":
+            return f"({a} {_ARITH[node.op]} {b})"
+        a, b = self.once(a), self.once(b)
         missing = f"({a} != {a}) | ({b} != {b})"
         if node.op == "pow":  # IEEE says nan ** 0 == 1 ** nan == 1: missing stays missing
             return f"where({missing}, nan, {a} ** {b})"
-        if node.op in _ARITH:
-            return f"({a} {_ARITH[node.op]} {b})"
         if node.op in _COMPARE:
             test = f"{a} {_COMPARE[node.op]} {b}"
         elif node.op == "and":
@@ -160,7 +172,7 @@ class _Translator:
         return isinstance(node, Unary) and node.op == "length"
 
     def _call(self, node: Call) -> str:
-        args = [self.translate(a) for a in node.args]
+        args = [self.once(self.translate(a)) for a in node.args]
         if node.fn == "round":  # numexpr has no rint: numpy rounds the computed argument
             value = numexpr.evaluate(args[0], local_dict=self.names)
             digits = node.args[1]
@@ -169,11 +181,11 @@ class _Translator:
                 rounded = np.round(np.asarray(value, dtype=np.float64), int(digits.value))
             return self.bind(("round", node), rounded)
         if node.fn == "clip":  # numpy's definition: min(max(x, lo), hi)
-            return _minimum(_maximum(args[0], args[1]), args[2])
+            return _minimum(self.once(_maximum(args[0], args[1])), args[2])
         pick = _minimum if node.fn == "min" else _maximum
         out = args[0]
         for arg in args[1:]:
-            out = pick(out, arg)
+            out = pick(self.once(out), arg)
         return out
 
     def _unary(self, node: Unary) -> str:
@@ -182,12 +194,13 @@ class _Translator:
             if isinstance(arg, Col) and isinstance(self.table[arg.name], TextColumn):
                 codes = self.table[arg.name].codes
                 return f"where({self.bind(('codes', arg.name), codes)} < 0, 1.0, 0.0)"
-            a = self.translate(arg)
+            a = self.once(self.translate(arg))
             return f"where({a} != {a}, 1.0, 0.0)"
         a = self.translate(node.arg)
         if node.op == "neg":
             return f"(-{a})"
         if node.op == "not":
+            a = self.once(a)
             return f"where({a} != {a}, nan, where({a} == 0, 1.0, 0.0))"
         if node.op in _NUMPY_FUNCS:
             # numexpr's exp/log differ from numpy's SIMD ufuncs in the last bit (found by
@@ -201,6 +214,11 @@ class _Translator:
             argument = numexpr.evaluate(a, local_dict=self.names)
             return self.bind(("ufunc", node), np.rint(np.asarray(argument, dtype=np.float64)))
         return f"{_FUNCS[node.op]}({a})"
+
+
+#: an operand written several times is evaluated first when longer than this (a column
+#: name or a short sum stays inline, fused in numexpr's one pass)
+_INLINE_OPERAND = 120
 
 
 def _minimum(a: str, b: str) -> str:

@@ -15,9 +15,18 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from fastprep.plan.facts import Facts, input_facts
+from fastprep.plan.facts import UNKNOWN, Facts, input_facts
 from fastprep.plan.nodes import LogicalPlan
-from fastprep.plan.steps import Bin, Clip, FillMissing, Log1p, QuantileTransform, Step
+from fastprep.plan.steps import (
+    Bin,
+    Clip,
+    FillMissing,
+    Log1p,
+    Map,
+    PowerTransform,
+    QuantileTransform,
+    Step,
+)
 
 
 def simplify_steps(plan: LogicalPlan) -> LogicalPlan:
@@ -93,6 +102,10 @@ def _after(step: Step, facts: Facts) -> Facts:
             hi = math.log1p(facts.hi) if facts.hi < math.inf else math.inf
             return Facts(math.log1p(facts.lo), hi, facts.missing, facts.finite)
         return Facts(missing=True, finite=True)  # values <= -1 become missing
+    if isinstance(step, PowerTransform) and step.method == "box-cox":
+        return Facts(missing=True, finite=facts.finite)  # a value <= 0 becomes missing
+    if isinstance(step, Map):  # any function may return NaN or ±inf
+        return UNKNOWN
     bounded = _bounded_output(step)
     if bounded is not None:  # bounded by construction, whatever was fitted
         return Facts(bounded[0], bounded[1], facts.missing, True)

@@ -56,6 +56,9 @@ TEXT_PREDICATES = frozenset({"startswith", "endswith", "contains"})
 DATE_PARTS = (
     "year", "month", "day", "hour", "minute", "second", "dayofweek", "dayofyear", "quarter",
 )  # fmt: skip
+#: 0001-01-01 00:00:00 and 9999-12-31 23:59:59 UTC in seconds since 1970: a date part of
+#: an instant outside them is missing (time-zone libraries cannot localize it)
+FIRST_SECOND, LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 #: binary operators: name -> (surface syntax, Python precedence, used by the printer).
 #: As in Python, ``&``/``|`` bind tighter than comparisons: ``(a > 1) & (b < 2)``.

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 
 from fastprep.plan.expr import (
+    FIRST_SECOND,
+    LAST_SECOND,
     Binary,
     Call,
     Col,
@@ -47,9 +49,9 @@ class Facts:
 
 UNKNOWN = Facts()
 BOOLEAN = Facts(0.0, 1.0, True, True)
-#: the range of each date part (missing where its column is)
+#: the range of each date part (local years 0 and 10000 lie at the ends of UTC's 1..9999)
 _DATE_PART_RANGES = {
-    "year": (1.0, 9999.0), "month": (1.0, 12.0), "day": (1.0, 31.0), "hour": (0.0, 23.0),
+    "year": (0.0, 10000.0), "month": (1.0, 12.0), "day": (1.0, 31.0), "hour": (0.0, 23.0),
     "minute": (0.0, 59.0), "second": (0.0, 59.0), "dayofweek": (0.0, 6.0),
     "dayofyear": (1.0, 366.0), "quarter": (1.0, 4.0),
 }  # fmt: skip
@@ -114,9 +116,10 @@ def _function_facts(node: Call | IsIn | DatePart, columns: dict[str, Facts]) -> 
     missing = any(a.missing for a in args)
     if isinstance(node, IsIn):
         return Facts(0.0, 1.0, missing, True)
-    if isinstance(node, DatePart):
+    if isinstance(node, DatePart):  # missing too outside the years 1..9999 (UTC)
         lo, hi = _DATE_PART_RANGES[node.part]
-        return Facts(lo, hi, missing or not args[0].finite, True)
+        inside = args[0].within(FIRST_SECOND, LAST_SECOND)
+        return Facts(lo, hi, missing or not (args[0].finite and inside), True)
     if node.fn in ("startswith", "endswith", "contains"):
         return Facts(0.0, 1.0, args[0].missing, True)
     if node.fn in ("min", "max") and all(a.finite for a in args):

@@ -7,6 +7,7 @@ on the step, so the same step object can be reused in many pipelines.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -61,10 +62,21 @@ class StepChain:
         )
 
 
+def _is_number(value: Any) -> bool:
+    """A real number, numpy's scalars included (``np.arange``'s values, a column's
+    ``min()``), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_whole(value: Any) -> bool:
+    """An integer, numpy's included, not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _finite_or_none(name: str, value: float | None) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    if not _is_number(value) or math.isnan(value):
         raise PipelineDefinitionError(f"{name} must be a number or None, got {value!r}")
     return float(value)
 
@@ -82,7 +94,7 @@ class FillMissing(Step):
                 raise PipelineDefinitionError(
                     "FillMissing(''): use a number, 'mean', 'median' or a non-empty text value"
                 )
-        elif isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+        elif not _is_number(self.value):
             raise PipelineDefinitionError(
                 f"FillMissing({self.value!r}): use a number, 'mean' or 'median'"
             )
@@ -196,8 +208,9 @@ class Bin(Step):
 
     def __post_init__(self) -> None:
         n = self.n_bins
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        if not _is_whole(n) or n < 2:
             raise PipelineDefinitionError(f"Bin(n_bins={n!r}): must be an integer >= 2")
+        object.__setattr__(self, "n_bins", int(n))
         if self.strategy not in ("quantile", "uniform"):
             raise PipelineDefinitionError(
                 f"Bin(strategy={self.strategy!r}): use 'quantile' or 'uniform'"
@@ -209,10 +222,7 @@ class Bin(Step):
             if isinstance(edges, (str, bytes)) or not hasattr(edges, "__iter__"):
                 raise PipelineDefinitionError(f"Bin(edges={edges!r}): a list of numbers")
             values = tuple(edges)
-            if len(values) < 2 or not all(
-                not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-                for v in values
-            ):
+            if len(values) < 2 or not all(_is_number(v) and math.isfinite(v) for v in values):
                 raise PipelineDefinitionError(
                     f"Bin(edges={list(values)!r}): at least two finite numbers"
                 )
@@ -253,10 +263,11 @@ class QuantileTransform(Step):
 
     def __post_init__(self) -> None:
         n = self.n_quantiles
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if not _is_whole(n) or n < 1:
             raise PipelineDefinitionError(
                 f"QuantileTransform(n_quantiles={n!r}): must be an integer >= 1"
             )
+        object.__setattr__(self, "n_quantiles", int(n))
         if self.output_distribution not in ("uniform", "normal"):
             raise PipelineDefinitionError(
                 f"QuantileTransform(output_distribution={self.output_distribution!r}): "
@@ -302,7 +313,7 @@ def _number_pair(step: Step, name: str, value: Any) -> tuple[float, float]:
             f"{type(step).__name__}({name}={value!r}): a pair of numbers"
         ) from None
     for v in (low, high):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not _is_number(v) or not math.isfinite(v):
             raise PipelineDefinitionError(
                 f"{type(step).__name__}({name}={value!r}): a pair of finite numbers"
             )

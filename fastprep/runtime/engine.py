@@ -274,9 +274,9 @@ def _fit_transform_partitioned(
     else:
         # the fit's report does not repeat the pre-flight's line: the output's has it
         bare = Place("cluster", place.source, place.client)
-        state = _fit_at(bare, plan, schema, _without_progress(run), name, rows, None, folds)
+        state = _fit_at(bare, plan, schema, run, name, rows, None, folds)
         fitted = wrap(state)
-        options = {} if folds is None else {"cross_fit": folds}
+        options = {"progress": run.progress} | ({} if folds is None else {"cross_fit": folds})
         _cluster_transform(state, bare, run, backend, rows, fitted, options)
         opened = open_output(run.output_dir)
         opened.notes.extend(place.notes())
@@ -485,9 +485,3 @@ def _send(
 
 def _partition_size(rows: int | None) -> dict[str, int]:
     return {} if rows is None else {"rows_per_partition": rows}
-
-
-def _without_progress(run: Run) -> Run:
-    from dataclasses import replace
-
-    return replace(run, progress=False)

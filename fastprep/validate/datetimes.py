@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 #: a text timestamp that names its offset: "...Z", "...+01:00", "...-0500"
 OFFSET = r"(?:[zZ]|[+-]\d\d:?\d\d)$"
-_NS_PER_SECOND = 1e9
+_TICKS_PER_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 
 def to_epoch_seconds(
@@ -86,9 +86,15 @@ def _parse_rows(name: str, series: pd.Series, spec: Datetime) -> tuple[np.ndarra
 
 
 def _seconds(naive: pd.Series) -> np.ndarray:
-    ns = naive.to_numpy(dtype="datetime64[ns]").view(np.int64)
-    out = ns / _NS_PER_SECOND
-    out[ns == np.iinfo(np.int64).min] = np.nan  # NaT
+    # read in the column's own unit (pandas keeps s/ms/us for dates outside 1677-2262):
+    # a cast to nanoseconds would wrap such a date silently to another century
+    stamps = naive.to_numpy()
+    if stamps.dtype.kind != "M":
+        stamps = stamps.astype("datetime64[ns]")
+    unit, count = np.datetime_data(stamps.dtype)
+    ticks = stamps.view(np.int64)
+    out = ticks / (_TICKS_PER_SECOND[unit] / count)
+    out[ticks == np.iinfo(np.int64).min] = np.nan  # NaT
     return out
 
 

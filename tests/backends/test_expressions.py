@@ -267,3 +267,31 @@ def test_expression_reused_in_two_features_and_target(flights_sample):
     assert np.array_equal(out.X[:, 0], filled.astype(np.float32))
     slow = np.where(np.isnan(speed), 0.0, (speed < 300).astype(float))
     assert np.array_equal(out.X[:, 1], slow.astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " & ".join(f"(x > {i})" for i in range(10)),  # numexpr: 3 copies of each operand
+        "min(" * 10 + "x" + ", y)" * 10,
+        "where(x > 1, " * 10 + "y" + ", 2)" * 10,
+        " + ".join(["x"] * 26),  # typing a sum: each level typed its operands again
+    ],
+    ids=["and", "min", "where", "sum"],
+)
+def test_long_expressions_are_defined_and_run_in_linear_time(text):
+    """Nested operators used to cost time exponential in their depth (typing, or the
+    numexpr string that repeated each operand), seconds to hours within the documented
+    limits (2,000 characters, 60 levels)."""
+    import time
+
+    frame = pd.DataFrame({"x": [0.5, 3.0, np.nan, 12.0], "y": [1.0, np.nan, 5.0, -2.0]})
+    schema = fp.Schema({"x": fp.Float(nullable=True), "y": fp.Float(nullable=True)})
+    started = time.perf_counter()
+    pipeline = fp.Pipeline(schema, [fp.expr(f"v = {text}") >> fp.FillMissing(-1)])
+    assert time.perf_counter() - started < 2
+    want = pipeline.fit_transform(frame, backend="pandas").X
+    started = time.perf_counter()
+    got = pipeline.fit_transform(frame, backend="numexpr").X
+    assert time.perf_counter() - started < 2
+    np.testing.assert_array_equal(got, want)

@@ -380,6 +380,35 @@ def test_bad_arguments_are_definition_errors(make) -> None:
         make()
 
 
+def test_numpy_numbers_are_numbers(tmp_path) -> None:
+    """``np.arange`` edges, ``np.int64`` counts, a column's ``min()``: numpy scalars are
+    accepted as the Python numbers they equal (and saved as such), never refused as "not
+    finite numbers"."""
+    made = [
+        fp.Bin(edges=np.arange(0, 101, 25)),
+        fp.Bin(n_bins=np.int64(4), strategy="uniform"),
+        fp.QuantileTransform(n_quantiles=np.int64(5)),
+        fp.RobustScale(quantile_range=(np.int64(10), np.float32(90.0))),
+        fp.Clip(np.int64(0), np.float32(80.0)),
+        fp.FillMissing(np.int64(-1)),
+    ]
+    assert made[0] == fp.Bin(edges=[0, 25, 50, 75, 100])
+    assert made[1].n_bins == 4 and type(made[1].n_bins) is int
+    assert made[2].n_quantiles == 5 and type(made[2].n_quantiles) is int
+    assert made[3].quantile_range == (10.0, 90.0) and made[4] == fp.Clip(0, 80)
+    frame = pd.DataFrame({"x": [5.0, 30.0, np.nan, 99.0, 60.0, 75.0]})
+    schema = fp.Schema({"x": fp.Float(nullable=True)})
+    features = [fp.expr(f"x{i} = x") >> step >> fp.FillMissing(np.int64(-1))
+                for i, step in enumerate(made[:5])]  # fmt: skip
+    fitted = fp.Pipeline(schema, features).fit(frame)
+    fitted.save(tmp_path / "numpy.fastprep")
+    again = fp.load(tmp_path / "numpy.fastprep").transform(frame)
+    np.testing.assert_array_equal(again.X, fitted.transform(frame).X)
+    assert again.X[:, 0].tolist() == [0, 1, -1, 3, 2, 3]
+    with pytest.raises(fp.PipelineDefinitionError, match="integer"):
+        fp.Bin(n_bins=np.float64(4.0))
+
+
 def test_a_constant_column(flights_sample) -> None:
     frame = pd.DataFrame({"c": np.full(50, 3.5)})
     schema = fp.Schema({"c": fp.Float()})

@@ -20,7 +20,15 @@ from fastprep.optimize.prune_columns import prune_columns
 from fastprep.optimize.simplify_steps import simplify_chain
 from fastprep.plan.facts import Facts
 from fastprep.plan.nodes import Stage
-from fastprep.plan.steps import Clip, FillMissing, Log1p, MaxAbsScale, Standardize
+from fastprep.plan.steps import (
+    Clip,
+    FillMissing,
+    Log1p,
+    Map,
+    MaxAbsScale,
+    PowerTransform,
+    Standardize,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FACTS = {
@@ -131,6 +139,17 @@ def test_folding_away_a_column_stops_reading_it(flights_sample: pd.DataFrame) ->
         ((MaxAbsScale(), Clip(-1, 1)), [Facts()], (MaxAbsScale(), Clip(-1, 1))),
         # a group: a rewrite must hold for every input
         ((Clip(0, 100),), [Facts(0, 10, False, True), Facts()], (Clip(0, 100),)),
+        # Box-Cox makes a value <= 0 missing, a Map may return NaN: the later fill stays
+        (
+            (PowerTransform(method="box-cox"), FillMissing(0)),
+            [Facts(missing=False, finite=True)],
+            (PowerTransform(method="box-cox"), FillMissing(0)),
+        ),
+        (
+            (Map(abs), FillMissing(0)),
+            [Facts(missing=False, finite=True)],
+            (Map(abs), FillMissing(0)),
+        ),
     ],
 )
 def test_simplify_steps_cases(steps, facts, expected) -> None:
@@ -270,3 +289,26 @@ def test_a_clip_after_a_fitted_scaler_holds_on_values_outside_the_fit(step) -> N
     optimized = fp.Pipeline(schema=schema, features=features).fit(fit_on)
     plain = fp.Pipeline(schema=schema, features=features, optimize=False).fit(fit_on)
     np.testing.assert_array_equal(optimized.transform(new).X, plain.transform(new).X)
+
+
+def test_a_fill_after_a_step_that_makes_values_missing_is_kept() -> None:
+    """Box-Cox of a value <= 0, a Map returning NaN, a date part of an instant outside the
+    years 1..9999: missing though the column is not nullable. The fill after them must
+    fill (as without the optimizer), not vanish and leave the rows to quarantine."""
+    import pyarrow as pa
+
+    seconds = [0, 10**12, -7 * 10**11, 86400]
+    table = pa.table({"x": [2.0, 0.0, -1.0, 5.0],
+                      "t": pa.array(seconds, pa.timestamp("s", tz="UTC"))})  # fmt: skip
+    schema = fp.Schema({"x": fp.Float(), "t": fp.Datetime(tz="UTC")})
+    features = [
+        fp.col("x") >> fp.PowerTransform(method="box-cox") >> fp.FillMissing(0),
+        fp.expr("m = x") >> fp.Map(lambda v: v if v > 0 else math.nan) >> fp.FillMissing(-1),
+        fp.expr("y = year(t)") >> fp.FillMissing(-1),
+    ]
+    optimized = fp.Pipeline(schema=schema, features=features).fit_transform(table)
+    plain = fp.Pipeline(schema=schema, features=features, optimize=False).fit_transform(table)
+    assert optimized.report.rows_quarantined == plain.report.rows_quarantined == 0
+    np.testing.assert_array_equal(optimized.X, plain.X)
+    assert optimized.X[:, 1].tolist() == [2, -1, -1, 5]
+    assert optimized.X[:, 2].tolist() == [1970, -1, -1, 1970]

@@ -283,6 +283,52 @@ def test_datetime_text_per_value_rules(backend: str) -> None:
     assert dense(out)[:, 0].tolist() == [np.float32(first), np.float32(first + 19 * 3600)]
 
 
+@pytest.mark.parametrize("unit", ["s", "ms", "us"])
+def test_datetimes_outside_the_nanosecond_range_keep_their_date(unit: str) -> None:
+    """Arrow, Parquet, Polars and pandas keep dates before 1677 or after 2262 in s/ms/us
+    units: read in their own unit, never wrapped through nanoseconds into another century."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    stamps = [dt.datetime(1600, 2, 29, 12, 34, 56), None, dt.datetime(2013, 3, 10, 7),
+              dt.datetime(2500, 1, 1)]  # fmt: skip
+    table = pa.table({"t": pa.array(stamps, pa.timestamp(unit, tz="UTC"))})
+    text = pd.DataFrame({"t": [None if s is None else f"{s.isoformat()}Z" for s in stamps]})
+    schema = fp.Schema({"t": fp.Datetime(tz="UTC", nullable=True)})
+    features = [fp.expr(f"{p}_ = {p}(t)") >> fp.FillMissing(-1) for p in ("year", "day", "second")]
+    want = [[1600, 29, 56], [-1, -1, -1], [2013, 10, 0], [2500, 1, 0]]
+    for source in (table, table.to_pandas(), text):
+        assert dense(run(schema, features, source)).tolist() == want
+
+
+@pytest.mark.parametrize("tz", ["Mars/Base", "America/new_york", "UTC+5", "", 5])
+def test_an_unknown_zone_is_refused_where_it_is_declared(tz) -> None:
+    with pytest.raises(fp.PipelineDefinitionError, match=r"Datetime\(tz=.*zone"):
+        fp.Datetime(tz=tz)
+
+
+def test_a_zone_object_is_kept_by_its_name(tmp_path) -> None:
+    """``ZoneInfo("America/New_York")`` or ``datetime.timezone.utc`` work as their names
+    (a saved pipeline stores the zone as text)."""
+    import datetime as dt
+    import zoneinfo
+
+    frame = pd.DataFrame({"t": ["2013-07-01T12:00:00Z", "2013-01-01T12:00:00Z"]})
+    for zone, name, hours in [
+        (zoneinfo.ZoneInfo("America/New_York"), "America/New_York", [8, 7]),
+        (dt.timezone.utc, "UTC", [12, 12]),
+        (dt.timezone(dt.timedelta(hours=5, minutes=30)), "+05:30", [17, 17]),
+    ]:
+        spec = fp.Datetime(tz=zone)
+        assert spec.tz == name
+        pipeline = fp.Pipeline(fp.Schema({"t": spec}), [fp.expr("h = hour(t)")])
+        fitted = pipeline.fit(frame)
+        fitted.save(tmp_path / "zone.fastprep")
+        again = fp.load(tmp_path / "zone.fastprep").transform(frame)
+        assert dense(again)[:, 0].tolist() == hours, name
+
+
 # --- declared storage dtypes --------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""The Numba backend: element-wise chains fused into one JIT kernel per stage.
+"""The Numba backend: element-wise chains fused into one JIT kernel per stage (a stage
+too large for one compile into several, see :data:`KERNEL_BRANCHES`).
 
 Fit runs one parallel pass per level of fitted steps (block statistics merged with Chan's
 update; medians by selection); transform runs one parallel pass that reads each input
@@ -10,7 +11,9 @@ Kernels are generated from plan nodes, written to a cache folder and compiled wi
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import time
 from typing import Any
 
@@ -59,6 +62,42 @@ def chains_of(plan: LogicalPlan, stage: Stage) -> list[Chain]:
     ]
 
 
+#: the most branches (``if``, ``and``, ``or``) one generated kernel gets: Numba's SSA pass
+#: recurses once per basic block, and kernels of ~500 branches (100 standardized columns,
+#: 40 features of ``where``/``max``/``//``) exceeded Python's recursion limit; a fused
+#: stage above it is compiled as several kernels of consecutive chains (same results:
+#: every chain is computed on its own)
+KERNEL_BRANCHES = 240
+_BRANCH = re.compile(r"\b(?:if|elif|while|and|or)\b")
+
+
+def kernel_parts(chains: list[Chain], table: Table) -> list[list[Chain]]:
+    """``chains`` cut into consecutive runs whose transform kernel stays within
+    :data:`KERNEL_BRANCHES` (a chain above it alone runs alone)."""
+    if len(chains) < 2:
+        return [chains]
+    text, selected = frozenset(_text_columns(table)), table.selection is not None
+    weights = [_branches(c, text, selected, _tabled(table, [c])) for c in chains]
+    if sum(weights) <= KERNEL_BRANCHES:
+        return [chains]
+    parts: list[list[Chain]] = [[]]
+    total = 0
+    for chain, weight in zip(chains, weights, strict=True):
+        if parts[-1] and total + weight > KERNEL_BRANCHES:
+            parts.append([])
+            total = 0
+        parts[-1].append(chain)
+        total += weight
+    return parts
+
+
+@functools.lru_cache(maxsize=4096)
+def _branches(chain: Chain, text: frozenset[str], selected: bool, tabled: frozenset[str]) -> int:
+    """Branches of ``chain``'s own transform kernel (asked again for every batch and
+    partition of a run: generated once)."""
+    return len(_BRANCH.findall(transform_program([chain], set(text), selected, tabled).source))
+
+
 def _text_columns(table: Table) -> set[str]:
     return {name for name, column in table.columns.items() if isinstance(column, TextColumn)}
 
@@ -91,7 +130,17 @@ def fit_stage(
                 own(plan, index, table) if own else reference.fit_feature(feature, table)
             )
         return fitted
-    chains = chains_of(plan, stage)
+    out: dict[int, reference.FeatureParams] = {i: {} for i in stage.features}
+    for part in kernel_parts(chains_of(plan, stage), table):
+        for chain, params in zip(part, _fit_chains(plan, part, table, log)):
+            out[chain.feature][chain.name] = params
+    return out
+
+
+def _fit_chains(
+    plan: LogicalPlan, chains: list[Chain], table: Table, log: reference.Repairs | None
+) -> list[list[dict[str, Any]]]:
+    """The learned parameters of each chain's steps, by fit rounds of one kernel."""
     learned: list[list[dict[str, Any]]] = [[{} for _ in c.steps] for c in chains]
     _static_params(chains, learned)
     pending = [[s for s, step in enumerate(c.steps) if step.needs_fit] for c in chains]
@@ -137,10 +186,7 @@ def fit_stage(
                 step, present, learned[k][s]["fill"], table.n_rows,
                 f"{step.describe()} on {chains[k].name!r}",
             )  # fmt: skip
-    out: dict[int, reference.FeatureParams] = {i: {} for i in stage.features}
-    for chain, params in zip(chains, learned):
-        out[chain.feature][chain.name] = params
-    return out
+    return learned
 
 
 def chain_moments(
@@ -161,20 +207,20 @@ def chain_moments(
     for stage in plan.execution_stages():
         if stage.kind != "fused":
             continue
-        chains = chains_of(plan, stage)
-        index = {(c.feature, c.name): k for k, c in enumerate(chains)}
-        stats = sorted({(index[(f, n)], p, "moments") for f, n, p in wanted
-                        if (f, n) in index})  # fmt: skip
-        if not stats:
-            continue
-        program = fit_program(
-            chains, stats, _text_columns(table), table.selection is not None,
-            _tabled(table, chains), frozenset((k, s) for k, s, _ in stats),
-        )  # fmt: skip
-        params = [list(learned[(c.feature, c.name)]) for c in chains]
-        found, _ = _run_fit(program, chains, params, table, log)
-        for (k, s, _), result in zip(program.stats, found, strict=True):
-            out[(chains[k].feature, chains[k].name, s)] = result
+        for chains in kernel_parts(chains_of(plan, stage), table):
+            index = {(c.feature, c.name): k for k, c in enumerate(chains)}
+            stats = sorted({(index[(f, n)], p, "moments") for f, n, p in wanted
+                            if (f, n) in index})  # fmt: skip
+            if not stats:
+                continue
+            program = fit_program(
+                chains, stats, _text_columns(table), table.selection is not None,
+                _tabled(table, chains), frozenset((k, s) for k, s, _ in stats),
+            )  # fmt: skip
+            params = [list(learned[(c.feature, c.name)]) for c in chains]
+            found, _ = _run_fit(program, chains, params, table, log)
+            for (k, s, _), result in zip(program.stats, found, strict=True):
+                out[(chains[k].feature, chains[k].name, s)] = result
     return out
 
 
@@ -334,7 +380,21 @@ def run_stage(
                     plan, Stage(stage.kind, (index,)), params, table, sink, log
                 )
         return checked
-    chains = chains_of(plan, stage)
+    bad_rows = 0
+    for chains in kernel_parts(chains_of(plan, stage), table):
+        bad_rows += _run_chains(chains, params, table, sink, log)
+    return set(stage.features) if bad_rows == 0 else set()
+
+
+def _run_chains(
+    chains: list[Chain],
+    params: list[reference.FeatureParams],
+    table: Table,
+    sink: OutputSink,
+    log: reference.Repairs,
+) -> int:
+    """Run ``chains`` by one kernel into ``sink``; the number of rows with a value that is
+    not finite."""
     learned = [params[c.feature][c.name] for c in chains]
     program = transform_program(
         chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
@@ -352,7 +412,7 @@ def run_stage(
     totals = reps.sum(axis=0)
     for slot, (k, rule) in enumerate(program.repairs):
         log.add(chains[k].name, rule, int(totals[slot]))
-    return set(stage.features) if bads.sum() == 0 else set()
+    return int(bads.sum())
 
 
 def target_values(target: Input, table: Table) -> tuple[np.ndarray, bool]:
@@ -549,11 +609,13 @@ def _load(program: Program, args: list[Any], log: reference.Repairs | None) -> A
 def kernel_readiness(plan: LogicalPlan, stage: Stage, table: Table) -> str:
     """Whether the fused transform kernel of ``stage`` is loaded, cached on disk or to be
     compiled (for the planner: the fit rounds' kernels are compiled alongside)."""
-    chains = chains_of(plan, stage)
-    program = transform_program(
-        chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
-    )
-    return _readiness_of(program.key)
+    found = set()
+    for chains in kernel_parts(chains_of(plan, stage), table):
+        program = transform_program(
+            chains, _text_columns(table), table.selection is not None, _tabled(table, chains)
+        )
+        found.add(_readiness_of(program.key))
+    return next(r for r in ("compile", "cached", "loaded") if r in found)
 
 
 def _readiness_of(key: str) -> str:

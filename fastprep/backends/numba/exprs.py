@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from fastprep.native.kernel_files import jit as njit  # made on first use
+from fastprep.plan.expr import FIRST_SECOND, LAST_SECOND
 
+_FIRST_SECOND, _LAST_SECOND = float(FIRST_SECOND), float(LAST_SECOND)
 _NJIT = {"cache": True, "error_model": "numpy", "fastmath": False}
 
 
@@ -55,7 +57,7 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 def date_part(x: float, part: int, starts: np.ndarray, offsets: np.ndarray) -> float:
     """Part ``part`` (0 year, 1 month, 2 day, 3 hour, 4 minute, 5 second, 6 day of week
     (Monday 0), 7 day of year, 8 quarter) of ``x`` seconds since 1970 UTC in the zone."""
-    if not np.isfinite(x):
+    if not (x >= _FIRST_SECOND and x < _LAST_SECOND + 1.0):  # also NaN: see date_part
         return np.nan
     whole = np.floor(x)
     at = np.searchsorted(starts, whole, side="right") - 1

@@ -5,6 +5,9 @@ the values converted to the declared zone. :func:`zone_table` gives compiled ker
 zone's UTC offsets as a step function (first second of each offset, and the offset), so a
 kernel adds the offset and does calendar arithmetic without a time-zone library.
 
+An instant outside the years 1..9999 (UTC; as stored when naive) has no part: missing,
+counted like any undefined result (pandas cannot localize it to a zone).
+
 Every part depends only on the whole second (``floor``): a value is converted at second
 resolution, never through a float multiplication to nanoseconds (which can round a whole
 second down by a few nanoseconds and change ``second``).
@@ -13,6 +16,8 @@ second down by a few nanoseconds and change ``second``).
 from __future__ import annotations
 
 import numpy as np
+
+from fastprep.plan.expr import FIRST_SECOND, LAST_SECOND
 
 #: our names -> pandas ``DatetimeIndex`` attributes
 PANDAS_ATTRIBUTES = {
@@ -31,7 +36,8 @@ def date_part(seconds: np.ndarray, part: str, tz: str | None) -> np.ndarray:
 
     seconds = np.asarray(seconds, dtype=np.float64)
     out = np.full(seconds.shape, np.nan)
-    present = np.isfinite(seconds)
+    # outside the years 1..9999 time-zone libraries have no local time: missing (counted)
+    present = (seconds >= FIRST_SECOND) & (seconds < LAST_SECOND + 1)
     if not present.any():
         return out
     stamps = pd.DatetimeIndex(np.floor(seconds[present]).astype("datetime64[s]"))
@@ -51,8 +57,9 @@ def zone_table(tz: str | None, seconds: np.ndarray) -> tuple[np.ndarray, np.ndar
     finite = finite[np.isfinite(finite)]
     if tz is None or not len(finite):
         return np.array([-np.inf]), np.zeros(1)
-    lo = int(np.floor(finite.min())) - 2 * _DAY
-    hi = int(np.floor(finite.max())) + 2 * _DAY
+    # the margin stays inside the years 1..9999 that time-zone libraries can convert
+    lo = max(int(np.floor(finite.min())) - 2 * _DAY, FIRST_SECOND + _DAY)
+    hi = min(int(np.floor(finite.max())) + 2 * _DAY, LAST_SECOND - _DAY)
     grid = np.arange(lo, hi + _DAY, _DAY, dtype=np.int64)
     offsets = _offsets(tz, grid)
     changes = np.flatnonzero(offsets[1:] != offsets[:-1])
