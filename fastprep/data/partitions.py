@@ -71,6 +71,8 @@ TASK_ROWS = 20_000
 BALANCE_TRIES = 4
 #: bytes read from the head of a CSV file to estimate its bytes per row
 _CSV_PROBE_BYTES = 1 << 16
+#: places of a large CSV file probed for its bytes per row (its head and evenly after it)
+_CSV_PROBES = 4
 
 
 @dataclass(frozen=True)
@@ -492,14 +494,23 @@ def source_size(source: Source) -> SourceSize:
 
 
 def _estimate_csv_rows(path: str) -> int:
-    """File size over the mean bytes per line of its head (compressed files: x4 guess)."""
+    """File size over the mean bytes per line of its head and of a few places further on
+    (compressed files: x4 guess)."""
     size = os.path.getsize(path)
     if path.lower().endswith((".gz", ".bz2")):
         size *= 4  # typical text compression ratio; only an estimate for the planner
         return max(size // 100, 0)
     with open(path, "rb") as handle:
         head = handle.read(_CSV_PROBE_BYTES)
-    lines = head.count(b"\n") + (0 if head.endswith(b"\n") or not head else 1)
-    if len(head) == size:  # the whole file was read: count its lines (minus the header)
-        return max(lines - 1, 0)
-    return max(int(size / (len(head) / max(lines, 1))) - 1, 0)
+        lines = head.count(b"\n") + (0 if head.endswith(b"\n") or not head else 1)
+        if len(head) == size:  # the whole file was read: count its lines (minus the header)
+            return max(lines - 1, 0)
+        # a file's first rows can be unlike the rest (the flights file's first day: 101
+        # bytes a line, the whole file's 167), so a few more places are probed
+        probed = len(head)
+        if size > _CSV_PROBES * _CSV_PROBE_BYTES:
+            for k in range(1, _CSV_PROBES):
+                handle.seek(size * k // _CSV_PROBES)
+                probe = handle.read(_CSV_PROBE_BYTES)
+                probed, lines = probed + len(probe), lines + probe.count(b"\n")
+    return max(int(size / (probed / max(lines, 1))) - 1, 0)
