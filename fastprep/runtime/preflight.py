@@ -886,8 +886,10 @@ def smallest_partition_rows(source: Source) -> int:
             largest = max(largest, *groups, 0)
         else:
             rows = source_size(path).n_rows
-            # a CSV file cut at its line ends: chunks as small as partitions are asked
-            largest = max(largest, rows if why_not_cut(path) else min(rows, MIN_PARTITION_ROWS))
+            # a CSV file cut at its line ends: chunks as small as partitions are asked (a
+            # small file is not checked: that reads it)
+            cut = rows <= MIN_PARTITION_ROWS or not why_not_cut(path)
+            largest = max(largest, min(rows, MIN_PARTITION_ROWS) if cut else rows)
     return largest
 
 
