@@ -1,7 +1,8 @@
 """One CSV file over the memory budget streams in chunks, as a Parquet file of the same
 rows streams by row groups: the bundled flights sample as one CSV file, under a budget
 the in-memory run does not fit, is cut into several chunks at its line ends, and the
-streamed run's output is exactly the in-memory run's. A compressed CSV file cannot be cut:
+streamed run's output (and training batches over the chunks) is exactly the in-memory run's.
+A compressed CSV file cannot be cut:
 the refusal names it and says what to do."""
 
 from __future__ import annotations
@@ -50,3 +51,22 @@ def test_a_compressed_csv_file_is_one_partition_and_the_refusal_says_why(
     assert "flights.csv.gz' is compressed" in message and "Parquet" in message
     text = pipeline.explain(str(packed), memory_budget="150MB")
     assert "read whole: " in text and "flights.csv.gz" in text
+
+
+def test_batches_over_chunks_are_the_rows_of_the_transform(reference) -> None:
+    import numpy as np
+    import scipy.sparse as sp
+
+    from fastprep.data.partitions import plan_partitions
+
+    pipeline, _ = reference
+    assert len(plan_partitions(CSV, 3_000)) >= 6
+    fitted = pipeline.fit(CSV)
+    out = fitted.transform(CSV)
+    batches = list(fitted.batches(CSV, batch_size=1_000, rows_per_partition=3_000,
+                                  shuffle=True, seed=1, return_row_ids=True))  # fmt: skip
+    ids = np.concatenate([b[2] for b in batches])
+    assert np.array_equal(np.sort(ids), out.row_ids)
+    X = sp.vstack([b[0] for b in batches], format="csr")
+    order = np.argsort(ids)
+    assert (X[order] != out.X[np.searchsorted(out.row_ids, ids[order])]).nnz == 0
