@@ -1,9 +1,8 @@
 """One CSV file over the memory budget streams in chunks, as a Parquet file of the same
 rows streams by row groups: the bundled flights sample as one CSV file, under a budget
 the in-memory run does not fit, is cut into several chunks at its line ends, and the
-streamed run's output (and training batches over the chunks) is exactly the in-memory run's.
-A compressed CSV file cannot be cut:
-the refusal names it and says what to do."""
+streamed run's output (and training batches over the chunks) is exactly the in-memory
+run's. A compressed CSV file cannot be cut: the refusal names it and says what to do."""
 
 from __future__ import annotations
 
