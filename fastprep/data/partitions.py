@@ -8,7 +8,7 @@ reads one :class:`PartitionSpec` at a time (column-pruned, like :func:`fastprep.
   For ``workers`` parallel workers (a Dask job) the groups are cut into a multiple of
   ``workers`` partitions of equal rows where the row groups allow (:func:`balanced_count`).
 - CSV: one partition per file (files of a glob in sorted order); an uncompressed file of
-  more than ``rows_per_partition`` rows (estimated from its head) is cut into chunks of
+  more than ``rows_per_partition`` rows (estimated from a few probes) is cut into chunks of
   whole lines of about that many rows (:mod:`fastprep.data.csv_chunks`). The row count of a
   CSV file or chunk is only known once read, so ``n_rows`` / ``row_offset`` are None until
   then; :func:`iter_partitions` fills the offsets in as it streams.
@@ -80,9 +80,9 @@ class PartitionSpec:
     """One piece of a source that can be read on its own (e.g. inside a Dask task).
 
     ``kind`` is ``"parquet"`` (``row_groups`` of ``path``), ``"csv"`` (the file at
-    ``path``: whole, or the lines in its ``byte_range`` after its ``header_bytes``), ``"frame"`` (rows ``start:stop`` of a table in memory) or ``"dataset"``
-    (``row_groups`` of fragment number ``fragment`` of a pyarrow Dataset; all of it when
-    empty).
+    ``path``: whole, or the lines in its ``byte_range`` after its ``header_bytes``),
+    ``"frame"`` (rows ``start:stop`` of a table in memory) or ``"dataset"`` (``row_groups``
+    of fragment number ``fragment`` of a pyarrow Dataset; all of it when empty).
     """
 
     index: int
@@ -104,7 +104,7 @@ class PartitionSpec:
     byte_range: tuple[int, ...] = ()
     #: a chunk's header: the file's first bytes, read in front of the chunk's
     header_bytes: int = 0
-    #: a chunk's rows as estimated from the file's head (``n_rows`` is known once read)
+    #: a chunk's rows as estimated from probes of the file (``n_rows``: known once read)
     rows_estimate: int | None = None
 
     def describe(self) -> str:
@@ -183,7 +183,7 @@ def plan_partitions(
 
 def csv_partitions(path: str, rows_per_partition: int, workers: int = 1) -> list[PartitionSpec]:
     """A CSV file as one partition, or (uncompressed, more than ``rows_per_partition``
-    rows by its head's estimate) as chunks of about that many rows, as many as
+    rows by :func:`_estimate_csv_rows`) as chunks of about that many rows, as many as
     :func:`balanced_count` gives for ``workers``, cut at line ends."""
     whole = [PartitionSpec(0, "csv", path)]
     rows = _estimate_csv_rows(path)
