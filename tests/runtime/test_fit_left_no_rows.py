@@ -38,9 +38,18 @@ def test_every_row_quarantined_by_a_feature_rule(weather):
         pipeline.fit(weather)
 
 
-def test_an_empty_input_still_says_it_is_empty(weather):
+@pytest.mark.parametrize("backend", ["pandas", "numba"])
+@pytest.mark.parametrize("steps", [(fp.Standardize(),), (fp.FillMissing("median"), fp.MinMax())])
+def test_an_empty_input_still_says_it_is_empty(weather, backend, steps):
+    """On every backend (``auto`` picks Numba once its kernels are ready, which earlier
+    tests in the same process decide): the error says whether there were rows at all."""
     schema = fp.Schema({"temp": fp.Float(nullable=True)})
-    pipeline = fp.Pipeline(schema, [fp.col("temp") >> fp.Standardize()])
+    feature = fp.col("temp")
+    for step in steps:
+        feature = feature >> step
+    pipeline = fp.Pipeline(schema, [feature])
     with pytest.raises(fp.FitError, match="no rows") as info:
-        pipeline.fit(weather.iloc[:0])
+        pipeline.fit(weather.iloc[:0], backend=backend)
     assert "quarantined" not in str(info.value)
+    with pytest.raises(fp.FitError, match=f"all {len(weather):,} missing"):
+        pipeline.fit(weather.assign(temp=np.nan), backend=backend)

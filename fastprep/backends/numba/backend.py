@@ -177,7 +177,7 @@ def _fit_chains(
                 continue  # the extra pass statistics of a folded median fill
             step = chains[k].steps[s]
             learned[k][s] = _params_from(
-                step, kind, result, f"{step.describe()} on {chains[k].name!r}"
+                step, kind, result, f"{step.describe()} on {chains[k].name!r}", table.n_rows
             )
         for k, s in folded:
             step = chains[k].steps[s + 1]
@@ -256,7 +256,7 @@ def _params_after_fill(
     """``step``'s parameters over the filled values: the present values' moments with
     ``n_rows - count`` copies of ``fill`` (exact: as if the pass had seen them)."""
     total = moments.with_fill(present, fill, n_rows)
-    require_values(total.count, -1, what)
+    require_values(total.count, n_rows, what)
     return NUMBA.entry(step, "params")(step, total, what)
 
 
@@ -274,12 +274,13 @@ def _static_params(chains: list[Chain], learned: list[list[dict[str, Any]]]) -> 
                 params[s] = reference.fit_step(step, np.empty(0), step.describe())
 
 
-def _params_from(step: Step, kind: str, result: Any, what: str) -> dict[str, Any]:
+def _params_from(step: Step, kind: str, result: Any, what: str, n_rows: int) -> dict[str, Any]:
+    """``n_rows``: the rows the fit saw (the error of no values says whether there were none)."""
     if kind == "median":
         value, count = result
-        require_values(count, -1, what)
+        require_values(count, n_rows, what)
         return {"fill": value}
-    require_values(result.count, -1, what)
+    require_values(result.count, n_rows, what)
     return NUMBA.entry(step, "params")(step, result, what)
 
 
