@@ -10,7 +10,6 @@ are merged here, in partition order, so every executor learns the same state.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -26,10 +25,6 @@ from fastprep.runtime import aggregates as agg
 from fastprep.runtime.cross_fit import CrossFit
 from fastprep.runtime.report import Report
 from fastprep.validate.findings import Finding, merge_findings
-
-#: the logger of validation's findings (a partition's whole-column warnings are logged here
-#: once merged)
-validation_log = logging.getLogger("fastprep.validate")
 
 if TYPE_CHECKING:  # the partition tasks (and the shard writers they import) load on use:
     # a run in memory only counts its passes here (the pre-flight)
@@ -297,12 +292,6 @@ def _source_findings(results: list[dict[str, Any]]) -> list[Finding]:
             for f in whole
         ]
     whole = merge_findings([*whole, *_constant_findings(with_rows, told)])
-    for finding in whole:  # (each partition's validation left them unlogged; DEBUG as
-        # validation's own: the fit's alert logs each finding once)
-        if finding.rule == Reason.EMPTY.value:
-            validation_log.debug("empty input: the source has no rows at fit time")
-        else:
-            validation_log.debug(finding.message())
     return merge_findings([*findings, *whole])
 
 

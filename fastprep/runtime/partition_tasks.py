@@ -39,7 +39,6 @@ from fastprep.planning import planner
 from fastprep.runtime import aggregates as agg
 from fastprep.runtime import execute, kept_rows, kept_values, memory, shards
 from fastprep.validate import drift
-from fastprep.validate.validator import partition_of_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -127,9 +126,8 @@ def load_prepared(
     columns, text = read_columns(job)
     frame, retries = read_with_retries(spec, columns, text, job.retry, part)
     try:
-        with partition_of_source():  # whole-column warnings: logged once merged
-            prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
-                                       row_offset=spec.row_offset or 0)  # fmt: skip
+        prepared = execute.prepare(plan, schema, frame, phase=phase, backend=job.backend,
+                                   row_offset=spec.row_offset or 0)  # fmt: skip
     except FastprepError as exc:
         raise type(exc)(f"{spec.describe()}: {exc}") from None
     prepared.report.source = spec.describe()

@@ -8,10 +8,8 @@ the frame are collected first, then one error lists them all.
 
 from __future__ import annotations
 
-import contextvars
 import logging
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,20 +58,6 @@ if TYPE_CHECKING:
 #: each call's findings, at DEBUG: a run validates partition by partition, and its findings
 #: reach the ``fastprep.alerts`` logger once per rule with the run's total (and the report)
 log = logging.getLogger("fastprep.validate")
-#: True while one partition of a larger source is validated: its fit warnings about a whole
-#: column (all missing, one value, no rows) say nothing of the source, so they are not
-#: logged here; whoever merges the partitions' findings logs those that hold for all
-_PARTITION = contextvars.ContextVar("fastprep_partition_of_source", default=False)
-
-
-@contextmanager
-def partition_of_source() -> Iterator[None]:
-    """Validate one partition of a larger source (see :data:`_PARTITION`)."""
-    token = _PARTITION.set(True)
-    try:
-        yield
-    finally:
-        _PARTITION.reset(token)
 
 
 @dataclass
@@ -161,8 +145,7 @@ def validate_frame(
     if phase == "fit" and n_rows == 0:  # a statistic to fit will then be a FitError
         findings.append(Finding("*", Reason.EMPTY.value, 0, "warn", detail="(no rows at fit)",
                                 phase=phase))  # fmt: skip
-        if not _PARTITION.get():
-            log.debug("empty input: the source has no rows at fit time")
+        log.debug("empty input: the source has no rows at fit time")
     if to_raise:
         lines = "\n  ".join(f.message() for f in to_raise)
         raise DataValidationError(
@@ -407,8 +390,7 @@ def _fit_findings(name: str, checks: FitChecks, ids: np.ndarray, n_rows: int) ->
     finding = make_finding(
         name, rule, np.ones(n_rows, dtype=bool), ids, "warn", detail=detail, phase="fit"
     )
-    if not _PARTITION.get():
-        log.debug(finding.message())
+    log.debug(finding.message())
     return [finding]
 
 
