@@ -22,6 +22,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from fastprep.data.sources import csv_delimiter
+
 #: bytes read at a time while looking for line ends outside quotes
 BLOCK_BYTES = 1 << 22
 _QUOTE, _LF, _CR = 0x22, 0x0A, 0x0D
@@ -126,7 +128,7 @@ def _scan(path: str, size: int) -> _Lines | None:
     """The file's :class:`_Lines`: with no quote, nothing more to know; with quotes, the
     grid of line ends outside quoted values, from one read of the file in blocks; None
     when a quote is neither an opening, a closing nor a doubled one."""
-    delimiter = 0x09 if path.lower().endswith(".tsv") else 0x2C
+    delimiter = ord(csv_delimiter(path))
     with open(path, "rb") as handle:
         first = handle.read(len(_BOM))
         start_at = len(_BOM) if first == _BOM else 0  # a line starts after the mark

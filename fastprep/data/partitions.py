@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fastprep.data.csv_chunks import cut_csv
+from fastprep.data.csv_chunks import cut_csv, is_compressed
 from fastprep.data.sources import (
     Raw,
     Source,
@@ -497,7 +497,7 @@ def _estimate_csv_rows(path: str) -> int:
     """File size over the mean bytes per line of its head and of a few places further on
     (compressed files: x4 guess)."""
     size = os.path.getsize(path)
-    if path.lower().endswith((".gz", ".bz2")):
+    if is_compressed(path):
         size *= 4  # typical text compression ratio; only an estimate for the planner
         return max(size // 100, 0)
     with open(path, "rb") as handle:

@@ -602,7 +602,7 @@ def _read_csv(
         column_types={c: pa.string() for c in columns if c in text_columns},
         strings_can_be_null=True,
     )
-    parse = pacsv.ParseOptions(delimiter=_delimiter(path))
+    parse = pacsv.ParseOptions(delimiter=csv_delimiter(path))
     bad_text = False
     while True:
         try:
@@ -630,7 +630,8 @@ def _csv_input(data: str | _FileRanges) -> Any:
     return contextlib.nullcontext(data) if isinstance(data, str) else data.open()
 
 
-def _delimiter(path: str) -> str:
+def csv_delimiter(path: str) -> str:
+    """The delimiter of the CSV file ``path``: a tab for ``.tsv``, else a comma."""
     return "\t" if path.lower().endswith(".tsv") else ","
 
 
@@ -695,7 +696,7 @@ def _read_csv_keeping_bad_text(
 def _csv_header(path: str) -> list[str]:
     import pyarrow.csv as pacsv
 
-    delimiter = _delimiter(path)
+    delimiter = csv_delimiter(path)
     # the file closed on every exit (the reader's close leaves it open)
     with (
         pa.input_stream(path) as stream,
